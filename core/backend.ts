@@ -1,0 +1,72 @@
+/**
+ * Backend choice per call site (DESIGN §3, spec/API.md §1.6): device tensors run where they live; host tensors
+ * run the CPU reference unless `backend` (or `TK_BACKEND`, read once at import) names a device backend.
+ * @module
+ */
+import { config } from "./config.ts";
+import { getEnv } from "./env.ts";
+import { TkError } from "./errors.ts";
+import { type Device, DeviceTensor, type Stream, type Tensor } from "./tensor.ts";
+
+/** Backends an op may be asked for. */
+export type Backend = "auto" | "cpu" | "cuda" | "ascend";
+
+/** Options every op takes. */
+export interface OpOptions {
+  /** Where to run: "auto" (default) follows the inputs. */
+  backend?: Backend;
+  /** Stream of a device run; default: the device's default stream. */
+  stream?: Stream;
+}
+
+/** Where a call runs. `staged`: inputs are copied to that side and results copied back. */
+export type Placement =
+  | { readonly backend: "cpu"; readonly staged: false; readonly device: null }
+  | { readonly backend: "cpu"; readonly staged: true; readonly device: Device }
+  | { readonly backend: "cuda"; readonly staged: boolean; readonly device: Device };
+
+const BACKENDS: readonly Backend[] = ["auto", "cpu", "cuda", "ascend"];
+const ENV_BACKEND = getEnv("TK_BACKEND");
+
+function envBackend(): Backend {
+  if (ENV_BACKEND === undefined || ENV_BACKEND === "") return "cpu";
+  if (ENV_BACKEND === "cpu" || ENV_BACKEND === "cuda" || ENV_BACKEND === "ascend") return ENV_BACKEND;
+  throw new TkError("runtime", "TK_BACKEND", "CONFIG", `must be cpu, cuda or ascend (got ${JSON.stringify(ENV_BACKEND)})`);
+}
+
+const CPU: Placement = Object.freeze({ backend: "cpu", staged: false, device: null });
+
+/**
+ * Resolves the placement of one call from its tensor arguments (null/undefined entries are skipped) and
+ * `opts.backend`. Throws `DEVICE_MISMATCH` for host/device mixes or two devices, `BACKEND_UNAVAILABLE` for
+ * Ascend.
+ */
+export function place(op: string, tensors: readonly (Tensor | null | undefined)[], backend: unknown): Placement {
+  if (backend !== undefined && !BACKENDS.includes(backend as Backend)) {
+    throw new TkError(op, "backend", "VALUE", `must be one of ${BACKENDS.join(", ")} (got ${JSON.stringify(backend)})`);
+  }
+  let device: Device | null = null;
+  let host = false;
+  for (const t of tensors) {
+    if (!t) continue;
+    if (t instanceof DeviceTensor) {
+      if (device && (device.kind !== t.device.kind || device.index !== t.device.index)) {
+        throw new TkError(op, "device", "DEVICE_MISMATCH", `inputs live on ${device.kind}:${device.index} and ${t.device.kind}:${t.device.index}`);
+      }
+      device = t.device;
+    } else host = true;
+  }
+  if (device && host) throw new TkError(op, "device", "DEVICE_MISMATCH", "inputs mix host and device tensors");
+  const asked = (backend ?? "auto") as Backend;
+  if (asked === "ascend" || (device && device.kind === "ascend")) {
+    throw new TkError(op, "backend", "BACKEND_UNAVAILABLE", "the Ascend backend is not built yet (prebuilt/ascend/README.md)");
+  }
+  if (device) {
+    if (asked === "cpu") return { backend: "cpu", staged: true, device };
+    return { backend: "cuda", staged: false, device };
+  }
+  const b = asked === "auto" ? envBackend() : asked;
+  if (b === "ascend") throw new TkError(op, "backend", "BACKEND_UNAVAILABLE", "the Ascend backend is not built yet (prebuilt/ascend/README.md)");
+  if (b === "cuda") return { backend: "cuda", staged: true, device: config.defaultDevice ?? { kind: "cuda", index: 0 } };
+  return CPU;
+}

@@ -1,0 +1,64 @@
+/**
+ * Staging between host and device for calls whose inputs live on one side and whose backend is the other
+ * (spec/API.md §1.6: host inputs with a forced device backend, device inputs with `backend: "cpu"`).
+ * @module
+ */
+import { elementBytes } from "./dtype.ts";
+import { TkError } from "./errors.ts";
+import {
+  contiguousHost,
+  type Device,
+  DeviceTensor,
+  deviceRuntime,
+  HostTensor,
+  type Tensor,
+  toDevice,
+  toHostSync,
+} from "./tensor.ts";
+
+/** Host copy of a tensor (the tensor itself when it is already on the host). */
+export function onHost<T extends Tensor | null | undefined>(t: T): HostTensor | Exclude<T, Tensor> {
+  if (t === null || t === undefined) return t as Exclude<T, Tensor>;
+  return t instanceof HostTensor ? t : toHostSync(t as DeviceTensor);
+}
+
+/** Device copy of a host tensor on `device`, keeping its strides' meaning (a contiguous copy). */
+export function onDevice<T extends Tensor | null | undefined>(t: T, device: Device): DeviceTensor | Exclude<T, Tensor> {
+  if (t === null || t === undefined) return t as Exclude<T, Tensor>;
+  return t instanceof DeviceTensor ? t : toDevice(t as HostTensor, device);
+}
+
+/** Writes the elements of `src` into `dst` (same shape; any strides on the host, contiguous on a device). */
+export function copyInto(op: string, dst: Tensor, src: Tensor): void {
+  const s = onHost(src) as HostTensor;
+  if (dst instanceof HostTensor) {
+    const n = dst.shape.length;
+    const idx = new Array<number>(n).fill(0);
+    const d = dst.data as Float32Array;
+    const sd = s.data as Float32Array;
+    for (let i = 0; i < dst.numel; i++) {
+      let o = dst.offset;
+      let so = s.offset;
+      for (let k = 0; k < n; k++) {
+        o += idx[k] * dst.strides[k];
+        so += idx[k] * s.strides[k];
+      }
+      d[o] = sd[so];
+      for (let k = n - 1; k >= 0; k--) {
+        if (++idx[k] < dst.shape[k]) break;
+        idx[k] = 0;
+      }
+    }
+    return;
+  }
+  if (!dst.isContiguous()) throw new TkError(op, "out", "OUT_MISMATCH", "a staged call can only write contiguous device outputs");
+  const c = s.isContiguous() ? s : contiguousHost(s);
+  const eb = elementBytes(c.dtype);
+  const bytes = new Uint8Array(c.data.buffer, c.data.byteOffset + c.offset * eb, c.numel * eb);
+  if (bytes.length) deviceRuntime(op).copyHtoD(dst.device, dst.ptr, bytes, dst.storage.stream);
+}
+
+/** Disposes device tensors made for staging (host tensors and nulls are ignored). */
+export function disposeStaged(...ts: (Tensor | null | undefined)[]): void {
+  for (const t of ts) if (t instanceof DeviceTensor) t.dispose();
+}

@@ -1,0 +1,372 @@
+/**
+ * The CUDA driver wrapper: loads the shim (through the loader's integrity checks), initialises the driver,
+ * owns per-device state (primary context, default stream, loaded modules, function handles, the error word) and
+ * implements `core`'s {@link DeviceRuntime}. Ops launch kernels through {@link LaunchPacket}: one reusable byte
+ * buffer holding the launch header and the Params struct, one FFI call per launch.
+ * @module
+ */
+import { registerSmCountProvider } from "../core/config.ts";
+import { getEnv, runtimeName } from "../core/env.ts";
+import { TkError } from "../core/errors.ts";
+import type { ParamsLayout } from "../core/params.ts";
+import { ParamsPacker } from "../core/params.ts";
+import { type Device, type DeviceRuntime, registerDeviceRuntime, type Stream } from "../core/tensor.ts";
+import { openBun } from "./bun.ts";
+import { openDeno } from "./deno.ts";
+import { manifest, shimRel, verifiedBytes, verifiedPath } from "./loader.ts";
+import { describeErrorWord } from "./op_ids.ts";
+import type { ShimArg, ShimFn, ShimLib } from "./symbols.ts";
+
+const ST_NO_DRIVER = 1;
+const ST_OOM = 5;
+
+/** Static facts about a device (spec/API.md §2.3). */
+export interface DeviceInfo {
+  device: Device;
+  name: string;
+  arch: string;
+  smCount: number;
+  totalMemory: number;
+  freeMemory: number;
+  maxSharedMemoryPerSm: number;
+  maxSharedMemoryPerBlockOptin: number;
+  /** A shipped cubin matches this arch. */
+  kernelsAvailable: boolean;
+  /** The prebuilt directory serving it (`sm90a`, `sm100a`), or null. */
+  prebuiltTarget: string | null;
+}
+
+interface DeviceState {
+  readonly index: number;
+  readonly cc: number; // major*10 + minor
+  readonly smCount: number;
+  readonly target: string | null;
+  readonly errorWord: bigint;
+  readonly defaultStream: CudaStream;
+  readonly modules: Map<string, bigint>;
+  readonly functions: Map<string, bigint>;
+}
+
+let lib: ShimLib | null = null;
+let initError: TkError | null = null;
+let deviceCount = 0;
+const states: (DeviceState | undefined)[] = [];
+const out64 = new BigUint64Array(2);
+const out32 = new Int32Array(2);
+const errWord = new Uint32Array(4);
+
+/** Throws a TkError for a failed shim status. */
+function fail(op: string, status: number): never {
+  const text = lib ? lib.lastError() : "shim not loaded";
+  if (status === ST_OOM) throw new TkError(op, undefined, "OUT_OF_MEMORY", text);
+  if (status === ST_NO_DRIVER) throw new TkError(op, undefined, "BACKEND_UNAVAILABLE", text);
+  const code = lib ? lib.fn.tk_last_cuda_error() : 0;
+  const name = /CUDA_ERROR_[A-Z_]+/.exec(text)?.[0] ?? `CUresult ${code}`;
+  throw new TkError(op, undefined, "CUDA", text, { code, name });
+}
+
+function call(op: string, f: ShimFn, ...args: ShimArg[]): void {
+  const st = lib!.fn[f](...args);
+  if (st !== 0) fail(op, st);
+}
+
+/** Opens the shim with the binding of the runtime we are in (both modules only touch their runtime lazily). */
+function openShim(path: string): ShimLib {
+  if (runtimeName === "deno") return openDeno(path);
+  if (runtimeName === "bun") return openBun(path);
+  throw new TkError("runtime", undefined, "BACKEND_UNAVAILABLE", "the CUDA backend needs Deno or Bun");
+}
+
+/**
+ * Loads the shim and initialises the driver once. Returns null when that worked, else the error (kept, so the
+ * next call answers at once). `devices()` uses this to answer [] without throwing.
+ */
+export function tryInit(): TkError | null {
+  if (lib) return null;
+  if (initError) return initError;
+  try {
+    const override = getEnv("TK_SHIM_PATH");
+    const path = override ? override : verifiedPath(shimRel());
+    const l = openShim(path);
+    const st = l.fn.tk_init(null);
+    if (st !== 0) {
+      const text = l.lastError();
+      l.close();
+      initError = new TkError("runtime", undefined, "BACKEND_UNAVAILABLE", `no usable CUDA driver: ${text}`);
+      return initError;
+    }
+    lib = l;
+    const n = new Int32Array(1);
+    call("runtime", "tk_device_count", n);
+    deviceCount = n[0];
+    return null;
+  } catch (e) {
+    if (e instanceof TkError && e.code === "INTEGRITY") throw e; // never hide a tampered binary
+    initError = e instanceof TkError ? e : new TkError("runtime", undefined, "BACKEND_UNAVAILABLE", String(e));
+    return initError;
+  }
+}
+
+/** Drops a remembered init failure (tests change TK_* settings between cases). */
+export function resetInitForTests(): void {
+  if (!lib) initError = null;
+}
+
+function requireInit(op: string): ShimLib {
+  const e = tryInit();
+  if (e) throw new TkError(op, undefined, e.code, e.message.replace(/^runtime: /, ""));
+  return lib!;
+}
+
+/** Number of CUDA devices (0 without a driver). */
+export function cudaDeviceCount(): number {
+  return tryInit() ? 0 : deviceCount;
+}
+
+function attr(dev: number, a: number): number {
+  call("deviceInfo", "tk_device_attribute", dev, a, out32);
+  return out32[0];
+}
+
+const ATTR = { smCount: 16, ccMajor: 75, ccMinor: 76, smemPerSm: 81, smemOptin: 97 } as const;
+
+function targetFor(cc: number): string | null {
+  const t = cc === 90 ? "sm90a" : cc === 100 ? "sm100a" : null;
+  if (!t) return null;
+  const m = manifest();
+  return Object.keys(m.binaries).some((k) => k.startsWith(`cuda/${t}/`)) ? t : null;
+}
+
+/** Per-device state, created on first use (context, error word, default stream). */
+export function deviceState(op: string, device: Device): DeviceState {
+  const s = states[device.index];
+  if (s) return s;
+  requireInit(op);
+  if (device.kind !== "cuda") throw new TkError(op, "device", "BACKEND_UNAVAILABLE", `${device.kind} devices are not supported yet`);
+  if (device.index >= deviceCount) {
+    throw new TkError(op, "device", "BACKEND_UNAVAILABLE", `cuda:${device.index} does not exist (${deviceCount} device(s))`);
+  }
+  call(op, "tk_context_init", device.index);
+  const cc = attr(device.index, ATTR.ccMajor) * 10 + attr(device.index, ATTR.ccMinor);
+  call(op, "tk_error_word_ptr", device.index, out64);
+  const st: DeviceState = {
+    index: device.index,
+    cc,
+    smCount: attr(device.index, ATTR.smCount),
+    target: targetFor(cc),
+    errorWord: out64[0],
+    defaultStream: new CudaStream({ kind: "cuda", index: device.index }, 0n, false),
+    modules: new Map(),
+    functions: new Map(),
+  };
+  states[device.index] = st;
+  return st;
+}
+
+/** A CUDA stream of one device. */
+export class CudaStream implements Stream {
+  readonly device: Device;
+  readonly handle: bigint;
+  readonly #owned: boolean;
+  #destroyed = false;
+  constructor(device: Device, handle: bigint, owned: boolean) {
+    this.device = device;
+    this.handle = handle;
+    this.#owned = owned;
+  }
+  /** Waits for the stream's work and checks the device error word. */
+  synchronize(): Promise<void> {
+    syncAndCheck(this.device.index, this.handle);
+    return Promise.resolve();
+  }
+  [Symbol.dispose](): void {
+    if (!this.#owned || this.#destroyed) return;
+    this.#destroyed = true;
+    syncAndCheck(this.device.index, this.handle);
+    call("Stream.dispose", "tk_stream_destroy", this.device.index, this.handle);
+  }
+}
+
+/** Synchronises a stream and throws `DEVICE_VALUE` if a kernel reported an illegal value (DESIGN §6). */
+export function syncAndCheck(dev: number, stream: bigint): void {
+  call("synchronize", "tk_sync_and_check", dev, stream, errWord);
+  if (errWord[0] | errWord[1] | errWord[2]) {
+    const { op, detail } = describeErrorWord(errWord);
+    throw new TkError(op, undefined, "DEVICE_VALUE", detail);
+  }
+}
+
+/** A new non-blocking stream on `device` (spec/API.md §1.7). */
+export function createStream(device: Device | number = 0): Stream {
+  const d: Device = typeof device === "number" ? { kind: "cuda", index: device } : device;
+  deviceState("createStream", d);
+  call("createStream", "tk_stream_create", d.index, out64);
+  return new CudaStream(d, out64[0], true);
+}
+
+/** Function handle of a kernel symbol on a device, loading its cubin on first use. */
+export function kernelFunction(op: string, device: Device, symbol: string): bigint {
+  const st = deviceState(op, device);
+  const hit = st.functions.get(symbol);
+  if (hit !== undefined) return hit;
+  if (!st.target) {
+    throw new TkError(op, "backend", "BACKEND_UNAVAILABLE", `no kernel image for compute capability ${(st.cc / 10).toFixed(1)} (shipped: sm_90a, sm_100a)`);
+  }
+  const m = manifest();
+  const rel = Object.keys(m.binaries).find((k) => k.startsWith(`cuda/${st.target}/`) && m.binaries[k].symbols?.includes(symbol));
+  if (!rel) throw new TkError(op, "variant", "UNSUPPORTED", `kernel ${symbol} is not in the ${st.target} build`);
+  let mod = st.modules.get(rel);
+  if (mod === undefined) {
+    const bytes = verifiedBytes(rel);
+    call(op, "tk_module_load", st.index, bytes, bytes.length, out64);
+    mod = out64[0];
+    st.modules.set(rel, mod);
+  }
+  call(op, "tk_module_function", st.index, mod, new TextEncoder().encode(symbol + "\0"), out64);
+  st.functions.set(symbol, out64[0]);
+  return out64[0];
+}
+
+/** Bytes of the launch header in front of every Params struct (tk_launch_header). */
+export const LAUNCH_HEADER_BYTES = 64;
+
+/**
+ * One op's reusable launch buffer: the tk_launch_header, then the Params struct. Set the fields, then
+ * {@link LaunchPacket.launch}: one FFI call.
+ */
+export class LaunchPacket<N extends string> extends ParamsPacker<N> {
+  readonly #hdr: DataView;
+  constructor(layout: ParamsLayout<N>) {
+    super(layout, LAUNCH_HEADER_BYTES);
+    this.#hdr = new DataView(this.bytes.buffer, 0, LAUNCH_HEADER_BYTES);
+  }
+  /** Sets function, stream, grid (x only), block (x only), dynamic shared memory, PDL flag and device. */
+  setLaunch(fn: bigint, stream: bigint, gridX: number, blockX: number, smem: number, pdl: boolean, dev: number): void {
+    const h = this.#hdr;
+    h.setBigUint64(0, fn, true);
+    h.setBigUint64(8, stream, true);
+    h.setUint32(16, gridX, true);
+    h.setUint32(20, 1, true);
+    h.setUint32(24, 1, true);
+    h.setUint32(28, blockX, true);
+    h.setUint32(32, 1, true);
+    h.setUint32(36, 1, true);
+    h.setUint32(40, smem, true);
+    h.setUint32(44, pdl ? 1 : 0, true);
+    h.setUint32(48, 0, true); // cluster x/y/z = 0: no cluster (48, 52, 56 hold cluster[0..2])
+    h.setUint32(52, 0, true);
+    h.setUint32(56, 0, true);
+    h.setInt32(60, dev, true);
+  }
+  launch(op: string): void {
+    const st = lib!.fn.tk_launch(this.bytes);
+    if (st !== 0) fail(op, st);
+  }
+}
+
+/** Device error word address of a device (kernels receive it in Params). */
+export function errorWordPtr(op: string, device: Device): bigint {
+  return deviceState(op, device).errorWord;
+}
+
+/** Devices of the CUDA backend ([] without a driver, never a throw — except for a tampered binary). */
+export function cudaDevices(): Device[] {
+  const n = cudaDeviceCount();
+  return Array.from({ length: n }, (_, i) => ({ kind: "cuda" as const, index: i }));
+}
+
+/** Name, architecture, SMs, memory and shipped-kernel availability of a device. */
+export function cudaDeviceInfo(device: Device | number = 0): DeviceInfo {
+  const d: Device = typeof device === "number" ? { kind: "cuda", index: device } : device;
+  const st = deviceState("deviceInfo", d);
+  const name = new Uint8Array(256);
+  call("deviceInfo", "tk_device_name", st.index, name, name.length);
+  const free = new BigUint64Array(1);
+  const total = new BigUint64Array(1);
+  call("deviceInfo", "tk_mem_info", st.index, free, total);
+  const major = Math.floor(st.cc / 10);
+  const minor = st.cc % 10;
+  return {
+    device: d,
+    name: new TextDecoder().decode(name.subarray(0, name.indexOf(0))),
+    arch: major >= 9 && minor === 0 ? `sm_${st.cc}a` : `sm_${st.cc}`,
+    smCount: st.smCount,
+    totalMemory: Number(total[0]),
+    freeMemory: Number(free[0]),
+    maxSharedMemoryPerSm: attr(st.index, ATTR.smemPerSm),
+    maxSharedMemoryPerBlockOptin: attr(st.index, ATTR.smemOptin),
+    kernelsAvailable: st.target !== null,
+    prebuiltTarget: st.target,
+  };
+}
+
+/** The driver version as an integer (e.g. 12080), for benchmark reports. */
+export function driverVersion(): number {
+  requireInit("driverVersion");
+  call("driverVersion", "tk_driver_version", out32);
+  return out32[0];
+}
+
+/** Events for timing (benchmarks). */
+export function createEvent(device: Device): bigint {
+  deviceState("createEvent", device);
+  call("createEvent", "tk_event_create", device.index, out64);
+  return out64[0];
+}
+export function recordEvent(device: Device, ev: bigint, stream: bigint): void {
+  call("recordEvent", "tk_event_record", device.index, ev, stream);
+}
+export function elapsedMs(device: Device, a: bigint, b: bigint): number {
+  call("elapsedMs", "tk_event_synchronize", device.index, b);
+  const f = new Float32Array(1);
+  call("elapsedMs", "tk_event_elapsed_ms", device.index, a, b, f);
+  return f[0];
+}
+export function destroyEvent(device: Device, ev: bigint): void {
+  call("destroyEvent", "tk_event_destroy", device.index, ev);
+}
+
+const runtime: DeviceRuntime = {
+  defaultStream(device: Device): Stream {
+    return deviceState("runtime", device).defaultStream;
+  },
+  alloc(device: Device, nbytes: number, stream: Stream): bigint {
+    deviceState("alloc", device);
+    call("alloc", "tk_malloc_async", device.index, nbytes, stream.handle, out64);
+    return out64[0];
+  },
+  free(device: Device, ptr: bigint, stream: Stream): void {
+    if (!lib) return;
+    lib.fn.tk_free_async(device.index, ptr, stream.handle); // best effort: never throw from a finaliser
+  },
+  copyHtoD(device: Device, dst: bigint, src: Uint8Array, stream: Stream): void {
+    // Synchronous with respect to the host buffer: the caller's array may be reused right after.
+    call("toDevice", "tk_memcpy_htod", device.index, dst, src, src.length, stream.handle);
+  },
+  copyDtoH(device: Device, dst: Uint8Array, src: bigint, stream: Stream): void {
+    if (dst.length > 0) call("toHost", "tk_memcpy_dtoh_async", device.index, dst, src, dst.length, stream.handle);
+    syncAndCheck(device.index, stream.handle);
+  },
+  copyDtoD(device: Device, dst: bigint, src: bigint, nbytes: number, stream: Stream): void {
+    call("copy", "tk_memcpy_dtod_async", device.index, dst, src, nbytes, stream.handle);
+  },
+  memset(device: Device, dst: bigint, byte: number, nbytes: number, stream: Stream): void {
+    call("memset", "tk_memset_d8_async", device.index, dst, byte, nbytes, stream.handle);
+  },
+};
+
+registerDeviceRuntime(runtime);
+registerSmCountProvider((d) => deviceState("config.getNumSms", d).smCount);
+
+/** Synchronises a device's default stream, or a given stream, and checks the error word. */
+export function synchronize(target?: Device | Stream | number): Promise<void> {
+  if (target === undefined || typeof target === "number") {
+    const st = deviceState("synchronize", { kind: "cuda", index: target ?? 0 });
+    syncAndCheck(st.index, 0n);
+  } else if ("handle" in target) {
+    syncAndCheck(target.device.index, target.handle);
+  } else {
+    syncAndCheck(deviceState("synchronize", target).index, 0n);
+  }
+  return Promise.resolve();
+}

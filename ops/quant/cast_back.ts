@@ -1,0 +1,129 @@
+/**
+ * Dequantization of a per-token cast: `perTokenCastBack` (spec/API.md §3.1, spec/quant.md §2.6, §6).
+ * @module
+ */
+import { type OpOptions, place } from "../../core/backend.ts";
+import { checkOptions, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
+import { TkError } from "../../core/errors.ts";
+import { copyInto, disposeStaged, onDevice, onHost } from "../../core/stage.ts";
+import {
+  type Device,
+  DeviceTensor,
+  deviceEmptyStrided,
+  deviceRuntime,
+  type HostTensor,
+  type Quantized,
+  type Stream,
+  type Tensor,
+} from "../../core/tensor.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { OP_ID } from "../../ffi/op_ids.ts";
+import { CastBackParams } from "./cast_back.params.ts";
+import { castBackRef } from "./cast_back.ref.ts";
+import { SF_KIND } from "./per_token_cast.params.ts";
+import { type SfInput, sfInput } from "./sf_layout.ts";
+
+/** Options of {@link perTokenCastBack}. */
+export interface PerTokenCastBackOptions extends OpOptions {
+  /** Output dtype. */
+  fmt: "fp32" | "bf16";
+  /** Channels per scale of the pair: 16, 32, 64 or 128, or the whole row. */
+  numPerChannels: number;
+  /** Preallocated contiguous output `[T, H]`. */
+  out?: Tensor;
+}
+
+const packet = new LaunchPacket(CastBackParams);
+const THREADS = 256;
+
+/**
+ * Dequantizes a `[data, sf]` pair of {@link perTokenCast}: `out = decode(q) · s` in binary32, then fp32 or bf16
+ * (spec/quant.md §2.6). `data` is e4m3 `[T, H]` or e2m1x2 `[T, H/2]`; `sf` fp32 / e4m3 / packed UE8M0 (int32), row-
+ * or column-major.
+ *
+ * @example
+ * ```ts
+ * import { perTokenCast, perTokenCastBack, tensor } from "../../mod.ts";
+ * const x = tensor(new Float32Array(128).fill(1.5), [1, 128], "fp32");
+ * const y = perTokenCastBack(perTokenCast(x, { fmt: "e4m3", numPerChannels: 32 }), { fmt: "fp32", numPerChannels: 32 });
+ * console.assert((y as { data: Float32Array }).data[5] === 1.5);
+ * ```
+ */
+export function perTokenCastBack(x: Quantized, options: PerTokenCastBackOptions): Tensor {
+  const op = "perTokenCastBack";
+  checkOptions(op, options, ["fmt", "numPerChannels"]);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
+  const fmt = oneOf(op, "fmt", options.fmt, ["fp32", "bf16"] as const);
+  if (!Array.isArray(x) || x.length !== 2) throw new TkError(op, "x", "VALUE", `expected a quantized pair [data, sf], got ${describe(x)}`);
+  const data = checkTensor(op, "x[0]", x[0], ["e4m3", "e2m1x2"], 2);
+  const T = data.shape[0];
+  const H = data.shape[1] * (data.dtype === "e2m1x2" ? 2 : 1);
+  if (H % 64 !== 0) throw new TkError(op, "x[0]", "SHAPE", `hidden size must be a multiple of 64 (got ${H})`);
+  if (!data.isContiguous()) throw new TkError(op, "x[0]", "LAYOUT", "must be contiguous");
+  const N = options.numPerChannels === H && H > 0 ? H : oneOf(op, "numPerChannels", options.numPerChannels, [16, 32, 64, 128]);
+  const sf = checkTensor(op, "x[1]", x[1], ["fp32", "e4m3", "int32"], 2);
+  const lay = sfInput(op, "x[1]", sf, T, Math.ceil(H / N));
+  let out: Tensor | null = null;
+  if (options.out !== undefined) {
+    out = checkTensor(op, "out", options.out, [fmt], 2);
+    if (out.shape[0] !== T || out.shape[1] !== H) throw new TkError(op, "out", "OUT_MISMATCH", `expected shape [${T}, ${H}], got [${out.shape.join(", ")}]`);
+    if (!out.isContiguous()) throw new TkError(op, "out", "OUT_MISMATCH", "must be contiguous");
+    if (overlaps(out, data) || overlaps(out, sf)) throw new TkError(op, "out", "OUT_MISMATCH", "overlaps an input");
+  }
+  const pl = place(op, [data, sf, out], options.backend);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const s = options.stream ?? deviceRuntime(op).defaultStream(pl.device);
+    const o = out ?? deviceEmptyStrided(op, pl.device, [T, H], [H, 1], fmt, T * H, s);
+    launchCastBack(op, pl.device, s, data, sf, lay, o, H, 1, N);
+    return o;
+  }
+  if (pl.backend === "cuda") {
+    const dd = onDevice(data, pl.device) as DeviceTensor;
+    const ds = onDevice(sf, pl.device) as DeviceTensor;
+    try {
+      const r = perTokenCastBack([dd, ds], { ...options, out: undefined, backend: "auto", stream: undefined });
+      const h = onHost(r) as HostTensor;
+      disposeStaged(r);
+      if (out) copyInto(op, out, h);
+      return out ?? h;
+    } finally {
+      disposeStaged(dd, ds);
+    }
+  }
+  const hs = onHost(sf) as HostTensor;
+  const res = castBackRef(onHost(data) as HostTensor, hs, { kind: lay.kind, s0: hs.strides[0], s1: hs.strides[1] }, H, 1, N, fmt, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
+  if (!pl.staged) return res;
+  if (out) {
+    copyInto(op, out, res);
+    return out;
+  }
+  return onDevice(res, pl.device!) as DeviceTensor;
+}
+
+function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor, sf: Tensor, lay: SfInput, out: Tensor, H: number, r: number, c: number): void {
+  const T = data.shape[0];
+  if (T === 0) return;
+  const sym = `tk_cast_back__${data.dtype === "e2m1x2" ? "e2m1" : "e4m3"}_${out.dtype}`;
+  const fn = kernelFunction(op, device, sym);
+  const p = packet;
+  p.ptr("data", (data as DeviceTensor).ptr);
+  p.ptr("sf", (sf as DeviceTensor).ptr);
+  p.ptr("out", (out as DeviceTensor).ptr);
+  p.ptr("error_word", errorWordPtr(op, device));
+  p.u64("data_row_stride", data.strides[0]);
+  p.u64("out_row_stride", out.strides[0]);
+  p.u64("sf_stride0", lay.s0);
+  p.u64("sf_stride1", lay.s1);
+  p.u32("num_tokens", T);
+  p.u32("hidden", H);
+  p.u32("block_rows", r);
+  p.u32("block_cols", c);
+  p.u32("sf_kind", SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
+  p.u32("op_id", OP_ID.perTokenCastBack);
+  p.setLaunch(fn, stream.handle, castBackGrid(T, H), THREADS, 0, false, device.index);
+  p.launch(op);
+}
+
+function castBackGrid(T: number, _H: number): number {
+  return Math.min(T, 65535 * 8);
+}

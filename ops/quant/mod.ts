@@ -1,0 +1,15 @@
+/**
+ * The quantization family (`jsr:@tk/kernels/quant`).
+ * @module
+ */
+export {
+  perTokenCast,
+  type PerTokenCastOptions,
+  perTokenCastWithPrecomputedSf,
+  type PerTokenCastWithPrecomputedSfOptions,
+  perTokenCastWithSfOnly,
+  type PerTokenCastWithSfOnlyOptions,
+  type QuantFmt,
+  type SfOptions,
+} from "./per_token_cast.ts";
+export { perTokenCastBack, type PerTokenCastBackOptions } from "./cast_back.ts";

@@ -1,0 +1,458 @@
+/**
+ * Per-token casts: `perTokenCast`, `perTokenCastWithSfOnly`, `perTokenCastWithPrecomputedSf` (spec/API.md §3.1;
+ * numerics and legal arguments: spec/quant.md §2, §4, §11.1). Checks, then dispatch to the CPU reference
+ * (`per_token_cast.ref.ts`) or the CUDA kernels (`kernels-src/cuda/quant/per_token_cast.cu`).
+ * @module
+ */
+import { type OpOptions, place, type Placement } from "../../core/backend.ts";
+import { checkOptions, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
+import { TkError } from "../../core/errors.ts";
+import { copyInto, disposeStaged, onDevice, onHost } from "../../core/stage.ts";
+import {
+  type Device,
+  DeviceTensor,
+  deviceEmptyStrided,
+  deviceRuntime,
+  HostTensor,
+  type Quantized,
+  type Stream,
+  type Tensor,
+} from "../../core/tensor.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { OP_ID } from "../../ffi/op_ids.ts";
+import { PER_TOKEN_FLAG, PER_TOKEN_MODE, PerTokenCastParams, SF_KIND } from "./per_token_cast.params.ts";
+import {
+  type PerTokenArgs,
+  perTokenCastRef,
+  perTokenCastWithPrecomputedSfRef,
+  type QuantizedInput,
+} from "./per_token_cast.ref.ts";
+import { amaxClampFor, type QuantFmt, type ScaleRule } from "./scale.ref.ts";
+import { type SfInput, type SfLayout, sfGeometry, sfInput } from "./sf_layout.ts";
+
+export type { QuantFmt };
+
+/** Scale-factor options shared by the casts (spec/API.md §3.1 `SfOptions`). */
+export interface SfOptions {
+  /** Store sf column-major with the token dimension padded to 16 bytes (DeepGEMM's layout). Default false. */
+  useTmaAlignedColMajorSf?: boolean;
+  /** Round each scale up to a power of two. Default false. */
+  roundSf?: boolean;
+  /** Store power-of-two scales as UE8M0 bytes packed four per int32; requires `roundSf`. Default false. */
+  usePackedUe8m0?: boolean;
+  /** Store scales as e4m3 bytes (NVFP4-style); not with `roundSf` or packing. Default false. */
+  useE4m3Sf?: boolean;
+}
+
+/** Options of {@link perTokenCast}. */
+export interface PerTokenCastOptions extends OpOptions, SfOptions {
+  /** Target format: FP8 E4M3 or FP4 E2M1 (two codes per byte, dtype `e2m1x2`). */
+  fmt: QuantFmt;
+  /** Channels per scale: 16, 32, 64 or 128, or the whole row (`H`, plain input only). */
+  numPerChannels: number;
+  /** Block size `[rows, cols]` of a quantized input's scales (required iff `x` is `[data, sf]`). */
+  xBlockSize?: [number, number];
+  /** Stochastic rounding: comes with the quantization-family issue; only `false` is accepted now. */
+  stochasticCast?: boolean;
+  /** Preallocated outputs. `data` contiguous; `sf` with exactly the layout the options select. */
+  out?: { data?: Tensor; sf?: Tensor };
+}
+
+/** Options of {@link perTokenCastWithSfOnly}. */
+export interface PerTokenCastWithSfOnlyOptions extends OpOptions, SfOptions {
+  fmt: QuantFmt;
+  numPerChannels: number;
+  out?: Tensor;
+}
+
+/** Options of {@link perTokenCastWithPrecomputedSf}. */
+export interface PerTokenCastWithPrecomputedSfOptions extends OpOptions {
+  fmt: QuantFmt;
+  numPerChannels: number;
+  /** The given sf is e4m3 (else fp32). */
+  useE4m3Sf?: boolean;
+  /** Accepted and without effect: the inverse is always the binary32 `1 / s` (spec/quant.md §2.5). */
+  roundSf?: boolean;
+  useTmaAlignedColMajorSf?: boolean;
+  usePackedUe8m0?: boolean;
+  out?: Tensor;
+}
+
+const GROUPS = [16, 32, 64, 128] as const;
+const CAST_KEYS = ["fmt", "numPerChannels", "xBlockSize", "useTmaAlignedColMajorSf", "roundSf", "usePackedUe8m0", "useE4m3Sf", "stochasticCast"];
+const SF_ONLY_KEYS = ["fmt", "numPerChannels", "useTmaAlignedColMajorSf", "roundSf", "usePackedUe8m0", "useE4m3Sf"];
+const PRE_KEYS = ["fmt", "numPerChannels", "useE4m3Sf", "roundSf", "useTmaAlignedColMajorSf", "usePackedUe8m0"];
+
+/** Everything a launch or a reference run needs, resolved from the arguments. */
+interface Resolved {
+  readonly args: PerTokenArgs;
+  readonly x: Tensor; // plain values, or the codes of a quantized input
+  readonly q: { sf: Tensor; sfIn: SfInput; blockRows: number; blockCols: number } | null;
+}
+
+function checkSfOptions(op: string, o: SfOptions): { colMajor: boolean; roundSf: boolean; packed: boolean; e4m3Sf: boolean } {
+  const colMajor = optBool(op, "useTmaAlignedColMajorSf", o.useTmaAlignedColMajorSf);
+  const roundSf = optBool(op, "roundSf", o.roundSf);
+  const packed = optBool(op, "usePackedUe8m0", o.usePackedUe8m0);
+  const e4m3Sf = optBool(op, "useE4m3Sf", o.useE4m3Sf);
+  if (packed && !roundSf) throw new TkError(op, "usePackedUe8m0", "VALUE", "requires roundSf: true (UE8M0 stores powers of two)");
+  if (roundSf && e4m3Sf) throw new TkError(op, "useE4m3Sf", "VALUE", "cannot be combined with roundSf");
+  if (packed && e4m3Sf) throw new TkError(op, "useE4m3Sf", "VALUE", "cannot be combined with usePackedUe8m0");
+  return { colMajor, roundSf, packed, e4m3Sf };
+}
+
+/** Checks a plain `x`: fp32/bf16 `[T, H]`, last stride 1, row stride ≥ H, H % 64 == 0. Returns [T, H]. */
+function checkPlainX(op: string, x: unknown): [number, number] {
+  const t = checkTensor(op, "x", x, ["fp32", "bf16"], 2);
+  const [T, H] = t.shape;
+  if (H % 64 !== 0) throw new TkError(op, "x", "SHAPE", `hidden size must be a multiple of 64 (got ${H})`);
+  if (T > 0 && H > 1 && t.strides[1] !== 1) throw new TkError(op, "x", "LAYOUT", `last dimension must be contiguous (stride 1), got stride ${t.strides[1]}`);
+  if (T > 1 && t.strides[0] < H) throw new TkError(op, "x", "LAYOUT", `row stride must be ≥ ${H}, got ${t.strides[0]}`);
+  return [T, H];
+}
+
+function checkNumPerChannels(op: string, v: unknown, H: number, allowRow: boolean): number {
+  if (allowRow && v === H && H > 0) return H;
+  return oneOf(op, "numPerChannels", v, GROUPS);
+}
+
+function resolveCast(op: string, x: unknown, o: PerTokenCastOptions, wantData: boolean): Resolved {
+  const fmt = oneOf(op, "fmt", o.fmt, ["e4m3", "e2m1"] as const);
+  const sfo = checkSfOptions(op, o);
+  if (optBool(op, "stochasticCast", o.stochasticCast)) {
+    throw new TkError(op, "stochasticCast", "UNSUPPORTED", "stochastic rounding is not available yet (quantization-family issue)");
+  }
+  let T: number, H: number;
+  let q: Resolved["q"] = null;
+  let xt: Tensor;
+  if (Array.isArray(x)) {
+    if (!wantData) throw new TkError(op, "x", "VALUE", "takes a plain fp32/bf16 tensor, not a quantized pair");
+    if (x.length !== 2) throw new TkError(op, "x", "VALUE", `a quantized input is [data, sf], got ${x.length} entries`);
+    xt = checkTensor(op, "x[0]", x[0], ["e4m3", "e2m1x2"], 2);
+    const fp4 = xt.dtype === "e2m1x2";
+    T = xt.shape[0];
+    H = xt.shape[1] * (fp4 ? 2 : 1);
+    if (H % 64 !== 0) throw new TkError(op, "x[0]", "SHAPE", `hidden size must be a multiple of 64 (got ${H})`);
+    if (T > 0 && xt.shape[1] > 1 && xt.strides[1] !== 1) throw new TkError(op, "x[0]", "LAYOUT", "last dimension must be contiguous");
+    if (T > 1 && xt.strides[0] < xt.shape[1]) throw new TkError(op, "x[0]", "LAYOUT", `row stride must be ≥ ${xt.shape[1]}`);
+    const bs = o.xBlockSize;
+    if (!Array.isArray(bs) || bs.length !== 2) throw new TkError(op, "xBlockSize", "VALUE", `is required for a quantized input, as [rows, cols] (got ${describe(bs)})`);
+    const [ri, ci] = bs;
+    const legal = (ri === 1 && (GROUPS as readonly number[]).includes(ci)) || ((ri === 32 || ri === 128) && (ci === 32 || ci === 128));
+    if (!legal) throw new TkError(op, "xBlockSize", "VALUE", `must be [1, 16|32|64|128] or [32|128, 32|128] (got ${describe(bs)})`);
+    const sf = checkTensor(op, "x[1]", x[1], ["fp32", "e4m3", "int32"], 2);
+    const sfIn = sfInput(op, "x[1]", sf, Math.ceil(T / ri), Math.ceil(H / ci));
+    q = { sf, sfIn, blockRows: ri, blockCols: ci };
+  } else {
+    [T, H] = checkPlainX(op, x);
+    xt = x as Tensor;
+    if (o.xBlockSize !== undefined) throw new TkError(op, "xBlockSize", "VALUE", "is only for a quantized [data, sf] input");
+  }
+  const N = checkNumPerChannels(op, o.numPerChannels, H, q === null);
+  const rule: ScaleRule = { fmt, roundSf: sfo.roundSf, packedUe8m0: sfo.packed, e4m3Sf: sfo.e4m3Sf, clamp: amaxClampFor(fmt, sfo.e4m3Sf) };
+  const layout: SfLayout = { kind: sfo.packed ? "packed" : sfo.e4m3Sf ? "e4m3" : "fp32", colMajor: sfo.colMajor };
+  return { args: { tokens: T, hidden: H, numPerChannels: N, rule, layout }, x: xt, q };
+}
+
+function checkOutData(op: string, arg: string, t: unknown, fmt: QuantFmt, T: number, H: number): Tensor {
+  const d = checkTensor(op, arg, t, [fmt === "e4m3" ? "e4m3" : "e2m1x2"], 2);
+  const cols = fmt === "e4m3" ? H : H / 2;
+  if (d.shape[0] !== T || d.shape[1] !== cols) throw new TkError(op, arg, "OUT_MISMATCH", `expected shape [${T}, ${cols}], got [${d.shape.join(", ")}]`);
+  if (!d.isContiguous()) throw new TkError(op, arg, "OUT_MISMATCH", "must be contiguous");
+  return d;
+}
+
+function checkOutSf(op: string, arg: string, t: unknown, a: PerTokenArgs): Tensor {
+  const g = sfGeometry(a.tokens, Math.ceil(a.hidden / a.numPerChannels), a.layout);
+  const s = checkTensor(op, arg, t, [g.dtype], 2);
+  const ok = s.shape[0] === g.shape[0] && s.shape[1] === g.shape[1] &&
+    (a.tokens === 0 || ((s.strides[0] === g.strides[0] || g.shape[0] <= 1) && (s.strides[1] === g.strides[1] || g.shape[1] <= 1)));
+  if (!ok) {
+    throw new TkError(op, arg, "OUT_MISMATCH", `expected shape [${g.shape.join(", ")}] with strides [${g.strides.join(", ")}], got [${s.shape.join(", ")}] / [${s.strides.join(", ")}]`);
+  }
+  if (s instanceof DeviceTensor && Number(s.ptr - s.storage.base) + g.storage * (g.dtype === "fp32" || g.dtype === "int32" ? 4 : 1) > s.byteSize) {
+    throw new TkError(op, arg, "OUT_MISMATCH", "its storage is too small for the padded layout");
+  }
+  return s;
+}
+
+function checkNoOverlap(op: string, arg: string, out: Tensor, inputs: (Tensor | null)[]): void {
+  for (const i of inputs) if (i && overlaps(out, i)) throw new TkError(op, arg, "OUT_MISMATCH", "overlaps an input");
+}
+
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+/**
+ * Launch geometry of `per_token_cast.cu` (see the table at the top of that file): each CTA of `THREADS` threads
+ * handles rows in a grid-stride loop; the grid is sized to cover `max(T, sf_rows)` rows once, capped to a few
+ * waves of the device.
+ */
+const PT = { threads: 256 };
+
+const packet = new LaunchPacket(PerTokenCastParams);
+
+function ptrOf(t: Tensor | null): bigint {
+  return t ? (t as DeviceTensor).ptr : 0n;
+}
+
+function inKey(t: Tensor): string {
+  return t.dtype === "e2m1x2" ? "e2m1" : t.dtype;
+}
+
+function launchPerToken(
+  op: string,
+  device: Device,
+  stream: Stream,
+  r: Resolved,
+  mode: number,
+  data: Tensor | null,
+  sf: Tensor | null,
+  xSf: { t: Tensor; lay: SfInput; rows: number; cols: number } | null,
+): void {
+  const a = r.args;
+  const g = sfGeometry(a.tokens, Math.ceil(a.hidden / a.numPerChannels), a.layout);
+  const sfRows = mode === PER_TOKEN_MODE.precomputedSf ? a.tokens : g.paddedRows;
+  const rows = Math.max(a.tokens, sfRows);
+  if (rows === 0) return;
+  const group = (GROUPS as readonly number[]).includes(a.numPerChannels) ? `g${a.numPerChannels}` : "row";
+  const sym = `tk_per_token_cast__${inKey(r.x)}_${a.rule.fmt}_${group}`;
+  const fn = kernelFunction(op, device, sym);
+  const p = packet;
+  p.ptr("x", ptrOf(r.x));
+  p.ptr("x_sf", xSf ? ptrOf(xSf.t) : 0n);
+  p.ptr("data", ptrOf(data));
+  p.ptr("sf", ptrOf(sf));
+  p.ptr("error_word", errorWordPtr(op, device));
+  p.u64("x_row_stride", r.x.strides[0]);
+  p.u64("x_sf_stride0", xSf ? xSf.lay.s0 : 0);
+  p.u64("x_sf_stride1", xSf ? xSf.lay.s1 : 0);
+  p.u64("sf_stride0", sf ? g.strides[0] : 0);
+  p.u64("sf_stride1", sf ? g.strides[1] : 0);
+  p.u32("num_tokens", a.tokens);
+  p.u32("hidden", a.hidden);
+  p.u32("num_per_channels", a.numPerChannels);
+  p.u32("sf_rows", sfRows);
+  p.u32("mode", mode);
+  p.u32("flags", (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) | (a.rule.e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0));
+  p.u32("x_sf_kind", xSf ? SF_KIND[xSf.lay.kind === "packed" ? "packedChannel" : xSf.lay.kind] : 0);
+  p.u32("x_block_rows", xSf ? xSf.rows : 1);
+  p.u32("x_block_cols", xSf ? xSf.cols : 1);
+  p.f32("amax_clamp", a.rule.clamp);
+  p.u32("op_id", OP_ID.perTokenCast);
+  const grid = perTokenGrid(rows, a.hidden, a.numPerChannels, r.x.dtype);
+  p.setLaunch(fn, stream.handle, grid, PT.threads, 0, false, device.index);
+  p.launch(op);
+}
+
+/** Grid size for `rows` rows (see per_token_cast.cu's launch table). */
+function perTokenGrid(rows: number, _hidden: number, _n: number, _dtype: string): number {
+  return Math.min(rows, 65535 * 8);
+}
+
+function allocDeviceOutputs(op: string, device: Device, stream: Stream, a: PerTokenArgs, wantData: boolean, wantSf: boolean): { data: DeviceTensor | null; sf: DeviceTensor | null } {
+  const data = wantData
+    ? deviceEmptyStrided(op, device, [a.tokens, a.rule.fmt === "e4m3" ? a.hidden : a.hidden / 2], [a.rule.fmt === "e4m3" ? a.hidden : a.hidden / 2, 1], a.rule.fmt === "e4m3" ? "e4m3" : "e2m1x2", a.tokens * (a.rule.fmt === "e4m3" ? a.hidden : a.hidden / 2), stream)
+    : null;
+  let sf: DeviceTensor | null = null;
+  if (wantSf) {
+    const g = sfGeometry(a.tokens, Math.ceil(a.hidden / a.numPerChannels), a.layout);
+    sf = deviceEmptyStrided(op, device, g.shape, g.strides, g.dtype, g.storage, stream);
+  }
+  return { data, sf };
+}
+
+function streamOf(p: Placement & { backend: "cuda" }, s: Stream | undefined): Stream {
+  if (s && (s.device.kind !== p.device.kind || s.device.index !== p.device.index)) {
+    throw new TkError("stream", "stream", "DEVICE_MISMATCH", `the stream belongs to ${s.device.kind}:${s.device.index}, the inputs to ${p.device.kind}:${p.device.index}`);
+  }
+  return s ?? deviceRuntime("stream").defaultStream(p.device);
+}
+
+// ---- public ops -------------------------------------------------------------------------------------------
+
+/**
+ * Quantizes each row of `x` in groups of `numPerChannels` channels: one scale per group (`amax / Qmax`, clamped
+ * from below by `config.amaxClamp`), data = `encode(x · inv)` to FP8 E4M3 or FP4 E2M1 (spec/quant.md §2). `x` is
+ * fp32/bf16 `[T, H]` (any row stride, `H % 64 == 0`), or an already-quantized `[data, sf]` with `xBlockSize`
+ * (re-quantized in upstream 2.0's order). Returns `[data, sf]`; sf layout per the `SfOptions`.
+ *
+ * Device inputs run on their device (enqueued on `stream`); host inputs run the CPU reference unless
+ * `backend` / `TK_BACKEND` says otherwise.
+ *
+ * @example
+ * ```ts
+ * import { perTokenCast, tensor } from "../../mod.ts";
+ * const x = tensor(new Float32Array(2 * 128).map((_, i) => Math.sin(i)), [2, 128], "fp32");
+ * const [data, sf] = perTokenCast(x, { fmt: "e4m3", numPerChannels: 128 });
+ * console.assert(data.dtype === "e4m3" && sf.shape[0] === 2 && sf.shape[1] === 1);
+ * ```
+ */
+export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions): Quantized {
+  const op = "perTokenCast";
+  checkOptions(op, options, CAST_KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
+  const r = resolveCast(op, x, options, true);
+  const a = r.args;
+  const out = options.out;
+  if (out !== undefined && (typeof out !== "object" || out === null)) throw new TkError(op, "out", "VALUE", "expected { data?, sf? }");
+  const inputs: Tensor[] = r.q ? [r.x, r.q.sf] : [r.x];
+  const outData = out?.data !== undefined ? checkOutData(op, "out.data", out.data, a.rule.fmt, a.tokens, a.hidden) : null;
+  const outSf = out?.sf !== undefined ? checkOutSf(op, "out.sf", out.sf, a) : null;
+  if (outData) checkNoOverlap(op, "out.data", outData, inputs);
+  if (outSf) checkNoOverlap(op, "out.sf", outSf, inputs);
+  if (outData && outSf && overlaps(outData, outSf)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
+  const pl = place(op, [...inputs, outData, outSf], options.backend);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = streamOf(pl, options.stream);
+    const fresh = allocDeviceOutputs(op, pl.device, stream, a, !outData, !outSf);
+    const data = (outData ?? fresh.data)!;
+    const sf = (outSf ?? fresh.sf)!;
+    const xSf = r.q ? { t: r.q.sf, lay: r.q.sfIn, rows: r.q.blockRows, cols: r.q.blockCols } : null;
+    launchPerToken(op, pl.device, stream, r, PER_TOKEN_MODE.cast, data, sf, xSf);
+    return [data, sf];
+  }
+  if (pl.backend === "cuda") {
+    // Host inputs on a forced device backend: copy in, run, copy back.
+    const dx = onDevice(r.x, pl.device) as DeviceTensor;
+    const dsf = r.q ? (onDevice(r.q.sf, pl.device) as DeviceTensor) : null;
+    try {
+      const dIn: Tensor | Quantized = dsf ? [dx, dsf] : dx;
+      const [d, s] = perTokenCast(dIn, { ...options, out: undefined, backend: "auto", stream: undefined });
+      const hd = onHost(d) as HostTensor;
+      const hs = onHost(s) as HostTensor;
+      disposeStaged(d, s);
+      if (outData) copyInto(op, outData, hd);
+      if (outSf) copyInto(op, outSf, hs);
+      return [outData ?? hd, outSf ?? hs];
+    } finally {
+      disposeStaged(dx === r.x ? null : dx, dsf === r.q?.sf ? null : dsf);
+    }
+  }
+  // CPU reference (device inputs with backend "cpu" are staged through the host).
+  const hx = onHost(r.x) as HostTensor;
+  const q: QuantizedInput | null = r.q
+    ? { data: hx, sf: onHost(r.q.sf) as HostTensor, sfIn: r.q.sfIn, blockRows: r.q.blockRows, blockCols: r.q.blockCols }
+    : null;
+  const hostOut = pl.staged ? undefined : { data: (outData as HostTensor | null) ?? undefined, sf: (outSf as HostTensor | null) ?? undefined };
+  const res = perTokenCastRef(q ?? hx, a, true, hostOut);
+  if (!pl.staged) return [res.data!, res.sf];
+  return [toSide(op, res.data!, outData, pl.device!), toSide(op, res.sf, outSf, pl.device!)];
+}
+
+function toSide(op: string, h: HostTensor, out: Tensor | null, device: Device): Tensor {
+  if (out) {
+    copyInto(op, out, h);
+    return out;
+  }
+  return onDevice(h, device) as DeviceTensor;
+}
+
+/**
+ * Computes only the scales of {@link perTokenCast} (bit-identical to its `sf` with the same options). Plain
+ * fp32/bf16 input only.
+ *
+ * @example
+ * ```ts
+ * import { perTokenCastWithSfOnly, tensor } from "../../mod.ts";
+ * const x = tensor(new Float32Array(64).fill(896), [1, 64], "fp32");
+ * const sf = perTokenCastWithSfOnly(x, { fmt: "e4m3", numPerChannels: 64 });
+ * console.assert((sf as { data: Float32Array }).data[0] === 2);
+ * ```
+ */
+export function perTokenCastWithSfOnly(x: Tensor, options: PerTokenCastWithSfOnlyOptions): Tensor {
+  const op = "perTokenCastWithSfOnly";
+  checkOptions(op, options, SF_ONLY_KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
+  const r = resolveCast(op, x, options as PerTokenCastOptions, false);
+  const outSf = options.out !== undefined ? checkOutSf(op, "out", options.out, r.args) : null;
+  if (outSf) checkNoOverlap(op, "out", outSf, [r.x]);
+  const pl = place(op, [r.x, outSf], options.backend);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = streamOf(pl, options.stream);
+    const sf = outSf ?? allocDeviceOutputs(op, pl.device, stream, r.args, false, true).sf!;
+    launchPerToken(op, pl.device, stream, r, PER_TOKEN_MODE.sfOnly, null, sf, null);
+    return sf;
+  }
+  if (pl.backend === "cuda") {
+    const dx = onDevice(r.x, pl.device) as DeviceTensor;
+    try {
+      const s = perTokenCastWithSfOnly(dx, { ...options, out: undefined, backend: "auto", stream: undefined });
+      const hs = onHost(s) as HostTensor;
+      disposeStaged(s);
+      if (outSf) copyInto(op, outSf, hs);
+      return outSf ?? hs;
+    } finally {
+      disposeStaged(dx);
+    }
+  }
+  const hx = onHost(r.x) as HostTensor;
+  const res = perTokenCastRef(hx, r.args, false, pl.staged ? undefined : { sf: (outSf as HostTensor | null) ?? undefined });
+  return pl.staged ? toSide(op, res.sf, outSf, pl.device!) : res.sf;
+}
+
+/**
+ * Quantizes with caller-supplied scales: `inv = 1 / s` (binary32), data = `encode(x · inv)` (spec/quant.md
+ * §2.5). `sf` is row-major `[T, ⌈H/N⌉]`, fp32 (e4m3 with `useE4m3Sf`).
+ *
+ * @example
+ * ```ts
+ * import { perTokenCastWithPrecomputedSf, tensor } from "../../mod.ts";
+ * const x = tensor(new Float32Array(64).fill(3), [1, 64], "fp32");
+ * const sf = tensor([2], [1, 1], "fp32");
+ * const data = perTokenCastWithPrecomputedSf(x, sf, { fmt: "e4m3", numPerChannels: 64 });
+ * console.assert((data as { data: Uint8Array }).data[0] === 0x3c); // 1.5
+ * ```
+ */
+export function perTokenCastWithPrecomputedSf(x: Tensor, sf: Tensor, options: PerTokenCastWithPrecomputedSfOptions): Tensor {
+  const op = "perTokenCastWithPrecomputedSf";
+  checkOptions(op, options, PRE_KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
+  const fmt = oneOf(op, "fmt", options.fmt, ["e4m3", "e2m1"] as const);
+  const [T, H] = checkPlainX(op, x);
+  const N = checkNumPerChannels(op, options.numPerChannels, H, true);
+  const e4m3Sf = optBool(op, "useE4m3Sf", options.useE4m3Sf);
+  optBool(op, "roundSf", options.roundSf);
+  if (optBool(op, "usePackedUe8m0", options.usePackedUe8m0)) throw new TkError(op, "usePackedUe8m0", "VALUE", "a precomputed sf must be fp32 (or e4m3), not packed");
+  if (optBool(op, "useTmaAlignedColMajorSf", options.useTmaAlignedColMajorSf)) throw new TkError(op, "useTmaAlignedColMajorSf", "VALUE", "a precomputed sf must be row-major");
+  const s = checkTensor(op, "sf", sf, [e4m3Sf ? "e4m3" : "fp32"], 2);
+  const nbk = Math.ceil(H / N);
+  if (s.shape[0] !== T || s.shape[1] !== nbk) throw new TkError(op, "sf", "SHAPE", `expected shape [${T}, ${nbk}], got [${s.shape.join(", ")}]`);
+  if (T > 0 && !((s.strides[1] === 1 || nbk === 1) && (s.strides[0] === nbk || T === 1))) {
+    throw new TkError(op, "sf", "LAYOUT", `must be row-major (strides [${nbk}, 1]), got [${s.strides.join(", ")}]`);
+  }
+  const sfIn: SfInput = { kind: e4m3Sf ? "e4m3" : "fp32", s0: s.strides[0], s1: s.strides[1] };
+  const out = options.out !== undefined ? checkOutData(op, "out", options.out, fmt, T, H) : null;
+  if (out) checkNoOverlap(op, "out", out, [x, s]);
+  const pl = place(op, [x, s, out], options.backend);
+  const args: PerTokenArgs = {
+    tokens: T,
+    hidden: H,
+    numPerChannels: N,
+    rule: { fmt, roundSf: false, packedUe8m0: false, e4m3Sf, clamp: amaxClampFor(fmt, e4m3Sf) },
+    layout: { kind: e4m3Sf ? "e4m3" : "fp32", colMajor: false },
+  };
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = streamOf(pl, options.stream);
+    const data = out ?? allocDeviceOutputs(op, pl.device, stream, args, true, false).data!;
+    launchPerToken(op, pl.device, stream, { args, x, q: null }, PER_TOKEN_MODE.precomputedSf, data, null, { t: s, lay: sfIn, rows: 1, cols: N });
+    return data;
+  }
+  if (pl.backend === "cuda") {
+    const dx = onDevice(x, pl.device) as DeviceTensor;
+    const ds = onDevice(s, pl.device) as DeviceTensor;
+    try {
+      const d = perTokenCastWithPrecomputedSf(dx, ds, { ...options, out: undefined, backend: "auto", stream: undefined });
+      const hd = onHost(d) as HostTensor;
+      disposeStaged(d);
+      if (out) copyInto(op, out, hd);
+      return out ?? hd;
+    } finally {
+      disposeStaged(dx, ds);
+    }
+  }
+  const hs = onHost(s) as HostTensor;
+  const res = perTokenCastWithPrecomputedSfRef(onHost(x) as HostTensor, hs, { kind: sfIn.kind, s0: hs.strides[0], s1: hs.strides[1] }, fmt, H, N, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
+  return pl.staged ? toSide(op, res, out, pl.device!) : res;
+}
+
