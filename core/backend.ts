@@ -34,6 +34,18 @@ function envBackend(): Backend {
   throw new TkError("runtime", "TK_BACKEND", "CONFIG", `must be cpu, cuda or ascend (got ${JSON.stringify(ENV_BACKEND)})`);
 }
 
+let probe: ((op: string, device: Device) => void) | null = null;
+/** Called by `ffi/`: makes sure a device backend is usable for `op` (driver, device index), else throws. */
+export function registerBackendProbe(f: (op: string, device: Device) => void): void {
+  probe = f;
+}
+
+function usable(op: string, device: Device): Device {
+  if (!probe) throw new TkError(op, "backend", "BACKEND_UNAVAILABLE", "no device runtime is loaded");
+  probe(op, device);
+  return device;
+}
+
 const CPU: Placement = Object.freeze({ backend: "cpu", staged: false, device: null });
 
 /**
@@ -63,10 +75,10 @@ export function place(op: string, tensors: readonly (Tensor | null | undefined)[
   }
   if (device) {
     if (asked === "cpu") return { backend: "cpu", staged: true, device };
-    return { backend: "cuda", staged: false, device };
+    return { backend: "cuda", staged: false, device: usable(op, device) };
   }
   const b = asked === "auto" ? envBackend() : asked;
   if (b === "ascend") throw new TkError(op, "backend", "BACKEND_UNAVAILABLE", "the Ascend backend is not built yet (prebuilt/ascend/README.md)");
-  if (b === "cuda") return { backend: "cuda", staged: true, device: config.defaultDevice ?? { kind: "cuda", index: 0 } };
+  if (b === "cuda") return { backend: "cuda", staged: true, device: usable(op, config.defaultDevice ?? { kind: "cuda", index: 0 }) };
   return CPU;
 }

@@ -101,3 +101,11 @@ export function describe(v: unknown): string {
   if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") return String(v);
   return typeof v;
 }
+
+/** An `out` tensor: exact dtype (else `OUT_MISMATCH`), live when on a device. */
+export function checkOutTensor(op: string, arg: string, t: unknown, dtype: DType): Tensor {
+  if (!isTensor(t)) throw new TkError(op, arg, "VALUE", `expected a tensor, got ${describe(t)}`);
+  if (t instanceof DeviceTensor) t.assertLive(op, arg);
+  if (t.dtype !== dtype) throw new TkError(op, arg, "OUT_MISMATCH", `expected dtype ${dtype}, got ${t.dtype}`);
+  return t;
+}

@@ -186,6 +186,9 @@ export class HostTensor extends TensorBase {
   protected storageElements(): number {
     return this.data.length;
   }
+  /** No-op, so code can dispose host and device results alike (`using`). */
+  dispose(): void {}
+  [Symbol.dispose](): void {}
   /** The raw bytes of the storage (all of it, not just this view). */
   get bytes(): Uint8Array {
     return new Uint8Array(this.data.buffer, this.data.byteOffset, this.data.byteLength);

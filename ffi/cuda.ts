@@ -5,6 +5,7 @@
  * buffer holding the launch header and the Params struct, one FFI call per launch.
  * @module
  */
+import { registerBackendProbe } from "../core/backend.ts";
 import { registerSmCountProvider } from "../core/config.ts";
 import { getEnv, runtimeName } from "../core/env.ts";
 import { TkError } from "../core/errors.ts";
@@ -48,6 +49,8 @@ interface DeviceState {
 }
 
 let lib: ShimLib | null = null;
+/** Where the first call's time goes (milliseconds), for the first-call benchmark. */
+export const timings = { shimHashMs: 0, shimOpenMs: 0, driverInitMs: 0, contextMs: 0, moduleHashMs: 0, moduleLoadMs: 0 };
 let initError: TkError | null = null;
 let deviceCount = 0;
 const states: (DeviceState | undefined)[] = [];
@@ -85,10 +88,17 @@ export function tryInit(): TkError | null {
   if (lib) return null;
   if (initError) return initError;
   try {
+    let t0 = performance.now();
     const override = getEnv("TK_SHIM_PATH");
     const path = override ? override : verifiedPath(shimRel());
+    timings.shimHashMs = performance.now() - t0;
+    t0 = performance.now();
     const l = openShim(path);
-    const st = l.fn.tk_init(null);
+    timings.shimOpenMs = performance.now() - t0;
+    t0 = performance.now();
+    const driver = getEnv("TK_CUDA_DRIVER");
+    const st = l.fn.tk_init(driver ? new TextEncoder().encode(driver + "\0") : null);
+    timings.driverInitMs = performance.now() - t0;
     if (st !== 0) {
       const text = l.lastError();
       l.close();
@@ -146,7 +156,9 @@ export function deviceState(op: string, device: Device): DeviceState {
   if (device.index >= deviceCount) {
     throw new TkError(op, "device", "BACKEND_UNAVAILABLE", `cuda:${device.index} does not exist (${deviceCount} device(s))`);
   }
+  const t0 = performance.now();
   call(op, "tk_context_init", device.index);
+  timings.contextMs += performance.now() - t0;
   const cc = attr(device.index, ATTR.ccMajor) * 10 + attr(device.index, ATTR.ccMinor);
   call(op, "tk_error_word_ptr", device.index, out64);
   const st: DeviceState = {
@@ -217,14 +229,24 @@ export function kernelFunction(op: string, device: Device, symbol: string): bigi
   if (!rel) throw new TkError(op, "variant", "UNSUPPORTED", `kernel ${symbol} is not in the ${st.target} build`);
   let mod = st.modules.get(rel);
   if (mod === undefined) {
+    let t0 = performance.now();
     const bytes = verifiedBytes(rel);
+    timings.moduleHashMs += performance.now() - t0;
+    t0 = performance.now();
     call(op, "tk_module_load", st.index, bytes, bytes.length, out64);
+    timings.moduleLoadMs += performance.now() - t0;
     mod = out64[0];
     st.modules.set(rel, mod);
   }
   call(op, "tk_module_function", st.index, mod, new TextEncoder().encode(symbol + "\0"), out64);
   st.functions.set(symbol, out64[0]);
   return out64[0];
+}
+
+let launches = 0;
+/** Kernel launches issued by this process (tests use it to prove a refused call launched nothing). */
+export function launchCount(): number {
+  return launches;
 }
 
 /** Bytes of the launch header in front of every Params struct (tk_launch_header). */
@@ -259,6 +281,7 @@ export class LaunchPacket<N extends string> extends ParamsPacker<N> {
     h.setInt32(60, dev, true);
   }
   launch(op: string): void {
+    launches++;
     const st = lib!.fn.tk_launch(this.bytes);
     if (st !== 0) fail(op, st);
   }
@@ -356,6 +379,7 @@ const runtime: DeviceRuntime = {
 };
 
 registerDeviceRuntime(runtime);
+registerBackendProbe((op, d) => void deviceState(op, d));
 registerSmCountProvider((d) => deviceState("config.getNumSms", d).smCount);
 
 /** Synchronises a device's default stream, or a given stream, and checks the error word. */

@@ -7,6 +7,7 @@
  *   sha256 and written atomically (temporary file + rename, so concurrent processes never see a partial file).
  * - Every binary's sha256 is checked against `prebuilt/manifest.json` before it is loaded or dlopen'ed; a
  *   mismatch is an `INTEGRITY` error naming the file.
+ * - `TK_CUDA_DRIVER` names the driver library to open instead of libcuda.so.1.
  * - `TK_PREBUILT_DIR` replaces the whole prebuilt tree (its own `manifest.json` included); `TK_SHIM_PATH` names a
  *   shim of the user's own build, loaded as is (not checked: it is not one of ours); `TK_OFFLINE=1` forbids
  *   network access.

@@ -5,48 +5,9 @@
  * per_token_cast_gpu.test.ts.
  * @module
  */
-import { HostTensor, perTokenCast, perTokenCastBack, type Quantized, type Tensor } from "../mod.ts";
-import { asCodes, type GoldenCase, type GoldenFile, loadGolden, logicalBytes, toColMajor } from "./golden.ts";
+import { type HostTensor, perTokenCast, perTokenCastBack, type Quantized } from "../mod.ts";
+import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, test } from "./harness.ts";
-
-const SETUP_KEYS = ["tokens", "hidden", "inDtype", "rowStride", "inFmt", "inSfLayout", "batch"];
-
-/** Op options of a case: its params minus the setup keys (golden/README.md). */
-export function opOptions(c: GoldenCase): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(c.params)) if (!SETUP_KEYS.includes(k)) o[k] = v;
-  return o;
-}
-
-/** The op input `x` of a per-token case, in the layout the case asks for. */
-export function caseInput(g: GoldenFile, c: GoldenCase): Tensor | Quantized {
-  const p = c.params as { hidden: number; inFmt?: string; inSfLayout?: { useTmaAlignedColMajorSf: boolean } };
-  if (c.inputs.includes("xData")) {
-    const data = asCodes(g.tensors[`${c.id}.xData`], p.inFmt === "e2m1" ? "e2m1x2" : "e4m3");
-    let sf = g.tensors[`${c.id}.xSf`];
-    if (p.inSfLayout?.useTmaAlignedColMajorSf) sf = toColMajor(sf);
-    return [data, sf];
-  }
-  const x = g.tensors[`${c.id}.x`];
-  return x.shape[1] > p.hidden ? x.slice(1, 0, p.hidden) : x;
-}
-
-/** Checks `[data, sf]` against a case's stored outputs, byte for byte. */
-export function checkQuantized(g: GoldenFile, c: GoldenCase, data: HostTensor, sf: HostTensor, label: string): void {
-  assertBytesEqual(logicalBytes(data), logicalBytes(g.tensors[`${c.id}.data`]), `${label} ${c.id} data`);
-  assertBytesEqual(logicalBytes(sf), logicalBytes(g.tensors[`${c.id}.sf`]), `${label} ${c.id} sf`);
-}
-
-/** A short readable description of a case for test names. */
-export function caseName(c: GoldenCase): string {
-  const p = c.params;
-  const bits = [`${p.tokens}x${p.hidden}`];
-  for (const k of ["inDtype", "inFmt", "fmt", "numPerChannels"]) if (p[k] !== undefined) bits.push(String(p[k]));
-  if (p.xBlockSize) bits.push(`in[${p.xBlockSize}]`);
-  for (const k of ["useTmaAlignedColMajorSf", "roundSf", "usePackedUe8m0", "useE4m3Sf"]) if (p[k]) bits.push(k);
-  if (p.rowStride && p.rowStride !== p.hidden) bits.push(`stride${p.rowStride}`);
-  return `${c.id} ${bits.join(" ")}`;
-}
 
 const perToken = loadGolden("quant", "quant_per_token_cast");
 for (const c of perToken.cases) {

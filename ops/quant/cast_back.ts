@@ -3,12 +3,12 @@
  * @module
  */
 import { type OpOptions, place } from "../../core/backend.ts";
-import { checkOptions, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
+import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
 import { copyInto, disposeStaged, onDevice, onHost } from "../../core/stage.ts";
 import {
   type Device,
-  DeviceTensor,
+  type DeviceTensor,
   deviceEmptyStrided,
   deviceRuntime,
   type HostTensor,
@@ -65,8 +65,8 @@ export function perTokenCastBack(x: Quantized, options: PerTokenCastBackOptions)
   const lay = sfInput(op, "x[1]", sf, T, Math.ceil(H / N));
   let out: Tensor | null = null;
   if (options.out !== undefined) {
-    out = checkTensor(op, "out", options.out, [fmt], 2);
-    if (out.shape[0] !== T || out.shape[1] !== H) throw new TkError(op, "out", "OUT_MISMATCH", `expected shape [${T}, ${H}], got [${out.shape.join(", ")}]`);
+    out = checkOutTensor(op, "out", options.out, fmt);
+    if (out.shape.length !== 2 || out.shape[0] !== T || out.shape[1] !== H) throw new TkError(op, "out", "OUT_MISMATCH", `expected shape [${T}, ${H}], got [${out.shape.join(", ")}]`);
     if (!out.isContiguous()) throw new TkError(op, "out", "OUT_MISMATCH", "must be contiguous");
     if (overlaps(out, data) || overlaps(out, sf)) throw new TkError(op, "out", "OUT_MISMATCH", "overlaps an input");
   }

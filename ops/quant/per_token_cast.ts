@@ -5,8 +5,7 @@
  * @module
  */
 import { type OpOptions, place, type Placement } from "../../core/backend.ts";
-import { checkOptions, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
-import { config } from "../../core/config.ts";
+import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
 import { copyInto, disposeStaged, onDevice, onHost } from "../../core/stage.ts";
 import {
@@ -14,7 +13,7 @@ import {
   DeviceTensor,
   deviceEmptyStrided,
   deviceRuntime,
-  HostTensor,
+  type HostTensor,
   type Quantized,
   type Stream,
   type Tensor,
@@ -156,17 +155,17 @@ function resolveCast(op: string, x: unknown, o: PerTokenCastOptions, wantData: b
 }
 
 function checkOutData(op: string, arg: string, t: unknown, fmt: QuantFmt, T: number, H: number): Tensor {
-  const d = checkTensor(op, arg, t, [fmt === "e4m3" ? "e4m3" : "e2m1x2"], 2);
+  const d = checkOutTensor(op, arg, t, fmt === "e4m3" ? "e4m3" : "e2m1x2");
   const cols = fmt === "e4m3" ? H : H / 2;
-  if (d.shape[0] !== T || d.shape[1] !== cols) throw new TkError(op, arg, "OUT_MISMATCH", `expected shape [${T}, ${cols}], got [${d.shape.join(", ")}]`);
+  if (d.shape.length !== 2 || d.shape[0] !== T || d.shape[1] !== cols) throw new TkError(op, arg, "OUT_MISMATCH", `expected shape [${T}, ${cols}], got [${d.shape.join(", ")}]`);
   if (!d.isContiguous()) throw new TkError(op, arg, "OUT_MISMATCH", "must be contiguous");
   return d;
 }
 
 function checkOutSf(op: string, arg: string, t: unknown, a: PerTokenArgs): Tensor {
   const g = sfGeometry(a.tokens, Math.ceil(a.hidden / a.numPerChannels), a.layout);
-  const s = checkTensor(op, arg, t, [g.dtype], 2);
-  const ok = s.shape[0] === g.shape[0] && s.shape[1] === g.shape[1] &&
+  const s = checkOutTensor(op, arg, t, g.dtype);
+  const ok = s.shape.length === 2 && s.shape[0] === g.shape[0] && s.shape[1] === g.shape[1] &&
     (a.tokens === 0 || ((s.strides[0] === g.strides[0] || g.shape[0] <= 1) && (s.strides[1] === g.strides[1] || g.shape[1] <= 1)));
   if (!ok) {
     throw new TkError(op, arg, "OUT_MISMATCH", `expected shape [${g.shape.join(", ")}] with strides [${g.strides.join(", ")}], got [${s.shape.join(", ")}] / [${s.strides.join(", ")}]`);

@@ -1,0 +1,66 @@
+/**
+ * Shared pieces of the benchmarks: device timing with CUDA events, the device-to-device copy reference, and the
+ * per-token cast cases of the roofline table.
+ * @module
+ */
+import { type DeviceTensor, empty, type PerTokenCastOptions, tensor, toDevice } from "../mod.ts";
+import { createEvent, destroyEvent, elapsedMs, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
+import { deviceRuntime, type Device } from "../core/tensor.ts";
+import { encodeBf16 } from "../core/dtype.ts";
+
+export const DEV: Device = { kind: "cuda", index: 0 };
+
+/** Median of the per-call device time (µs) of `f` over `reps` repetitions of `iters` back-to-back calls. */
+export function deviceTimeUs(f: () => void, iters = 20, reps = 7): number {
+  const a = createEvent(DEV);
+  const b = createEvent(DEV);
+  for (let i = 0; i < 3; i++) f();
+  syncAndCheck(0, 0n);
+  const times: number[] = [];
+  for (let r = 0; r < reps; r++) {
+    recordEvent(DEV, a, 0n);
+    for (let i = 0; i < iters; i++) f();
+    recordEvent(DEV, b, 0n);
+    times.push((elapsedMs(DEV, a, b) * 1000) / iters);
+  }
+  destroyEvent(DEV, a);
+  destroyEvent(DEV, b);
+  times.sort((x, y) => x - y);
+  return times[times.length >> 1];
+}
+
+/** Device-to-device copy rate (GB/s, read + write counted) on a buffer of `bytes`. */
+export function copyRateGBs(bytes: number): { us: number; gbps: number } {
+  const src = empty([bytes], "uint8", { device: 0 }) as DeviceTensor;
+  const dst = empty([bytes], "uint8", { device: 0 }) as DeviceTensor;
+  const rt = deviceRuntime("bench");
+  const s = rt.defaultStream(DEV);
+  const us = deviceTimeUs(() => rt.copyDtoD(DEV, dst.ptr, src.ptr, bytes, s), 10, 7);
+  src.dispose();
+  dst.dispose();
+  return { us, gbps: (2 * bytes) / (us * 1e3) };
+}
+
+/** A random bf16 `[T, H]` matrix on the device. */
+export function randomBf16(T: number, H: number, seed = 1): DeviceTensor {
+  const b = new Uint16Array(T * H);
+  let a = seed >>> 0;
+  for (let i = 0; i < b.length; i++) {
+    a = (Math.imul(a, 1664525) + 1013904223) >>> 0;
+    b[i] = encodeBf16(Math.fround(((a >>> 8) / 16777216 - 0.5) * 8));
+  }
+  return toDevice(tensor(b, [T, H], "bf16"));
+}
+
+/** The roofline cases: bf16 → e4m3, groups of 128, plain fp32 sf and DeepGEMM's packed UE8M0 layout. */
+export const CASES: { name: string; opts: PerTokenCastOptions }[] = [
+  { name: "fp32-sf", opts: { fmt: "e4m3", numPerChannels: 128 } },
+  { name: "packed-ue8m0", opts: { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true } },
+];
+
+/** Bytes a bf16 → e4m3 per-token cast must move: read 2·T·H, write T·H codes and the scales. */
+export function castBytes(T: number, H: number, packed: boolean): number {
+  const nbk = Math.ceil(H / 128);
+  const sf = packed ? Math.ceil(T / 4) * 4 * Math.ceil(nbk / 4) * 4 : T * nbk * 4;
+  return 3 * T * H + sf;
+}

@@ -1,0 +1,109 @@
+/**
+ * `deno task bench:roofline` (or `bun bench/roofline.ts`): the per-token cast on the device as µs, GB/s and % of
+ * the same run's cuMemcpyDtoD rate; host time per call (tiny tensors, N back-to-back calls, with and without
+ * preallocated outputs, next to a bare launch); and the first call of a fresh process. With `--peers FILE`
+ * (the JSON of bench/peers.py from the same device command) PyTorch eager / torch.compile rows are shown beside
+ * ours; `--json FILE` writes everything as JSON.
+ * @module
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import process from "node:process";
+import { deviceInfo, type DeviceTensor, devices, empty, perTokenCast, synchronize } from "../mod.ts";
+import { driverVersion, kernelFunction, LaunchPacket } from "../ffi/cuda.ts";
+import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
+import { runtimeName } from "../core/env.ts";
+import { CASES, castBytes, copyRateGBs, DEV, deviceTimeUs, randomBf16 } from "./common.ts";
+
+const args = process.argv.slice(2);
+const argOf = (k: string) => (args.includes(k) ? args[args.indexOf(k) + 1] : undefined);
+
+if (devices().length === 0) {
+  console.log("bench:roofline needs a CUDA device; none found");
+  process.exit(0);
+}
+const info = deviceInfo(0);
+const rows: Record<string, unknown>[] = [];
+const copy = copyRateGBs(2 ** 30);
+console.log(`${info.name} (${info.arch}, ${info.smCount} SMs), driver ${driverVersion()}, ${runtimeName}`);
+console.log(`cuMemcpyDtoD 1 GiB: ${copy.us.toFixed(1)} µs, ${copy.gbps.toFixed(0)} GB/s (read + write) = 100%`);
+
+for (const T of [4096, 16384]) {
+  const x = randomBf16(T, 7168);
+  for (const c of CASES) {
+    const packed = !!c.opts.usePackedUe8m0;
+    const outData = empty([T, 7168], "e4m3", { device: 0 }) as DeviceTensor;
+    const [, sf0] = perTokenCast(x, c.opts);
+    const out = { data: outData, sf: sf0 as DeviceTensor };
+    const us = deviceTimeUs(() => void perTokenCast(x, { ...c.opts, out }), 20, 9);
+    const bytes = castBytes(T, 7168, packed);
+    const gbps = bytes / (us * 1e3);
+    rows.push({ impl: "tk", op: "perTokenCast", tokens: T, hidden: 7168, variant: c.name, us, gbps, pct_copy: (100 * gbps) / copy.gbps });
+    outData.dispose();
+    out.sf.dispose();
+  }
+  x.dispose();
+}
+
+// Host time per call: tiny tensors, N back-to-back calls.
+function hostUs(f: () => void, n: number): number {
+  for (let i = 0; i < 200; i++) f();
+  synchronize(0);
+  const best: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) f();
+    best.push(((performance.now() - t0) * 1000) / n);
+    synchronize(0);
+  }
+  best.sort((a, b) => a - b);
+  return best[2];
+}
+const tiny = randomBf16(1, 128);
+const o = { fmt: "e4m3", numPerChannels: 128 } as const;
+const [td, ts] = perTokenCast(tiny, o);
+const withOut = hostUs(() => void perTokenCast(tiny, { ...o, out: { data: td, sf: ts } }), 20000);
+const fresh = hostUs(() => {
+  const [d, s] = perTokenCast(tiny, o);
+  d.dispose();
+  s.dispose();
+}, 20000);
+const bare = new LaunchPacket(GuardSelftestParams);
+bare.setLaunch(kernelFunction("bench", DEV, "tk_guard_selftest__i32"), 0n, 1, 32, 0, false, 0);
+const bareUs = hostUs(() => bare.launch("bench"), 20000);
+const host = { runtime: runtimeName, outUs: withOut, freshUs: fresh, bareLaunchUs: bareUs };
+
+// First call, fresh process.
+const fcArgs = runtimeName === "deno" ? ["run", "-A", new URL("./first_call.ts", import.meta.url).pathname] : [new URL("./first_call.ts", import.meta.url).pathname];
+const fc = spawnSync(process.execPath, fcArgs, { encoding: "utf8" });
+let first: Record<string, number> | null = null;
+try {
+  first = JSON.parse(fc.stdout.trim().split("\n").pop() ?? "");
+} catch {
+  console.log(`first-call run failed: ${fc.stderr}`);
+}
+
+let peers: { copy_gbps: number; rows: Record<string, unknown>[] } | null = null;
+const pf = argOf("--peers");
+if (pf) {
+  try {
+    peers = JSON.parse(readFileSync(pf, "utf8"));
+  } catch (e) {
+    console.log(`no peers file (${(e as Error).message})`);
+  }
+}
+
+const pad = (s: string, n: number) => s.padEnd(n);
+console.log(`\n${pad("impl", 16)}${pad("tokens", 8)}${pad("variant", 15)}${pad("µs", 10)}${pad("GB/s", 9)}% of copy`);
+const all = [...rows, ...(peers?.rows ?? []).filter((r) => (r.tokens as number) > 1)];
+for (const r of all) {
+  const pct = r.impl === "tk" ? (r.pct_copy as number) : (r.pct_copy as number);
+  console.log(`${pad(String(r.impl), 16)}${pad(String(r.tokens), 8)}${pad(String(r.variant), 15)}${pad((r.us as number).toFixed(1), 10)}${pad((r.gbps as number).toFixed(0), 9)}${pct.toFixed(1)}%`);
+}
+if (peers) console.log(`(peers' % is of their own copy measurement: ${peers.copy_gbps.toFixed(0)} GB/s; ours: ${copy.gbps.toFixed(0)} GB/s)`);
+console.log(`\nhost time per call (${runtimeName}, 1×128 bf16 device tensor): out= ${withOut.toFixed(2)} µs, fresh outputs ${fresh.toFixed(2)} µs, bare launch ${bareUs.toFixed(2)} µs`);
+if (first) {
+  console.log(`first call in a fresh process: library part ${first.libraryPartMs.toFixed(1)} ms (shim hash ${first.shimHashMs.toFixed(1)}, dlopen ${first.shimOpenMs.toFixed(1)}, cubin hash ${first.moduleHashMs.toFixed(1)}, module load ${first.moduleLoadMs.toFixed(1)}, first launch host ${first.firstCallHostMs.toFixed(1)}); driver part ${first.driverPartMs.toFixed(1)} ms (cuInit ${first.driverInitMs.toFixed(1)}, context ${first.contextMs.toFixed(1)})`);
+}
+const jf = argOf("--json");
+if (jf) writeFileSync(jf, JSON.stringify({ device: info, driver: driverVersion(), runtime: runtimeName, copy, rows, host, first, peers }, null, 2));

@@ -1,0 +1,37 @@
+/**
+ * Internal: a gather whose indices live on the device, used by the tests to exercise DESIGN §6 end to end (the
+ * kernel clamps every access and reports an illegal index through the device error word; the next sync point
+ * throws `DEVICE_VALUE`). Not exported from mod.ts.
+ * @module
+ */
+import { checkTensor } from "../../core/checks.ts";
+import { TkError } from "../../core/errors.ts";
+import { deviceEmptyStrided, deviceRuntime, DeviceTensor } from "../../core/tensor.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { OP_ID } from "../../ffi/op_ids.ts";
+import { GuardSelftestParams } from "./guard_selftest.params.ts";
+
+const packet = new LaunchPacket(GuardSelftestParams);
+
+/** `out[i] = src[indices[i]]` for in-range indices, 0 otherwise; out-of-range indices set the error word. */
+export function guardSelftest(indices: DeviceTensor, src: DeviceTensor): DeviceTensor {
+  const op = "guardSelftest";
+  checkTensor(op, "indices", indices, ["int32"], 1);
+  checkTensor(op, "src", src, ["fp32"], 1);
+  if (!(indices instanceof DeviceTensor) || !(src instanceof DeviceTensor)) throw new TkError(op, "indices", "VALUE", "device tensors only");
+  const n = indices.shape[0];
+  const stream = deviceRuntime(op).defaultStream(indices.device);
+  const out = deviceEmptyStrided(op, indices.device, [n], [1], "fp32", n, stream);
+  if (n === 0) return out;
+  const fn = kernelFunction(op, indices.device, "tk_guard_selftest__i32");
+  packet.ptr("indices", indices.ptr);
+  packet.ptr("src", src.ptr);
+  packet.ptr("out", out.ptr);
+  packet.ptr("error_word", errorWordPtr(op, indices.device));
+  packet.u32("n", n);
+  packet.u32("src_len", src.shape[0]);
+  packet.u32("op_id", OP_ID.guardSelftest);
+  packet.setLaunch(fn, stream.handle, Math.ceil(n / 256), 256, 0, false, indices.device.index);
+  packet.launch(op);
+  return out;
+}

@@ -1,0 +1,67 @@
+/**
+ * Helpers of the GPU tests: upload a host view with its layout kept (strided rows, column-major scales), read a
+ * device allocation whole (so layout padding is compared too), and random inputs with the edge values that
+ * matter for casts.
+ * @module
+ */
+import { elementBytes } from "../core/dtype.ts";
+import { encodeBf16 } from "../core/dtype.ts";
+import { deviceRuntime, DeviceStorage, DeviceTensor, HostTensor, tensor, toDevice } from "../core/tensor.ts";
+
+/** Uploads the storage span of a host view and rebuilds the same view (shape, strides, offset) on the device. */
+export function uploadView(t: HostTensor, device = 0): DeviceTensor {
+  const flat = new HostTensor(t.data, t.dtype, [t.data.length], [1]);
+  const whole = toDevice(flat, device);
+  const v = new DeviceTensor(whole.storage, t.dtype, t.shape, t.strides, t.offset);
+  whole.dispose(); // the view keeps the storage alive
+  return v;
+}
+
+/** All bytes of a device tensor's allocation (synchronises and checks the error word). */
+export function readAllocation(t: DeviceTensor): Uint8Array {
+  const out = new Uint8Array(t.byteSize);
+  deviceRuntime("test").copyDtoH(t.device, out, t.storage.base, t.storage.stream);
+  return out;
+}
+
+/** All bytes of a host tensor's storage. */
+export function storageBytes(t: HostTensor): Uint8Array {
+  return new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+}
+
+/**
+ * A random `[T, H]` fp32/bf16 input with row stride `stride` (≥ H; padding columns hold ±1e6 garbage). Rows vary
+ * in magnitude (×1e-30 … ×1e4, one huge 3e38 row), with zeros, −0, exact ties and a row of all zeros.
+ */
+export function randomInput(rand: () => number, T: number, H: number, dtype: "fp32" | "bf16", stride = H): HostTensor {
+  const n = Math.max(0, (T - 1) * stride + H);
+  const vals = new Float32Array(Math.max(n, 0));
+  for (let t = 0; t < T; t++) {
+    const kind = t % 11;
+    const scale = [1, 1e-3, 1e4, 1e-30, 3e38 / 8, 1, 7, 0, 448, 2 ** -120, 0.01][kind];
+    for (let j = 0; j < stride && t * stride + j < n; j++) {
+      const i = t * stride + j;
+      if (j >= H) {
+        vals[i] = rand() < 0.5 ? 1e6 : -1e6;
+        continue;
+      }
+      const r = rand();
+      if (kind === 7) vals[i] = r < 0.5 ? -0 : 0;
+      else if (r < 0.02) vals[i] = 0;
+      else if (r < 0.03) vals[i] = -0;
+      else if (kind === 8) vals[i] = Math.fround((Math.floor(rand() * 64) - 32) * 0.5 + 0.25) * (r < 0.5 ? 1 : -1); // rounding ties
+      else vals[i] = Math.fround((rand() * 2 - 1) * scale * (1 + 7 * rand()));
+    }
+  }
+  if (dtype === "fp32") return tensor(vals, [T, H], "fp32", [stride, 1]);
+  const b = new Uint16Array(vals.length);
+  for (let i = 0; i < vals.length; i++) b[i] = encodeBf16(vals[i]);
+  return tensor(b, [T, H], "bf16", [stride, 1]);
+}
+
+/** Bytes per element of a tensor. */
+export function eb(t: { dtype: Parameters<typeof elementBytes>[0] }): number {
+  return elementBytes(t.dtype);
+}
+
+export { DeviceStorage };

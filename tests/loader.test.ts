@@ -1,0 +1,94 @@
+/**
+ * The loader (DESIGN §7): binaries checked against prebuilt/manifest.json before use, tampered binaries refused,
+ * and a clear error without a driver.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import process from "node:process";
+import { TkError } from "../mod.ts";
+import { manifest, resetLoaderCache, shimRel, verifiedBytes, verifiedPath } from "../ffi/loader.ts";
+import { test } from "./harness.ts";
+import { runSnippet } from "./subprocess.ts";
+
+const PREBUILT = new URL("../prebuilt/", import.meta.url).pathname;
+
+/** A copy of the prebuilt tree (manifest + the given files) with one byte of `tamper` flipped. */
+function tamperedTree(files: string[], tamper: string): string {
+  const dir = `/tmp/tk-prebuilt-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  copyFileSync(`${PREBUILT}/manifest.json`, mkdirp(dir) + "/manifest.json");
+  for (const f of files) {
+    const dst = `${dir}/${f}`;
+    mkdirp(dst.slice(0, dst.lastIndexOf("/")));
+    copyFileSync(`${PREBUILT}/${f}`, dst);
+  }
+  const b = readFileSync(`${dir}/${tamper}`);
+  b[b.length >> 1] ^= 0x01;
+  writeFileSync(`${dir}/${tamper}`, b);
+  return dir;
+}
+
+function mkdirp(d: string): string {
+  mkdirSync(d, { recursive: true });
+  return d;
+}
+
+function withPrebuiltDir<T>(dir: string, f: () => T): T {
+  const old = process.env.TK_PREBUILT_DIR;
+  process.env.TK_PREBUILT_DIR = dir;
+  resetLoaderCache();
+  try {
+    return f();
+  } finally {
+    if (old === undefined) delete process.env.TK_PREBUILT_DIR;
+    else process.env.TK_PREBUILT_DIR = old;
+    resetLoaderCache();
+  }
+}
+
+const isIntegrity = (rel: string) => (e: unknown) => e instanceof TkError && e.code === "INTEGRITY" && e.message.includes(rel);
+
+test("every shipped binary matches prebuilt/manifest.json", () => {
+  const m = manifest();
+  const rels = Object.keys(m.binaries);
+  assert.ok(rels.includes("cuda/linux-x86_64/libtk_cuda.so") && rels.includes("cuda/linux-aarch64/libtk_cuda.so"));
+  for (const rel of rels) assert.equal(verifiedBytes(rel).length, m.binaries[rel].size, rel);
+});
+
+test("a shim whose bytes do not match the manifest is refused before dlopen", () => {
+  const rel = shimRel();
+  const dir = tamperedTree([rel], rel);
+  withPrebuiltDir(dir, () => assert.throws(() => verifiedPath(rel), isIntegrity(rel)));
+  const r = runSnippet(
+    `const { devices } = await import(MOD);
+     try { devices(); console.log("loaded"); } catch (e) { console.log(e.code + " " + e.message); }`,
+    { TK_PREBUILT_DIR: dir },
+  );
+  assert.match(r.stdout, /^INTEGRITY loader: cuda\/linux-.*libtk_cuda\.so: sha256 .* does not match/m, r.stdout + r.stderr);
+});
+
+test("a cubin whose bytes do not match the manifest is refused", () => {
+  const cubins = Object.keys(manifest().binaries).filter((k) => k.endsWith(".cubin"));
+  assert.ok(cubins.length > 0, "no cubins in the manifest");
+  const rel = cubins[0];
+  const dir = tamperedTree([rel], rel);
+  withPrebuiltDir(dir, () => assert.throws(() => verifiedBytes(rel), isIntegrity(rel)));
+});
+
+test("a binary missing from the manifest is refused", () => {
+  assert.throws(() => verifiedBytes("cuda/sm90a/not_there.cubin"), isIntegrity("not_there"));
+});
+
+test("without a driver, devices() is empty and a device call says why", () => {
+  const r = runSnippet(
+    `const { devices, perTokenCast, tensor } = await import(MOD);
+     console.log("devices " + devices().length);
+     try {
+       perTokenCast(tensor(new Float32Array(64), [1, 64], "fp32"), { fmt: "e4m3", numPerChannels: 64, backend: "cuda" });
+       console.log("ran");
+     } catch (e) { console.log(e.code + " " + e.message); }`,
+    { TK_CUDA_DRIVER: "/nonexistent/libcuda.so.1" },
+  );
+  assert.match(r.stdout, /^devices 0$/m, r.stdout + r.stderr);
+  assert.match(r.stdout, /^BACKEND_UNAVAILABLE perTokenCast: no usable CUDA driver: .*libcuda.*/m, r.stdout + r.stderr);
+});

@@ -1,0 +1,330 @@
+/**
+ * The CUDA kernels of the per-token cast family against the CPU reference, byte for byte on every byte of every
+ * output allocation (layout padding included), on fresh random inputs from printed seeds; and against the
+ * conformance vectors. Also the device runtime (copies, streams, device info) and the device error word
+ * (DESIGN §6). Skipped, and counted as skipped, without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  createStream,
+  deviceInfo,
+  DeviceTensor,
+  HostTensor,
+  perTokenCast,
+  perTokenCastBack,
+  type PerTokenCastOptions,
+  perTokenCastWithPrecomputedSf,
+  perTokenCastWithSfOnly,
+  type Quantized,
+  tensor,
+  TkError,
+  toDevice,
+  toHost,
+  zeros,
+} from "../mod.ts";
+import { guardSelftest } from "../ops/runtime/guard_selftest.ts";
+import { launchCount } from "../ffi/cuda.ts";
+import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
+import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+
+type SfConfig = Pick<PerTokenCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0" | "useE4m3Sf">;
+const SF_CONFIGS: [string, SfConfig][] = [
+  ["fp32", {}],
+  ["fp32-round", { roundSf: true }],
+  ["fp32-col", { useTmaAlignedColMajorSf: true }],
+  ["fp32-col-round", { useTmaAlignedColMajorSf: true, roundSf: true }],
+  ["packed-row", { roundSf: true, usePackedUe8m0: true }],
+  ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
+  ["e4m3sf-row", { useE4m3Sf: true }],
+  ["e4m3sf-col", { useE4m3Sf: true, useTmaAlignedColMajorSf: true }],
+];
+const TOKENS = [0, 1, 33, 257];
+const HIDDEN = [576, 2048, 7168];
+
+function up(t: HostTensor | Quantized): DeviceTensor | [DeviceTensor, DeviceTensor] {
+  return Array.isArray(t) ? [uploadView(t[0] as HostTensor), uploadView(t[1] as HostTensor)] : uploadView(t);
+}
+
+function sameAllocation(gpu: unknown, cpu: unknown, label: string): void {
+  assertBytesEqual(readAllocation(gpu as DeviceTensor), storageBytes(cpu as HostTensor), label);
+}
+
+function dispose(...ts: unknown[]): void {
+  for (const t of ts.flat()) if (t instanceof DeviceTensor) t.dispose();
+}
+
+/** Runs one cast on both backends and compares data and sf allocations byte for byte. */
+function compareCast(x: HostTensor | Quantized, o: PerTokenCastOptions, label: string): void {
+  const [cd, cs] = perTokenCast(x, o);
+  const dx = up(x);
+  const [gd, gs] = perTokenCast(dx, o);
+  try {
+    sameAllocation(gd, cd, `${label} data`);
+    sameAllocation(gs, cs, `${label} sf`);
+    assert.deepEqual([...gs.strides], [...cs.strides], `${label} sf strides`);
+  } finally {
+    dispose(gd, gs, dx);
+  }
+}
+
+gpuTest("device info names an sm_90a/sm_100a device whose kernels ship", () => {
+  const info = deviceInfo(0);
+  console.log(`device 0: ${info.name}, ${info.arch}, ${info.smCount} SMs, ${(info.totalMemory / 2 ** 30).toFixed(0)} GiB`);
+  assert.ok(info.smCount > 0 && info.totalMemory > 0 && info.freeMemory > 0);
+  assert.ok(info.kernelsAvailable, `no kernels for ${info.arch}`);
+});
+
+gpuTest("host → device → host copies are exact, strided views stay strided, zeros are zero", async () => {
+  const h = tensor(new Float32Array(1000).map((_, i) => i * 1.5 - 7), [10, 100], "fp32");
+  const d = toDevice(h);
+  const back = await toHost(d);
+  assertBytesEqual(logicalBytes(back), logicalBytes(h), "round trip");
+  const view = d.slice(1, 10, 30);
+  const vb = await toHost(view);
+  assertBytesEqual(logicalBytes(vb), logicalBytes(h.slice(1, 10, 30)), "strided view");
+  const z = zeros([5, 7], "bf16") as DeviceTensor;
+  assert.ok(readAllocation(z).every((b) => b === 0));
+  dispose(d, view, z);
+  assert.throws(() => toHost(d), (e: unknown) => e instanceof TkError && e.code === "DISPOSED");
+});
+
+gpuTest("ops run on a created stream and the stream synchronises", async () => {
+  const s = createStream(0);
+  const x = toDevice(randomInput(rng(7), 64, 2048, "bf16"), 0, { stream: s });
+  const [d, f] = perTokenCast(x, { fmt: "e4m3", numPerChannels: 128, stream: s });
+  await s.synchronize();
+  const [cd, cf] = perTokenCast(await toHost(x), { fmt: "e4m3", numPerChannels: 128 });
+  sameAllocation(d, cd, "stream data");
+  sameAllocation(f, cf, "stream sf");
+  dispose(x, d, f);
+  s[Symbol.dispose]();
+});
+
+gpuTest("a kernel that meets an illegal device value clamps its access and the next sync throws DEVICE_VALUE", async () => {
+  const src = toDevice(tensor(new Float32Array([10, 20, 30, 40]), [4], "fp32"));
+  const idx = toDevice(tensor(new Int32Array([3, 0, 4, -1, 2, 1 << 30]), [6], "int32"));
+  const out = guardSelftest(idx, src);
+  await assert.rejects(toHost(out), (e: unknown) =>
+    e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "guardSelftest" && /3 illegal value\(s\).*index out of range/.test(e.message));
+  // The word was cleared: the same buffer now reads back, with 0 where indices were out of range.
+  const h = await toHost(out);
+  assert.deepEqual([...(h.data as Float32Array)], [40, 10, 0, 0, 30, 0]);
+  const ok = guardSelftest(toDevice(tensor(new Int32Array([0, 1]), [2], "int32")), src);
+  assert.deepEqual([...((await toHost(ok)).data as Float32Array)], [10, 20]);
+  dispose(src, idx, out, ok);
+});
+
+for (const dtype of ["fp32", "bf16"] as const) {
+  for (const fmt of ["e4m3", "e2m1"] as const) {
+    for (const npc of [16, 32, 64, 128]) {
+      for (const [sfName, sfo] of SF_CONFIGS) {
+        const seed = (dtype === "fp32" ? 1 : 2) * 100000 + (fmt === "e4m3" ? 1 : 2) * 10000 + npc * 10 + SF_CONFIGS.findIndex((c) => c[0] === sfName);
+        gpuTest(`perTokenCast kernel = reference: ${dtype} → ${fmt}, ${npc} channels, ${sfName} sf, tokens ${TOKENS}, hidden ${HIDDEN} (seed ${seed})`, () => {
+          const rand = rng(seed);
+          for (const T of TOKENS) {
+            for (const H of HIDDEN) {
+              const stride = T % 2 ? H + 64 : H;
+              compareCast(randomInput(rand, T, H, dtype, stride), { fmt, numPerChannels: npc, ...sfo }, `${T}x${H}/${stride}`);
+            }
+          }
+        });
+      }
+    }
+  }
+}
+
+for (const dtype of ["fp32", "bf16"] as const) {
+  gpuTest(`perTokenCast kernel = reference with one scale per row (numPerChannels = H), ${dtype}`, () => {
+    const rand = rng(dtype === "fp32" ? 31 : 32);
+    for (const [T, H] of [[1, 192], [33, 640], [257, 7168], [5, 16384]]) {
+      for (const fmt of ["e4m3", "e2m1"] as const) {
+        for (const [, sfo] of SF_CONFIGS.slice(0, 6)) compareCast(randomInput(rand, T, H, dtype, H + 64), { fmt, numPerChannels: H, ...sfo }, `row ${T}x${H}`);
+      }
+    }
+  });
+}
+
+/** A random quantized input with scales in a given layout. */
+function randomQuantized(rand: () => number, T: number, H: number, inFmt: "e4m3" | "e2m1", bs: [number, number], layout: string): Quantized {
+  const codes = new Uint8Array(inFmt === "e4m3" ? T * H : (T * H) / 2);
+  for (let i = 0; i < codes.length; i++) {
+    let c = Math.floor(rand() * 256);
+    if (inFmt === "e4m3" && (c & 0x7f) === 0x7f) c ^= 1; // finite codes
+    codes[i] = c;
+  }
+  const data = tensor(codes, [T, inFmt === "e4m3" ? H : H / 2], inFmt === "e4m3" ? "e4m3" : "e2m1x2");
+  const nbm = Math.ceil(T / bs[0]);
+  const nbk = Math.ceil(H / bs[1]);
+  const packed = layout.startsWith("packed");
+  const cols = packed ? Math.ceil(nbk / 4) : nbk;
+  const colMajor = layout.endsWith("col");
+  const elem = layout.startsWith("e4m3") ? 16 : 4;
+  const p = colMajor ? Math.max(1, Math.ceil(nbm / elem) * elem) : 0;
+  const n = colMajor ? p * cols : nbm * cols;
+  const strides = colMajor ? [1, p] : [cols, 1];
+  let sf: HostTensor;
+  if (packed) {
+    const w = new Int32Array(n);
+    for (let i = 0; i < n; i++) w[i] = (Math.floor(rand() * 40 + 100) | (Math.floor(rand() * 40 + 100) << 8) | (Math.floor(rand() * 40 + 100) << 16) | (Math.floor(rand() * 40 + 100) << 24));
+    sf = tensor(w, [nbm, cols], "int32", strides);
+  } else if (layout.startsWith("e4m3")) {
+    const b = new Uint8Array(n).map(() => Math.floor(rand() * 0x7e) + 1);
+    sf = tensor(b, [nbm, cols], "e4m3", strides);
+  } else {
+    const f = new Float32Array(n).map(() => Math.fround(2 ** (rand() * 40 - 20) * (rand() < 0.05 ? 1e30 : 1)));
+    sf = tensor(f, [nbm, cols], "fp32", strides);
+  }
+  return [data, sf];
+}
+
+const REQUANT_LAYOUTS = ["fp32-row", "fp32-col", "packed-row", "packed-col", "e4m3-row", "e4m3-col"];
+for (const inFmt of ["e4m3", "e2m1"] as const) {
+  for (const bs of [[1, 16], [1, 32], [1, 64], [1, 128], [32, 32], [128, 128], [32, 128]] as [number, number][]) {
+    gpuTest(`perTokenCast kernel = reference re-quantizing ${inFmt} input with blocks ${bs}, every input sf layout and output config`, () => {
+      const rand = rng(1000 + bs[0] * 7 + bs[1] + (inFmt === "e4m3" ? 0 : 500));
+      for (const layout of REQUANT_LAYOUTS) {
+        for (const [T, H] of [[1, 128], [33, 576], [257, 2048]]) {
+          const x = randomQuantized(rand, T, H, inFmt, bs, layout);
+          for (const fmt of ["e4m3", "e2m1"] as const) {
+            for (const npc of [32, 128]) {
+              const [, sfo] = SF_CONFIGS[Math.floor(rand() * SF_CONFIGS.length)];
+              compareCast(x, { fmt, numPerChannels: npc, xBlockSize: bs, ...sfo }, `${layout} ${T}x${H} → ${fmt}/${npc}`);
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+gpuTest("perTokenCast kernel = reference at full size: 4001 and 8001 tokens × 7168, strided rows included", () => {
+  const rand = rng(4242);
+  const sample: [number, "fp32" | "bf16", PerTokenCastOptions, number][] = [
+    [4001, "bf16", { fmt: "e4m3", numPerChannels: 128 }, 7168],
+    [8001, "bf16", { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, 7168 + 128],
+    [4001, "fp32", { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }, 7168 + 64],
+    [8001, "fp32", { fmt: "e4m3", numPerChannels: 32, useTmaAlignedColMajorSf: true }, 7168],
+    [4001, "bf16", { fmt: "e2m1", numPerChannels: 32, roundSf: true }, 8192],
+  ];
+  for (const [T, dtype, o, stride] of sample) compareCast(randomInput(rand, T, 7168, dtype, stride), o, `${T}x7168 ${JSON.stringify(o)}`);
+});
+
+gpuTest("perTokenCastWithSfOnly and perTokenCastWithPrecomputedSf kernels = reference", () => {
+  const rand = rng(99);
+  for (const [T, H] of [[1, 64], [33, 576], [257, 7168]]) {
+    for (const dtype of ["fp32", "bf16"] as const) {
+      const x = randomInput(rand, T, H, dtype, H + 64);
+      const dx = uploadView(x);
+      for (const fmt of ["e4m3", "e2m1"] as const) {
+        for (const [name, sfo] of SF_CONFIGS) {
+          const o = { fmt, numPerChannels: 32, ...sfo };
+          const c = perTokenCastWithSfOnly(x, o);
+          const g = perTokenCastWithSfOnly(dx, o);
+          sameAllocation(g, c, `sf-only ${name} ${T}x${H}`);
+          dispose(g);
+        }
+        for (const e4m3Sf of [false, true]) {
+          const sf = perTokenCastWithSfOnly(x, { fmt, numPerChannels: 64, useE4m3Sf: e4m3Sf });
+          const o = { fmt, numPerChannels: 64, useE4m3Sf: e4m3Sf };
+          const c = perTokenCastWithPrecomputedSf(x, sf, o);
+          const dsf = uploadView(sf as HostTensor);
+          const g = perTokenCastWithPrecomputedSf(dx, dsf, o);
+          sameAllocation(g, c, `precomputed e4m3Sf=${e4m3Sf} ${T}x${H}`);
+          dispose(g, dsf);
+        }
+      }
+      dispose(dx);
+    }
+  }
+});
+
+gpuTest("perTokenCastBack kernel = reference for every scale layout", () => {
+  const rand = rng(77);
+  for (const inFmt of ["e4m3", "e2m1"] as const) {
+    for (const npc of [16, 32, 64, 128]) {
+      for (const layout of REQUANT_LAYOUTS) {
+        for (const [T, H] of [[1, 128], [33, 576], [257, 7168]]) {
+          const x = randomQuantized(rand, T, H, inFmt, [1, npc], layout);
+          const dx = up(x) as Quantized;
+          for (const fmt of ["fp32", "bf16"] as const) {
+            const c = perTokenCastBack(x, { fmt, numPerChannels: npc });
+            const g = perTokenCastBack(dx, { fmt, numPerChannels: npc });
+            sameAllocation(g, c, `${inFmt}/${npc} ${layout} ${T}x${H} → ${fmt}`);
+            dispose(g);
+          }
+          dispose(dx);
+        }
+      }
+    }
+  }
+});
+
+gpuTest("preallocated outputs are written in place and no allocation is returned", () => {
+  const x = randomInput(rng(5), 300, 2048, "bf16");
+  const dx = uploadView(x);
+  const data = zeros([300, 2048], "e4m3", { device: 0 }) as DeviceTensor;
+  const sf = zeros([300, 16], "fp32", { device: 0 }) as DeviceTensor;
+  const [d, s] = perTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, out: { data, sf } });
+  assert.equal(d, data);
+  assert.equal(s, sf);
+  const [cd, cs] = perTokenCast(x, { fmt: "e4m3", numPerChannels: 128 });
+  sameAllocation(data, cd, "out data");
+  sameAllocation(sf, cs, "out sf");
+  dispose(dx, data, sf);
+});
+
+gpuTest("host inputs with backend 'cuda' and device inputs with backend 'cpu' give the reference's bytes", async () => {
+  const x = randomInput(rng(6), 40, 576, "fp32", 640);
+  const o = { fmt: "e2m1", numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true } as const;
+  const [cd, cs] = perTokenCast(x, o);
+  const [hd, hs] = perTokenCast(x, { ...o, backend: "cuda" });
+  assert.ok(hd instanceof HostTensor && hs instanceof HostTensor);
+  assertBytesEqual(logicalBytes(hd as HostTensor), logicalBytes(cd as HostTensor), "staged to cuda: data");
+  assertBytesEqual(logicalBytes(hs as HostTensor), logicalBytes(cs as HostTensor), "staged to cuda: sf");
+  const dx = uploadView(x);
+  const [dd, ds] = perTokenCast(dx, { ...o, backend: "cpu" });
+  assert.ok(dd instanceof DeviceTensor && ds instanceof DeviceTensor);
+  assertBytesEqual(logicalBytes(await toHost(dd)), logicalBytes(cd as HostTensor), "staged to cpu: data");
+  dispose(dx, dd, ds);
+});
+
+gpuTest("0 tokens launch nothing and return empty outputs in the requested layout", () => {
+  const dx = toDevice(tensor(new Uint16Array(0), [0, 512], "bf16"));
+  const n = launchCount();
+  const [d, s] = perTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true });
+  assert.equal(launchCount(), n);
+  assert.deepEqual([...d.shape], [0, 512]);
+  assert.deepEqual([...s.shape], [0, 4]);
+  assert.deepEqual([...s.strides], [1, 1]);
+  dispose(dx, d, s);
+});
+
+const goldenFiles = ["quant_per_token_cast", "quant_per_token_cast_requant"] as const;
+for (const name of goldenFiles) {
+  const g = loadGolden("quant", name);
+  gpuTest(`perTokenCast kernels match every case of ${name}`, async () => {
+    for (const c of g.cases) {
+      const x = caseInput(g, c);
+      const dx = up(x as HostTensor | Quantized);
+      const [d, s] = perTokenCast(dx, opOptions(c) as never);
+      checkQuantized(g, c, await toHost(d), await toHost(s), `gpu ${caseName(c)}`);
+      dispose(dx, d, s);
+    }
+  });
+}
+
+{
+  const g = loadGolden("quant", "quant_cast_back");
+  gpuTest("perTokenCastBack kernels match every per-token case of quant_cast_back", async () => {
+    for (const c of g.cases) {
+      const bs = c.params.xBlockSize as [number, number];
+      if (bs[0] !== 1) continue;
+      const dx = up(caseInput(g, c) as Quantized) as Quantized;
+      const out = perTokenCastBack(dx, { fmt: c.params.fmt as "fp32" | "bf16", numPerChannels: bs[1] });
+      assertBytesEqual(logicalBytes(await toHost(out)), logicalBytes(g.tensors[`${c.id}.out`]), `gpu ${c.id} out`);
+      dispose(dx, out);
+    }
+  });
+}
