@@ -15,12 +15,12 @@ export function deviceTimeUs(f: () => void, iters = 20, reps = 7): number {
   const a = createEvent(DEV);
   const b = createEvent(DEV);
   for (let i = 0; i < 3; i++) f();
-  syncAndCheck(0, 0n);
+  syncAndCheck(0, 0);
   const times: number[] = [];
   for (let r = 0; r < reps; r++) {
-    recordEvent(DEV, a, 0n);
+    recordEvent(DEV, a, 0);
     for (let i = 0; i < iters; i++) f();
-    recordEvent(DEV, b, 0n);
+    recordEvent(DEV, b, 0);
     times.push((elapsedMs(DEV, a, b) * 1000) / iters);
   }
   destroyEvent(DEV, a);
@@ -35,7 +35,7 @@ export function copyRateGBs(bytes: number): { us: number; gbps: number } {
   const dst = empty([bytes], "uint8", { device: 0 }) as DeviceTensor;
   const rt = deviceRuntime("bench");
   const s = rt.defaultStream(DEV);
-  const us = deviceTimeUs(() => rt.copyDtoD(DEV, dst.ptr, src.ptr, bytes, s), 10, 7);
+  const us = deviceTimeUs(() => rt.copyDtoD(DEV, dst.addr, src.addr, bytes, s), 10, 7);
   src.dispose();
   dst.dispose();
   return { us, gbps: (2 * bytes) / (us * 1e3) };

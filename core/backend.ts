@@ -49,17 +49,25 @@ function usable(op: string, device: Device): Device {
 const CPU: Placement = Object.freeze({ backend: "cpu", staged: false, device: null });
 
 /**
- * Resolves the placement of one call from its tensor arguments (null/undefined entries are skipped) and
- * `opts.backend`. Throws `DEVICE_MISMATCH` for host/device mixes or two devices, `BACKEND_UNAVAILABLE` for
+ * Resolves the placement of one call from `opts.backend` and up to four tensor arguments (null/undefined are
+ * skipped). Throws `DEVICE_MISMATCH` for host/device mixes or two devices, `BACKEND_UNAVAILABLE` for
  * Ascend.
  */
-export function place(op: string, tensors: readonly (Tensor | null | undefined)[], backend: unknown): Placement {
+export function place(
+  op: string,
+  backend: unknown,
+  t0: Tensor | null | undefined,
+  t1?: Tensor | null,
+  t2?: Tensor | null,
+  t3?: Tensor | null,
+): Placement {
   if (backend !== undefined && !BACKENDS.includes(backend as Backend)) {
     throw new TkError(op, "backend", "VALUE", `must be one of ${BACKENDS.join(", ")} (got ${JSON.stringify(backend)})`);
   }
   let device: Device | null = null;
   let host = false;
-  for (const t of tensors) {
+  for (let i = 0; i < 4; i++) {
+    const t = i === 0 ? t0 : i === 1 ? t1 : i === 2 ? t2 : t3;
     if (!t) continue;
     if (t instanceof DeviceTensor) {
       if (device && (device.kind !== t.device.kind || device.index !== t.device.index)) {

@@ -10,15 +10,19 @@ import { DeviceTensor, HostTensor, isTensor, type Tensor } from "./tensor.ts";
 /** Options every op accepts (spec/API.md §1.2). */
 export const COMMON_OPTIONS: readonly string[] = ["backend", "stream", "out"];
 
+const allowedSets = new WeakMap<readonly string[], Set<string>>();
+
 /** Refuses options objects that are not plain objects, and unknown keys (a typo must not pass silently). */
 export function checkOptions(op: string, opts: unknown, allowed: readonly string[]): void {
   if (opts === undefined) return;
   if (typeof opts !== "object" || opts === null || Array.isArray(opts)) {
     throw new TkError(op, "options", "VALUE", `expected an options object, got ${opts === null ? "null" : typeof opts}`);
   }
-  for (const k of Object.keys(opts)) {
-    if (!allowed.includes(k) && !COMMON_OPTIONS.includes(k)) {
-      throw new TkError(op, k, "VALUE", `unknown option (expected one of ${[...COMMON_OPTIONS, ...allowed].join(", ")})`);
+  let set = allowedSets.get(allowed);
+  if (!set) allowedSets.set(allowed, set = new Set([...allowed, ...COMMON_OPTIONS]));
+  for (const k in opts) {
+    if (!set.has(k)) {
+      throw new TkError(op, k, "VALUE", `unknown option (expected one of ${[...set].join(", ")})`);
     }
   }
 }

@@ -88,35 +88,40 @@ export function paramsHeader(source: string, layouts: readonly ParamsLayout[]): 
 }
 
 /**
- * Packs one struct into a reusable byte buffer. The buffer is owned by the op (one per op and thread of
- * control), written field by field on each call, and handed to the launch as is: no allocation per call.
+ * Packs one struct into a reusable byte buffer. The buffer is owned by the op, written field by field on each
+ * call, and handed to the launch as is: no allocation per call. Fields are addressed by their 32-bit word index
+ * (`packer.w.<field>`), read from a fixed-shape object at each call site so every access stays monomorphic;
+ * 64-bit fields are written as two words from a JS number (device addresses and sizes are below 2^53).
  */
 export class ParamsPacker<N extends string> {
   readonly bytes: Uint8Array;
-  readonly #view: DataView;
-  readonly #layout: ParamsLayout<N>;
-  /** `headerBytes` reserves room in front of the struct (the launch header of ffi/cuda.ts). */
+  /** Word index of each field in {@link bytes}. */
+  readonly w: Readonly<Record<N, number>>;
+  readonly #u32: Uint32Array;
+  readonly #i32: Int32Array;
+  readonly #f32: Float32Array;
+  /** `headerBytes` (a multiple of 8) reserves room in front of the struct (the launch header of ffi/cuda.ts). */
   constructor(layout: ParamsLayout<N>, headerBytes = 0) {
-    this.#layout = layout;
     this.bytes = new Uint8Array(headerBytes + layout.size);
-    this.#view = new DataView(this.bytes.buffer, headerBytes, layout.size);
+    this.#u32 = new Uint32Array(this.bytes.buffer);
+    this.#i32 = new Int32Array(this.bytes.buffer);
+    this.#f32 = new Float32Array(this.bytes.buffer);
+    const w = {} as Record<N, number>;
+    for (const f of layout.fields) w[f.name as N] = (headerBytes + f.offset) / 4;
+    this.w = Object.freeze(w);
   }
-  get layout(): ParamsLayout<N> {
-    return this.#layout;
+  /** A 64-bit field (`ptr`, `u64`) from a non-negative integer below 2^53. */
+  u64(word: number, v: number): void {
+    this.#u32[word] = v >>> 0;
+    this.#u32[word + 1] = (v / 4294967296) >>> 0;
   }
-  ptr(name: N, v: bigint): void {
-    this.#view.setBigUint64(this.#layout.offsets[name], v, true);
+  u32(word: number, v: number): void {
+    this.#u32[word] = v;
   }
-  u64(name: N, v: number): void {
-    this.#view.setBigUint64(this.#layout.offsets[name], BigInt(v), true);
+  i32(word: number, v: number): void {
+    this.#i32[word] = v;
   }
-  u32(name: N, v: number): void {
-    this.#view.setUint32(this.#layout.offsets[name], v, true);
-  }
-  i32(name: N, v: number): void {
-    this.#view.setInt32(this.#layout.offsets[name], v, true);
-  }
-  f32(name: N, v: number): void {
-    this.#view.setFloat32(this.#layout.offsets[name], v, true);
+  f32(word: number, v: number): void {
+    this.#f32[word] = v;
   }
 }

@@ -55,7 +55,7 @@ export function copyInto(op: string, dst: Tensor, src: Tensor): void {
   const c = s.isContiguous() ? s : contiguousHost(s);
   const eb = elementBytes(c.dtype);
   const bytes = new Uint8Array(c.data.buffer, c.data.byteOffset + c.offset * eb, c.numel * eb);
-  if (bytes.length) deviceRuntime(op).copyHtoD(dst.device, dst.ptr, bytes, dst.storage.stream);
+  if (bytes.length) deviceRuntime(op).copyHtoD(dst.device, dst.addr, bytes, dst.storage.stream);
 }
 
 /** Disposes device tensors made for staging (host tensors and nulls are ignored). */

@@ -9,6 +9,10 @@
  * @module
  */
 import { allocArray, arrayMatches, type DType, elementBytes, encodeNumber, isDType, type TypedArray } from "./dtype.ts";
+
+const ELEMENT_BYTES_OF: Readonly<Record<DType, number>> = {
+  fp32: 4, bf16: 2, fp16: 2, e4m3: 1, e2m1x2: 1, ue8m0: 1, int8: 1, uint8: 1, int32: 4, int64: 8, bool: 1,
+};
 import { TkError } from "./errors.ts";
 
 /** A device of a device backend. */
@@ -20,21 +24,22 @@ export interface Device {
 /** An ordered queue of device work (a CUDA stream). */
 export interface Stream extends Disposable {
   readonly device: Device;
-  /** Driver handle (0n is the device's default stream). */
-  readonly handle: bigint;
+  /** Driver handle (0 is the device's default stream). Handles and device addresses are plain numbers inside
+   * the library: they are below 2^53 on every 64-bit platform CUDA supports, and numbers cost no allocation. */
+  readonly handle: number;
   synchronize(): Promise<void>;
 }
 
 /** What `ffi/` provides to `core/` for device tensors. */
 export interface DeviceRuntime {
   defaultStream(device: Device): Stream;
-  alloc(device: Device, nbytes: number, stream: Stream): bigint;
-  free(device: Device, ptr: bigint, stream: Stream): void;
-  copyHtoD(device: Device, dst: bigint, src: Uint8Array, stream: Stream): void;
+  alloc(device: Device, nbytes: number, stream: Stream): number;
+  free(device: Device, ptr: number, stream: Stream): void;
+  copyHtoD(device: Device, dst: number, src: Uint8Array, stream: Stream): void;
   /** Copies, synchronises the stream and checks the device error word (DESIGN §6). */
-  copyDtoH(device: Device, dst: Uint8Array, src: bigint, stream: Stream): void;
-  copyDtoD(device: Device, dst: bigint, src: bigint, nbytes: number, stream: Stream): void;
-  memset(device: Device, dst: bigint, byte: number, nbytes: number, stream: Stream): void;
+  copyDtoH(device: Device, dst: Uint8Array, src: number, stream: Stream): void;
+  copyDtoD(device: Device, dst: number, src: number, nbytes: number, stream: Stream): void;
+  memset(device: Device, dst: number, byte: number, nbytes: number, stream: Stream): void;
 }
 
 let runtime: DeviceRuntime | null = null;
@@ -102,8 +107,9 @@ abstract class TensorBase {
   readonly numel: number;
   protected constructor(dtype: DType, shape: readonly number[], strides: readonly number[], offset: number) {
     this.dtype = dtype;
-    this.shape = Object.freeze([...shape]);
-    this.strides = Object.freeze([...strides]);
+    // Arrays the library made and froze are shared as they are; anything else is copied and frozen.
+    this.shape = Object.isFrozen(shape) ? shape : Object.freeze([...shape]);
+    this.strides = Object.isFrozen(strides) ? strides : Object.freeze([...strides]);
     this.offset = offset;
     this.numel = numelOf(shape);
   }
@@ -204,12 +210,13 @@ function reinterpret(data: TypedArray, dtype: DType): TypedArray {
 /** Storage of device tensors: one allocation, reference counted by its live views. */
 export class DeviceStorage {
   readonly device: Device;
-  readonly base: bigint;
+  /** Device address of the allocation. */
+  readonly base: number;
   readonly nbytes: number;
   refs = 0;
   freed = false;
   stream: Stream;
-  constructor(device: Device, base: bigint, nbytes: number, stream: Stream) {
+  constructor(device: Device, base: number, nbytes: number, stream: Stream) {
     this.device = device;
     this.base = base;
     this.nbytes = nbytes;
@@ -246,7 +253,11 @@ export class DeviceTensor extends TensorBase implements Disposable {
   }
   /** Device address of element [0, …, 0]. */
   get ptr(): bigint {
-    return this.storage.base + BigInt(this.offset * elementBytes(this.dtype));
+    return BigInt(this.addr);
+  }
+  /** Device address of element [0, …, 0] as a number (what the launch path uses). */
+  get addr(): number {
+    return this.storage.base + this.offset * ELEMENT_BYTES_OF[this.dtype];
   }
   /** Bytes of the whole allocation behind this view. */
   get byteSize(): number {
@@ -365,7 +376,7 @@ export function deviceEmptyStrided(
   const rt = deviceRuntime(op);
   const s = stream ?? rt.defaultStream(device);
   const nbytes = storageElems * elementBytes(dtype);
-  const base = nbytes > 0 ? rt.alloc(device, nbytes, s) : 0n;
+  const base = nbytes > 0 ? rt.alloc(device, nbytes, s) : 0;
   return new DeviceTensor(new DeviceStorage(device, base, nbytes, s), dtype, shape, strides);
 }
 
@@ -379,7 +390,7 @@ export function toDevice(t: HostTensor, device?: Device | number, opts?: { strea
   if (t.numel > 0) {
     const eb = elementBytes(t.dtype);
     const bytes = new Uint8Array(src.data.buffer, src.data.byteOffset + src.offset * eb, t.numel * eb);
-    deviceRuntime(op).copyHtoD(dev, out.ptr, bytes, opts?.stream ?? deviceRuntime(op).defaultStream(dev));
+    deviceRuntime(op).copyHtoD(dev, out.addr, bytes, opts?.stream ?? deviceRuntime(op).defaultStream(dev));
   }
   return out;
 }
@@ -410,7 +421,11 @@ export function contiguousHost(t: HostTensor): HostTensor {
  * it touches (strided views stay strided).
  */
 export function toHost(t: Tensor, opts?: { stream?: Stream }): Promise<HostTensor> {
-  return Promise.resolve(toHostSync(t, opts));
+  try {
+    return Promise.resolve(toHostSync(t, opts));
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }
 
 /** Synchronous form of {@link toHost}. */
@@ -423,12 +438,12 @@ export function toHostSync(t: Tensor, opts?: { stream?: Stream }): HostTensor {
   const stream = opts?.stream ?? t.storage.stream;
   const span = viewSpan(t.shape, t.strides, t.offset);
   if (!span || span[0] < 0) {
-    rt.copyDtoH(t.device, new Uint8Array(0), 0n, stream); // still a sync point
+    rt.copyDtoH(t.device, new Uint8Array(0), 0, stream); // still a sync point
     return new HostTensor(allocArray(t.dtype, 0), t.dtype, t.shape, t.strides.map(() => 1), 0);
   }
   const eb = elementBytes(t.dtype);
   const arr = allocArray(t.dtype, span[1] - span[0] + 1);
-  rt.copyDtoH(t.device, new Uint8Array(arr.buffer), t.storage.base + BigInt(span[0] * eb), stream);
+  rt.copyDtoH(t.device, new Uint8Array(arr.buffer), t.storage.base + span[0] * eb, stream);
   return new HostTensor(arr, t.dtype, t.shape, t.strides, t.offset - span[0]);
 }
 
@@ -453,7 +468,7 @@ export function zeros(
 ): Tensor {
   const t = empty(shape, dtype, opts);
   if (t instanceof DeviceTensor && t.byteSize > 0) {
-    deviceRuntime("zeros").memset(t.device, t.ptr, 0, t.byteSize, opts?.stream ?? t.storage.stream);
+    deviceRuntime("zeros").memset(t.device, t.addr, 0, t.byteSize, opts?.stream ?? t.storage.stream);
   }
   return t;
 }
@@ -464,7 +479,7 @@ export function clone(t: Tensor): Tensor {
   t.assertLive("clone", "t");
   if (t.isContiguous()) {
     const out = deviceEmptyStrided("clone", t.device, t.shape, contiguousStrides(t.shape), t.dtype, t.numel, t.storage.stream);
-    if (t.numel > 0) deviceRuntime("clone").copyDtoD(t.device, out.ptr, t.ptr, t.numel * elementBytes(t.dtype), t.storage.stream);
+    if (t.numel > 0) deviceRuntime("clone").copyDtoD(t.device, out.addr, t.addr, t.numel * elementBytes(t.dtype), t.storage.stream);
     return out;
   }
   return toDevice(contiguousHost(toHostSync(t)), t.device, { stream: t.storage.stream });

@@ -42,10 +42,10 @@ interface DeviceState {
   readonly cc: number; // major*10 + minor
   readonly smCount: number;
   readonly target: string | null;
-  readonly errorWord: bigint;
+  readonly errorWord: number;
   readonly defaultStream: CudaStream;
-  readonly modules: Map<string, bigint>;
-  readonly functions: Map<string, bigint>;
+  readonly modules: Map<string, number>;
+  readonly functions: Map<string, number>;
 }
 
 let lib: ShimLib | null = null;
@@ -166,8 +166,8 @@ export function deviceState(op: string, device: Device): DeviceState {
     cc,
     smCount: attr(device.index, ATTR.smCount),
     target: targetFor(cc),
-    errorWord: out64[0],
-    defaultStream: new CudaStream({ kind: "cuda", index: device.index }, 0n, false),
+    errorWord: Number(out64[0]),
+    defaultStream: new CudaStream({ kind: "cuda", index: device.index }, 0, false),
     modules: new Map(),
     functions: new Map(),
   };
@@ -178,10 +178,10 @@ export function deviceState(op: string, device: Device): DeviceState {
 /** A CUDA stream of one device. */
 export class CudaStream implements Stream {
   readonly device: Device;
-  readonly handle: bigint;
+  readonly handle: number;
   readonly #owned: boolean;
   #destroyed = false;
-  constructor(device: Device, handle: bigint, owned: boolean) {
+  constructor(device: Device, handle: number, owned: boolean) {
     this.device = device;
     this.handle = handle;
     this.#owned = owned;
@@ -200,7 +200,7 @@ export class CudaStream implements Stream {
 }
 
 /** Synchronises a stream and throws `DEVICE_VALUE` if a kernel reported an illegal value (DESIGN §6). */
-export function syncAndCheck(dev: number, stream: bigint): void {
+export function syncAndCheck(dev: number, stream: number): void {
   call("synchronize", "tk_sync_and_check", dev, stream, errWord);
   if (errWord[0] | errWord[1] | errWord[2]) {
     const { op, detail } = describeErrorWord(errWord);
@@ -213,11 +213,11 @@ export function createStream(device: Device | number = 0): Stream {
   const d: Device = typeof device === "number" ? { kind: "cuda", index: device } : device;
   deviceState("createStream", d);
   call("createStream", "tk_stream_create", d.index, out64);
-  return new CudaStream(d, out64[0], true);
+  return new CudaStream(d, Number(out64[0]), true);
 }
 
 /** Function handle of a kernel symbol on a device, loading its cubin on first use. */
-export function kernelFunction(op: string, device: Device, symbol: string): bigint {
+export function kernelFunction(op: string, device: Device, symbol: string): number {
   const st = deviceState(op, device);
   const hit = st.functions.get(symbol);
   if (hit !== undefined) return hit;
@@ -235,12 +235,13 @@ export function kernelFunction(op: string, device: Device, symbol: string): bigi
     t0 = performance.now();
     call(op, "tk_module_load", st.index, bytes, bytes.length, out64);
     timings.moduleLoadMs += performance.now() - t0;
-    mod = out64[0];
+    mod = Number(out64[0]);
     st.modules.set(rel, mod);
   }
   call(op, "tk_module_function", st.index, mod, new TextEncoder().encode(symbol + "\0"), out64);
-  st.functions.set(symbol, out64[0]);
-  return out64[0];
+  const fn = Number(out64[0]);
+  st.functions.set(symbol, fn);
+  return fn;
 }
 
 let launches = 0;
@@ -253,32 +254,24 @@ export function launchCount(): number {
 export const LAUNCH_HEADER_BYTES = 64;
 
 /**
- * One op's reusable launch buffer: the tk_launch_header, then the Params struct. Set the fields, then
+ * One op's reusable launch buffer: the tk_launch_header (64 bytes: fn 0, stream 8, grid 16, block 28,
+ * shared_bytes 40, flags 44, cluster 48, dev 60), then the Params struct. Set the fields, then
  * {@link LaunchPacket.launch}: one FFI call.
  */
 export class LaunchPacket<N extends string> extends ParamsPacker<N> {
-  readonly #hdr: DataView;
   constructor(layout: ParamsLayout<N>) {
     super(layout, LAUNCH_HEADER_BYTES);
-    this.#hdr = new DataView(this.bytes.buffer, 0, LAUNCH_HEADER_BYTES);
+    for (const word of [5, 6, 8, 9]) this.u32(word, 1); // grid.y/z, block.y/z
   }
-  /** Sets function, stream, grid (x only), block (x only), dynamic shared memory, PDL flag and device. */
-  setLaunch(fn: bigint, stream: bigint, gridX: number, blockX: number, smem: number, pdl: boolean, dev: number): void {
-    const h = this.#hdr;
-    h.setBigUint64(0, fn, true);
-    h.setBigUint64(8, stream, true);
-    h.setUint32(16, gridX, true);
-    h.setUint32(20, 1, true);
-    h.setUint32(24, 1, true);
-    h.setUint32(28, blockX, true);
-    h.setUint32(32, 1, true);
-    h.setUint32(36, 1, true);
-    h.setUint32(40, smem, true);
-    h.setUint32(44, pdl ? 1 : 0, true);
-    h.setUint32(48, 0, true); // cluster x/y/z = 0: no cluster (48, 52, 56 hold cluster[0..2])
-    h.setUint32(52, 0, true);
-    h.setUint32(56, 0, true);
-    h.setInt32(60, dev, true);
+  /** Sets function, stream, grid.x, block.x, dynamic shared memory, PDL flag and device. */
+  setLaunch(fn: number, stream: number, gridX: number, blockX: number, smem: number, pdl: boolean, dev: number): void {
+    this.u64(0, fn);
+    this.u64(2, stream);
+    this.u32(4, gridX);
+    this.u32(7, blockX);
+    this.u32(10, smem);
+    this.u32(11, pdl ? 1 : 0);
+    this.i32(15, dev);
   }
   launch(op: string): void {
     launches++;
@@ -288,7 +281,7 @@ export class LaunchPacket<N extends string> extends ParamsPacker<N> {
 }
 
 /** Device error word address of a device (kernels receive it in Params). */
-export function errorWordPtr(op: string, device: Device): bigint {
+export function errorWordPtr(op: string, device: Device): number {
   return deviceState(op, device).errorWord;
 }
 
@@ -331,21 +324,21 @@ export function driverVersion(): number {
 }
 
 /** Events for timing (benchmarks). */
-export function createEvent(device: Device): bigint {
+export function createEvent(device: Device): number {
   deviceState("createEvent", device);
   call("createEvent", "tk_event_create", device.index, out64);
-  return out64[0];
+  return Number(out64[0]);
 }
-export function recordEvent(device: Device, ev: bigint, stream: bigint): void {
+export function recordEvent(device: Device, ev: number, stream: number): void {
   call("recordEvent", "tk_event_record", device.index, ev, stream);
 }
-export function elapsedMs(device: Device, a: bigint, b: bigint): number {
+export function elapsedMs(device: Device, a: number, b: number): number {
   call("elapsedMs", "tk_event_synchronize", device.index, b);
   const f = new Float32Array(1);
   call("elapsedMs", "tk_event_elapsed_ms", device.index, a, b, f);
   return f[0];
 }
-export function destroyEvent(device: Device, ev: bigint): void {
+export function destroyEvent(device: Device, ev: number): void {
   call("destroyEvent", "tk_event_destroy", device.index, ev);
 }
 
@@ -353,27 +346,26 @@ const runtime: DeviceRuntime = {
   defaultStream(device: Device): Stream {
     return deviceState("runtime", device).defaultStream;
   },
-  alloc(device: Device, nbytes: number, stream: Stream): bigint {
-    deviceState("alloc", device);
+  alloc(device: Device, nbytes: number, stream: Stream): number {
     call("alloc", "tk_malloc_async", device.index, nbytes, stream.handle, out64);
-    return out64[0];
+    return Number(out64[0]);
   },
-  free(device: Device, ptr: bigint, stream: Stream): void {
+  free(device: Device, ptr: number, stream: Stream): void {
     if (!lib) return;
     lib.fn.tk_free_async(device.index, ptr, stream.handle); // best effort: never throw from a finaliser
   },
-  copyHtoD(device: Device, dst: bigint, src: Uint8Array, stream: Stream): void {
+  copyHtoD(device: Device, dst: number, src: Uint8Array, stream: Stream): void {
     // Synchronous with respect to the host buffer: the caller's array may be reused right after.
     call("toDevice", "tk_memcpy_htod", device.index, dst, src, src.length, stream.handle);
   },
-  copyDtoH(device: Device, dst: Uint8Array, src: bigint, stream: Stream): void {
+  copyDtoH(device: Device, dst: Uint8Array, src: number, stream: Stream): void {
     if (dst.length > 0) call("toHost", "tk_memcpy_dtoh_async", device.index, dst, src, dst.length, stream.handle);
     syncAndCheck(device.index, stream.handle);
   },
-  copyDtoD(device: Device, dst: bigint, src: bigint, nbytes: number, stream: Stream): void {
+  copyDtoD(device: Device, dst: number, src: number, nbytes: number, stream: Stream): void {
     call("copy", "tk_memcpy_dtod_async", device.index, dst, src, nbytes, stream.handle);
   },
-  memset(device: Device, dst: bigint, byte: number, nbytes: number, stream: Stream): void {
+  memset(device: Device, dst: number, byte: number, nbytes: number, stream: Stream): void {
     call("memset", "tk_memset_d8_async", device.index, dst, byte, nbytes, stream.handle);
   },
 };
@@ -386,11 +378,11 @@ registerSmCountProvider((d) => deviceState("config.getNumSms", d).smCount);
 export function synchronize(target?: Device | Stream | number): Promise<void> {
   if (target === undefined || typeof target === "number") {
     const st = deviceState("synchronize", { kind: "cuda", index: target ?? 0 });
-    syncAndCheck(st.index, 0n);
+    syncAndCheck(st.index, 0);
   } else if ("handle" in target) {
     syncAndCheck(target.device.index, target.handle);
   } else {
-    syncAndCheck(deviceState("synchronize", target).index, 0n);
+    syncAndCheck(deviceState("synchronize", target).index, 0);
   }
   return Promise.resolve();
 }

@@ -28,9 +28,9 @@ const sf = tensor(new Float32Array(4).fill(1), [4, 1], "fp32");
 /** A device tensor over a fake address: enough for checks that must fail before any device call. */
 function fakeDevice(dtype: "fp32" | "e4m3", shape: number[], index = 0): DeviceTensor {
   const device: Device = { kind: "cuda", index };
-  const stream = { device, handle: 0n, synchronize: () => Promise.resolve(), [Symbol.dispose]() {} } as Stream;
+  const stream = { device, handle: 0, synchronize: () => Promise.resolve(), [Symbol.dispose]() {} } as Stream;
   const n = shape.reduce((a, b) => a * b, 1);
-  const storage = new DeviceStorage(device, 0x10000n, n * (dtype === "fp32" ? 4 : 1), stream);
+  const storage = new DeviceStorage(device, 0x10000, n * (dtype === "fp32" ? 4 : 1), stream);
   return new DeviceTensor(storage, dtype, shape, shape.length === 2 ? [shape[1], 1] : [1]);
 }
 

@@ -84,10 +84,10 @@ gpuTest("host → device → host copies are exact, strided views stay strided, 
   const view = d.slice(1, 10, 30);
   const vb = await toHost(view);
   assertBytesEqual(logicalBytes(vb), logicalBytes(h.slice(1, 10, 30)), "strided view");
-  const z = zeros([5, 7], "bf16") as DeviceTensor;
+  const z = zeros([5, 7], "bf16", { device: 0 }) as DeviceTensor;
   assert.ok(readAllocation(z).every((b) => b === 0));
   dispose(d, view, z);
-  assert.throws(() => toHost(d), (e: unknown) => e instanceof TkError && e.code === "DISPOSED");
+  await assert.rejects(toHost(d), (e: unknown) => e instanceof TkError && e.code === "DISPOSED");
 });
 
 gpuTest("ops run on a created stream and the stream synchronises", async () => {

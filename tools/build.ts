@@ -36,7 +36,7 @@ export function kernelSources(): string[] {
   const walk = (dir: string) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = `${dir}/${e.name}`;
-      if (e.isDirectory()) walk(p);
+      if (e.isDirectory() && !e.name.startsWith("_")) walk(p); // _scratch dirs are never shipped
       else if (e.name.endsWith(".cu")) out.push(p);
     }
   };
@@ -52,7 +52,7 @@ export function cubinName(src: string): string {
 /** Files (inside the repo) a kernel source depends on, itself first, from `nvcc -M`. */
 function dependencies(src: string): string[] {
   const text = run("nvcc", ["-M", "-std=c++17", "-Ikernels-src/cuda", "-arch=sm_90a", src]);
-  const files = text.replace(/\\\n/g, " ").split(/\s+/).slice(1).filter((f) => f && !f.startsWith("/"));
+  const files = text.replace(/\\\n/g, " ").split(/\s+/).filter((f) => f.startsWith("kernels-src/"));
   return [src, ...files.filter((f) => f !== src)].filter((f, i, a) => a.indexOf(f) === i).sort();
 }
 

@@ -70,7 +70,7 @@ export function perTokenCastBack(x: Quantized, options: PerTokenCastBackOptions)
     if (!out.isContiguous()) throw new TkError(op, "out", "OUT_MISMATCH", "must be contiguous");
     if (overlaps(out, data) || overlaps(out, sf)) throw new TkError(op, "out", "OUT_MISMATCH", "overlaps an input");
   }
-  const pl = place(op, [data, sf, out], options.backend);
+  const pl = place(op, options.backend, data, sf, out);
   if (pl.backend === "cuda" && !pl.staged) {
     const s = options.stream ?? deviceRuntime(op).defaultStream(pl.device);
     const o = out ?? deviceEmptyStrided(op, pl.device, [T, H], [H, 1], fmt, T * H, s);
@@ -106,24 +106,28 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   const sym = `tk_cast_back__${data.dtype === "e2m1x2" ? "e2m1" : "e4m3"}_${out.dtype}`;
   const fn = kernelFunction(op, device, sym);
   const p = packet;
-  p.ptr("data", (data as DeviceTensor).ptr);
-  p.ptr("sf", (sf as DeviceTensor).ptr);
-  p.ptr("out", (out as DeviceTensor).ptr);
-  p.ptr("error_word", errorWordPtr(op, device));
-  p.u64("data_row_stride", data.strides[0]);
-  p.u64("out_row_stride", out.strides[0]);
-  p.u64("sf_stride0", lay.s0);
-  p.u64("sf_stride1", lay.s1);
-  p.u32("num_tokens", T);
-  p.u32("hidden", H);
-  p.u32("block_rows", r);
-  p.u32("block_cols", c);
-  p.u32("sf_kind", SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
-  p.u32("op_id", OP_ID.perTokenCastBack);
+  const w = p.w;
+  p.u64(w.data, (data as DeviceTensor).addr);
+  p.u64(w.sf, (sf as DeviceTensor).addr);
+  p.u64(w.out, (out as DeviceTensor).addr);
+  p.u64(w.error_word, errorWordPtr(op, device));
+  p.u64(w.data_row_stride, data.strides[0]);
+  p.u64(w.out_row_stride, out.strides[0]);
+  p.u64(w.sf_stride0, lay.s0);
+  p.u64(w.sf_stride1, lay.s1);
+  p.u32(w.num_tokens, T);
+  p.u32(w.hidden, H);
+  p.u32(w.block_rows, r);
+  p.u32(w.block_cols, c);
+  p.u32(w.sf_kind, SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
+  p.u32(w.op_id, OP_ID.perTokenCastBack);
   p.setLaunch(fn, stream.handle, castBackGrid(T, H), THREADS, 0, false, device.index);
   p.launch(op);
 }
 
-function castBackGrid(T: number, _H: number): number {
-  return Math.min(T, 65535 * 8);
+/** grid.x of cast_back.cu's launch table: w = min(8, nextPow2(⌈H / 8 / 32⌉)) warps per row, 8 / w rows per CTA. */
+function castBackGrid(T: number, H: number): number {
+  const chunks = Math.ceil(H / 8 / 32);
+  const w = Math.min(8, 2 ** Math.ceil(Math.log2(Math.max(1, chunks))));
+  return Math.max(1, Math.ceil(T / (8 / w)));
 }

@@ -28,7 +28,7 @@ import {
   type QuantizedInput,
 } from "./per_token_cast.ref.ts";
 import { amaxClampFor, type QuantFmt, type ScaleRule } from "./scale.ref.ts";
-import { type SfInput, type SfLayout, sfGeometry, sfInput } from "./sf_layout.ts";
+import { type SfGeometry, type SfInput, type SfLayout, sfGeometry, sfInput } from "./sf_layout.ts";
 
 export type { QuantFmt };
 
@@ -88,6 +88,8 @@ interface Resolved {
   readonly args: PerTokenArgs;
   readonly x: Tensor; // plain values, or the codes of a quantized input
   readonly q: { sf: Tensor; sfIn: SfInput; blockRows: number; blockCols: number } | null;
+  /** Geometry of the sf output. */
+  readonly g: SfGeometry;
 }
 
 function checkSfOptions(op: string, o: SfOptions): { colMajor: boolean; roundSf: boolean; packed: boolean; e4m3Sf: boolean } {
@@ -151,7 +153,8 @@ function resolveCast(op: string, x: unknown, o: PerTokenCastOptions, wantData: b
   const N = checkNumPerChannels(op, o.numPerChannels, H, q === null);
   const rule: ScaleRule = { fmt, roundSf: sfo.roundSf, packedUe8m0: sfo.packed, e4m3Sf: sfo.e4m3Sf, clamp: amaxClampFor(fmt, sfo.e4m3Sf) };
   const layout: SfLayout = { kind: sfo.packed ? "packed" : sfo.e4m3Sf ? "e4m3" : "fp32", colMajor: sfo.colMajor };
-  return { args: { tokens: T, hidden: H, numPerChannels: N, rule, layout }, x: xt, q };
+  const g = sfGeometry(T, Math.ceil(H / N), layout);
+  return { args: { tokens: T, hidden: H, numPerChannels: N, rule, layout }, x: xt, q, g };
 }
 
 function checkOutData(op: string, arg: string, t: unknown, fmt: QuantFmt, T: number, H: number): Tensor {
@@ -162,15 +165,14 @@ function checkOutData(op: string, arg: string, t: unknown, fmt: QuantFmt, T: num
   return d;
 }
 
-function checkOutSf(op: string, arg: string, t: unknown, a: PerTokenArgs): Tensor {
-  const g = sfGeometry(a.tokens, Math.ceil(a.hidden / a.numPerChannels), a.layout);
+function checkOutSf(op: string, arg: string, t: unknown, a: PerTokenArgs, g: SfGeometry): Tensor {
   const s = checkOutTensor(op, arg, t, g.dtype);
   const ok = s.shape.length === 2 && s.shape[0] === g.shape[0] && s.shape[1] === g.shape[1] &&
     (a.tokens === 0 || ((s.strides[0] === g.strides[0] || g.shape[0] <= 1) && (s.strides[1] === g.strides[1] || g.shape[1] <= 1)));
   if (!ok) {
     throw new TkError(op, arg, "OUT_MISMATCH", `expected shape [${g.shape.join(", ")}] with strides [${g.strides.join(", ")}], got [${s.shape.join(", ")}] / [${s.strides.join(", ")}]`);
   }
-  if (s instanceof DeviceTensor && Number(s.ptr - s.storage.base) + g.storage * (g.dtype === "fp32" || g.dtype === "int32" ? 4 : 1) > s.byteSize) {
+  if (s instanceof DeviceTensor && s.addr - s.storage.base + g.storage * (g.dtype === "fp32" || g.dtype === "int32" ? 4 : 1) > s.byteSize) {
     throw new TkError(op, arg, "OUT_MISMATCH", "its storage is too small for the padded layout");
   }
   return s;
@@ -182,21 +184,30 @@ function checkNoOverlap(op: string, arg: string, out: Tensor, inputs: (Tensor | 
 
 // ---- CUDA launch ------------------------------------------------------------------------------------------
 
-/**
- * Launch geometry of `per_token_cast.cu` (see the table at the top of that file): each CTA of `THREADS` threads
- * handles rows in a grid-stride loop; the grid is sized to cover `max(T, sf_rows)` rows once, capped to a few
- * waves of the device.
- */
+/** Block size of `per_token_cast.cu` (its launch table). */
 const PT = { threads: 256 };
 
 const packet = new LaunchPacket(PerTokenCastParams);
+const W = packet.w;
+const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3 };
+const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1"];
+const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
+/** Function handles per device and variant ((in · 2 + out) · 5 + group), filled on first use. */
+const fnCache: number[][] = [];
 
-function ptrOf(t: Tensor | null): bigint {
-  return t ? (t as DeviceTensor).ptr : 0n;
+function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n: number): number {
+  const g = GROUP_INDEX[n] ?? 4;
+  const i = IN_INDEX[inDtype];
+  const key = (i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g;
+  const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
+  const hit = cache[key];
+  if (hit !== undefined) return hit;
+  const sym = `tk_per_token_cast__${IN_NAME[i]}_${fmt}_${g === 4 ? "row" : `g${n}`}`;
+  return (cache[key] = kernelFunction(op, device, sym));
 }
 
-function inKey(t: Tensor): string {
-  return t.dtype === "e2m1x2" ? "e2m1" : t.dtype;
+function addrOf(t: Tensor | null): number {
+  return t ? (t as DeviceTensor).addr : 0;
 }
 
 function launchPerToken(
@@ -204,61 +215,68 @@ function launchPerToken(
   device: Device,
   stream: Stream,
   r: Resolved,
+  g: SfGeometry,
   mode: number,
   data: Tensor | null,
   sf: Tensor | null,
   xSf: { t: Tensor; lay: SfInput; rows: number; cols: number } | null,
 ): void {
   const a = r.args;
-  const g = sfGeometry(a.tokens, Math.ceil(a.hidden / a.numPerChannels), a.layout);
   const sfRows = mode === PER_TOKEN_MODE.precomputedSf ? a.tokens : g.paddedRows;
-  const rows = Math.max(a.tokens, sfRows);
-  if (rows === 0) return;
-  const group = (GROUPS as readonly number[]).includes(a.numPerChannels) ? `g${a.numPerChannels}` : "row";
-  const sym = `tk_per_token_cast__${inKey(r.x)}_${a.rule.fmt}_${group}`;
-  const fn = kernelFunction(op, device, sym);
+  if (a.tokens === 0 && sfRows === 0) return;
+  const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels);
   const p = packet;
-  p.ptr("x", ptrOf(r.x));
-  p.ptr("x_sf", xSf ? ptrOf(xSf.t) : 0n);
-  p.ptr("data", ptrOf(data));
-  p.ptr("sf", ptrOf(sf));
-  p.ptr("error_word", errorWordPtr(op, device));
-  p.u64("x_row_stride", r.x.strides[0]);
-  p.u64("x_sf_stride0", xSf ? xSf.lay.s0 : 0);
-  p.u64("x_sf_stride1", xSf ? xSf.lay.s1 : 0);
-  p.u64("sf_stride0", sf ? g.strides[0] : 0);
-  p.u64("sf_stride1", sf ? g.strides[1] : 0);
-  p.u32("num_tokens", a.tokens);
-  p.u32("hidden", a.hidden);
-  p.u32("num_per_channels", a.numPerChannels);
-  p.u32("sf_rows", sfRows);
-  p.u32("mode", mode);
-  p.u32("flags", (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) | (a.rule.e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0));
-  p.u32("x_sf_kind", xSf ? SF_KIND[xSf.lay.kind === "packed" ? "packedChannel" : xSf.lay.kind] : 0);
-  p.u32("x_block_rows", xSf ? xSf.rows : 1);
-  p.u32("x_block_cols", xSf ? xSf.cols : 1);
-  p.f32("amax_clamp", a.rule.clamp);
-  p.u32("op_id", OP_ID.perTokenCast);
-  const grid = perTokenGrid(rows, a.hidden, a.numPerChannels, r.x.dtype);
-  p.setLaunch(fn, stream.handle, grid, PT.threads, 0, false, device.index);
+  p.u64(W.x, addrOf(r.x));
+  p.u64(W.x_sf, xSf ? addrOf(xSf.t) : 0);
+  p.u64(W.data, addrOf(data));
+  p.u64(W.sf, addrOf(sf));
+  p.u64(W.error_word, errorWordPtr(op, device));
+  p.u64(W.x_row_stride, r.x.strides[0]);
+  p.u64(W.x_sf_stride0, xSf ? xSf.lay.s0 : 0);
+  p.u64(W.x_sf_stride1, xSf ? xSf.lay.s1 : 0);
+  p.u64(W.sf_stride0, sf ? g.strides[0] : 0);
+  p.u64(W.sf_stride1, sf ? g.strides[1] : 0);
+  p.u32(W.num_tokens, a.tokens);
+  p.u32(W.hidden, a.hidden);
+  p.u32(W.num_per_channels, a.numPerChannels);
+  p.u32(W.sf_rows, sfRows);
+  p.u32(W.mode, mode);
+  p.u32(W.flags, (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) | (a.rule.e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0));
+  p.u32(W.x_sf_kind, xSf ? SF_KIND[xSf.lay.kind === "packed" ? "packedChannel" : xSf.lay.kind] : 0);
+  p.u32(W.x_block_rows, xSf ? xSf.rows : 1);
+  p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
+  p.f32(W.amax_clamp, a.rule.clamp);
+  p.u32(W.op_id, OP_ID.perTokenCast);
+  p.setLaunch(fn, stream.handle, perTokenGrid(a.tokens, sfRows, a.hidden, a.numPerChannels, r.x.dtype), PT.threads, 0, false, device.index);
   p.launch(op);
 }
 
-/** Grid size for `rows` rows (see per_token_cast.cu's launch table). */
-function perTokenGrid(rows: number, _hidden: number, _n: number, _dtype: string): number {
-  return Math.min(rows, 65535 * 8);
+/** Bits per input element of each kernel input format. */
+const IN_BITS: Record<string, number> = { fp32: 32, bf16: 16, e4m3: 8, e2m1x2: 4 };
+
+/**
+ * grid.x of per_token_cast.cu's launch table: `_g<N>`: V = min(128 / bits, N) elements per thread chunk,
+ * slices = T · ⌈(H / V) / 32⌉, grid = ⌈slices / 32⌉; `_row`: T; both at least ⌈(sf_rows − T) · nbk / 256⌉ so the
+ * padding rows of a column-major sf are covered in one pass.
+ */
+function perTokenGrid(T: number, sfRows: number, H: number, n: number, dtype: string): number {
+  const nbk = Math.ceil(H / n);
+  const pad = Math.ceil(((sfRows > T ? sfRows - T : 0) * nbk) / PT.threads);
+  let grid: number;
+  if ((GROUPS as readonly number[]).includes(n)) {
+    const v = Math.min(128 / IN_BITS[dtype], n);
+    grid = Math.ceil((T * Math.ceil(H / v / 32)) / 32);
+  } else grid = T;
+  return Math.min(Math.max(grid, pad, 1), 0x7fffffff);
 }
 
-function allocDeviceOutputs(op: string, device: Device, stream: Stream, a: PerTokenArgs, wantData: boolean, wantSf: boolean): { data: DeviceTensor | null; sf: DeviceTensor | null } {
-  const data = wantData
-    ? deviceEmptyStrided(op, device, [a.tokens, a.rule.fmt === "e4m3" ? a.hidden : a.hidden / 2], [a.rule.fmt === "e4m3" ? a.hidden : a.hidden / 2, 1], a.rule.fmt === "e4m3" ? "e4m3" : "e2m1x2", a.tokens * (a.rule.fmt === "e4m3" ? a.hidden : a.hidden / 2), stream)
-    : null;
-  let sf: DeviceTensor | null = null;
-  if (wantSf) {
-    const g = sfGeometry(a.tokens, Math.ceil(a.hidden / a.numPerChannels), a.layout);
-    sf = deviceEmptyStrided(op, device, g.shape, g.strides, g.dtype, g.storage, stream);
-  }
-  return { data, sf };
+function allocData(op: string, device: Device, stream: Stream, a: PerTokenArgs): DeviceTensor {
+  const cols = a.rule.fmt === "e4m3" ? a.hidden : a.hidden / 2;
+  return deviceEmptyStrided(op, device, [a.tokens, cols], [cols, 1], a.rule.fmt === "e4m3" ? "e4m3" : "e2m1x2", a.tokens * cols, stream);
+}
+
+function allocSf(op: string, device: Device, stream: Stream, g: SfGeometry): DeviceTensor {
+  return deviceEmptyStrided(op, device, g.shape, g.strides, g.dtype, g.storage, stream);
 }
 
 function streamOf(p: Placement & { backend: "cuda" }, s: Stream | undefined): Stream {
@@ -297,18 +315,17 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
   if (out !== undefined && (typeof out !== "object" || out === null)) throw new TkError(op, "out", "VALUE", "expected { data?, sf? }");
   const inputs: Tensor[] = r.q ? [r.x, r.q.sf] : [r.x];
   const outData = out?.data !== undefined ? checkOutData(op, "out.data", out.data, a.rule.fmt, a.tokens, a.hidden) : null;
-  const outSf = out?.sf !== undefined ? checkOutSf(op, "out.sf", out.sf, a) : null;
+  const outSf = out?.sf !== undefined ? checkOutSf(op, "out.sf", out.sf, a, r.g) : null;
   if (outData) checkNoOverlap(op, "out.data", outData, inputs);
   if (outSf) checkNoOverlap(op, "out.sf", outSf, inputs);
   if (outData && outSf && overlaps(outData, outSf)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
-  const pl = place(op, [...inputs, outData, outSf], options.backend);
+  const pl = place(op, options.backend, r.x, r.q?.sf, outData, outSf);
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = streamOf(pl, options.stream);
-    const fresh = allocDeviceOutputs(op, pl.device, stream, a, !outData, !outSf);
-    const data = (outData ?? fresh.data)!;
-    const sf = (outSf ?? fresh.sf)!;
+    const data = outData ?? allocData(op, pl.device, stream, a);
+    const sf = outSf ?? allocSf(op, pl.device, stream, r.g);
     const xSf = r.q ? { t: r.q.sf, lay: r.q.sfIn, rows: r.q.blockRows, cols: r.q.blockCols } : null;
-    launchPerToken(op, pl.device, stream, r, PER_TOKEN_MODE.cast, data, sf, xSf);
+    launchPerToken(op, pl.device, stream, r, r.g, PER_TOKEN_MODE.cast, data, sf, xSf);
     return [data, sf];
   }
   if (pl.backend === "cuda") {
@@ -364,13 +381,13 @@ export function perTokenCastWithSfOnly(x: Tensor, options: PerTokenCastWithSfOnl
   checkOptions(op, options, SF_ONLY_KEYS);
   if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
   const r = resolveCast(op, x, options as PerTokenCastOptions, false);
-  const outSf = options.out !== undefined ? checkOutSf(op, "out", options.out, r.args) : null;
+  const outSf = options.out !== undefined ? checkOutSf(op, "out", options.out, r.args, r.g) : null;
   if (outSf) checkNoOverlap(op, "out", outSf, [r.x]);
-  const pl = place(op, [r.x, outSf], options.backend);
+  const pl = place(op, options.backend, r.x, outSf);
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = streamOf(pl, options.stream);
-    const sf = outSf ?? allocDeviceOutputs(op, pl.device, stream, r.args, false, true).sf!;
-    launchPerToken(op, pl.device, stream, r, PER_TOKEN_MODE.sfOnly, null, sf, null);
+    const sf = outSf ?? allocSf(op, pl.device, stream, r.g);
+    launchPerToken(op, pl.device, stream, r, r.g, PER_TOKEN_MODE.sfOnly, null, sf, null);
     return sf;
   }
   if (pl.backend === "cuda") {
@@ -423,7 +440,7 @@ export function perTokenCastWithPrecomputedSf(x: Tensor, sf: Tensor, options: Pe
   const sfIn: SfInput = { kind: e4m3Sf ? "e4m3" : "fp32", s0: s.strides[0], s1: s.strides[1] };
   const out = options.out !== undefined ? checkOutData(op, "out", options.out, fmt, T, H) : null;
   if (out) checkNoOverlap(op, "out", out, [x, s]);
-  const pl = place(op, [x, s, out], options.backend);
+  const pl = place(op, options.backend, x, s, out);
   const args: PerTokenArgs = {
     tokens: T,
     hidden: H,
@@ -433,8 +450,9 @@ export function perTokenCastWithPrecomputedSf(x: Tensor, sf: Tensor, options: Pe
   };
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = streamOf(pl, options.stream);
-    const data = out ?? allocDeviceOutputs(op, pl.device, stream, args, true, false).data!;
-    launchPerToken(op, pl.device, stream, { args, x, q: null }, PER_TOKEN_MODE.precomputedSf, data, null, { t: s, lay: sfIn, rows: 1, cols: N });
+    const data = out ?? allocData(op, pl.device, stream, args);
+    const g = sfGeometry(T, nbk, args.layout);
+    launchPerToken(op, pl.device, stream, { args, x, q: null, g }, g, PER_TOKEN_MODE.precomputedSf, data, null, { t: s, lay: sfIn, rows: 1, cols: N });
     return data;
   }
   if (pl.backend === "cuda") {

@@ -25,19 +25,31 @@ export interface SfGeometry {
   readonly storage: number;
   /** Rows written per column including alignment padding (P for column-major, else nbm). */
   readonly paddedRows: number;
+  /** The logical scale grid. */
+  readonly nbm: number;
+  readonly nbk: number;
 }
 
 const align = (a: number, b: number) => Math.ceil(a / b) * b;
 
-/** spec/quant.md §4.1–§4.2 (channel packing) and §2.1 (0 rows). */
+const memo: SfGeometry[] = [];
+
+/** spec/quant.md §4.1–§4.2 (channel packing) and §2.1 (0 rows). Memoised per layout for the last grid asked. */
 export function sfGeometry(nbm: number, nbk: number, layout: SfLayout): SfGeometry {
+  const slot = (layout.kind === "fp32" ? 0 : layout.kind === "e4m3" ? 2 : 4) + (layout.colMajor ? 1 : 0);
+  const m = memo[slot];
+  if (m !== undefined && m.nbm === nbm && m.nbk === nbk) return m;
+  return (memo[slot] = computeGeometry(nbm, nbk, layout));
+}
+
+function computeGeometry(nbm: number, nbk: number, layout: SfLayout): SfGeometry {
   const dtype: DType = layout.kind === "fp32" ? "fp32" : layout.kind === "e4m3" ? "e4m3" : "int32";
   const cols = layout.kind === "packed" ? Math.ceil(nbk / 4) : nbk;
   if (!layout.colMajor) {
-    return { dtype, shape: [nbm, cols], strides: [cols, 1], storage: nbm * cols, paddedRows: nbm };
+    return { dtype, shape: Object.freeze([nbm, cols]), strides: Object.freeze([cols, 1]), storage: nbm * cols, paddedRows: nbm, nbm, nbk };
   }
   const p = align(nbm, layout.kind === "e4m3" ? 16 : 4);
-  return { dtype, shape: [nbm, cols], strides: [1, p === 0 ? 1 : p], storage: p * cols, paddedRows: p };
+  return { dtype, shape: Object.freeze([nbm, cols]), strides: Object.freeze([1, p === 0 ? 1 : p]), storage: p * cols, paddedRows: p, nbm, nbk };
 }
 
 /** An input scale tensor as the kernels and references read it. */
