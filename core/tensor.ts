@@ -34,7 +34,8 @@ export interface Stream extends Disposable {
 export interface DeviceRuntime {
   defaultStream(device: Device): Stream;
   alloc(device: Device, nbytes: number, stream: Stream): number;
-  free(device: Device, ptr: number, stream: Stream): void;
+  /** Returns an allocation of `nbytes` (stream-ordered on `stream`). */
+  free(device: Device, ptr: number, stream: Stream, nbytes: number): void;
   copyHtoD(device: Device, dst: number, src: Uint8Array, stream: Stream): void;
   /** Copies, synchronises the stream and checks the device error word (DESIGN §6). */
   copyDtoH(device: Device, dst: Uint8Array, src: number, stream: Stream): void;
@@ -225,7 +226,7 @@ export class DeviceStorage {
   release(): void {
     if (--this.refs === 0 && !this.freed) {
       this.freed = true;
-      if (this.nbytes > 0) runtime?.free(this.device, this.base, this.stream);
+      if (this.nbytes > 0) runtime?.free(this.device, this.base, this.stream, this.nbytes);
     }
   }
 }

@@ -195,6 +195,7 @@ export class CudaStream implements Stream {
     if (!this.#owned || this.#destroyed) return;
     this.#destroyed = true;
     syncAndCheck(this.device.index, this.handle);
+    releaseStreamBlocks(this.device.index, this.handle);
     call("Stream.dispose", "tk_stream_destroy", this.device.index, this.handle);
   }
 }
@@ -342,16 +343,81 @@ export function destroyEvent(device: Device, ev: number): void {
   call("destroyEvent", "tk_event_destroy", device.index, ev);
 }
 
+/**
+ * A small stream-ordered block cache over cuMemAllocAsync / cuMemFreeAsync. Steady-state calls allocate the same
+ * sizes again and again; a block freed on stream S is handed to the next allocation of that size on S, which is
+ * ordered after every earlier use on S, exactly the guarantee cuMemFreeAsync gives. That saves two driver calls
+ * per output. Blocks are rounded to 512 bytes; at most POOL_LIMIT bytes per device stay cached, blocks above
+ * POOL_BLOCK_MAX are never cached, and an out-of-memory allocation first releases the cache and retries.
+ */
+const POOL_LIMIT = 1 << 30;
+const POOL_BLOCK_MAX = 64 << 20;
+const pools: Map<number, Map<number, number[]>>[] = [];
+const cachedBytes: number[] = [];
+
+function blockSize(nbytes: number): number {
+  return nbytes <= 512 ? 512 : Math.ceil(nbytes / 512) * 512;
+}
+
+function pool(dev: number, stream: number): Map<number, number[]> {
+  const byStream = pools[dev] ?? (pools[dev] = new Map());
+  let p = byStream.get(stream);
+  if (!p) byStream.set(stream, p = new Map());
+  return p;
+}
+
+function releaseStreamBlocks(dev: number, stream: number): void {
+  const p = pools[dev]?.get(stream);
+  if (!p || !lib) return;
+  for (const [size, list] of p) {
+    for (const ptr of list) lib.fn.tk_free_async(dev, ptr, stream);
+    cachedBytes[dev] -= size * list.length;
+  }
+  pools[dev].delete(stream);
+}
+
+/** Returns every cached block of a device to the driver's pool (stream-ordered frees). */
+export function releaseCachedMemory(dev = 0): void {
+  const byStream = pools[dev];
+  if (!byStream || !lib) return;
+  for (const [stream, p] of byStream) {
+    for (const list of p.values()) for (const ptr of list) lib.fn.tk_free_async(dev, ptr, stream);
+  }
+  byStream.clear();
+  cachedBytes[dev] = 0;
+}
+
 const runtime: DeviceRuntime = {
   defaultStream(device: Device): Stream {
     return deviceState("runtime", device).defaultStream;
   },
   alloc(device: Device, nbytes: number, stream: Stream): number {
-    call("alloc", "tk_malloc_async", device.index, nbytes, stream.handle, out64);
+    const size = blockSize(nbytes);
+    const list = pool(device.index, stream.handle).get(size);
+    if (list !== undefined && list.length > 0) {
+      cachedBytes[device.index] -= size;
+      return list.pop()!;
+    }
+    let st = lib!.fn.tk_malloc_async(device.index, size, stream.handle, out64);
+    if (st === ST_OOM) {
+      releaseCachedMemory(device.index);
+      st = lib!.fn.tk_malloc_async(device.index, size, stream.handle, out64);
+    }
+    if (st !== 0) fail("alloc", st);
     return Number(out64[0]);
   },
-  free(device: Device, ptr: number, stream: Stream): void {
+  free(device: Device, ptr: number, stream: Stream, nbytes: number): void {
     if (!lib) return;
+    const size = blockSize(nbytes);
+    const cached = cachedBytes[device.index] ?? 0;
+    if (size <= POOL_BLOCK_MAX && cached + size <= POOL_LIMIT) {
+      const p = pool(device.index, stream.handle);
+      const list = p.get(size);
+      if (list) list.push(ptr);
+      else p.set(size, [ptr]);
+      cachedBytes[device.index] = cached + size;
+      return;
+    }
     lib.fn.tk_free_async(device.index, ptr, stream.handle); // best effort: never throw from a finaliser
   },
   copyHtoD(device: Device, dst: number, src: Uint8Array, stream: Stream): void {

@@ -328,3 +328,49 @@ for (const name of goldenFiles) {
     }
   });
 }
+
+gpuTest("repeated calls with one options object follow every change to it, and still refuse bad values", async () => {
+  const rand = rng(555);
+  const hx = randomInput(rand, 65, 1024, "bf16");
+  const hy = randomInput(rand, 65, 1024, "bf16");
+  const x = uploadView(hx);
+  const y = uploadView(hy);
+  const o: PerTokenCastOptions = { fmt: "e4m3", numPerChannels: 128 };
+  const check = (dx: DeviceTensor, h: HostTensor, label: string) => {
+    for (let i = 0; i < 3; i++) { // the 2nd and 3rd call take the replay path
+      const [gd, gs] = perTokenCast(dx, o);
+      const [cd, cs] = perTokenCast(h, o);
+      sameAllocation(gd, cd, `${label} #${i} data`);
+      sameAllocation(gs, cs, `${label} #${i} sf`);
+      dispose(gd, gs);
+    }
+  };
+  check(x, hx, "initial");
+  check(y, hy, "other input");
+  o.numPerChannels = 32;
+  check(y, hy, "numPerChannels 32");
+  o.roundSf = true;
+  check(y, hy, "roundSf");
+  o.usePackedUe8m0 = true;
+  o.useTmaAlignedColMajorSf = true;
+  check(y, hy, "packed col-major");
+  o.fmt = "e2m1";
+  check(x, hx, "e2m1");
+  const outData = zeros([65, 512], "e2m1x2", { device: 0 }) as DeviceTensor;
+  o.out = { data: outData };
+  check(x, hx, "out.data");
+  o.out = undefined;
+  o.numPerChannels = 48;
+  assert.throws(() => perTokenCast(x, o), (e: unknown) => e instanceof TkError && e.arg === "numPerChannels");
+  o.numPerChannels = 32;
+  check(x, hx, "valid again");
+  (o as unknown as Record<string, unknown>).numPerChannel = 32;
+  assert.throws(() => perTokenCast(x, o), (e: unknown) => e instanceof TkError && e.arg === "numPerChannel");
+  delete (o as unknown as Record<string, unknown>).numPerChannel;
+  const [d1, s1] = perTokenCast(x, o);
+  dispose(d1, s1);
+  x.dispose();
+  assert.throws(() => perTokenCast(x, o), (e: unknown) => e instanceof TkError && e.code === "DISPOSED");
+  dispose(y, outData);
+  await Promise.resolve();
+});

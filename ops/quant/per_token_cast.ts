@@ -6,6 +6,7 @@
  */
 import { type OpOptions, place, type Placement } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { copyInto, disposeStaged, onDevice, onHost } from "../../core/stage.ts";
 import {
@@ -210,6 +211,69 @@ function addrOf(t: Tensor | null): number {
   return t ? (t as DeviceTensor).addr : 0;
 }
 
+/** Bumped by every launch that rewrites {@link packet}. */
+let packetGen = 0;
+
+/**
+ * The last device call of perTokenCast. When the next call passes the same tensors and the same options object
+ * with the same option values (the steady state of a training or decode loop), everything it would check was
+ * checked last time and the packed parameters are still in {@link packet}: the call only allocates fresh outputs
+ * and launches. Any difference — another option value, another tensor, an added key, a disposed tensor, a new
+ * amax clamp, another launch of this packet in between — takes the full path.
+ */
+interface Replay {
+  gen: number;
+  x: unknown;
+  x1: unknown;
+  opts: PerTokenCastOptions;
+  keys: number;
+  fmt: unknown;
+  npc: unknown;
+  bs: unknown;
+  bs0: unknown;
+  bs1: unknown;
+  tma: unknown;
+  round: unknown;
+  packed: unknown;
+  e4m3: unknown;
+  sc: unknown;
+  out: unknown;
+  outData: DeviceTensor | null;
+  outSf: DeviceTensor | null;
+  backend: unknown;
+  stream: unknown;
+  clampKey: "e4m3" | "e2m1" | "e4m3/e4m3sf" | "e2m1/e4m3sf";
+  clamp: number;
+  device: Device;
+  streamObj: Stream;
+  d: DataGeometry;
+  g: SfGeometry;
+}
+let replay: Replay | null = null;
+
+function keyCount(o: object): number {
+  let n = 0;
+  for (const _ in o) n++;
+  return n;
+}
+
+function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
+  if (m.gen !== packetGen || o !== m.opts) return false;
+  if (Array.isArray(x) ? x[0] !== m.x || x[1] !== m.x1 || x.length !== 2 : x !== m.x || m.x1 !== null) return false;
+  const bs = o.xBlockSize;
+  const out = o.out;
+  if (
+    o.fmt !== m.fmt || o.numPerChannels !== m.npc || bs !== m.bs || o.useTmaAlignedColMajorSf !== m.tma ||
+    o.roundSf !== m.round || o.usePackedUe8m0 !== m.packed || o.useE4m3Sf !== m.e4m3 || o.stochasticCast !== m.sc ||
+    o.backend !== m.backend || o.stream !== m.stream || out !== m.out
+  ) return false;
+  if (bs !== undefined && (bs[0] !== m.bs0 || bs[1] !== m.bs1)) return false;
+  if (out !== undefined && ((out.data ?? null) !== m.outData || (out.sf ?? null) !== m.outSf)) return false;
+  if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
+  if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
+  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys;
+}
+
 function launchPerToken(
   op: string,
   device: Device,
@@ -225,6 +289,7 @@ function launchPerToken(
   const sfRows = mode === PER_TOKEN_MODE.precomputedSf ? a.tokens : g.paddedRows;
   if (a.tokens === 0 && sfRows === 0) return;
   const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels);
+  packetGen++;
   const p = packet;
   p.u64(W.x, addrOf(r.x));
   p.u64(W.x_sf, xSf ? addrOf(xSf.t) : 0);
@@ -270,9 +335,26 @@ function perTokenGrid(T: number, sfRows: number, H: number, n: number, dtype: st
   return Math.min(Math.max(grid, pad, 1), 0x7fffffff);
 }
 
-function allocData(op: string, device: Device, stream: Stream, a: PerTokenArgs): DeviceTensor {
+/** Shape and strides (frozen, shared by every output of the same size) of the data output. */
+interface DataGeometry {
+  readonly shape: readonly number[];
+  readonly strides: readonly number[];
+  readonly dtype: "e4m3" | "e2m1x2";
+  readonly storage: number;
+}
+
+function dataGeometry(a: PerTokenArgs): DataGeometry {
   const cols = a.rule.fmt === "e4m3" ? a.hidden : a.hidden / 2;
-  return deviceEmptyStrided(op, device, [a.tokens, cols], [cols, 1], a.rule.fmt === "e4m3" ? "e4m3" : "e2m1x2", a.tokens * cols, stream);
+  return {
+    shape: Object.freeze([a.tokens, cols]),
+    strides: Object.freeze([cols, 1]),
+    dtype: a.rule.fmt === "e4m3" ? "e4m3" : "e2m1x2",
+    storage: a.tokens * cols,
+  };
+}
+
+function allocData(op: string, device: Device, stream: Stream, d: DataGeometry): DeviceTensor {
+  return deviceEmptyStrided(op, device, d.shape, d.strides, d.dtype, d.storage, stream);
 }
 
 function allocSf(op: string, device: Device, stream: Stream, g: SfGeometry): DeviceTensor {
@@ -307,6 +389,15 @@ function streamOf(p: Placement & { backend: "cuda" }, s: Stream | undefined): St
  */
 export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions): Quantized {
   const op = "perTokenCast";
+  const m = replay;
+  if (m !== null && replayable(m, x, options)) {
+    const data = m.outData ?? allocData(op, m.device, m.streamObj, m.d);
+    const sf = m.outSf ?? allocSf(op, m.device, m.streamObj, m.g);
+    packet.u64(W.data, data.addr);
+    packet.u64(W.sf, sf.addr);
+    packet.launch(op);
+    return [data, sf];
+  }
   checkOptions(op, options, CAST_KEYS);
   if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
   const r = resolveCast(op, x, options, true);
@@ -322,10 +413,42 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
   const pl = place(op, options.backend, r.x, r.q?.sf, outData, outSf);
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = streamOf(pl, options.stream);
-    const data = outData ?? allocData(op, pl.device, stream, a);
+    const dg = dataGeometry(a);
+    const data = outData ?? allocData(op, pl.device, stream, dg);
     const sf = outSf ?? allocSf(op, pl.device, stream, r.g);
     const xSf = r.q ? { t: r.q.sf, lay: r.q.sfIn, rows: r.q.blockRows, cols: r.q.blockCols } : null;
     launchPerToken(op, pl.device, stream, r, r.g, PER_TOKEN_MODE.cast, data, sf, xSf);
+    if (a.tokens > 0) {
+      const bs = options.xBlockSize;
+      replay = {
+        gen: packetGen,
+        x: r.x,
+        x1: r.q ? r.q.sf : null,
+        opts: options,
+        keys: keyCount(options),
+        fmt: options.fmt,
+        npc: options.numPerChannels,
+        bs,
+        bs0: bs?.[0],
+        bs1: bs?.[1],
+        tma: options.useTmaAlignedColMajorSf,
+        round: options.roundSf,
+        packed: options.usePackedUe8m0,
+        e4m3: options.useE4m3Sf,
+        sc: options.stochasticCast,
+        out,
+        outData: outData as DeviceTensor | null,
+        outSf: outSf as DeviceTensor | null,
+        backend: options.backend,
+        stream: options.stream,
+        clampKey: a.rule.e4m3Sf ? (a.rule.fmt === "e4m3" ? "e4m3/e4m3sf" : "e2m1/e4m3sf") : a.rule.fmt,
+        clamp: a.rule.clamp,
+        device: pl.device,
+        streamObj: stream,
+        d: dg,
+        g: r.g,
+      };
+    }
     return [data, sf];
   }
   if (pl.backend === "cuda") {
@@ -450,7 +573,7 @@ export function perTokenCastWithPrecomputedSf(x: Tensor, sf: Tensor, options: Pe
   };
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = streamOf(pl, options.stream);
-    const data = out ?? allocData(op, pl.device, stream, args);
+    const data = out ?? allocData(op, pl.device, stream, dataGeometry(args));
     const g = sfGeometry(T, nbk, args.layout);
     launchPerToken(op, pl.device, stream, { args, x, q: null, g }, g, PER_TOKEN_MODE.precomputedSf, data, null, { t: s, lay: sfIn, rows: 1, cols: N });
     return data;
