@@ -25,12 +25,14 @@ const x = tensor(new Float32Array(4 * 128).map((_, i) => Math.sin(i) * 10), [4, 
 const codes = tensor(new Uint8Array(4 * 128).fill(0x38), [4, 128], "e4m3");
 const sf = tensor(new Float32Array(4).fill(1), [4, 1], "fp32");
 
-/** A device tensor over a fake address: enough for checks that must fail before any device call. */
+/**
+ * A device tensor over a fake address: enough for checks that must fail before any device call. Its storage
+ * claims 0 bytes, so disposing it never hands the fake address to the runtime's allocator.
+ */
 function fakeDevice(dtype: "fp32" | "e4m3", shape: number[], index = 0): DeviceTensor {
   const device: Device = { kind: "cuda", index };
   const stream = { device, handle: 0, synchronize: () => Promise.resolve(), [Symbol.dispose]() {} } as Stream;
-  const n = shape.reduce((a, b) => a * b, 1);
-  const storage = new DeviceStorage(device, 0x10000, n * (dtype === "fp32" ? 4 : 1), stream);
+  const storage = new DeviceStorage(device, 0x10000, 0, stream);
   return new DeviceTensor(storage, dtype, shape, shape.length === 2 ? [shape[1], 1] : [1]);
 }
 
