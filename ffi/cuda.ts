@@ -281,6 +281,17 @@ export class LaunchPacket<N extends string> extends ParamsPacker<N> {
   }
 }
 
+/**
+ * Rows one 256-thread block works on at once in the row-team kernels (kernels-src/cuda/common/work.cuh): a row of
+ * H elements in chunks of V is shared by w = min(8, nextPow2(⌈H / V / 32⌉)) warps, so a block holds 8 / w rows.
+ */
+export function rowsPerBlock(hidden: number, v: number): number {
+  const chunks = Math.ceil(hidden / v / 32);
+  let w = 1;
+  while (w < chunks && w < 8) w *= 2;
+  return 8 / w;
+}
+
 /** Device error word address of a device (kernels receive it in Params). */
 export function errorWordPtr(op: string, device: Device): number {
   return deviceState(op, device).errorWord;

@@ -4,6 +4,7 @@
  */
 import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { copyInto, disposeStaged, onDevice, onHost } from "../../core/stage.ts";
 import {
@@ -16,7 +17,7 @@ import {
   type Stream,
   type Tensor,
 } from "../../core/tensor.ts";
-import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket, rowsPerBlock } from "../../ffi/cuda.ts";
 import { OP_ID } from "../../ffi/op_ids.ts";
 import { CastBackParams } from "./cast_back.params.ts";
 import { castBackRef } from "./cast_back.ref.ts";
@@ -121,13 +122,15 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.block_cols, c);
   p.u32(w.sf_kind, SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
   p.u32(w.op_id, OP_ID.perTokenCastBack);
-  p.setLaunch(fn, stream.handle, castBackGrid(T, H), THREADS, 0, false, device.index);
+  p.setLaunch(fn, stream.handle, castBackGrid(device, T, H, out.dtype as "fp32" | "bf16"), THREADS, 0, false, device.index);
   p.launch(op);
 }
 
-/** grid.x of cast_back.cu's launch table: w = min(8, nextPow2(⌈H / 8 / 32⌉)) warps per row, 8 / w rows per CTA. */
-function castBackGrid(T: number, H: number): number {
-  const chunks = Math.ceil(H / 8 / 32);
-  const w = Math.min(8, 2 ** Math.ceil(Math.log2(Math.max(1, chunks))));
-  return Math.max(1, Math.ceil(T / (8 / w)));
+/**
+ * grid.x of cast_back.cu's launch table: R = rowsPerBlock(H, V) with V = 16 (bf16 out) or 8 (fp32 out);
+ * min(⌈T / R⌉, 8 · SMs) for bf16 output, ⌈T / R⌉ uncapped for fp32 (measured faster).
+ */
+function castBackGrid(device: Device, T: number, H: number, out: "fp32" | "bf16"): number {
+  const grid = Math.ceil(T / rowsPerBlock(H, out === "bf16" ? 16 : 8));
+  return Math.max(1, out === "bf16" ? Math.min(grid, 8 * config.getNumSms(device)) : grid);
 }

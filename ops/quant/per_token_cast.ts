@@ -19,7 +19,7 @@ import {
   type Stream,
   type Tensor,
 } from "../../core/tensor.ts";
-import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket, rowsPerBlock } from "../../ffi/cuda.ts";
 import { OP_ID } from "../../ffi/op_ids.ts";
 import { PER_TOKEN_FLAG, PER_TOKEN_MODE, PerTokenCastParams, SF_KIND } from "./per_token_cast.params.ts";
 import {
@@ -312,7 +312,7 @@ function launchPerToken(
   p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
-  p.setLaunch(fn, stream.handle, perTokenGrid(a.tokens, sfRows, a.hidden, a.numPerChannels, r.x.dtype), PT.threads, 0, false, device.index);
+  p.setLaunch(fn, stream.handle, perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype), PT.threads, 0, false, device.index);
   p.launch(op);
 }
 
@@ -320,19 +320,14 @@ function launchPerToken(
 const IN_BITS: Record<string, number> = { fp32: 32, bf16: 16, e4m3: 8, e2m1x2: 4 };
 
 /**
- * grid.x of per_token_cast.cu's launch table: `_g<N>`: V = min(128 / bits, N) elements per thread chunk,
- * slices = T · ⌈(H / V) / 32⌉, grid = ⌈slices / 32⌉; `_row`: T; both at least ⌈(sf_rows − T) · nbk / 256⌉ so the
- * padding rows of a column-major sf are covered in one pass.
+ * grid.x of per_token_cast.cu's launch table: `_g<N>`: min(⌈T / R⌉, 8 · SMs) with V = min(128 / bits, N)
+ * elements per thread chunk, w = min(8, nextPow2(⌈H / V / 32⌉)) warps per row and R = 8 / w rows per block;
+ * `_row`: T. (Padding rows of a column-major sf are covered grid-stride by the same launch.)
  */
-function perTokenGrid(T: number, sfRows: number, H: number, n: number, dtype: string): number {
-  const nbk = Math.ceil(H / n);
-  const pad = Math.ceil(((sfRows > T ? sfRows - T : 0) * nbk) / PT.threads);
-  let grid: number;
-  if ((GROUPS as readonly number[]).includes(n)) {
-    const v = Math.min(128 / IN_BITS[dtype], n);
-    grid = Math.ceil((T * Math.ceil(H / v / 32)) / 32);
-  } else grid = T;
-  return Math.min(Math.max(grid, pad, 1), 0x7fffffff);
+function perTokenGrid(device: Device, T: number, H: number, n: number, dtype: string): number {
+  if (!(GROUPS as readonly number[]).includes(n)) return Math.max(1, T);
+  const v = Math.min(128 / IN_BITS[dtype], n);
+  return Math.max(1, Math.min(Math.ceil(T / rowsPerBlock(H, v)), 8 * config.getNumSms(device)));
 }
 
 /** Shape and strides (frozen, shared by every output of the same size) of the data output. */

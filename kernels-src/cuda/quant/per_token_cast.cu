@@ -1,0 +1,366 @@
+// Per-token cast to e4m3 / e2m1 (spec/quant.md §2, §4, §4.4): perTokenCast, perTokenCastWithSfOnly and
+// perTokenCastWithPrecomputedSf, one kernel per (input format, output format, group width).
+//
+// Symbols
+//   tk_per_token_cast__<in>_<out>_g<N>   in ∈ {fp32, bf16, e4m3, e2m1}, out ∈ {e4m3, e2m1}, N ∈ {16, 32, 64, 128}
+//                                        (e4m3 / e2m1 input = re-quantization of [codes, sf], §4.4)
+//   tk_per_token_cast__<in>_<out>_row    in ∈ {fp32, bf16}: one scale per row (numPerChannels == H)
+//
+// Launch geometry (the host follows this table; any grid.x ≥ 1 is still correct, the kernels are grid-stride):
+//
+//   kernel   block.x  dynamic smem  grid.x
+//   _g<N>    256      0             min(ceilDiv(T, R), 8 · SMs)       R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
+//   _row     256      0             T
+//
+//   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
+//   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
+//   Static shared memory: _g<N> 16 KiB (value inputs) / ≤ 8 KiB (code inputs), _row 128 B.
+//   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
+//   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
+//   bytes reaches 75%; uncapped: 85% / 73%).
+//   Column-major sf padding rows (sf_rows > T) are zeroed grid-stride by the same launch.
+//
+// Modes (PER_TOKEN_MODE, runtime): 0 cast (data + sf), 1 sf only (data pointer unused), 2 precomputed sf (fp32 /
+// bf16 input only; sf read from x_sf, row-major fp32 or e4m3 per x_sf_kind; only data written).
+//
+// Work split (_g<N>): a team of w warps per row; a thread owns 16-byte chunks of the row, and a group of N
+// columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly (no shared memory) and the group's
+// (sf, inv) is computed by one lane and shuffled to the others. Loads are staged through shared memory with
+// cp.async one unit ahead (common/ldst.cuh), so HBM stays busy while a unit is reduced, scaled and stored. Inputs
+// whose base or row stride is not a multiple of the chunk size (any row stride ≥ H is legal for fp32 / bf16)
+// stage through registers with element-wide loads instead: same kernel, slower, correct.
+#include "../common/chunk.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
+#include "../common/scale.cuh"
+#include "../common/work.cuh"
+#include "../generated/quant_params.h"
+
+namespace tk {
+namespace {
+
+// PER_TOKEN_MODE of ops/quant/per_token_cast.params.ts
+enum PerTokenMode : uint32_t { kModeCast = 0, kModeSfOnly = 1, kModePrecomputedSf = 2 };
+
+constexpr int kBlockThreads = 256;
+// Resident blocks per SM the register budget is sized for: 4 (≤ 64 registers) for the value inputs; the code
+// inputs decode 16–32 values per chunk and get 2 (≤ 128 registers) rather than spill.
+template <Fmt kIn>
+constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? 2 : 4;
+// Chunks per thread in one unit of work (a unit is staged while the previous one is computed). Value inputs: 2 ×
+// 16 bytes, measured on an H200 against 4 (bf16 → e4m3, 16384 × 7168: 90.6% vs 89.3% of memcpy). Code inputs
+// decode 16–32 values per chunk; one chunk per unit keeps their registers and code size in check.
+template <Fmt kIn>
+constexpr int kItemsPerStep = FmtTraits<kIn>::kCode ? 1 : 2;
+// Units whose loads are staged at once: the one being computed and the next.
+constexpr int kStages = 2;
+// Input-scale blocks of a re-quantized input are at least 16 columns wide and 16-aligned (§4.4: ci ≥ 16).
+constexpr int kMinInBlockCols = 16;
+
+template <Fmt kIn, Fmt kOut, int kN>
+struct GroupShape {
+  static constexpr int kVec = (kVecBytes * 8 / FmtTraits<kIn>::kBits) < kN ? (kVecBytes * 8 / FmtTraits<kIn>::kBits) : kN;
+  static constexpr int kLoadBytes = kVec * FmtTraits<kIn>::kBits / 8;
+  static constexpr int kLoadWords = kLoadBytes / 4;
+  static constexpr int kLanes = kN / kVec;  // lanes sharing one group
+  static constexpr int kOutBytes = kOut == Fmt::kE4m3 ? kVec : kVec / 2;
+  static constexpr int kOutWords = (kOutBytes + 3) / 4;
+  static constexpr int kSubBlocks = FmtTraits<kIn>::kCode ? kVec / kMinInBlockCols : 1;
+  static constexpr int kSubElems = kVec / kSubBlocks;
+  static_assert(kLanes >= 1 && kLanes <= kWarpSize, "group spans at most one warp");
+  static_assert(64 % kVec == 0, "H % 64 == 0 keeps every chunk inside its row");
+};
+
+// Bytes of one input row step.
+template <Fmt kIn>
+TK_DEV uint64_t row_stride_bytes(const PerTokenCastParams& p) {
+  return FmtTraits<kIn>::kBits >= 8 ? p.x_row_stride * (FmtTraits<kIn>::kBits / 8) : p.x_row_stride;
+}
+
+// Output data row of T·H codes: e4m3 one byte per element, e2m1x2 half a byte.
+template <Fmt kOut>
+TK_DEV uint64_t out_offset(uint64_t row, uint32_t hidden, uint32_t col) {
+  return kOut == Fmt::kE4m3 ? row * hidden + col : (row * hidden + col) / 2;
+}
+
+TK_DEV SfOut make_sf_out(const PerTokenCastParams& p, uint32_t nbk) {
+  return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
+}
+
+template <Fmt kOut>
+constexpr float kQmaxOf = kOut == Fmt::kE4m3 ? kE4m3Max : kE2m1Max;
+
+// ---- groups of N ≤ 128 columns ----------------------------------------------------------------------------------
+template <Fmt kIn, Fmt kOut, int kN>
+struct GroupCast {
+  using S = GroupShape<kIn, kOut, kN>;
+  static constexpr bool kRequant = FmtTraits<kIn>::kCode;
+  static constexpr int kU = kItemsPerStep<kIn>;
+  // The (sf, inv) of a group is the same for all its lanes: each lane computes it for at most kSfRounds items of
+  // the step and shares it by shuffle, instead of every lane computing sfAndInv (two IEEE divisions) kU times.
+  static constexpr int kSfRounds = (kU + S::kLanes - 1) / S::kLanes;
+
+  const PerTokenCastParams& p;
+  uint32_t chunks;  // per row
+  SfOut sf_out;
+  bool precomputed, write_data, write_sf, data_aligned;
+  uint32_t in_row_shift, in_col_shift;  // input block shape of a re-quantized input: powers of two (§4.4)
+
+  TK_DEV explicit GroupCast(const PerTokenCastParams& params) : p(params) {
+    chunks = p.hidden / S::kVec;
+    sf_out = make_sf_out(p, (p.hidden + kN - 1) / kN);
+    precomputed = !kRequant && p.mode == kModePrecomputedSf;
+    write_data = p.mode != kModeSfOnly;
+    write_sf = !precomputed && p.sf != 0;
+    data_aligned = (p.data % kVecBytes) == 0;
+    in_row_shift = kRequant ? log2_pow2(p.x_block_rows) : 0;
+    in_col_shift = kRequant ? log2_pow2(p.x_block_cols) : 0;
+  }
+
+  // The inverse scale of group k of `row`: from its amax (§2.3), or read (precomputed mode, §2.5:
+  // inv = fl(1/s)). The owner lane of the group writes the sf entry; in precomputed mode only the owner reads.
+  TK_DEV float group_inv(float amax, uint64_t row, uint32_t k, bool owner) const {
+    if (precomputed) {
+      return owner ? div_rn(1.0f, load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, row, k)) : 0.0f;
+    }
+    const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kQmaxOf<kOut>, p.flags);
+    if (write_sf && owner) sf_out.store(row, k, si.stored);
+    return si.inv;
+  }
+
+  // One unit: kU chunks per lane of `row`, starting at chunk base + lane, data already in w.
+  TK_DEV void step(uint64_t row, uint32_t base, uint32_t threads, const uint32_t (&w)[kU][S::kLoadWords]) const {
+    const uint32_t lane = threadIdx.x % kWarpSize;
+    uint32_t c[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) c[u] = base + u * threads + lane;
+    uint8_t* dr = reinterpret_cast<uint8_t*>(p.data) + out_offset<kOut>(row, p.hidden, 0);
+
+    // Scale of each input block a chunk touches (re-quantization only).
+    float s_in[kU][S::kSubBlocks];
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+#pragma unroll
+      for (int b = 0; b < S::kSubBlocks; ++b) {
+        s_in[u][b] = 1.0f;
+        if constexpr (kRequant) {
+          if (c[u] < chunks)
+            s_in[u][b] = load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, row >> in_row_shift,
+                                    (c[u] * S::kVec + b * S::kSubElems) >> in_col_shift);
+        }
+      }
+
+    // Group amax of every item. Missing columns of a partial last group (dead lanes) contribute 0, which is
+    // neutral: the clamp makes every amax positive anyway.
+    float amax[kU];
+    if (!precomputed) {
+      if constexpr (kIn == Fmt::kBf16) {
+        // bf16: |x| and maximumNumber on packed pairs (exact: the max of bf16 values is one of them), then
+        // two items per shuffle as 16-bit patterns
+        uint32_t m16[kU];
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          uint32_t m = 0;
+#pragma unroll
+          for (int i = 0; i < S::kLoadWords; ++i) m = max_bf16x2(m, w[u][i] & 0x7fff7fffu);
+          m16[u] = max(m & 0xffffu, m >> 16);
+        }
+#pragma unroll
+        for (int u = 0; u < kU; u += 2) {
+          const uint32_t both = group_max_u16x2<S::kLanes>(m16[u] | ((u + 1 < kU ? m16[u + 1] : 0u) << 16));
+          amax[u] = decode_bf16(both & 0xffffu);
+          if (u + 1 < kU) amax[u + 1] = decode_bf16(both >> 16);
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          float x[S::kVec];
+          decode_chunk<kIn, S::kVec>(w[u], x);
+          float a = 0.0f;
+#pragma unroll
+          for (int b = 0; b < S::kSubBlocks; ++b) {
+            float m = 0.0f;
+#pragma unroll
+            for (int i = 0; i < S::kSubElems; ++i) m = max_num(m, abs_f(x[b * S::kSubElems + i]));
+            // §4.4: max_j fl(|q|·s_in) == fl(max_j |q| · s_in) (rounding is monotonic)
+            a = max_num(a, kRequant ? mul_rn(m, s_in[u][b]) : m);
+          }
+          amax[u] = group_max<S::kLanes>(a);
+        }
+      }
+    }
+
+    // (sf, inv) per item, computed once per group: in round r lane g of a group handles item g + r·kLanes and
+    // the group's other lanes read the result by shuffle. A group exists when its first chunk is in the row.
+    float inv[kU];
+    const uint32_t glane = lane % S::kLanes;
+#pragma unroll
+    for (int r = 0; r < kSfRounds; ++r) {
+      float a = 0.0f;
+      uint32_t cr = 0;
+#pragma unroll
+      for (int u = r * S::kLanes; u < kU && u < (r + 1) * S::kLanes; ++u) {
+        const bool pick = glane + r * S::kLanes == static_cast<uint32_t>(u);
+        if (!precomputed) a = select_f32(pick, amax[u], a);
+        cr = select_u32(pick, c[u], cr);
+      }
+      const bool owner = glane + r * S::kLanes < static_cast<uint32_t>(kU) && cr - glane < chunks;
+      const float my_inv = group_inv(a, row, cr / S::kLanes, owner);
+#pragma unroll
+      for (int u = r * S::kLanes; u < kU && u < (r + 1) * S::kLanes; ++u)
+        inv[u] = S::kLanes == 1 ? my_inv : __shfl_sync(kFullWarpMask, my_inv, (lane - glane) + (u - r * S::kLanes));
+    }
+
+    if (write_data) {
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        if (c[u] < chunks) {
+          float v[S::kVec];
+          decode_chunk<kIn, S::kVec>(w[u], v);
+#pragma unroll
+          for (int b = 0; b < S::kSubBlocks; ++b) {
+            // §4.4: the product of the scales first, then the code value
+            const float f = kRequant ? mul_rn(s_in[u][b], inv[u]) : inv[u];
+#pragma unroll
+            for (int i = 0; i < S::kSubElems; ++i) v[b * S::kSubElems + i] = mul_rn(v[b * S::kSubElems + i], f);
+          }
+          uint32_t o[S::kOutWords];
+          encode_chunk<kOut, S::kVec>(v, o);
+          store_chunk<S::kOutBytes>(dr + static_cast<uint64_t>(c[u]) * S::kOutBytes, o, data_aligned);
+        }
+      }
+    }
+  }
+
+  TK_DEV void run() const {
+    // thread-private staging slots, [stage][item][thread] so that a warp's shared accesses are contiguous
+    __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
+    const uint32_t rows = p.num_tokens;
+    const uint32_t lane = threadIdx.x % kWarpSize;
+    const uint64_t x_stride = row_stride_bytes<kIn>(p);
+    const bool x_aligned = rows_aligned(p.x, x_stride, S::kLoadBytes);
+    const RowTeam team(chunks);
+
+    // copy the unit's chunks into stage `st` (dead chunks read nothing and stage zeros)
+    auto prefetch = [&](auto st, uint64_t row, uint32_t base) {
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row * x_stride;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint32_t c = base + u * team.threads + lane;
+        const bool live = c < chunks;
+        stage_chunk<S::kLoadBytes, FmtTraits<kIn>::kAccessBytes>(
+            smem_addr(stage_buf[st][u][threadIdx.x]), live ? xr + static_cast<uint64_t>(c) * S::kLoadBytes : xr, live,
+            x_aligned);
+      }
+    };
+
+    pipelined_units<kU, false>(team, rows, chunks, prefetch, [&](int st, uint64_t row, uint32_t base) {
+      uint32_t w[kU][S::kLoadWords];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[st][u][threadIdx.x]), w[u]);
+      step(row, base, team.threads, w);
+    });
+    if (write_sf) sf_out.zero_padding_rows(rows, p.sf_rows);
+  }
+};
+
+// ---- one group per row (numPerChannels == H) ---------------------------------------------------------------------
+// A block per row: pass 1 reduces |x| over the row (block-wide), pass 2 re-reads the row (L1/L2 hits: pass 1 loads
+// allocate in L1) and encodes it.
+template <Fmt kIn, Fmt kOut>
+__device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
+  constexpr int kVec = kVecBytes * 8 / FmtTraits<kIn>::kBits;
+  constexpr int kWords = kVecBytes / 4;
+  constexpr int kOutBytes = kOut == Fmt::kE4m3 ? kVec : kVec / 2;
+  constexpr int kU = kItemsPerStep<kIn>;
+  __shared__ float red[kWarpSize];
+
+  const uint32_t rows = p.num_tokens, hidden = p.hidden;
+  const uint32_t chunks = hidden / kVec;
+  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+  const uint64_t x_stride = row_stride_bytes<kIn>(p);
+  const bool x_aligned = rows_aligned(p.x, x_stride, kVecBytes);
+  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
+  const bool precomputed = p.mode == kModePrecomputedSf;
+  const bool write_data = p.mode != kModeSfOnly;
+  const bool data_aligned = (p.data % kVecBytes) == 0;
+  const SfOut sf_out = make_sf_out(p, 1);
+  const bool write_sf = !precomputed && p.sf != 0;
+
+  for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const uint8_t* xr = x + row * x_stride;
+    float inv;
+    if (precomputed) {
+      inv = div_rn(1.0f, load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, row, 0));
+    } else {
+      float amax = 0.0f;
+      for (uint32_t c0 = threadIdx.x; c0 < chunks; c0 += kU * blockDim.x) {
+        uint32_t w[kU][kWords];
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          const uint32_t c = c0 + u * blockDim.x;
+#pragma unroll
+          for (int i = 0; i < kWords; ++i) w[u][i] = 0;
+          if (c < chunks)
+            load_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes, false>(xr + c * kVecBytes, w[u], x_aligned);
+        }
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) amax = max_num(amax, abs_f(element<kIn>(w[u], i)));
+      }
+      amax = block_max(amax, red);
+      const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kQmaxOf<kOut>, p.flags);
+      if (write_sf && threadIdx.x == 0) sf_out.store(row, 0, si.stored);
+      inv = si.inv;
+    }
+    if (write_data) {
+#pragma unroll 1
+      for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+        uint32_t w[kWords];
+        load_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(xr + c * kVecBytes, w, x_aligned);
+        float v[kVec];
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) v[i] = mul_rn(element<kIn>(w, i), inv);
+        uint32_t o[(kOutBytes + 3) / 4];
+        encode_chunk<kOut, kVec>(v, o);
+        store_chunk<kOutBytes>(data + out_offset<kOut>(row, hidden, c * kVec), o, data_aligned);
+      }
+    }
+  }
+  if (write_sf) sf_out.zero_padding_rows(rows, p.sf_rows);
+}
+
+}  // namespace
+}  // namespace tk
+
+#define TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, n)                                                   \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
+      tk_per_token_cast__##in##_##out##_g##n(const __grid_constant__ PerTokenCastParams p) {          \
+    tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n>(p).run();                                                  \
+  }
+#define TK_PER_TOKEN_CAST_GROUPS(in, IN, out, OUT) \
+  TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 16)    \
+  TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 32)    \
+  TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 64)    \
+  TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 128)
+#define TK_PER_TOKEN_CAST_ROW(in, IN, out, OUT)                                                        \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
+      tk_per_token_cast__##in##_##out##_row(const __grid_constant__ PerTokenCastParams p) {           \
+    tk::cast_rows<tk::Fmt::IN, tk::Fmt::OUT>(p);                                                       \
+  }
+
+TK_PER_TOKEN_CAST_GROUPS(fp32, kFp32, e4m3, kE4m3)
+TK_PER_TOKEN_CAST_GROUPS(fp32, kFp32, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_GROUPS(bf16, kBf16, e4m3, kE4m3)
+TK_PER_TOKEN_CAST_GROUPS(bf16, kBf16, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_GROUPS(e4m3, kE4m3, e4m3, kE4m3)
+TK_PER_TOKEN_CAST_GROUPS(e4m3, kE4m3, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_GROUPS(e2m1, kE2m1, e4m3, kE4m3)
+TK_PER_TOKEN_CAST_GROUPS(e2m1, kE2m1, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
+TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e4m3, kE4m3)
+TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e2m1, kE2m1)
