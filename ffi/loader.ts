@@ -8,7 +8,8 @@
  * - Every binary's sha256 is checked against `prebuilt/manifest.json` before it is loaded or dlopen'ed; a
  *   mismatch is an `INTEGRITY` error naming the file.
  * - `TK_CUDA_DRIVER` names the driver library to open instead of libcuda.so.1.
- * - `TK_PREBUILT_DIR` replaces the whole prebuilt tree (its own `manifest.json` included); `TK_SHIM_PATH` names a
+ * - `TK_PREBUILT_DIR` replaces the whole prebuilt tree (its own `manifest.json` included): a directory, or an
+ *   `http(s)://` base URL served like a remote package (a mirror); `TK_SHIM_PATH` names a
  *   shim of the user's own build, loaded as is (not checked: it is not one of ours); `TK_OFFLINE=1` forbids
  *   network access.
  * @module
@@ -45,6 +46,7 @@ export type PrebuiltBase = { readonly kind: "dir"; readonly dir: string } | { re
 /** Resolves the prebuilt tree (TK_PREBUILT_DIR or the package's own). */
 export function prebuiltBase(): PrebuiltBase {
   const env = getEnv("TK_PREBUILT_DIR");
+  if (env && /^https?:\/\//.test(env)) return { kind: "url", url: new URL(env.endsWith("/") ? env : env + "/") };
   if (env) return { kind: "dir", dir: env.replace(/\/+$/, "") };
   const u = new URL("../prebuilt/", import.meta.url);
   if (u.protocol === "file:") return { kind: "dir", dir: fileURLToPath(u).replace(/\/+$/, "") };

@@ -4,12 +4,13 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import process from "node:process";
 import { TkError } from "../mod.ts";
 import { manifest, resetLoaderCache, shimRel, verifiedBytes, verifiedPath } from "../ffi/loader.ts";
 import { test } from "./harness.ts";
-import { runSnippet } from "./subprocess.ts";
+import { runSnippet, runSnippetAsync } from "./subprocess.ts";
 
 const PREBUILT = new URL("../prebuilt/", import.meta.url).pathname;
 
@@ -91,4 +92,72 @@ test("without a driver, devices() is empty and a device call says why", () => {
   );
   assert.match(r.stdout, /^devices 0$/m, r.stdout + r.stderr);
   assert.match(r.stdout, /^BACKEND_UNAVAILABLE perTokenCast: no usable CUDA driver: .*libcuda.*/m, r.stdout + r.stderr);
+});
+
+/** Serves prebuilt/ over HTTP on localhost (optionally with one file's bytes altered); returns its base URL. */
+async function servePrebuilt(tamper?: string): Promise<{ url: string; close(): void; hits: string[] }> {
+  const hits: string[] = [];
+  const server = createServer((req, res) => {
+    const rel = decodeURIComponent((req.url ?? "/").slice(1));
+    hits.push(rel);
+    try {
+      const b = readFileSync(`${PREBUILT}/${rel}`);
+      if (rel === tamper) b[b.length >> 1] ^= 1;
+      res.writeHead(200, { "content-length": b.length });
+      res.end(b);
+    } catch {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}/`, close: () => server.close(), hits };
+}
+
+test("a remote package is fetched once into the cache, checked, and then used offline", async () => {
+  const srv = await servePrebuilt();
+  const cache = `/tmp/tk-cache-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  try {
+    const snippet = `const { ready } = await import(MOD);
+      const { verifiedPath, shimRel } = await import(new URL("./ffi/loader.ts", MOD).href);
+      try { await ready(); console.log("path " + verifiedPath(shimRel())); } catch (e) { console.log(e.code + " " + e.message); }`;
+    const r = await runSnippetAsync(snippet, { TK_PREBUILT_DIR: srv.url, TK_CACHE_DIR: cache });
+    assert.match(r.stdout, new RegExp(`^path ${cache}/[0-9a-f]{64}-libtk_cuda\\.so$`, "m"), r.stdout + r.stderr);
+    const m = manifest();
+    const cubins = Object.keys(m.binaries).filter((k) => k.endsWith(".cubin"));
+    for (const rel of cubins) assert.ok(srv.hits.includes(rel), `${rel} was not fetched`);
+    for (const rel of cubins) {
+      const e = m.binaries[rel];
+      assert.equal(readFileSync(`${cache}/${e.sha256}-${rel.split("/").pop()}`).length, e.size);
+    }
+    const fetched = srv.hits.length;
+    const offline = await runSnippetAsync(
+      `const { verifiedPath, shimRel } = await import(new URL("./ffi/loader.ts", MOD).href);
+       console.log("path " + verifiedPath(shimRel()));`,
+      { TK_PREBUILT_DIR: srv.url, TK_CACHE_DIR: cache, TK_OFFLINE: "1" },
+    );
+    assert.match(offline.stdout, /^path /m, offline.stdout + offline.stderr);
+    assert.equal(srv.hits.length, fetched, "the offline run fetched something");
+  } finally {
+    srv.close();
+  }
+});
+
+test("a remote binary whose bytes do not match the manifest is refused and never cached", async () => {
+  const rel = shimRel();
+  const srv = await servePrebuilt(rel);
+  const cache = `/tmp/tk-cache-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  try {
+    const r = await runSnippetAsync(
+      `const { ready } = await import(MOD);
+       try { await ready(); console.log("fetched"); } catch (e) { console.log(e.code + " " + e.message); }`,
+      { TK_PREBUILT_DIR: srv.url, TK_CACHE_DIR: cache },
+    );
+    assert.match(r.stdout, /^INTEGRITY loader: cuda\/linux-.*libtk_cuda\.so: sha256 .* does not match/m, r.stdout + r.stderr);
+    const e = manifest().binaries[rel];
+    assert.ok(!existsSync(`${cache}/${e.sha256}-libtk_cuda.so`), "a refused binary was written to the cache");
+  } finally {
+    srv.close();
+  }
 });
