@@ -53,7 +53,9 @@ if (gpu) {
   ms = performance.now() - t0;
 }
 const bytes = 3 * T * H + sf.numel * 4;
-console.log(`time: ${(ms * 1000).toFixed(1)} µs per call, ${(bytes / (ms * 1e6)).toFixed(1)} GB/s (reads 2·T·H, writes T·H + scales)`);
+const time = ms >= 10 ? `${ms.toFixed(0)} ms` : `${(ms * 1000).toFixed(1)} µs`;
+const gbps = bytes / (ms * 1e6);
+console.log(`time: ${time} per call, ${gbps >= 1 ? gbps.toFixed(0) : gbps.toFixed(3)} GB/s (reads 2·T·H, writes T·H + scales)`);
 
 const back = perTokenCastBack([data, sf], { fmt: "fp32", numPerChannels: 128 }) as HostTensor;
 const y = back.data as Float32Array;
