@@ -62,3 +62,39 @@ export function copyInto(op: string, dst: Tensor, src: Tensor): void {
 export function disposeStaged(...ts: (Tensor | null | undefined)[]): void {
   for (const t of ts) if (t instanceof DeviceTensor) t.dispose();
 }
+
+/**
+ * Host inputs on a forced device backend: copies `inputs` (nulls pass through) to `device`, runs `run` on the
+ * copies, brings every result back to the host, writes it into the matching `outs` entry when one is given, and
+ * frees what it made. Results come back in order.
+ */
+export function runOnDeviceStaged(
+  op: string,
+  device: Device,
+  inputs: readonly (Tensor | null)[],
+  outs: readonly (Tensor | null)[],
+  run: (d: (DeviceTensor | null)[]) => Tensor[],
+): Tensor[] {
+  const staged = inputs.map((t) => (t ? (onDevice(t, device) as DeviceTensor) : null));
+  try {
+    return run(staged).map((r, i) => {
+      const h = onHost(r) as HostTensor;
+      disposeStaged(r);
+      const o = outs[i];
+      if (!o) return h;
+      copyInto(op, o, h);
+      return o;
+    });
+  } finally {
+    staged.forEach((t, i) => {
+      if (t !== inputs[i]) disposeStaged(t);
+    });
+  }
+}
+
+/** Device inputs run on the CPU: puts a host result where the inputs live (into `out` when given). */
+export function resultToDevice(op: string, h: HostTensor, out: Tensor | null, device: Device): Tensor {
+  if (!out) return onDevice(h, device) as DeviceTensor;
+  copyInto(op, out, h);
+  return out;
+}

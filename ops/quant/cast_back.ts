@@ -6,7 +6,7 @@ import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
 import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { copyInto, disposeStaged, onDevice, onHost } from "../../core/stage.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import {
   type Device,
   type DeviceTensor,
@@ -79,26 +79,12 @@ export function perTokenCastBack(x: Quantized, options: PerTokenCastBackOptions)
     return o;
   }
   if (pl.backend === "cuda") {
-    const dd = onDevice(data, pl.device) as DeviceTensor;
-    const ds = onDevice(sf, pl.device) as DeviceTensor;
-    try {
-      const r = perTokenCastBack([dd, ds], { ...options, out: undefined, backend: "auto", stream: undefined });
-      const h = onHost(r) as HostTensor;
-      disposeStaged(r);
-      if (out) copyInto(op, out, h);
-      return out ?? h;
-    } finally {
-      disposeStaged(dd, ds);
-    }
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    return runOnDeviceStaged(op, pl.device, [data, sf], [out], ([dd, ds]) => [perTokenCastBack([dd!, ds!], local)])[0];
   }
   const hs = onHost(sf) as HostTensor;
   const res = castBackRef(onHost(data) as HostTensor, hs, { kind: lay.kind, s0: hs.strides[0], s1: hs.strides[1] }, H, 1, N, fmt, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
-  if (!pl.staged) return res;
-  if (out) {
-    copyInto(op, out, res);
-    return out;
-  }
-  return onDevice(res, pl.device!) as DeviceTensor;
+  return pl.staged ? resultToDevice(op, res, out, pl.device!) : res;
 }
 
 function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor, sf: Tensor, lay: SfInput, out: Tensor, H: number, r: number, c: number): void {

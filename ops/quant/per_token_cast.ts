@@ -8,7 +8,7 @@ import { type OpOptions, place, type Placement } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { copyInto, disposeStaged, onDevice, onHost } from "../../core/stage.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import {
   type Device,
   DeviceTensor,
@@ -447,21 +447,10 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
     return [data, sf];
   }
   if (pl.backend === "cuda") {
-    // Host inputs on a forced device backend: copy in, run, copy back.
-    const dx = onDevice(r.x, pl.device) as DeviceTensor;
-    const dsf = r.q ? (onDevice(r.q.sf, pl.device) as DeviceTensor) : null;
-    try {
-      const dIn: Tensor | Quantized = dsf ? [dx, dsf] : dx;
-      const [d, s] = perTokenCast(dIn, { ...options, out: undefined, backend: "auto", stream: undefined });
-      const hd = onHost(d) as HostTensor;
-      const hs = onHost(s) as HostTensor;
-      disposeStaged(d, s);
-      if (outData) copyInto(op, outData, hd);
-      if (outSf) copyInto(op, outSf, hs);
-      return [outData ?? hd, outSf ?? hs];
-    } finally {
-      disposeStaged(dx === r.x ? null : dx, dsf === r.q?.sf ? null : dsf);
-    }
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    const [d, s] = runOnDeviceStaged(op, pl.device, [r.x, r.q?.sf ?? null], [outData, outSf], ([dx, dsf]) =>
+      perTokenCast(dsf ? [dx!, dsf] : dx!, local));
+    return [d, s];
   }
   // CPU reference (device inputs with backend "cpu" are staged through the host).
   const hx = onHost(r.x) as HostTensor;
@@ -471,15 +460,7 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
   const hostOut = pl.staged ? undefined : { data: (outData as HostTensor | null) ?? undefined, sf: (outSf as HostTensor | null) ?? undefined };
   const res = perTokenCastRef(q ?? hx, a, true, hostOut);
   if (!pl.staged) return [res.data!, res.sf];
-  return [toSide(op, res.data!, outData, pl.device!), toSide(op, res.sf, outSf, pl.device!)];
-}
-
-function toSide(op: string, h: HostTensor, out: Tensor | null, device: Device): Tensor {
-  if (out) {
-    copyInto(op, out, h);
-    return out;
-  }
-  return onDevice(h, device) as DeviceTensor;
+  return [resultToDevice(op, res.data!, outData, pl.device!), resultToDevice(op, res.sf, outSf, pl.device!)];
 }
 
 /**
@@ -509,20 +490,12 @@ export function perTokenCastWithSfOnly(x: Tensor, options: PerTokenCastWithSfOnl
     return sf;
   }
   if (pl.backend === "cuda") {
-    const dx = onDevice(r.x, pl.device) as DeviceTensor;
-    try {
-      const s = perTokenCastWithSfOnly(dx, { ...options, out: undefined, backend: "auto", stream: undefined });
-      const hs = onHost(s) as HostTensor;
-      disposeStaged(s);
-      if (outSf) copyInto(op, outSf, hs);
-      return outSf ?? hs;
-    } finally {
-      disposeStaged(dx);
-    }
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    return runOnDeviceStaged(op, pl.device, [r.x], [outSf], ([dx]) => [perTokenCastWithSfOnly(dx!, local)])[0];
   }
   const hx = onHost(r.x) as HostTensor;
   const res = perTokenCastRef(hx, r.args, false, pl.staged ? undefined : { sf: (outSf as HostTensor | null) ?? undefined });
-  return pl.staged ? toSide(op, res.sf, outSf, pl.device!) : res.sf;
+  return pl.staged ? resultToDevice(op, res.sf, outSf, pl.device!) : res.sf;
 }
 
 /**
@@ -574,20 +547,11 @@ export function perTokenCastWithPrecomputedSf(x: Tensor, sf: Tensor, options: Pe
     return data;
   }
   if (pl.backend === "cuda") {
-    const dx = onDevice(x, pl.device) as DeviceTensor;
-    const ds = onDevice(s, pl.device) as DeviceTensor;
-    try {
-      const d = perTokenCastWithPrecomputedSf(dx, ds, { ...options, out: undefined, backend: "auto", stream: undefined });
-      const hd = onHost(d) as HostTensor;
-      disposeStaged(d);
-      if (out) copyInto(op, out, hd);
-      return out ?? hd;
-    } finally {
-      disposeStaged(dx, ds);
-    }
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    return runOnDeviceStaged(op, pl.device, [x, s], [out], ([dx, ds]) => [perTokenCastWithPrecomputedSf(dx!, ds!, local)])[0];
   }
   const hs = onHost(s) as HostTensor;
   const res = perTokenCastWithPrecomputedSfRef(onHost(x) as HostTensor, hs, { kind: sfIn.kind, s0: hs.strides[0], s1: hs.strides[1] }, fmt, H, N, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
-  return pl.staged ? toSide(op, res, out, pl.device!) : res;
+  return pl.staged ? resultToDevice(op, res, out, pl.device!) : res;
 }
 
