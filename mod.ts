@@ -42,7 +42,7 @@ export {
 export { type AmaxClampKey, config } from "./core/config.ts";
 export type { Backend, OpOptions } from "./core/backend.ts";
 export { encodeSafetensors, readSafetensors, writeSafetensors } from "./core/safetensors.ts";
-export { createStream, synchronize } from "./ffi/cuda.ts";
+export { createStream, releaseCachedMemory, synchronize } from "./ffi/cuda.ts";
 export { deviceInfo, type DeviceInfo, devices } from "./ffi/devices.ts";
 export { ready } from "./ffi/loader.ts";
 export * from "./ops/quant/mod.ts";
