@@ -4,10 +4,11 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { perTokenCast, tensor } from "./mod.ts";
  * const x = tensor(new Float32Array(4 * 128).map(Math.random), [4, 128], "fp32");
  * const [data, sf] = perTokenCast(x, { fmt: "e4m3", numPerChannels: 128 });
- * console.assert(data.shape[1] === 128 && sf.shape[0] === 4);
+ * assert.ok(data.shape[1] === 128 && sf.shape[0] === 4);
  * ```
  * @module
  */

@@ -141,9 +141,10 @@ class Config {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { config } from "./config.ts";
  * config.tokenAlignment = 64;
- * console.assert(config.toJSON().tokenAlignment === 64);
+ * assert.ok(config.toJSON().tokenAlignment === 64);
  * config.reset();
  * ```
  */

@@ -26,9 +26,10 @@ export type TkErrorCode =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { TkError } from "./errors.ts";
  * const e = new TkError("perTokenCast", "numPerChannels", "VALUE", "must be one of 16, 32, 64, 128 (got 48)");
- * console.assert(e.message === "perTokenCast: numPerChannels: must be one of 16, 32, 64, 128 (got 48)");
+ * assert.ok(e.message === "perTokenCast: numPerChannels: must be one of 16, 32, 64, 128 (got 48)");
  * ```
  */
 export class TkError extends Error {

@@ -72,10 +72,11 @@ export function decodeSafetensors(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { encodeSafetensors, readSafetensors, tensor } from "../mod.ts";
  * const bytes = await encodeSafetensors({ w: tensor([1, 2], [2], "fp32") });
  * const { tensors } = await readSafetensors(bytes);
- * console.assert(tensors.w.shape[0] === 2);
+ * assert.ok(tensors.w.shape[0] === 2);
  * ```
  */
 export function readSafetensors(

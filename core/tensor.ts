@@ -300,9 +300,10 @@ export function isTensor(x: unknown): x is Tensor {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { tensor } from "./tensor.ts";
  * const x = tensor([1, 2, 3, 4, 5, 6], [2, 3], "bf16");
- * console.assert(x.strides[0] === 3 && x.data[0] === 0x3f80);
+ * assert.ok(x.strides[0] === 3 && x.data[0] === 0x3f80);
  * ```
  */
 export function tensor(

@@ -44,10 +44,11 @@ const THREADS = 256;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { perTokenCast, perTokenCastBack, tensor } from "../../mod.ts";
  * const x = tensor(new Float32Array(128).fill(1.5), [1, 128], "fp32");
  * const y = perTokenCastBack(perTokenCast(x, { fmt: "e4m3", numPerChannels: 32 }), { fmt: "fp32", numPerChannels: 32 });
- * console.assert((y as { data: Float32Array }).data[5] === 1.5);
+ * assert.ok((y as { data: Float32Array }).data[5] === 1.5);
  * ```
  */
 export function perTokenCastBack(x: Quantized, options: PerTokenCastBackOptions): Tensor {

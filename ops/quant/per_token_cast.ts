@@ -376,10 +376,11 @@ function streamOf(p: Placement & { backend: "cuda" }, s: Stream | undefined): St
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { perTokenCast, tensor } from "../../mod.ts";
  * const x = tensor(new Float32Array(2 * 128).map((_, i) => Math.sin(i)), [2, 128], "fp32");
  * const [data, sf] = perTokenCast(x, { fmt: "e4m3", numPerChannels: 128 });
- * console.assert(data.dtype === "e4m3" && sf.shape[0] === 2 && sf.shape[1] === 1);
+ * assert.ok(data.dtype === "e4m3" && sf.shape[0] === 2 && sf.shape[1] === 1);
  * ```
  */
 export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions): Quantized {
@@ -469,10 +470,11 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { perTokenCastWithSfOnly, tensor } from "../../mod.ts";
  * const x = tensor(new Float32Array(64).fill(896), [1, 64], "fp32");
  * const sf = perTokenCastWithSfOnly(x, { fmt: "e4m3", numPerChannels: 64 });
- * console.assert((sf as { data: Float32Array }).data[0] === 2);
+ * assert.ok((sf as { data: Float32Array }).data[0] === 2);
  * ```
  */
 export function perTokenCastWithSfOnly(x: Tensor, options: PerTokenCastWithSfOnlyOptions): Tensor {
@@ -504,11 +506,12 @@ export function perTokenCastWithSfOnly(x: Tensor, options: PerTokenCastWithSfOnl
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { perTokenCastWithPrecomputedSf, tensor } from "../../mod.ts";
  * const x = tensor(new Float32Array(64).fill(3), [1, 64], "fp32");
  * const sf = tensor([2], [1, 1], "fp32");
  * const data = perTokenCastWithPrecomputedSf(x, sf, { fmt: "e4m3", numPerChannels: 64 });
- * console.assert((data as { data: Uint8Array }).data[0] === 0x3c); // 1.5
+ * assert.ok((data as { data: Uint8Array }).data[0] === 0x3c); // 1.5
  * ```
  */
 export function perTokenCastWithPrecomputedSf(x: Tensor, sf: Tensor, options: PerTokenCastWithPrecomputedSfOptions): Tensor {
