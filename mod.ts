@@ -29,6 +29,7 @@ export {
 export {
   clone,
   type Device,
+  DeviceStorage,
   DeviceTensor,
   empty,
   HostTensor,
@@ -36,11 +37,12 @@ export {
   type Stream,
   type Tensor,
   tensor,
+  TensorBase,
   toDevice,
   toHost,
   zeros,
 } from "./core/tensor.ts";
-export { type AmaxClampKey, config } from "./core/config.ts";
+export { type AmaxClampKey, AmaxClampTable, Config, config } from "./core/config.ts";
 export type { Backend, OpOptions } from "./core/backend.ts";
 export { encodeSafetensors, readSafetensors, writeSafetensors } from "./core/safetensors.ts";
 export { createStream, releaseCachedMemory, synchronize } from "./ffi/cuda.ts";

@@ -26,7 +26,8 @@ export function registerSmCountProvider(f: (d: Device) => number): void {
   smCountOf = f;
 }
 
-class AmaxClampTable {
+/** The amax clamp table of {@link config} (keys of {@link AmaxClampKey}). */
+export class AmaxClampTable {
   #v: Record<AmaxClampKey, number> = { ...AMAX_CLAMP_DEFAULTS };
   #def(key: AmaxClampKey) {
     Object.defineProperty(this, key, {
@@ -45,12 +46,14 @@ class AmaxClampTable {
     for (const k of Object.keys(QMAX) as AmaxClampKey[]) this.#def(k);
     Object.seal(this);
   }
+  /** Restores upstream's defaults. */
   reset(): void {
     this.#v = { ...AMAX_CLAMP_DEFAULTS };
   }
 }
 
-class Config {
+/** The settings object behind {@link config}. */
+export class Config {
   #numSms: number | null = null;
   #pdl = true;
   #deterministic = true;

@@ -33,10 +33,15 @@ export type TkErrorCode =
  * ```
  */
 export class TkError extends Error {
+  /** The op (or `"runtime"`, `"loader"`, `"config"`) that refused or failed. */
   readonly op: string;
+  /** The argument or option at fault, when one is. */
   readonly arg?: string;
+  /** What kind of failure (spec/API.md §2.6). */
   readonly code: TkErrorCode;
+  /** The driver's CUresult, for code `"CUDA"`. */
   readonly cudaError?: { code: number; name: string };
+  /** `detail` says what was expected and what was given. */
   constructor(
     op: string,
     arg: string | undefined,

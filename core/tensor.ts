@@ -17,16 +17,20 @@ import { TkError } from "./errors.ts";
 
 /** A device of a device backend. */
 export interface Device {
+  /** The backend. */
   readonly kind: "cuda" | "ascend";
+  /** Device ordinal within the backend. */
   readonly index: number;
 }
 
 /** An ordered queue of device work (a CUDA stream). */
 export interface Stream extends Disposable {
+  /** The device the stream belongs to. */
   readonly device: Device;
   /** Driver handle (0 is the device's default stream). Handles and device addresses are plain numbers inside
    * the library: they are below 2^53 on every 64-bit platform CUDA supports, and numbers cost no allocation. */
   readonly handle: number;
+  /** Waits for the stream's work and checks the device error word (DESIGN §6). */
   synchronize(): Promise<void>;
 }
 
@@ -99,13 +103,19 @@ export function viewSpan(
   return [lo, hi];
 }
 
-abstract class TensorBase {
+/** What host and device tensors share: dtype, shape, strides in elements, offset, and views. */
+export abstract class TensorBase {
+  /** Element type. */
   readonly dtype: DType;
+  /** Sizes (for `e2m1x2`, the physical shape: the last dimension counts bytes). */
   readonly shape: readonly number[];
+  /** Strides in elements. */
   readonly strides: readonly number[];
   /** Offset of element [0, …, 0] in the storage, in elements. */
   readonly offset: number;
+  /** Number of elements (product of the shape). */
   readonly numel: number;
+  /** Shared by both tensor kinds. */
   protected constructor(dtype: DType, shape: readonly number[], strides: readonly number[], offset: number) {
     this.dtype = dtype;
     // Arrays the library made and froze are shared as they are; anything else is copied and frozen.
@@ -123,8 +133,8 @@ abstract class TensorBase {
     }
     return true;
   }
+  /** A new view of the same storage (each kind builds its own). */
   protected abstract make(dtype: DType, shape: readonly number[], strides: readonly number[], offset: number): this;
-  protected abstract storageElements(dtype: DType): number;
 
   /** A view with another shape over the same elements (contiguous tensors only). */
   view(shape: number[]): this {
@@ -180,21 +190,23 @@ abstract class TensorBase {
 
 /** A tensor whose elements live in a TypedArray in this process. */
 export class HostTensor extends TensorBase {
+  /** Always `"cpu"`. */
   readonly device = "cpu" as const;
+  /** The TypedArray this tensor views (see `offset` and `strides`). */
   readonly data: TypedArray;
+  /** A view of `data`; prefer {@link tensor}, which checks the arguments. */
   constructor(data: TypedArray, dtype: DType, shape: readonly number[], strides: readonly number[], offset = 0) {
     super(dtype, shape, strides, offset);
     this.data = data;
   }
+  /** A host view of the same data (reinterpreted for another element size). */
   protected make(dtype: DType, shape: readonly number[], strides: readonly number[], offset: number): this {
     const data = dtype === this.dtype ? this.data : reinterpret(this.data, dtype);
     return new HostTensor(data, dtype, shape, strides, offset) as this;
   }
-  protected storageElements(): number {
-    return this.data.length;
-  }
   /** No-op, so code can dispose host and device results alike (`using`). */
   dispose(): void {}
+  /** No-op (see {@link HostTensor.dispose}). */
   [Symbol.dispose](): void {}
   /** The raw bytes of the storage (all of it, not just this view). */
   get bytes(): Uint8Array {
@@ -210,19 +222,26 @@ function reinterpret(data: TypedArray, dtype: DType): TypedArray {
 
 /** Storage of device tensors: one allocation, reference counted by its live views. */
 export class DeviceStorage {
+  /** Where the allocation lives. */
   readonly device: Device;
   /** Device address of the allocation. */
   readonly base: number;
+  /** Size of the allocation in bytes. */
   readonly nbytes: number;
+  /** Live views of this storage. */
   refs = 0;
+  /** True once the allocation has been returned. */
   freed = false;
+  /** The stream it was allocated on (and is freed on). */
   stream: Stream;
+  /** Wraps an allocation made by the device runtime. */
   constructor(device: Device, base: number, nbytes: number, stream: Stream) {
     this.device = device;
     this.base = base;
     this.nbytes = nbytes;
     this.stream = stream;
   }
+  /** Drops one view; the last one returns the allocation (stream-ordered). */
   release(): void {
     if (--this.refs === 0 && !this.freed) {
       this.freed = true;
@@ -235,9 +254,12 @@ const registry = new FinalizationRegistry<DeviceStorage>((s) => s.release());
 
 /** A tensor whose elements live in device memory. */
 export class DeviceTensor extends TensorBase implements Disposable {
+  /** The device the storage lives on. */
   readonly device: Device;
+  /** The shared allocation behind this view. */
   readonly storage: DeviceStorage;
   #disposed = false;
+  /** A view of `storage` (internal: tensors come from `toDevice`, `empty`, `zeros` or an op). */
   constructor(storage: DeviceStorage, dtype: DType, shape: readonly number[], strides: readonly number[], offset = 0) {
     super(dtype, shape, strides, offset);
     this.device = storage.device;
@@ -245,12 +267,10 @@ export class DeviceTensor extends TensorBase implements Disposable {
     storage.refs++;
     registry.register(this, storage, this);
   }
+  /** A device view of the same storage. */
   protected make(dtype: DType, shape: readonly number[], strides: readonly number[], offset: number): this {
     this.assertLive("view");
     return new DeviceTensor(this.storage, dtype, shape, strides, offset) as this;
-  }
-  protected storageElements(dtype: DType): number {
-    return Math.floor(this.storage.nbytes / elementBytes(dtype));
   }
   /** Device address of element [0, …, 0]. */
   get ptr(): bigint {
@@ -264,6 +284,7 @@ export class DeviceTensor extends TensorBase implements Disposable {
   get byteSize(): number {
     return this.storage.nbytes;
   }
+  /** True once this view (or its storage) has been disposed. */
   get disposed(): boolean {
     return this.#disposed || this.storage.freed;
   }
@@ -278,6 +299,7 @@ export class DeviceTensor extends TensorBase implements Disposable {
     registry.unregister(this);
     this.storage.release();
   }
+  /** Same as {@link DeviceTensor.dispose}. */
   [Symbol.dispose](): void {
     this.dispose();
   }

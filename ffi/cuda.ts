@@ -23,13 +23,21 @@ const ST_OOM = 5;
 
 /** Static facts about a device (spec/API.md §2.3). */
 export interface DeviceInfo {
+  /** The device described. */
   device: Device;
+  /** The driver's name for it, e.g. "NVIDIA H200". */
   name: string;
+  /** Compute capability as a kernel target, e.g. "sm_90a". */
   arch: string;
+  /** Streaming multiprocessors. */
   smCount: number;
+  /** Device memory in bytes. */
   totalMemory: number;
+  /** Free device memory in bytes, now. */
   freeMemory: number;
+  /** Shared memory per SM in bytes. */
   maxSharedMemoryPerSm: number;
+  /** Shared memory one block may opt into, in bytes. */
   maxSharedMemoryPerBlockOptin: number;
   /** A shipped cubin matches this arch. */
   kernelsAvailable: boolean;

@@ -61,21 +61,29 @@ export interface PerTokenCastOptions extends OpOptions, SfOptions {
 
 /** Options of {@link perTokenCastWithSfOnly}. */
 export interface PerTokenCastWithSfOnlyOptions extends OpOptions, SfOptions {
+  /** Target format the scales are computed for. */
   fmt: QuantFmt;
+  /** Channels per scale: 16, 32, 64 or 128, or the whole row. */
   numPerChannels: number;
+  /** Preallocated sf with exactly the layout the options select. */
   out?: Tensor;
 }
 
 /** Options of {@link perTokenCastWithPrecomputedSf}. */
 export interface PerTokenCastWithPrecomputedSfOptions extends OpOptions {
+  /** Target format. */
   fmt: QuantFmt;
+  /** Channels per scale of the given sf: 16, 32, 64 or 128, or the whole row. */
   numPerChannels: number;
   /** The given sf is e4m3 (else fp32). */
   useE4m3Sf?: boolean;
   /** Accepted and without effect: the inverse is always the binary32 `1 / s` (spec/quant.md §2.5). */
   roundSf?: boolean;
+  /** Refused when true: a precomputed sf must be row-major. */
   useTmaAlignedColMajorSf?: boolean;
+  /** Refused when true: a precomputed sf must be fp32 or e4m3. */
   usePackedUe8m0?: boolean;
+  /** Preallocated contiguous data output. */
   out?: Tensor;
 }
 
