@@ -34,5 +34,6 @@ export function describeErrorWord(w: Uint32Array): { op: string; detail: string 
 export const OP_ID = {
   perTokenCast: registerOpId(1, "perTokenCast", {}),
   perTokenCastBack: registerOpId(2, "perTokenCastBack", {}),
+  castBack: registerOpId(3, "castBack", {}),
   guardSelftest: registerOpId(1000, "guardSelftest", { 1: "index out of range" }),
 } as const;

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { DeviceStorage } from "../core/tensor.ts";
 import { launchCount } from "../ffi/cuda.ts";
 import {
+  castBack,
   type Device,
   DeviceTensor,
   HostTensor,
@@ -116,3 +117,17 @@ test("tensor() refuses non-integer and negative sizes", () => {
   refuses("tensor", "shape", "SHAPE", () => tensor(new Float32Array(4), [-1, 4], "fp32"));
 });
 test("tensor() refuses data too short for shape and strides", () => refuses("tensor", "data", "SHAPE", () => tensor(new Float32Array(4), [2, 4], "fp32")));
+
+const CB = { fmt: "fp32", xBlockSize: [128, 128] } as const;
+const sfBlock = tensor(new Float32Array(1), [1, 1], "fp32");
+test("castBack refuses a missing xBlockSize", () => refuses("castBack", "xBlockSize", "VALUE", () => castBack([codes, sfBlock], { fmt: "fp32" } as never)));
+test("castBack refuses block shapes outside per-token, per-block and per-channel", () => {
+  refuses("castBack", "xBlockSize", "VALUE", () => castBack([codes, sfBlock], { fmt: "fp32", xBlockSize: [1, 1] }));
+  refuses("castBack", "xBlockSize", "VALUE", () => castBack([codes, sfBlock], { fmt: "fp32", xBlockSize: [64, 64] }));
+});
+test("castBack refuses an output fmt that is not fp32/bf16", () => refuses("castBack", "fmt", "VALUE", () => castBack([codes, sfBlock], { ...CB, fmt: "fp16" as never })));
+test("castBack refuses per-block scales of the wrong shape", () => refuses("castBack", "x[1]", "SHAPE", () => castBack([codes, sf], CB)));
+test("castBack refuses column-major scales with per-channel blocks", () => refuses("castBack", "x[1]", "LAYOUT", () => castBack([tensor(new Uint8Array(64 * 128), [64, 128], "e4m3"), tensor(new Float32Array(256), [128, 2], "fp32").transpose()], { fmt: "fp32", xBlockSize: [32, 1] })));
+test("castBack refuses e4m3 scales with per-channel blocks", () => refuses("castBack", "x[1]", "DTYPE", () => castBack([codes, tensor(new Uint8Array(128), [1, 128], "e4m3")], { fmt: "fp32", xBlockSize: [32, 1] })));
+test("castBack refuses token-packed scales of the wrong shape", () => refuses("castBack", "x[1]", "SHAPE", () => castBack([codes, tensor(new Int32Array(256), [2, 128], "int32")], { fmt: "fp32", xBlockSize: [32, 1] })));
+test("castBack refuses an unknown option", () => refuses("castBack", "numPerChannels", "VALUE", () => castBack([codes, sfBlock], { ...CB, numPerChannels: 128 } as never)));

@@ -1,11 +1,11 @@
 /**
  * The CPU reference of the per-token cast family against the conformance vectors, byte for byte
  * (golden/README.md): quant_per_token_cast, quant_per_token_cast_requant, and the per-token cases of
- * quant_cast_back through perTokenCastBack. The same cases run through the CUDA kernels in
+ * quant_cast_back through perTokenCastBack, and every case of quant_cast_back through castBack. The same cases run through the CUDA kernels in
  * per_token_cast_gpu.test.ts.
  * @module
  */
-import { type HostTensor, perTokenCast, perTokenCastBack, type Quantized } from "../mod.ts";
+import { castBack as castBackOp, type HostTensor, perTokenCast, perTokenCastBack, type Quantized } from "../mod.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, test } from "./harness.ts";
 
@@ -32,6 +32,14 @@ for (const c of castBack.cases) {
   test(`perTokenCastBack reference matches vector ${caseName(c)} → ${c.params.fmt}`, () => {
     const opts = { fmt: c.params.fmt as "fp32" | "bf16", numPerChannels: bs[1] };
     const out = perTokenCastBack(caseInput(castBack, c) as Quantized, opts);
+    assertBytesEqual(logicalBytes(out as HostTensor), logicalBytes(castBack.tensors[`${c.id}.out`]), `cpu ${c.id} out`);
+  });
+}
+
+for (const c of castBack.cases) {
+  test(`castBack reference matches vector ${caseName(c)} → ${c.params.fmt}`, () => {
+    const opts = { fmt: c.params.fmt as "fp32" | "bf16", xBlockSize: c.params.xBlockSize as [number, number] };
+    const out = castBackOp(caseInput(castBack, c) as Quantized, opts);
     assertBytesEqual(logicalBytes(out as HostTensor), logicalBytes(castBack.tensors[`${c.id}.out`]), `cpu ${c.id} out`);
   });
 }

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  castBack,
   createStream,
   deviceInfo,
   DeviceTensor,
@@ -374,3 +375,66 @@ gpuTest("repeated calls with one options object follow every change to it, and s
   dispose(y, outData);
   await Promise.resolve();
 });
+
+/** Random per-channel scales `[⌈T/r⌉, H]`: fp32 row-major, or UE8M0 bytes token-packed into int32 `[⌈nbm/4⌉, H]`. */
+function perChannelScales(rand: () => number, T: number, H: number, r: number, packed: boolean): HostTensor {
+  const nbm = Math.ceil(T / r);
+  if (!packed) return tensor(new Float32Array(nbm * H).map(() => Math.fround(2 ** (rand() * 30 - 15))), [nbm, H], "fp32");
+  const rows = Math.ceil(nbm / 4);
+  const w = new Int32Array(rows * H);
+  for (let p = 0; p < rows; p++) {
+    for (let k = 0; k < H; k++) {
+      let word = 0;
+      for (let i = 0; i < 4 && 4 * p + i < nbm; i++) word |= (Math.floor(rand() * 40) + 100) << (8 * i);
+      w[p * H + k] = word;
+    }
+  }
+  return tensor(w, [rows, H], "int32");
+}
+
+gpuTest("castBack kernel = reference for per-block and per-channel blocks, every scale layout", () => {
+  const rand = rng(8080);
+  for (const inFmt of ["e4m3", "e2m1"] as const) {
+    for (const [T, H] of [[1, 576], [33, 2048], [257, 7168]]) {
+      for (const bs of [[32, 32], [128, 128], [32, 128], [128, 32]] as [number, number][]) {
+        for (const layout of REQUANT_LAYOUTS) {
+          const x = randomQuantized(rand, T, H, inFmt, bs, layout);
+          const dx = up(x) as Quantized;
+          for (const fmt of ["fp32", "bf16"] as const) {
+            const c = castBack(x, { fmt, xBlockSize: bs });
+            const g = castBack(dx, { fmt, xBlockSize: bs });
+            sameAllocation(g, c, `${inFmt} [${bs}] ${layout} ${T}x${H} → ${fmt}`);
+            dispose(g);
+          }
+          dispose(dx);
+        }
+      }
+      for (const r of [32, 128]) {
+        for (const packed of [false, true]) {
+          const data = randomQuantized(rand, T, H, inFmt, [1, 128], "fp32-row")[0] as HostTensor;
+          const x: Quantized = [data, perChannelScales(rand, T, H, r, packed)];
+          const dx = up(x) as Quantized;
+          for (const fmt of ["fp32", "bf16"] as const) {
+            const c = castBack(x, { fmt, xBlockSize: [r, 1] });
+            const g = castBack(dx, { fmt, xBlockSize: [r, 1] });
+            sameAllocation(g, c, `${inFmt} [${r}, 1] ${packed ? "token-packed" : "fp32"} ${T}x${H} → ${fmt}`);
+            dispose(g);
+          }
+          dispose(dx);
+        }
+      }
+    }
+  }
+});
+
+{
+  const g = loadGolden("quant", "quant_cast_back");
+  gpuTest("castBack kernels match every case of quant_cast_back", async () => {
+    for (const c of g.cases) {
+      const dx = up(caseInput(g, c) as Quantized) as Quantized;
+      const out = castBack(dx, { fmt: c.params.fmt as "fp32" | "bf16", xBlockSize: c.params.xBlockSize as [number, number] });
+      assertBytesEqual(logicalBytes(await toHost(out)), logicalBytes(g.tensors[`${c.id}.out`]), `gpu ${c.id} out`);
+      dispose(dx, out);
+    }
+  });
+}

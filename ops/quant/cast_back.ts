@@ -1,5 +1,5 @@
 /**
- * Dequantization of a per-token cast: `perTokenCastBack` (spec/API.md §3.1, spec/quant.md §2.6, §6).
+ * Dequantization: `perTokenCastBack` and the generic block `castBack` (spec/API.md §3.1, spec/quant.md §2.6, §6).
  * @module
  */
 import { type OpOptions, place } from "../../core/backend.ts";
@@ -15,14 +15,15 @@ import {
   type HostTensor,
   type Quantized,
   type Stream,
+  isTensor,
   type Tensor,
 } from "../../core/tensor.ts";
 import { errorWordPtr, kernelFunction, LaunchPacket, rowsPerBlock } from "../../ffi/cuda.ts";
 import { OP_ID } from "../../ffi/op_ids.ts";
 import { CastBackParams } from "./cast_back.params.ts";
-import { castBackRef } from "./cast_back.ref.ts";
+import { type CastBackSf, castBackRef } from "./cast_back.ref.ts";
 import { SF_KIND } from "./per_token_cast.params.ts";
-import { type SfInput, sfInput } from "./sf_layout.ts";
+import { sfInput } from "./sf_layout.ts";
 
 /** Options of {@link perTokenCastBack}. */
 export interface PerTokenCastBackOptions extends OpOptions {
@@ -34,13 +35,23 @@ export interface PerTokenCastBackOptions extends OpOptions {
   out?: Tensor;
 }
 
+/** Options of {@link castBack}. */
+export interface CastBackOptions extends OpOptions {
+  /** Output dtype. */
+  fmt: "fp32" | "bf16";
+  /** Block of one scale, `[rows, cols]`: per-token `[1, 16|32|64|128]`, per-block `[32|128, 32|128]`, per-channel `[32|128, 1]`. */
+  xBlockSize: readonly [number, number];
+  /** Preallocated contiguous output `[T, H]`. */
+  out?: Tensor;
+}
+
 const packet = new LaunchPacket(CastBackParams);
 const THREADS = 256;
 
 /**
  * Dequantizes a `[data, sf]` pair of {@link perTokenCast}: `out = decode(q) · s` in binary32, then fp32 or bf16
  * (spec/quant.md §2.6). `data` is e4m3 `[T, H]` or e2m1x2 `[T, H/2]`; `sf` fp32 / e4m3 / packed UE8M0 (int32), row-
- * or column-major.
+ * or column-major. Same as {@link castBack} with `xBlockSize: [1, numPerChannels]`.
  *
  * @example
  * ```ts
@@ -55,6 +66,60 @@ export function perTokenCastBack(x: Quantized, options: PerTokenCastBackOptions)
   const op = "perTokenCastBack";
   checkOptions(op, options, ["fmt", "numPerChannels"]);
   if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
+  const H = Array.isArray(x) && isTensor(x[0]) ? x[0].shape[1] * (x[0].dtype === "e2m1x2" ? 2 : 1) : 0;
+  const n = options.numPerChannels === H && H > 0 ? H : oneOf(op, "numPerChannels", options.numPerChannels, [16, 32, 64, 128]);
+  return dequantize(op, x, options, 1, n);
+}
+
+/**
+ * Block dequantization (spec/quant.md §6): `out[t][j] = decode(q[t][j]) · s(⌊t/r⌋, ⌊j/c⌋)` in binary32, then fp32
+ * or bf16, for per-token `[1, c]`, per-block `[r, c]` and per-channel `[r, 1]` blocks. Scales: fp32 or e4m3, row-
+ * or TMA column-major (column-major not with `c = 1`); int32 packed UE8M0 channel-packed (row- or column-major)
+ * for `c > 1`, token-packed `[⌈nbm/4⌉, H]` for `c = 1`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { castBack, tensor } from "../../mod.ts";
+ * const data = tensor(new Uint8Array(64).fill(0x38), [1, 64], "e4m3"); // 1.0
+ * const sf = tensor([0.5, 4], [1, 2], "fp32");
+ * const y = castBack([data, sf], { fmt: "fp32", xBlockSize: [1, 32] }) as { data: Float32Array };
+ * assert.ok(y.data[0] === 0.5 && y.data[63] === 4);
+ * ```
+ */
+export function castBack(x: Quantized, options: CastBackOptions): Tensor {
+  const op = "castBack";
+  checkOptions(op, options, ["fmt", "xBlockSize"]);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and xBlockSize are required");
+  const bs = options.xBlockSize;
+  if (!Array.isArray(bs) || bs.length !== 2) throw new TkError(op, "xBlockSize", "VALUE", `is required, as [rows, cols] (got ${describe(bs)})`);
+  const [r, c] = bs;
+  const legal = (r === 1 && [16, 32, 64, 128].includes(c)) || ((r === 32 || r === 128) && (c === 32 || c === 128 || c === 1));
+  if (!legal) throw new TkError(op, "xBlockSize", "VALUE", `must be [1, 16|32|64|128], [32|128, 32|128] or [32|128, 1] (got ${describe(bs)})`);
+  return dequantize(op, x, options, r, c);
+}
+
+/** The scale layout castBack reads, with token packing for per-channel blocks (§4.2-3). */
+function castBackSf(op: string, sf: Tensor, nbm: number, nbk: number, c: number): CastBackSf {
+  if (c !== 1) return sfInput(op, "x[1]", sf, nbm, nbk);
+  if (sf.dtype === "fp32") {
+    if (sf.shape.length !== 2 || sf.shape[0] !== nbm || sf.shape[1] !== nbk) {
+      throw new TkError(op, "x[1]", "SHAPE", `expected scale shape [${nbm}, ${nbk}], got [${sf.shape.join(", ")}]`);
+    }
+    if (nbm > 0 && !sf.isContiguous()) throw new TkError(op, "x[1]", "LAYOUT", "per-channel fp32 scales must be row-major (column-major is not available with blocks [r, 1])");
+    return { kind: "fp32", s0: sf.strides[0], s1: sf.strides[1] };
+  }
+  if (sf.dtype !== "int32") throw new TkError(op, "x[1]", "DTYPE", `per-channel scales are fp32 or token-packed int32, got ${sf.dtype}`);
+  const rows = Math.ceil(nbm / 4);
+  if (sf.shape.length !== 2 || sf.shape[0] !== rows || sf.shape[1] !== nbk) {
+    throw new TkError(op, "x[1]", "SHAPE", `expected token-packed scale shape [${rows}, ${nbk}], got [${sf.shape.join(", ")}]`);
+  }
+  if (rows > 0 && !sf.isContiguous()) throw new TkError(op, "x[1]", "LAYOUT", "token-packed scales must be row-major");
+  return { kind: "packedToken", s0: sf.strides[0], s1: sf.strides[1] };
+}
+
+/** Shared body of {@link perTokenCastBack} and {@link castBack}: checks the pair and `out`, then dispatches. */
+function dequantize(op: string, x: unknown, options: CastBackOptions | PerTokenCastBackOptions, r: number, c: number): Tensor {
   const fmt = oneOf(op, "fmt", options.fmt, ["fp32", "bf16"] as const);
   if (!Array.isArray(x) || x.length !== 2) throw new TkError(op, "x", "VALUE", `expected a quantized pair [data, sf], got ${describe(x)}`);
   const data = checkTensor(op, "x[0]", x[0], ["e4m3", "e2m1x2"], 2);
@@ -62,9 +127,8 @@ export function perTokenCastBack(x: Quantized, options: PerTokenCastBackOptions)
   const H = data.shape[1] * (data.dtype === "e2m1x2" ? 2 : 1);
   if (H % 64 !== 0) throw new TkError(op, "x[0]", "SHAPE", `hidden size must be a multiple of 64 (got ${H})`);
   if (!data.isContiguous()) throw new TkError(op, "x[0]", "LAYOUT", "must be contiguous");
-  const N = options.numPerChannels === H && H > 0 ? H : oneOf(op, "numPerChannels", options.numPerChannels, [16, 32, 64, 128]);
   const sf = checkTensor(op, "x[1]", x[1], ["fp32", "e4m3", "int32"], 2);
-  const lay = sfInput(op, "x[1]", sf, T, Math.ceil(H / N));
+  const lay = castBackSf(op, sf, Math.ceil(T / r), Math.ceil(H / c), c);
   let out: Tensor | null = null;
   if (options.out !== undefined) {
     out = checkOutTensor(op, "out", options.out, fmt);
@@ -76,19 +140,19 @@ export function perTokenCastBack(x: Quantized, options: PerTokenCastBackOptions)
   if (pl.backend === "cuda" && !pl.staged) {
     const s = options.stream ?? deviceRuntime(op).defaultStream(pl.device);
     const o = out ?? deviceEmptyStrided(op, pl.device, [T, H], [H, 1], fmt, T * H, s);
-    launchCastBack(op, pl.device, s, data, sf, lay, o, H, 1, N);
+    launchCastBack(op, pl.device, s, data, sf, lay, o, H, r, c);
     return o;
   }
   if (pl.backend === "cuda") {
     const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
-    return runOnDeviceStaged(op, pl.device, [data, sf], [out], ([dd, ds]) => [perTokenCastBack([dd!, ds!], local)])[0];
+    return runOnDeviceStaged(op, pl.device, [data, sf], [out], ([dd, ds]) => [dequantize(op, [dd!, ds!], local, r, c)])[0];
   }
   const hs = onHost(sf) as HostTensor;
-  const res = castBackRef(onHost(data) as HostTensor, hs, { kind: lay.kind, s0: hs.strides[0], s1: hs.strides[1] }, H, 1, N, fmt, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
+  const res = castBackRef(onHost(data) as HostTensor, hs, { kind: lay.kind, s0: hs.strides[0], s1: hs.strides[1] }, H, r, c, fmt, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
   return pl.staged ? resultToDevice(op, res, out, pl.device!) : res;
 }
 
-function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor, sf: Tensor, lay: SfInput, out: Tensor, H: number, r: number, c: number): void {
+function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor, sf: Tensor, lay: CastBackSf, out: Tensor, H: number, r: number, c: number): void {
   const T = data.shape[0];
   if (T === 0) return;
   const sym = `tk_cast_back__${data.dtype === "e2m1x2" ? "e2m1" : "e4m3"}_${out.dtype}`;
@@ -108,7 +172,7 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.block_rows, r);
   p.u32(w.block_cols, c);
   p.u32(w.sf_kind, SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
-  p.u32(w.op_id, OP_ID.perTokenCastBack);
+  p.u32(w.op_id, op === "castBack" ? OP_ID.castBack : OP_ID.perTokenCastBack);
   p.setLaunch(fn, stream.handle, castBackGrid(device, T, H, out.dtype as "fp32" | "bf16"), THREADS, 0, false, device.index);
   p.launch(op);
 }

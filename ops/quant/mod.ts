@@ -12,4 +12,4 @@ export {
   type QuantFmt,
   type SfOptions,
 } from "./per_token_cast.ts";
-export { perTokenCastBack, type PerTokenCastBackOptions } from "./cast_back.ts";
+export { castBack, type CastBackOptions, perTokenCastBack, type PerTokenCastBackOptions } from "./cast_back.ts";

@@ -52,7 +52,7 @@ export interface PerTokenCastOptions extends OpOptions, SfOptions {
   /** Channels per scale: 16, 32, 64 or 128, or the whole row (`H`, plain input only). */
   numPerChannels: number;
   /** Block size `[rows, cols]` of a quantized input's scales (required iff `x` is `[data, sf]`). */
-  xBlockSize?: [number, number];
+  xBlockSize?: readonly [number, number];
   /** Stochastic rounding: comes with the quantization-family issue; only `false` is accepted now. */
   stochasticCast?: boolean;
   /** Preallocated outputs. `data` contiguous; `sf` with exactly the layout the options select. */
