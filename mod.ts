@@ -49,3 +49,5 @@ export { createStream, releaseCachedMemory, synchronize } from "./ffi/cuda.ts";
 export { deviceInfo, type DeviceInfo, devices } from "./ffi/devices.ts";
 export { ready } from "./ffi/loader.ts";
 export * from "./ops/quant/mod.ts";
+export { normBackward, type NormBackwardOptions, normForward, type NormForwardOptions } from "./ops/norm/mod.ts";
+export { applyRotary, type ApplyRotaryOptions } from "./ops/transform/mod.ts";

@@ -90,3 +90,32 @@ export function place(
   if (b === "cuda") return { backend: "cuda", staged: true, device: usable(op, config.defaultDevice ?? { kind: "cuda", index: 0 }) };
   return CPU;
 }
+
+/** Where a call of an op without a CUDA kernel runs: the CPU, or the CPU with device tensors staged through it. */
+export type HostPlacement = Extract<Placement, { backend: "cpu" }>;
+
+/**
+ * `place()` for an op without a CUDA kernel. Host inputs run the CPU reference; device inputs with
+ * `backend: "cpu"` are staged through the host. Everything that would need the (missing) kernel — device inputs
+ * with `backend` "auto" or "cuda", host inputs with `backend: "cuda"` or `TK_BACKEND=cuda` — is refused with
+ * `UNSUPPORTED` before anything is written. Backend values, device mixes and Ascend are checked by `place()`.
+ */
+export function placeWithoutKernel(
+  op: string,
+  backend: unknown,
+  t0: Tensor | null | undefined,
+  t1?: Tensor | null,
+  t2?: Tensor | null,
+  t3?: Tensor | null,
+): HostPlacement {
+  const onDevice = t0 instanceof DeviceTensor || t1 instanceof DeviceTensor || t2 instanceof DeviceTensor ||
+    t3 instanceof DeviceTensor;
+  // Device inputs under "auto", and an explicit "cuda", are placed as for "cpu" first, so that device mixes are
+  // reported as such and no device runtime is asked for a kernel that does not exist.
+  const asked = backend === "cuda" || (onDevice && (backend === undefined || backend === "auto")) ? "cpu" : backend;
+  const pl = place(op, asked, t0, t1, t2, t3);
+  if (pl.backend === "cuda" || asked !== backend) {
+    throw new TkError(op, "backend", "UNSUPPORTED", `${op} has no CUDA kernel yet; run it with host tensors or backend: "cpu"`);
+  }
+  return pl;
+}

@@ -113,3 +113,23 @@ export function checkOutTensor(op: string, arg: string, t: unknown, dtype: DType
   if (t.dtype !== dtype) throw new TkError(op, arg, "OUT_MISMATCH", `expected dtype ${dtype}, got ${t.dtype}`);
   return t;
 }
+
+/**
+ * True when two logical elements of a view share one address: with the dimensions of size > 1 sorted by
+ * |stride|, each stride must be at least the span of the smaller-stride dimensions (spec/norm-rope-rand.md D.10).
+ */
+export function selfOverlapping(t: Tensor): boolean {
+  const dims: number[] = [];
+  for (let i = 0; i < t.shape.length; i++) {
+    if (t.shape[i] === 0) return false;
+    if (t.shape[i] > 1) dims.push(i);
+  }
+  dims.sort((a, b) => Math.abs(t.strides[a]) - Math.abs(t.strides[b]));
+  let span = 1;
+  for (const d of dims) {
+    const s = Math.abs(t.strides[d]);
+    if (s < span) return true;
+    span += s * (t.shape[d] - 1);
+  }
+  return false;
+}

@@ -98,3 +98,17 @@ export function resultToDevice(op: string, h: HostTensor, out: Tensor | null, de
   copyInto(op, out, h);
   return out;
 }
+
+/**
+ * Writes a host copy made by `onHost` (a copy of the storage span the view touches, same strides) back over that
+ * span of the device view: the inverse of `toHostSync`, for in-place ops staged through the host. Elements of
+ * the span outside the view go back with the bits they were read with.
+ */
+export function writeBackSpan(op: string, dst: DeviceTensor, src: HostTensor): void {
+  if (dst.numel === 0) return;
+  let lo = dst.offset;
+  for (let i = 0; i < dst.shape.length; i++) if (dst.strides[i] < 0) lo += (dst.shape[i] - 1) * dst.strides[i];
+  const eb = elementBytes(dst.dtype);
+  const bytes = new Uint8Array(src.data.buffer, src.data.byteOffset, src.data.byteLength);
+  deviceRuntime(op).copyHtoD(dst.device, dst.storage.base + lo * eb, bytes, dst.storage.stream);
+}

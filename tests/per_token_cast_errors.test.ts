@@ -3,60 +3,18 @@
  * launched or written (inputs are byte-identical afterwards, the launch counter does not move).
  * @module
  */
-import assert from "node:assert/strict";
-import { DeviceStorage } from "../core/tensor.ts";
-import { launchCount } from "../ffi/cuda.ts";
-import {
-  castBack,
-  type Device,
-  DeviceTensor,
-  HostTensor,
-  perTokenCast,
-  perTokenCastBack,
-  perTokenCastWithPrecomputedSf,
-  perTokenCastWithSfOnly,
-  type Stream,
-  type Tensor,
-  tensor,
-  TkError,
-} from "../mod.ts";
+import { castBack, perTokenCast, perTokenCastBack, perTokenCastWithPrecomputedSf, perTokenCastWithSfOnly, type Tensor, tensor } from "../mod.ts";
 import { test } from "./harness.ts";
+import { fakeDevice, refuses as refusesWith } from "./refuses.ts";
+
+/** {@link refusesWith} with this file's inputs as the ones that must stay unchanged. */
+function refuses(op: string, arg: string, code: string, f: () => unknown, inputs: Tensor[] = [x, codes, sf]): void {
+  refusesWith(op, arg, code, f, inputs);
+}
 
 const x = tensor(new Float32Array(4 * 128).map((_, i) => Math.sin(i) * 10), [4, 128], "fp32");
 const codes = tensor(new Uint8Array(4 * 128).fill(0x38), [4, 128], "e4m3");
 const sf = tensor(new Float32Array(4).fill(1), [4, 1], "fp32");
-
-/**
- * A device tensor over a fake address: enough for checks that must fail before any device call. Its storage
- * claims 0 bytes, so disposing it never hands the fake address to the runtime's allocator.
- */
-function fakeDevice(dtype: "fp32" | "e4m3", shape: number[], index = 0): DeviceTensor {
-  const device: Device = { kind: "cuda", index };
-  const stream = { device, handle: 0, synchronize: () => Promise.resolve(), [Symbol.dispose]() {} } as Stream;
-  const storage = new DeviceStorage(device, 0x10000, 0, stream);
-  return new DeviceTensor(storage, dtype, shape, shape.length === 2 ? [shape[1], 1] : [1]);
-}
-
-function snapshot(ts: Tensor[]): Uint8Array[] {
-  return ts.filter((t): t is HostTensor => t instanceof HostTensor).map((t) => t.bytes.slice());
-}
-
-/** Asserts `f` throws TkError(op, arg, code) without launching or modifying the host inputs. */
-function refuses(op: string, arg: string, code: string, f: () => unknown, inputs: Tensor[] = [x, codes, sf]): void {
-  const before = snapshot(inputs);
-  const launches = launchCount();
-  assert.throws(f, (e: unknown) => {
-    assert.ok(e instanceof TkError, `expected TkError, got ${String(e)}`);
-    assert.equal(e.op, op, e.message);
-    assert.equal(e.arg, arg, e.message);
-    assert.equal(e.code, code, e.message);
-    assert.ok(e.message.startsWith(`${op}: ${arg}: `), e.message);
-    return true;
-  });
-  assert.equal(launchCount(), launches, "a refused call launched a kernel");
-  const after = snapshot(inputs);
-  before.forEach((b, i) => assert.deepEqual(after[i], b, "a refused call modified an input"));
-}
 
 const OK = { fmt: "e4m3", numPerChannels: 128 } as const;
 

@@ -13,3 +13,27 @@ export {
   type SfOptions,
 } from "./per_token_cast.ts";
 export { castBack, type CastBackOptions, perTokenCastBack, type PerTokenCastBackOptions } from "./cast_back.ts";
+export {
+  perBlockCast,
+  type PerBlockCastOptions,
+  perBlockCastWithPrecomputedSf,
+  type PerBlockCastWithPrecomputedSfOptions,
+  perBlockCastWithSfOnly,
+  type PerBlockCastWithSfOnlyOptions,
+} from "./per_block_cast.ts";
+export { perTokenCastAndCastBack, type PerTokenCastAndCastBackOptions } from "./per_token_cast_and_cast_back.ts";
+export { cast, type CastOptions } from "./cast.ts";
+export { unpackFromE2m1fnX2, type UnpackFromE2m1fnX2Options } from "./unpack.ts";
+// The runtime types the quant signatures mention, so that this entry point documents on its own.
+export type { Backend, OpOptions } from "../../core/backend.ts";
+export type { DType, TypedArray } from "../../core/dtype.ts";
+export {
+  type Device,
+  DeviceStorage,
+  DeviceTensor,
+  HostTensor,
+  type Quantized,
+  type Stream,
+  type Tensor,
+  TensorBase,
+} from "../../core/tensor.ts";

@@ -30,20 +30,9 @@ import {
 } from "./per_token_cast.ref.ts";
 import { amaxClampFor, type QuantFmt, type ScaleRule } from "./scale.ref.ts";
 import { type SfGeometry, type SfInput, type SfLayout, sfGeometry, sfInput } from "./sf_layout.ts";
+import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 
-export type { QuantFmt };
-
-/** Scale-factor options shared by the casts (spec/API.md §3.1 `SfOptions`). */
-export interface SfOptions {
-  /** Store sf column-major with the token dimension padded to 16 bytes (DeepGEMM's layout). Default false. */
-  useTmaAlignedColMajorSf?: boolean;
-  /** Round each scale up to a power of two. Default false. */
-  roundSf?: boolean;
-  /** Store power-of-two scales as UE8M0 bytes packed four per int32; requires `roundSf`. Default false. */
-  usePackedUe8m0?: boolean;
-  /** Store scales as e4m3 bytes (NVFP4-style); not with `roundSf` or packing. Default false. */
-  useE4m3Sf?: boolean;
-}
+export type { QuantFmt, SfOptions };
 
 /** Options of {@link perTokenCast}. */
 export interface PerTokenCastOptions extends OpOptions, SfOptions {
@@ -99,17 +88,6 @@ interface Resolved {
   readonly q: { sf: Tensor; sfIn: SfInput; blockRows: number; blockCols: number } | null;
   /** Geometry of the sf output. */
   readonly g: SfGeometry;
-}
-
-function checkSfOptions(op: string, o: SfOptions): { colMajor: boolean; roundSf: boolean; packed: boolean; e4m3Sf: boolean } {
-  const colMajor = optBool(op, "useTmaAlignedColMajorSf", o.useTmaAlignedColMajorSf);
-  const roundSf = optBool(op, "roundSf", o.roundSf);
-  const packed = optBool(op, "usePackedUe8m0", o.usePackedUe8m0);
-  const e4m3Sf = optBool(op, "useE4m3Sf", o.useE4m3Sf);
-  if (packed && !roundSf) throw new TkError(op, "usePackedUe8m0", "VALUE", "requires roundSf: true (UE8M0 stores powers of two)");
-  if (roundSf && e4m3Sf) throw new TkError(op, "useE4m3Sf", "VALUE", "cannot be combined with roundSf");
-  if (packed && e4m3Sf) throw new TkError(op, "useE4m3Sf", "VALUE", "cannot be combined with usePackedUe8m0");
-  return { colMajor, roundSf, packed, e4m3Sf };
 }
 
 /** Checks a plain `x`: fp32/bf16 `[T, H]`, last stride 1, row stride ≥ H, H % 64 == 0. Returns [T, H]. */

@@ -1,0 +1,21 @@
+/**
+ * The RMSNorm family (`jsr:@tk/kernels/norm`): `normForward` and `normBackward`, with a bit-exact CPU reference
+ * (spec/norm-rope-rand.md Part A and D). No CUDA kernel yet: device tensors run with `backend: "cpu"`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { normForward } from "./mod.ts";
+ * import { tensor } from "../../core/tensor.ts";
+ * const x = tensor(new Float32Array(2 * 64).fill(3), [2, 64], "fp32");
+ * const [out] = normForward(x, null, { eps: 0, outScale: 2 });
+ * assert.equal((out as { data: Float32Array }).data[0], 2);
+ * ```
+ * @module
+ */
+export { normForward, type NormForwardOptions } from "./norm_forward.ts";
+export { normBackward, type NormBackwardOptions } from "./norm_backward.ts";
+// The types the signatures above refer to, so that this entry point documents on its own.
+export type { Backend, OpOptions } from "../../core/backend.ts";
+export type { Device, DeviceStorage, DeviceTensor, HostTensor, Stream, Tensor, TensorBase } from "../../core/tensor.ts";
+export type { DType, TypedArray } from "../../core/dtype.ts";

@@ -1,0 +1,139 @@
+/**
+ * Rotary position embedding: `applyRotary` (spec/API.md §3.3; numerics and legal arguments:
+ * spec/norm-rope-rand.md §B.3, D.6, D.10). Checks, then dispatch to the CPU reference (`rope.ref.ts`). There is
+ * no CUDA kernel yet: device inputs run only with `backend: "cpu"` (staged through the host).
+ * @module
+ */
+import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { checkOptions, checkTensor, describe, optBool, selfOverlapping } from "../../core/checks.ts";
+import { TkError } from "../../core/errors.ts";
+import { onHost, writeBackSpan } from "../../core/stage.ts";
+import { DeviceTensor, type HostTensor, type Tensor } from "../../core/tensor.ts";
+import { rotaryRows, rotateRef } from "./rope.ref.ts";
+
+/** Options of {@link applyRotary}. */
+export interface ApplyRotaryOptions extends OpOptions {
+  /** Rotated too, with the same cache rows: same rank, dtype, `D` and leading dims as `query`, own head count. */
+  key?: Tensor;
+  /** int32/int64 positions, `[T]` (3-D) or `[B, S]` (4-D, any batch stride including 0); default `s`. */
+  positions?: Tensor;
+  /** GPT-J pairs `(2i, 2i+1)` instead of NeoX `(i, i + D/2)`. Default false. */
+  interleaved?: boolean;
+  /** Rotate by the conjugate (the inverse rotation, for backward). Default false. */
+  conjugate?: boolean;
+  /** Added to every position (or to the token index). Default 0. */
+  seqlenOffset?: number;
+}
+
+const KEYS = ["key", "positions", "interleaved", "conjugate", "seqlenOffset"];
+const DIMS = [32, 64, 128, 256];
+
+function shapeText(s: readonly number[]): string {
+  return `[${s.join(", ")}]`;
+}
+
+/** A rotated tensor: 3-D or 4-D, fp16/bf16/fp32, unit last stride, no two elements at one address. */
+function checkRotated(op: string, arg: string, t: unknown): Tensor {
+  const r = checkTensor(op, arg, t, ["fp16", "bf16", "fp32"]);
+  if (r.shape.length !== 3 && r.shape.length !== 4) throw new TkError(op, arg, "SHAPE", `expected [T, heads, D] or [B, S, heads, D], got shape ${shapeText(r.shape)}`);
+  const D = r.shape[r.shape.length - 1];
+  if (!DIMS.includes(D)) throw new TkError(op, arg, "SHAPE", `the rotary dimension (last) must be one of ${DIMS.join(", ")} (got ${D})`);
+  if (r.strides[r.strides.length - 1] !== 1) throw new TkError(op, arg, "LAYOUT", `last dimension must be contiguous (stride 1), got stride ${r.strides[r.strides.length - 1]}`);
+  if (selfOverlapping(r)) throw new TkError(op, arg, "LAYOUT", `two of its elements share an address (shape ${shapeText(r.shape)}, strides [${r.strides.join(", ")}])`);
+  return r;
+}
+
+/**
+ * Rotates `query` (and `key`) in place by the angles of `cosSinCache` (spec/norm-rope-rand.md §B.3). `query` is
+ * `[T, heads, D]` or `[B, S, heads, D]` (fp16/bf16/fp32, `D` ∈ 32, 64, 128, 256, any strides with a unit last
+ * stride — partial rotary is a slice such as the trailing 64 of a 192-wide head); `cosSinCache` is fp32
+ * `[R, D]`, cos in columns `[0, D/2)`, sin in `[D/2, D)`. Token `(b, s)` uses row `seqlenOffset + positions[b, s]`
+ * (or `seqlenOffset + s`). Pairs are NeoX `(i, i + D/2)` or, with `interleaved`, GPT-J `(2i, 2i+1)`:
+ * `a' = fma(a, cos, −b·sin)`, `b' = fma(a, sin, b·cos)` in binary32, rounded once to the dtype (`conjugate`:
+ * the inverse rotation). Only the view's elements are written. Returns `[query, key | null]`, the same tensors.
+ *
+ * There is no CUDA kernel yet: host tensors run the CPU reference; device tensors need `backend: "cpu"`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { applyRotary } from "./mod.ts";
+ * import { tensor } from "../../core/tensor.ts";
+ * const q = tensor(new Float32Array(32).map((_, i) => (i < 16 ? 1 : 0)), [1, 1, 32], "fp32");
+ * const cache = tensor(new Float32Array(32).map((_, i) => (i < 16 ? 0 : 1)), [1, 32], "fp32"); // cos 0, sin 1
+ * applyRotary(q, cache, {});
+ * const d = (q as { data: Float32Array }).data;
+ * assert.ok(d[0] === 0 && d[16] === 1); // (1 + 0i) · i = i
+ * ```
+ */
+export function applyRotary(query: Tensor, cosSinCache: Tensor, options: ApplyRotaryOptions = {}): [query: Tensor, key: Tensor | null] {
+  const op = "applyRotary";
+  checkOptions(op, options, KEYS);
+  const o = options ?? {};
+  if ((o as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", "applyRotary rotates query and key in place and takes no out");
+  const q = checkRotated(op, "query", query);
+  const four = q.shape.length === 4;
+  const D = q.shape[q.shape.length - 1];
+  const cache = checkTensor(op, "cosSinCache", cosSinCache, ["fp32"], 2);
+  if (cache.shape[1] !== D) throw new TkError(op, "cosSinCache", "SHAPE", `expected ${D} columns (the rotary dimension of query), got shape ${shapeText(cache.shape)}`);
+  if (cache.strides[1] !== 1) throw new TkError(op, "cosSinCache", "LAYOUT", `columns must be contiguous (stride 1), got stride ${cache.strides[1]}`);
+  const R = cache.shape[0];
+  const B = four ? q.shape[0] : 1;
+  const S = four ? q.shape[1] : q.shape[0];
+  let k: Tensor | null = null;
+  if (o.key !== undefined) {
+    k = checkRotated(op, "key", o.key);
+    if (k.dtype !== q.dtype) throw new TkError(op, "key", "DTYPE", `expected dtype ${q.dtype} (as query), got ${k.dtype}`);
+    const lead = four ? 2 : 1;
+    if (k.shape.length !== q.shape.length || k.shape[k.shape.length - 1] !== D || k.shape.slice(0, lead).some((d, i) => d !== q.shape[i])) {
+      throw new TkError(op, "key", "SHAPE", `expected shape [${q.shape.slice(0, lead).join(", ")}, heads, ${D}] (as query), got ${shapeText(k.shape)}`);
+    }
+    if (k.numel > 0 && q.numel > 0 && sameStart(k, q)) throw new TkError(op, "key", "VALUE", "starts at the same address as query");
+  }
+  let pos: Tensor | null = null;
+  if (o.positions !== undefined) {
+    pos = checkTensor(op, "positions", o.positions, ["int32", "int64"]);
+    const want = four ? [B, S] : [S];
+    if (pos.shape.length !== want.length || pos.shape.some((d, i) => d !== want[i])) {
+      throw new TkError(op, "positions", "SHAPE", `expected shape ${shapeText(want)}, got ${shapeText(pos.shape)}`);
+    }
+    if (S > 1 && pos.strides[pos.strides.length - 1] !== 1) throw new TkError(op, "positions", "LAYOUT", `last dimension must be contiguous (stride 1), got stride ${pos.strides[pos.strides.length - 1]}`);
+  }
+  const interleaved = optBool(op, "interleaved", o.interleaved);
+  const conjugate = optBool(op, "conjugate", o.conjugate);
+  const off = o.seqlenOffset ?? 0;
+  if (typeof off !== "number" || !Number.isSafeInteger(off)) throw new TkError(op, "seqlenOffset", "VALUE", `expected an integer, got ${describe(off)}`);
+  const work = q.numel > 0 || (k !== null && k.numel > 0);
+  if (!pos && work && (off < 0 || off + S > R)) {
+    throw new TkError(op, "seqlenOffset", "VALUE", `without positions, seqlenOffset and seqlenOffset + S must lie in [0, ${R}] (got ${off} with S = ${S})`);
+  }
+  if (work && R === 0) throw new TkError(op, "cosSinCache", "SHAPE", "has no rows, but there is something to rotate");
+  const pl = placeWithoutKernel(op, o.backend, q, cache, k, pos);
+  if (!work) return [query, k];
+
+  const args = { interleaved, conjugate, seqlenOffset: off };
+  const hq = onHost(q) as HostTensor;
+  const hk = onHost(k);
+  // Every row is computed (and checked) before anything is written.
+  const rows = rotaryRows(op, B, S, onHost(pos), off, R);
+  const hc = onHost(cache) as HostTensor;
+  rotateRef(hq, hc, rows, args);
+  if (hk) rotateRef(hk, hc, rows, args);
+  if (pl.staged) {
+    writeBackSpan(op, q as DeviceTensor, hq);
+    if (k && hk) writeBackSpan(op, k as DeviceTensor, hk);
+  }
+  return [query, k];
+}
+
+/** True when two views start at the same element of the same storage. */
+function sameStart(a: Tensor, b: Tensor): boolean {
+  if (a instanceof DeviceTensor || b instanceof DeviceTensor) {
+    return a instanceof DeviceTensor && b instanceof DeviceTensor && a.addr === b.addr;
+  }
+  return a.data.buffer === b.data.buffer && a.data.byteOffset + a.offset * bytesOf(a) === b.data.byteOffset + b.offset * bytesOf(b);
+}
+
+function bytesOf(t: Tensor): number {
+  return t.dtype === "fp32" ? 4 : 2;
+}
