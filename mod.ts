@@ -49,5 +49,16 @@ export { createStream, releaseCachedMemory, synchronize } from "./ffi/cuda.ts";
 export { deviceInfo, type DeviceInfo, devices } from "./ffi/devices.ts";
 export { ready } from "./ffi/loader.ts";
 export * from "./ops/quant/mod.ts";
-export { normBackward, type NormBackwardOptions, normForward, type NormForwardOptions } from "./ops/norm/mod.ts";
+export {
+  addRmsnormForwardAndPerTokenCast,
+  type AddRmsnormForwardAndPerTokenCastOptions,
+  normBackward,
+  type NormBackwardOptions,
+  type NormCastSfOptions,
+  normForward,
+  normForwardAndPerTokenCast,
+  type NormForwardAndPerTokenCastOptions,
+  type NormForwardOptions,
+} from "./ops/norm/mod.ts";
+export { randn, type RandnDType, randnLike, type RandnLikeOptions, type RandnOptions, setSeed } from "./ops/rand/mod.ts";
 export { applyRotary, type ApplyRotaryOptions } from "./ops/transform/mod.ts";

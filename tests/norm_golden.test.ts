@@ -10,7 +10,7 @@ import { decodeBf16, f32Bits, f32FromBits } from "../core/dtype.ts";
 import { contiguousHost, type HostTensor, tensor } from "../core/tensor.ts";
 import { normBackward, normForward } from "../ops/norm/mod.ts";
 import { applyRotary } from "../ops/transform/mod.ts";
-import { type GoldenCase, loadGolden, logicalBytes } from "./golden.ts";
+import { type GoldenCase, loadGolden, logicalBytes, knownDisagreements } from "./golden.ts";
 import { assertBytesEqual, rng, test } from "./harness.ts";
 
 // ---- comparison helpers -----------------------------------------------------------------------------------
@@ -100,7 +100,7 @@ function caseName(c: GoldenCase): string {
  * spec; these cases are still run, must still fail the stated tolerance (else the list is stale), and must meet
  * the looser bound that the reason explains.
  */
-const KNOWN_DISAGREEMENTS: Record<string, string> = {
+const known = knownDisagreements({
   // spec/norm-rope-rand.md §B.3/D.6 fix the fma form a' = fma(a, c, −(b ⊗ s)); the fp32 rope vectors use the
   // separate form (a ⊗ c) ⊖ (b ⊗ s) (golden/README.md "RoPE"). Where the two terms cancel, the results differ by
   // more than the stated 2 ulp of the result (up to 9 observed), though by less than 2^-22 of the head's largest
@@ -111,16 +111,8 @@ const KNOWN_DISAGREEMENTS: Record<string, string> = {
   "rope/c007": "fp32 rope: fma (spec) vs separate multiply-add (vector) under cancellation",
   "rope/c012": "fp32 rope: fma (spec) vs separate multiply-add (vector) under cancellation",
   "rope/c017": "fp32 rope: fma (spec) vs separate multiply-add (vector) under cancellation",
-};
-let disagreementsSeen = 0;
+});
 
-/** Runs the stated comparison; for a listed disagreement, requires that it fails and that `looser` holds. */
-function compareCase(key: string, stated: () => void, looser: () => void): void {
-  if (!(key in KNOWN_DISAGREEMENTS)) return stated();
-  assert.throws(stated, `${key} is listed as a known disagreement but now meets the stated tolerance`);
-  disagreementsSeen++;
-  looser();
-}
 
 // ---- normForward ------------------------------------------------------------------------------------------
 
@@ -172,7 +164,7 @@ for (const c of rope.cases) {
     applyRotary(query, t("cosSin"), { positions, interleaved: p.interleaved, conjugate: p.conjugate, seqlenOffset: p.seqlenOffset });
     const expected = t("out");
     const ulps = storage.dtype === "bf16" ? 1 : 2;
-    compareCase(`rope/${c.id}`, () => assertUlpClose(storage, expected, ulps, `${c.id} out`), () => assertUlpClose(storage, expected, ulps, `${c.id} out`, 2 ** -22));
+    known.compare(`rope/${c.id}`, () => assertUlpClose(storage, expected, ulps, `${c.id} out`), () => assertUlpClose(storage, expected, ulps, `${c.id} out`, 2 ** -22));
     if (p.sliceStart !== undefined) {
       // The elements outside the slice are the input's, bit for bit.
       const eb = storage.dtype === "fp32" ? 4 : 2;
@@ -188,8 +180,8 @@ for (const c of rope.cases) {
 }
 
 test("the norm vectors disagree with the spec only where listed (6 fp32 rope cases)", () => {
-  assert.equal(disagreementsSeen, Object.keys(KNOWN_DISAGREEMENTS).length);
-  assert.equal(disagreementsSeen, 6);
+  assert.equal(known.seen, known.listed);
+  assert.equal(known.seen, 6);
 });
 
 // ---- RoPE writes only the rotated view ----------------------------------------------------------------------

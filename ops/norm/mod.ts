@@ -1,6 +1,7 @@
 /**
- * The RMSNorm family (`jsr:@tk/kernels/norm`): `normForward` and `normBackward`, with a bit-exact CPU reference
- * (spec/norm-rope-rand.md Part A and D). No CUDA kernel yet: device tensors run with `backend: "cpu"`.
+ * The RMSNorm family (`jsr:@tk/kernels/norm`): `normForward`, `normForwardAndPerTokenCast`,
+ * `addRmsnormForwardAndPerTokenCast` and `normBackward`, with a bit-exact CPU reference (spec/norm-rope-rand.md
+ * Part A and D). No CUDA kernel yet: device tensors run with `backend: "cpu"`.
  *
  * @example
  * ```ts
@@ -15,7 +16,14 @@
  */
 export { normForward, type NormForwardOptions } from "./norm_forward.ts";
 export { normBackward, type NormBackwardOptions } from "./norm_backward.ts";
+export {
+  addRmsnormForwardAndPerTokenCast,
+  type AddRmsnormForwardAndPerTokenCastOptions,
+  type NormCastSfOptions,
+  normForwardAndPerTokenCast,
+  type NormForwardAndPerTokenCastOptions,
+} from "./norm_forward_and_per_token_cast.ts";
 // The types the signatures above refer to, so that this entry point documents on its own.
 export type { Backend, OpOptions } from "../../core/backend.ts";
-export type { Device, DeviceStorage, DeviceTensor, HostTensor, Stream, Tensor, TensorBase } from "../../core/tensor.ts";
+export type { Device, DeviceStorage, DeviceTensor, HostTensor, Quantized, Stream, Tensor, TensorBase } from "../../core/tensor.ts";
 export type { DType, TypedArray } from "../../core/dtype.ts";

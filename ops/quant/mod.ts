@@ -24,6 +24,16 @@ export {
 export { perTokenCastAndCastBack, type PerTokenCastAndCastBackOptions } from "./per_token_cast_and_cast_back.ts";
 export { cast, type CastOptions } from "./cast.ts";
 export { unpackFromE2m1fnX2, type UnpackFromE2m1fnX2Options } from "./unpack.ts";
+export {
+  perChannelCast,
+  perChannelCastAndTranspose,
+  type PerChannelCastAndTransposeOptions,
+  perChannelCastFused,
+  type PerChannelCastFusedOptions,
+  type PerChannelCastOptions,
+} from "./per_channel_cast.ts";
+export { perBlockCastLossless, type PerBlockCastLosslessOptions } from "./per_block_cast_lossless.ts";
+export { batchedTransposeWeightSf, type BatchedTransposeWeightSfOptions } from "./batched_transpose_weight_sf.ts";
 // The runtime types the quant signatures mention, so that this entry point documents on its own.
 export type { Backend, OpOptions } from "../../core/backend.ts";
 export type { DType, TypedArray } from "../../core/dtype.ts";

@@ -1,0 +1,263 @@
+/**
+ * RMSNorm forward fused with the per-token FP8 cast: `normForwardAndPerTokenCast` and
+ * `addRmsnormForwardAndPerTokenCast` (spec/API.md §3.2; numerics and legal arguments: spec/norm-rope-rand.md §A.4,
+ * D.5, D.10). Checks, then dispatch to the CPU reference: `normForward` for the norm (its own checks run there and
+ * its refusals are re-issued under this op's name), then `castNormalizedRef`. There is no CUDA kernel yet: device
+ * inputs run only with `backend: "cpu"` (staged through the host).
+ * @module
+ */
+import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { checkOptions, checkOutTensor, checkTensor, oneOf, overlaps } from "../../core/checks.ts";
+import { TkError } from "../../core/errors.ts";
+import { onHost, resultToDevice } from "../../core/stage.ts";
+import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
+import type { PerTokenArgs } from "../quant/per_token_cast.ref.ts";
+import { amaxClampFor } from "../quant/scale.ref.ts";
+import { sfGeometry, type SfLayout } from "../quant/sf_layout.ts";
+import { checkSfOptions } from "../quant/sf_options.ts";
+import { shapeText } from "./checks.ts";
+import { normForward } from "./norm_forward.ts";
+import { castNormalizedRef } from "./norm_forward_and_per_token_cast.ref.ts";
+
+/** Scale-factor options of the fused casts (spec/API.md §3.1 `SfOptions` without `useE4m3Sf`). */
+export interface NormCastSfOptions {
+  /** Store sf column-major with the token dimension padded to 16 bytes (per batch for 3-D). Default false. */
+  useTmaAlignedColMajorSf?: boolean;
+  /** Round each scale up to a power of two. Default false. */
+  roundSf?: boolean;
+  /** Store power-of-two scales as UE8M0 bytes packed four per int32; requires `roundSf`. Default false. */
+  usePackedUe8m0?: boolean;
+}
+
+/** Options of {@link normForwardAndPerTokenCast}. */
+export interface NormForwardAndPerTokenCastOptions extends OpOptions, NormCastSfOptions {
+  /** Added to the mean square before the square root; required, finite, ≥ 0 (rounded to binary32). */
+  eps: number;
+  /** Target format: FP8 E4M3 only. */
+  fmt: "e4m3";
+  /** Channels per scale: 32 or 128, dividing the hidden size. */
+  numPerChannels: 32 | 128;
+  /** Added to `x` first (rounded to `x.dtype`); the sum is normalized and returned as `normInput`. */
+  residual?: Tensor;
+  /** Multiplier folded into the weight (rounded to binary32). Default 1. */
+  outScale?: number;
+  /** Also return the normalized output rounded to bf16. Default false. */
+  withOutBf16?: boolean;
+  /**
+   * Preallocated outputs: `data` e4m3 like `x` (contiguous); `sf` row-major contiguous (`[B?, T, sfCols]`, not with
+   * `useTmaAlignedColMajorSf`); `outBf16` bf16 like `x` (contiguous, only with `withOutBf16`); `rstd` and
+   * `residualOut` as for `normForward`.
+   */
+  out?: { data?: Tensor; sf?: Tensor; outBf16?: Tensor; rstd?: Tensor; residualOut?: Tensor };
+}
+
+/** Options of {@link addRmsnormForwardAndPerTokenCast}. */
+export interface AddRmsnormForwardAndPerTokenCastOptions extends OpOptions, NormCastSfOptions {
+  /** Added to the mean square before the square root; required, finite, ≥ 0 (rounded to binary32). */
+  eps: number;
+  /** Target format: FP8 E4M3 only. */
+  fmt: "e4m3";
+  /** Channels per scale: 32 or 128 (not the whole row). */
+  numPerChannels: 32 | 128;
+}
+
+const SF_KEYS = ["fmt", "numPerChannels", "useTmaAlignedColMajorSf", "roundSf", "usePackedUe8m0"];
+const KEYS = ["eps", "residual", "outScale", "withOutBf16", ...SF_KEYS];
+const ADD_KEYS = ["eps", ...SF_KEYS];
+const OUT_KEYS = ["data", "sf", "outBf16", "rstd", "residualOut"];
+
+/** Runs `f`; a TkError of another op (the delegated `normForward`) is re-issued under `op` with the same arg and code. */
+function underName<T>(op: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (!(e instanceof TkError) || e.op === op) throw e;
+    const prefix = e.arg === undefined ? `${e.op}: ` : `${e.op}: ${e.arg}: `;
+    throw new TkError(op, e.arg, e.code, e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message);
+  }
+}
+
+/** A contiguous output of `dtype` with x's shape. */
+function checkOutRows(op: string, arg: string, t: unknown, dtype: "e4m3" | "bf16", x: Tensor): Tensor {
+  const o = checkOutTensor(op, arg, t, dtype);
+  if (o.shape.length !== x.shape.length || o.shape.some((d, i) => d !== x.shape[i])) {
+    throw new TkError(op, arg, "OUT_MISMATCH", `expected shape ${shapeText(x.shape)} (as x), got ${shapeText(o.shape)}`);
+  }
+  if (!o.isContiguous()) throw new TkError(op, arg, "OUT_MISMATCH", `must be contiguous, got strides [${o.strides.join(", ")}]`);
+  return o;
+}
+
+/**
+ * RMSNorm over the last dimension of `x` exactly as {@link normForward} (`[T, H]` or `[B, T, H]`, fp32 or bf16,
+ * `H` a multiple of 16), followed by the per-token e4m3 cast of the normalized output **rounded to `x.dtype`**:
+ * `q` equals `perTokenCast(normForward(x, weight, …)[0], { fmt, numPerChannels, …SfOptions })` byte for byte
+ * (spec/norm-rope-rand.md §A.4, D.5); a 3-D input is cast per batch, its sf being `[B, T, sfCols]`.
+ * Returns `[q, outBf16, rstd, normInput]`: `q = [data, sf]`; `outBf16` the normalized output rounded to bf16 when
+ * `withOutBf16`, else `null`; `rstd` and `normInput` as `normForward`.
+ *
+ * There is no CUDA kernel yet: host tensors run the CPU reference; device tensors need `backend: "cpu"`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { normForwardAndPerTokenCast } from "./mod.ts";
+ * import { tensor } from "../../core/tensor.ts";
+ * const x = tensor(new Float32Array(64).fill(2), [1, 64], "fp32");
+ * const [[data, sf], outBf16, rstd] = normForwardAndPerTokenCast(x, null, { eps: 0, fmt: "e4m3", numPerChannels: 32 });
+ * assert.equal((rstd as { data: Float32Array }).data[0], 0.5);
+ * assert.equal((sf as { data: Float32Array }).data[0], Math.fround(1 / 448)); // every normalized value is 1
+ * assert.equal((data as { data: Uint8Array }).data[0], 0x7e); // 448 in e4m3
+ * assert.equal(outBf16, null);
+ * ```
+ */
+export function normForwardAndPerTokenCast(
+  x: Tensor,
+  weight: Tensor | null,
+  options: NormForwardAndPerTokenCastOptions,
+): [q: Quantized, outBf16: Tensor | null, rstd: Tensor, normInput: Tensor] {
+  return fusedCast("normForwardAndPerTokenCast", x, weight, options);
+}
+
+function fusedCast(
+  op: string,
+  x: Tensor,
+  weight: Tensor | null,
+  options: NormForwardAndPerTokenCastOptions,
+): [q: Quantized, outBf16: Tensor | null, rstd: Tensor, normInput: Tensor] {
+  checkOptions(op, options, KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "eps, fmt and numPerChannels are required");
+  const xt = checkTensor(op, "x", x, ["fp32", "bf16"]);
+  const rank = xt.shape.length;
+  if (rank !== 2 && rank !== 3) throw new TkError(op, "x", "SHAPE", `expected a 2-D [T, H] or 3-D [B, T, H] tensor, got shape ${shapeText(xt.shape)}`);
+  const H = xt.shape[rank - 1];
+  const T = xt.shape[rank - 2];
+  const fmt = oneOf(op, "fmt", options.fmt, ["e4m3"] as const);
+  const N = oneOf(op, "numPerChannels", options.numPerChannels, [32, 128] as const);
+  if (H % N !== 0) throw new TkError(op, "numPerChannels", "VALUE", `must divide the hidden size ${H} (got ${N})`);
+  const sfo = checkSfOptions(op, options);
+  const withOutBf16 = options.withOutBf16 ?? false;
+  if (typeof withOutBf16 !== "boolean") throw new TkError(op, "withOutBf16", "VALUE", `expected a boolean, got ${typeof withOutBf16}`);
+  const out = options.out;
+  if (out !== undefined && (typeof out !== "object" || out === null || Array.isArray(out))) {
+    throw new TkError(op, "out", "VALUE", `expected { ${OUT_KEYS.join("?, ")}? }`);
+  }
+  if (out) for (const k in out) if (!OUT_KEYS.includes(k)) throw new TkError(op, `out.${k}`, "VALUE", `unknown output (expected one of ${OUT_KEYS.join(", ")})`);
+  const layout: SfLayout = { kind: sfo.packed ? "packed" : "fp32", colMajor: sfo.colMajor };
+  const g = sfGeometry(T, H / N, layout);
+  const sfShape = rank === 3 ? [xt.shape[0], ...g.shape] : [...g.shape];
+
+  const outData = out?.data !== undefined ? checkOutRows(op, "out.data", out.data, "e4m3", xt) : null;
+  let outSf: Tensor | null = null;
+  if (out?.sf !== undefined) {
+    if (sfo.colMajor) throw new TkError(op, "out.sf", "OUT_MISMATCH", "a preallocated sf must be row-major (not with useTmaAlignedColMajorSf)");
+    outSf = checkOutTensor(op, "out.sf", out.sf, g.dtype);
+    if (outSf.shape.length !== sfShape.length || outSf.shape.some((d, i) => d !== sfShape[i])) {
+      throw new TkError(op, "out.sf", "OUT_MISMATCH", `expected shape ${shapeText(sfShape)}, got ${shapeText(outSf.shape)}`);
+    }
+    if (!outSf.isContiguous()) throw new TkError(op, "out.sf", "OUT_MISMATCH", `must be row-major contiguous, got strides [${outSf.strides.join(", ")}]`);
+  }
+  let outBf16: Tensor | null = null;
+  if (out?.outBf16 !== undefined) {
+    if (!withOutBf16) throw new TkError(op, "out.outBf16", "VALUE", "is only written with withOutBf16: true");
+    outBf16 = checkOutRows(op, "out.outBf16", out.outBf16, "bf16", xt);
+  }
+  // The outputs of the cast step must not touch any input or any other output.
+  const others: [string, Tensor | null | undefined][] = [
+    ["x", xt],
+    ["weight", weight],
+    ["residual", options.residual],
+    ["out.rstd", out?.rstd],
+    ["out.residualOut", out?.residualOut],
+  ];
+  const mine: [string, Tensor | null][] = [["out.data", outData], ["out.sf", outSf], ["out.outBf16", outBf16]];
+  for (let i = 0; i < mine.length; i++) {
+    const [arg, t] = mine[i];
+    if (!t) continue;
+    for (const [name, o] of [...others, ...mine.slice(0, i)]) {
+      if (o && typeof o === "object" && "shape" in o && overlaps(t, o)) throw new TkError(op, arg, "OUT_MISMATCH", `overlaps ${name}`);
+    }
+  }
+  const pl = placeWithoutKernel(op, options.backend, xt, outData, outSf, outBf16);
+  const args: PerTokenArgs = {
+    tokens: T, // per batch for 3-D
+    hidden: H,
+    numPerChannels: N,
+    rule: { fmt, roundSf: sfo.roundSf, packedUe8m0: sfo.packed, e4m3Sf: false, clamp: amaxClampFor(fmt, false) },
+    layout,
+  };
+
+  // The norm: normForward checks its own arguments (weight, eps, outScale, residual, out.rstd, out.residualOut,
+  // device placement) before writing anything, and computes the x-dtype output the cast is defined on.
+  const normOut = out?.rstd !== undefined || out?.residualOut !== undefined ? { rstd: out.rstd, residualOut: out.residualOut } : undefined;
+  const [normalized, rstd, normInput] = underName(op, () =>
+    normForward(xt, weight, { eps: options.eps, residual: options.residual, outScale: options.outScale, backend: options.backend, out: normOut }));
+
+  // CPU reference of the cast (device inputs with backend "cpu" are staged through the host).
+  const hn = onHost(normalized) as HostTensor;
+  if (!pl.staged) {
+    const given = {
+      data: (outData as HostTensor | null) ?? undefined,
+      sf: (outSf as HostTensor | null) ?? undefined,
+      outBf16: (outBf16 as HostTensor | null) ?? undefined,
+    };
+    const r = castNormalizedRef(hn, args, withOutBf16, given);
+    return [[r.data, r.sf], r.outBf16, rstd, normInput];
+  }
+  const r = castNormalizedRef(hn, args, withOutBf16, {});
+  const device = pl.device;
+  const q: Quantized = [resultToDevice(op, r.data, outData, device), resultToDevice(op, r.sf, outSf, device)];
+  return [q, r.outBf16 ? resultToDevice(op, r.outBf16, outBf16, device) : null, rstd, normInput];
+}
+
+/**
+ * `residual ← x + residual` (rounded to x's dtype, in place), then RMSNorm of the new `residual` with `weight` and
+ * the per-token e4m3 cast of the x-dtype normalized output: exactly
+ * `normForwardAndPerTokenCast(x, weight, { ...options, residual, out: { residualOut: residual } })[0]`
+ * (spec/norm-rope-rand.md §A.4). `x` and `residual` are 2-D contiguous `[T, H]` of one dtype (fp32 or bf16) and do
+ * not overlap; `weight` is required. Returns `[data, sf]`; `x` is unchanged.
+ *
+ * There is no CUDA kernel yet: host tensors run the CPU reference; device tensors need `backend: "cpu"`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { addRmsnormForwardAndPerTokenCast } from "./mod.ts";
+ * import { tensor } from "../../core/tensor.ts";
+ * const x = tensor(new Float32Array(128).fill(1), [1, 128], "fp32");
+ * const residual = tensor(new Float32Array(128).fill(1), [1, 128], "fp32");
+ * const weight = tensor(new Float32Array(128).fill(1), [128], "fp32");
+ * const [data, sf] = addRmsnormForwardAndPerTokenCast(x, residual, weight, { eps: 0, fmt: "e4m3", numPerChannels: 128 });
+ * assert.equal((residual as { data: Float32Array }).data[5], 2);
+ * assert.equal((sf as { data: Float32Array }).data[0], Math.fround(1 / 448));
+ * assert.equal((data as { data: Uint8Array }).data[5], 0x7e);
+ * ```
+ */
+export function addRmsnormForwardAndPerTokenCast(
+  x: Tensor,
+  residual: Tensor,
+  weight: Tensor,
+  options: AddRmsnormForwardAndPerTokenCastOptions,
+): Quantized {
+  const op = "addRmsnormForwardAndPerTokenCast";
+  checkOptions(op, options, ADD_KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "eps, fmt and numPerChannels are required");
+  if ((options as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", "the op takes no out (residual is written in place)");
+  const xt = checkTensor(op, "x", x, ["fp32", "bf16"], 2);
+  if (!xt.isContiguous()) throw new TkError(op, "x", "LAYOUT", `must be contiguous, got strides [${xt.strides.join(", ")}]`);
+  const H = xt.shape[1];
+  const r = checkTensor(op, "residual", residual, ["fp32", "bf16"]);
+  if (r.dtype !== xt.dtype) throw new TkError(op, "residual", "DTYPE", `expected dtype ${xt.dtype} (as x), got ${r.dtype}`);
+  if (r.shape.length !== 2 || r.shape[0] !== xt.shape[0] || r.shape[1] !== H) {
+    throw new TkError(op, "residual", "SHAPE", `expected shape ${shapeText(xt.shape)} (as x), got ${shapeText(r.shape)}`);
+  }
+  if (!r.isContiguous()) throw new TkError(op, "residual", "LAYOUT", `must be contiguous, got strides [${r.strides.join(", ")}]`);
+  if (overlaps(r, xt)) throw new TkError(op, "residual", "VALUE", "overlaps x (residual is written in place)");
+  if (weight === null || weight === undefined) throw new TkError(op, "weight", "VALUE", `is required (got ${String(weight)})`);
+  const w = checkTensor(op, "weight", weight, ["fp32", "bf16"]);
+  if (overlaps(w, r)) throw new TkError(op, "weight", "VALUE", "overlaps residual (residual is written in place)");
+  if (options.numPerChannels === H && H !== 32 && H !== 128) {
+    throw new TkError(op, "numPerChannels", "VALUE", `must be 32 or 128; whole-row scaling (${H}) is not supported`);
+  }
+  const opts: NormForwardAndPerTokenCastOptions = { ...options, residual: r, out: { residualOut: r } };
+  return fusedCast(op, xt, w, opts)[0];
+}

@@ -1,0 +1,238 @@
+/**
+ * Per-channel casts: `perChannelCast`, `perChannelCastFused`, `perChannelCastAndTranspose` (spec/API.md §3.1;
+ * numerics and legal arguments: spec/quant.md §5, §4.2-3, §11.1). Checks, then dispatch to the CPU reference
+ * (`per_channel_cast.ref.ts`). There is no CUDA kernel yet: a call that would run on a device is refused.
+ * @module
+ */
+import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { checkContiguous, checkOptions, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
+import { TkError } from "../../core/errors.ts";
+import { onHost } from "../../core/stage.ts";
+import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
+import { deliverHostResult } from "./host_result.ts";
+import { checkOutData, checkOutSf } from "./per_block_cast.ts";
+import { type PerChannelArgs, perChannelCastAndTransposeRef, perChannelCastFusedRef, perChannelCastRef } from "./per_channel_cast.ref.ts";
+import type { QuantizedInput } from "./per_token_cast.ref.ts";
+import { amaxClampFor } from "./scale.ref.ts";
+import { type SfGeometry, sfGeometry, sfInput } from "./sf_layout.ts";
+import { checkSfOptions } from "./sf_options.ts";
+import { tokenPackedGeometry } from "./sf_token_packed.ts";
+
+/** Options of {@link perChannelCast}. */
+export interface PerChannelCastOptions extends OpOptions {
+  /** Target format: FP8 E4M3 only. */
+  fmt: "e4m3";
+  /** Rows of one scale block: 32 or 128. */
+  numPerTokens: number;
+  /** Round each scale up to a power of two. Default false. */
+  roundSf?: boolean;
+  /** Channels per input scale of a quantized `[data, sf]` input (32 or 128); required iff `x` is quantized. */
+  numPerChannels?: number;
+  /** Store the scales as UE8M0 bytes packed four tokens per int32 (`[⌈T/r/4⌉, H]`); requires `roundSf`. */
+  usePackedUe8m0?: boolean;
+  /** Preallocated outputs: `data` contiguous e4m3 `[T, H]`; `sf` with exactly the layout the options select. */
+  out?: { data?: Tensor; sf?: Tensor };
+}
+
+/** Options of {@link perChannelCastFused}. */
+export interface PerChannelCastFusedOptions extends OpOptions {
+  /** Target format: FP8 E4M3 only. */
+  fmt: "e4m3";
+  /** Rows of one scale block: 128 only. */
+  numPerTokens: number;
+  /** Round each scale up to a power of two. Default false. */
+  roundSf?: boolean;
+  /** Channels per input scale of a quantized input: 128; required iff `x` is quantized. */
+  numPerChannels?: number;
+  /** Row gather, int32 `[T_out]` contiguous: output row `p` is input row `posToToken[p]`, zeros when negative. */
+  posToToken?: Tensor;
+  /** Preallocated outputs: `data` contiguous e4m3 `[T_out, H]`; `sf` fp32 row-major `[⌈T_out/128⌉, H]`. */
+  out?: { data?: Tensor; sf?: Tensor };
+}
+
+/** Options of {@link perChannelCastAndTranspose}. */
+export interface PerChannelCastAndTransposeOptions extends OpOptions {
+  /** Target format: FP8 E4M3 only. */
+  fmt: "e4m3";
+  /** Rows of one scale block: 32 or 128. */
+  numPerTokens: number;
+  /** Round each scale up to a power of two. Default false. */
+  roundSf?: boolean;
+  /** Preallocated outputs: `data` contiguous e4m3 `[H, T]`; `sf` fp32 row-major `[T/r, H]`. */
+  out?: { data?: Tensor; sf?: Tensor };
+}
+
+const CAST_KEYS = ["fmt", "numPerTokens", "roundSf", "numPerChannels", "usePackedUe8m0"];
+const FUSED_KEYS = ["fmt", "numPerTokens", "roundSf", "numPerChannels", "posToToken"];
+const TRANSPOSE_KEYS = ["fmt", "numPerTokens", "roundSf"];
+
+/** The checked input: plain tensor or quantized pair, with its logical `[T, H]`. */
+interface Input {
+  readonly x: Tensor;
+  readonly q: { sf: Tensor; sfIn: QuantizedInput["sfIn"]; numPerChannels: number } | null;
+  readonly T: number;
+  readonly H: number;
+}
+
+/** A contiguous 2-D input of one of `dtypes`; returns its shape. */
+function checkX(op: string, arg: string, x: unknown, dtypes: readonly ("fp32" | "bf16" | "e4m3")[]): [Tensor, number, number] {
+  const t = checkTensor(op, arg, x, dtypes, 2);
+  checkContiguous(op, arg, t);
+  return [t, t.shape[0], t.shape[1]];
+}
+
+/** `x` of perChannelCast / perChannelCastFused: plain fp32/bf16, or `[e4m3 data, sf]` with `numPerChannels`. */
+function checkInput(op: string, x: unknown, npc: unknown, allowed: readonly number[], fused: boolean): Input {
+  if (!Array.isArray(x)) {
+    if (npc !== undefined) throw new TkError(op, "numPerChannels", "VALUE", "is only for a quantized [data, sf] input");
+    const [t, T, H] = checkX(op, "x", x, ["fp32", "bf16"]);
+    return { x: t, q: null, T, H };
+  }
+  if (x.length !== 2) throw new TkError(op, "x", "VALUE", `a quantized input is [data, sf], got ${x.length} entries`);
+  if (npc === undefined) throw new TkError(op, "numPerChannels", "VALUE", `is required for a quantized input (one of ${allowed.join(", ")})`);
+  const N = oneOf(op, "numPerChannels", npc, allowed);
+  const [t, T, H] = checkX(op, "x[0]", x[0], ["e4m3"]);
+  if (H % N !== 0) throw new TkError(op, "x[0]", "SHAPE", `hidden size must be a multiple of numPerChannels ${N} (got ${H})`);
+  const sf = checkTensor(op, "x[1]", x[1], fused ? ["fp32"] : ["fp32", "e4m3", "int32"], 2);
+  const sfIn = sfInput(op, "x[1]", sf, T, H / N);
+  if (fused && T > 1 && H / N > 1 && sfIn.s1 !== 1) throw new TkError(op, "x[1]", "LAYOUT", `must be row-major (strides [${H / N}, 1]), got [${sf.strides.join(", ")}]`);
+  return { x: t, q: { sf, sfIn, numPerChannels: N }, T, H };
+}
+
+/** `out: {data?, sf?}` checked against the output geometry, overlapping no input and not each other. */
+function checkOuts(op: string, out: unknown, dataShape: [number, number], g: SfGeometry, inputs: readonly Tensor[]): [Tensor | null, Tensor | null] {
+  if (out === undefined) return [null, null];
+  if (typeof out !== "object" || out === null) throw new TkError(op, "out", "VALUE", `expected { data?, sf? }, got ${describe(out)}`);
+  const o = out as { data?: unknown; sf?: unknown };
+  const d = o.data !== undefined ? checkOutData(op, "out.data", o.data, "e4m3", dataShape[0], dataShape[1], inputs) : null;
+  const s = o.sf !== undefined ? checkOutSf(op, "out.sf", o.sf, g, inputs) : null;
+  if (d && s && overlaps(d, s)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
+  return [d, s];
+}
+
+function hostInput(i: Input): HostTensor | QuantizedInput {
+  const hx = onHost(i.x) as HostTensor;
+  if (!i.q) return hx;
+  return { data: hx, sf: onHost(i.q.sf) as HostTensor, sfIn: i.q.sfIn, blockRows: 1, blockCols: i.q.numPerChannels };
+}
+
+/**
+ * Quantizes `x` to FP8 E4M3 with one scale per column and block of `numPerTokens` (32 or 128) rows
+ * (spec/quant.md §5.1): `amax` over the block's rows of one column, `(sf, inv)` as for every cast (§2.3), data =
+ * `encode(x · inv)`. `x` is fp32/bf16 `[T, H]` contiguous with `T` and `H` multiples of 128, or an e4m3
+ * `[data, sf]` pair with per-token scales of `numPerChannels` (32 or 128) channels, dequantized first. Returns
+ * `[data e4m3 [T, H], sf]`, sf fp32 `[T/r, H]`, or with `usePackedUe8m0` (and `roundSf`) UE8M0 bytes packed four
+ * tokens per int32, `[⌈T/r/4⌉, H]` (§4.2-3).
+ *
+ * Host inputs run the CPU reference; there is no CUDA kernel yet (device inputs need `backend: "cpu"`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { perChannelCast, tensor } from "../../mod.ts";
+ * const x = tensor(new Float32Array(256 * 128).map((_, i) => (i < 128 * 128 ? 896 : 448)), [256, 128], "fp32");
+ * const [data, sf] = perChannelCast(x, { fmt: "e4m3", numPerTokens: 128 }) as [{ data: Uint8Array }, { data: Float32Array }];
+ * assert.deepEqual([sf.data[0], sf.data[128], data.data[0]], [2, 1, 0x7e]); // scales 896/448 and 448/448; code of 448
+ * ```
+ */
+export function perChannelCast(x: Tensor | Quantized, options: PerChannelCastOptions): Quantized {
+  const op = "perChannelCast";
+  checkOptions(op, options, CAST_KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerTokens are required");
+  oneOf(op, "fmt", options.fmt, ["e4m3"] as const);
+  const r = oneOf(op, "numPerTokens", options.numPerTokens, [32, 128]);
+  const { roundSf, packed } = checkSfOptions(op, options);
+  const inp = checkInput(op, x, options.numPerChannels, [32, 128], false);
+  const argX = inp.q ? "x[0]" : "x";
+  if (inp.T % 128 !== 0) throw new TkError(op, argX, "SHAPE", `number of tokens must be a multiple of 128 (got ${inp.T})`);
+  if (inp.H % 128 !== 0) throw new TkError(op, argX, "SHAPE", `hidden size must be a multiple of 128 (got ${inp.H})`);
+  const nbm = inp.T / r;
+  const g = packed ? tokenPackedGeometry(nbm, inp.H) : sfGeometry(nbm, inp.H, { kind: "fp32", colMajor: false });
+  const inputs = inp.q ? [inp.x, inp.q.sf] : [inp.x];
+  const [outData, outSf] = checkOuts(op, options.out, [inp.T, inp.H], g, inputs);
+  const pl = placeWithoutKernel(op, options.backend, inp.x, inp.q?.sf, outData, outSf);
+  const a: PerChannelArgs = { tokens: inp.T, hidden: inp.H, numPerTokens: r, rule: { fmt: "e4m3", roundSf, packedUe8m0: packed, e4m3Sf: false, clamp: amaxClampFor("e4m3", false) } };
+  const res = perChannelCastRef(hostInput(inp), a);
+  return [deliverHostResult(op, res.data, outData, pl), deliverHostResult(op, res.sf, outSf, pl)];
+}
+
+/**
+ * {@link perChannelCast} with blocks of 128 rows, fused with an optional row gather (spec/quant.md §5.2):
+ * output row `p` is input row `posToToken[p]` (int32 `[T_out]`, `T_out % 16 == 0`), or a zero row when the index
+ * is negative; zero rows take part in the amax and give code 0. The last block may be partial: its amax covers
+ * only the real rows. `x` is fp32/bf16 `[T, H]` contiguous (`T % 128 == 0` without gather), or an e4m3 pair
+ * with fp32 row-major per-token scales `[T, H/128]`. Returns `[data e4m3 [T_out, H], sf fp32 [⌈T_out/128⌉, H]]`.
+ *
+ * An index `posToToken[p] ≥ T` breaks the caller contract (§11.2): the CPU reference throws `DEVICE_VALUE`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { perChannelCastFused, tensor } from "../../mod.ts";
+ * const x = tensor(new Float32Array(128 * 64).fill(-896), [128, 64], "fp32");
+ * const posToToken = tensor(new Int32Array(16).map((_, i) => (i % 2 ? -1 : i)), [16], "int32");
+ * const [data, sf] = perChannelCastFused(x, { fmt: "e4m3", numPerTokens: 128, posToToken }) as [{ data: Uint8Array }, { data: Float32Array }];
+ * assert.deepEqual([data.data[0], data.data[64], sf.data[0]], [0xfe, 0x00, 2]); // -448, a zero row, scale 2
+ * ```
+ */
+export function perChannelCastFused(x: Tensor | Quantized, options: PerChannelCastFusedOptions): Quantized {
+  const op = "perChannelCastFused";
+  checkOptions(op, options, FUSED_KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerTokens are required");
+  oneOf(op, "fmt", options.fmt, ["e4m3"] as const);
+  oneOf(op, "numPerTokens", options.numPerTokens, [128]);
+  const roundSf = optBool(op, "roundSf", options.roundSf);
+  const inp = checkInput(op, x, options.numPerChannels, [128], true);
+  const argX = inp.q ? "x[0]" : "x";
+  let tOut = inp.T;
+  let pos: Tensor | null = null;
+  if (options.posToToken !== undefined) {
+    pos = checkTensor(op, "posToToken", options.posToToken, ["int32"], 1);
+    checkContiguous(op, "posToToken", pos);
+    tOut = pos.shape[0];
+    if (tOut % 16 !== 0) throw new TkError(op, "posToToken", "SHAPE", `length (output tokens) must be a multiple of 16 (got ${tOut})`);
+  } else if (inp.T % 128 !== 0) {
+    throw new TkError(op, argX, "SHAPE", `number of tokens must be a multiple of 128 without posToToken (got ${inp.T})`);
+  }
+  const g = sfGeometry(Math.ceil(tOut / 128), inp.H, { kind: "fp32", colMajor: false });
+  const inputs = [inp.x, ...(inp.q ? [inp.q.sf] : []), ...(pos ? [pos] : [])];
+  const [outData, outSf] = checkOuts(op, options.out, [tOut, inp.H], g, inputs);
+  const pl = placeWithoutKernel(op, options.backend, inp.x, inp.q?.sf ?? pos, outData, outSf);
+  if (inp.q && pos) placeWithoutKernel(op, options.backend, inp.x, pos);
+  const a: PerChannelArgs = { tokens: inp.T, hidden: inp.H, numPerTokens: 128, rule: { fmt: "e4m3", roundSf, packedUe8m0: false, e4m3Sf: false, clamp: amaxClampFor("e4m3", false) } };
+  const res = perChannelCastFusedRef(op, hostInput(inp), onHost(pos) as HostTensor | null, a);
+  return [deliverHostResult(op, res.data, outData, pl), deliverHostResult(op, res.sf, outSf, pl)];
+}
+
+/**
+ * The per-channel cast of a bf16 `[T, H]` input (spec/quant.md §5.3; numerics of §5.1) with the data written
+ * transposed: `data` e4m3 `[H, T]` with `data[k][t]` the code of `x[t][k]`; sf fp32 `[T/r, H]` row-major, not
+ * transposed. `T % 128 == 0`, `H % 64 == 0`, `numPerTokens` 32 or 128.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { perChannelCastAndTranspose, tensor } from "../../mod.ts";
+ * const x = tensor(new Uint16Array(128 * 64).fill(0x4000), [128, 64], "bf16"); // all 2.0
+ * const [data, sf] = perChannelCastAndTranspose(x, { fmt: "e4m3", numPerTokens: 32, roundSf: true });
+ * assert.deepEqual([data.shape, sf.shape], [[64, 128], [4, 64]]);
+ * ```
+ */
+export function perChannelCastAndTranspose(x: Tensor, options: PerChannelCastAndTransposeOptions): Quantized {
+  const op = "perChannelCastAndTranspose";
+  checkOptions(op, options, TRANSPOSE_KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerTokens are required");
+  oneOf(op, "fmt", options.fmt, ["e4m3"] as const);
+  const r = oneOf(op, "numPerTokens", options.numPerTokens, [32, 128]);
+  const roundSf = optBool(op, "roundSf", options.roundSf);
+  if (Array.isArray(x)) throw new TkError(op, "x", "VALUE", "takes a plain bf16 tensor, not a quantized pair");
+  const [t, T, H] = checkX(op, "x", x, ["bf16"]);
+  if (T % 128 !== 0) throw new TkError(op, "x", "SHAPE", `number of tokens must be a multiple of 128 (got ${T})`);
+  if (H % 64 !== 0) throw new TkError(op, "x", "SHAPE", `hidden size must be a multiple of 64 (got ${H})`);
+  const g = sfGeometry(T / r, H, { kind: "fp32", colMajor: false });
+  const [outData, outSf] = checkOuts(op, options.out, [H, T], g, [t]);
+  const pl = placeWithoutKernel(op, options.backend, t, outData, outSf);
+  const a: PerChannelArgs = { tokens: T, hidden: H, numPerTokens: r, rule: { fmt: "e4m3", roundSf, packedUe8m0: false, e4m3Sf: false, clamp: amaxClampFor("e4m3", false) } };
+  const res = perChannelCastAndTransposeRef(onHost(t) as HostTensor, a);
+  return [deliverHostResult(op, res.data, outData, pl), deliverHostResult(op, res.sf, outSf, pl)];
+}
