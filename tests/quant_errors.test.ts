@@ -81,7 +81,7 @@ test("perTokenCastAndCastBack has no CUDA kernel: a device input is UNSUPPORTED"
 
 test("cast refuses an unknown dtype", () => refuses("cast", "dtype", "VALUE", () => cast(x, { dtype: "fp8" as never })));
 test("cast refuses an int32 target", () => refuses("cast", "dtype", "VALUE", () => cast(x, { dtype: "int32" })));
-test("cast refuses stochastic rounding until it exists", () => refuses("cast", "stochasticRounding", "UNSUPPORTED", () => cast(x, { dtype: "bf16", stochasticRounding: true })));
+test("cast refuses stochastic rounding on a device until its kernel exists", () => refuses("cast", "backend", "UNSUPPORTED", () => cast(fakeDevice("fp32", [128, 256]), { dtype: "bf16", stochasticRounding: true })));
 test("cast refuses a seed without stochastic rounding", () => refuses("cast", "seed", "VALUE", () => cast(x, { dtype: "bf16", seed: 1n })));
 test("cast refuses a non-contiguous input", () => refuses("cast", "x", "LAYOUT", () => cast(x.transpose(), { dtype: "bf16" })));
 test("cast refuses an int8 input", () => refuses("cast", "x", "DTYPE", () => cast(tensor(new Int8Array(4), [4], "int8"), { dtype: "fp32" })));

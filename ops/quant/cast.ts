@@ -19,6 +19,7 @@ import { type BlockCastArgs, perBlockCastRef, perBlockCastWithPrecomputedSfRef }
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 import type { QuantizedInput } from "./per_token_cast.ref.ts";
 import { amaxClampFor } from "./scale.ref.ts";
+import { castStochastically } from "./stochastic_cast.ts";
 import { type SfInput, sfGeometry, sfInput } from "./sf_layout.ts";
 
 /** Options of {@link cast}. */
@@ -34,9 +35,12 @@ export interface CastOptions extends OpOptions, SfOptions {
   sf?: Tensor;
   /** Block size `[rows, cols]` of a quantized input's scales (required iff `x` is `[data, sf]`). */
   xBlockSize?: readonly [number, number];
-  /** Stochastic rounding: comes with the quantization-family issue; only `false` is accepted now. */
+  /**
+   * Stochastic rounding of the element conversion (spec/quant.md §7.1–§7.4): fp32 → bf16 / fp16 / e4m3, bf16 or
+   * fp16 → e4m3, `numel % 4 == 0`; exactly `stochasticCast` with `offset` 0.
+   */
   stochasticRounding?: boolean;
-  /** Seed of stochastic rounding (only with `stochasticRounding`). */
+  /** Seed of stochastic rounding (only with `stochasticRounding`; default `0n`). */
   seed?: bigint;
   /** Preallocated outputs: a tensor for element conversion and precomputed `sf`, else `{ data?, sf? }`. */
   out?: Tensor | { data?: Tensor; sf?: Tensor };
@@ -86,13 +90,15 @@ export function cast(x: Tensor | Quantized, options: CastOptions): Tensor | Quan
   checkOptions(op, options, KEYS);
   if (options === undefined) throw new TkError(op, "options", "VALUE", "dtype is required");
   const dtype = oneOf(op, "dtype", options.dtype, ["fp32", "bf16", "fp16", "e4m3", "e2m1x2"] as const);
-  if (optBool(op, "stochasticRounding", options.stochasticRounding)) {
-    throw new TkError(op, "stochasticRounding", "UNSUPPORTED", "stochastic rounding is not available yet (quantization-family issue)");
-  }
-  if (options.seed !== undefined) throw new TkError(op, "seed", "VALUE", "only applies with stochasticRounding: true");
+  const sr = optBool(op, "stochasticRounding", options.stochasticRounding);
+  if (!sr && options.seed !== undefined) throw new TkError(op, "seed", "VALUE", "only applies with stochasticRounding: true");
   const o = options;
   const blocked = dtype === "e2m1x2" || Array.isArray(x) || o.blockSize !== undefined || o.sf !== undefined || o.xBlockSize !== undefined ||
     o.useTmaAlignedColMajorSf !== undefined || o.roundSf !== undefined || o.usePackedUe8m0 !== undefined || o.useE4m3Sf !== undefined;
+  if (sr) {
+    if (blocked) throw new TkError(op, "stochasticRounding", "VALUE", "applies to the element conversion only (targets bf16, fp16, e4m3; no block options, no quantized input)");
+    return castStochastically(op, x as Tensor, dtype, { seed: o.seed, out: o.out as Tensor | undefined, backend: o.backend });
+  }
   if (!blocked) return castElements(op, x as Tensor, dtype as CastDtype, o);
   if (dtype !== "e4m3" && dtype !== "e2m1x2") {
     throw new TkError(op, "dtype", "VALUE", `the block-scaled cast (blockSize, sf, xBlockSize, SfOptions, a quantized input) targets e4m3 or e2m1x2 (got ${JSON.stringify(dtype)})`);

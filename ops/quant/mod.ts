@@ -23,6 +23,8 @@ export {
 } from "./per_block_cast.ts";
 export { perTokenCastAndCastBack, type PerTokenCastAndCastBackOptions } from "./per_token_cast_and_cast_back.ts";
 export { cast, type CastOptions } from "./cast.ts";
+export { stochasticCast, type StochasticCastOptions } from "./stochastic_cast.ts";
+export type { StochasticDtype } from "./stochastic.ref.ts";
 export { unpackFromE2m1fnX2, type UnpackFromE2m1fnX2Options } from "./unpack.ts";
 export {
   perChannelCast,
@@ -47,3 +49,10 @@ export {
   type Tensor,
   TensorBase,
 } from "../../core/tensor.ts";
+export {
+  swigluForward,
+  swigluForwardAndPerTokenCast,
+  type SwigluCommonOptions,
+  type SwigluForwardAndPerTokenCastOptions,
+  type SwigluForwardOptions,
+} from "./swiglu.ts";

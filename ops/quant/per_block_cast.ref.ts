@@ -23,6 +23,13 @@ export interface BlockCastArgs {
   readonly layout: SfLayout;
 }
 
+/**
+ * Encodes the scaled values of one block row in place of the RN encode of §2.4: `v[0..n)` are the values of
+ * columns `j0 … j0 + n − 1` of one row; `put(j, code)` stores the code of column `j`. The stochastic cast (§7.3–7.4)
+ * uses it because its random bits hash quads of neighbouring values.
+ */
+export type RowEncoder = (v: Float32Array, n: number, j0: number, put: (j: number, code: number) => void) => void;
+
 /** The element values of a plain `[T, H]` input (fp32 / bf16 / fp16), widened to binary32, row-major. */
 function widen(x: HostTensor, T: number, H: number): Float32Array {
   const v = new Float32Array(T * H);
@@ -68,12 +75,14 @@ function clearSf(sf: HostTensor, g: SfGeometry): void {
  * inv))` (§2.4). A quantized input `[q, s_in]` follows §4.4 (`amax = max fl(|q|·s_in)`, `v = fl(q · fl(s_in ·
  * inv))`), except for per-channel blocks `[r, 1]`, which dequantize first (§5.1: `d = fl(q·s_in)`, `v = fl(d ·
  * inv)`). Writes into `out` when given (contiguous data, sf with the geometry of the layout), else allocates.
+ * `encodeRow`, when given, replaces the RN encode (the scales are unchanged): §2.5 `stochasticCast`.
  */
 export function perBlockCastRef(
   x: HostTensor | QuantizedInput,
   a: BlockCastArgs,
   wantData: boolean,
   out?: { data?: HostTensor; sf?: HostTensor },
+  encodeRow?: RowEncoder,
 ): { data: HostTensor | null; sf: HostTensor } {
   const { tokens: T, hidden: H, blockRows: r, blockCols: c, rule } = a;
   const nbm = Math.ceil(T / r);
@@ -86,6 +95,7 @@ export function perBlockCastRef(
   const dequantizeFirst = s !== null && c === 1;
   if (dequantizeFirst) for (let i = 0; i < q.length; i++) q[i] = Math.fround(q[i] * s[i]);
   const encode = encoderFor(rule.fmt);
+  const row = encodeRow && data ? new Float32Array(c) : null;
   const si: [number, number] = [0, 0];
   for (let m = 0; m < nbm; m++) {
     const t1 = Math.min((m + 1) * r, T);
@@ -106,8 +116,10 @@ export function perBlockCastRef(
         for (let j = k * c; j < j1; j++) {
           const i = t * H + j;
           const v = s !== null && !dequantizeFirst ? Math.fround(q[i] * Math.fround(s[i] * inv)) : Math.fround(q[i] * inv);
-          putCode(data, rule.fmt, t, j, encode(v));
+          if (row) row[j - k * c] = v;
+          else putCode(data, rule.fmt, t, j, encode(v));
         }
+        if (row && encodeRow) encodeRow(row, j1 - k * c, k * c, (j, code) => putCode(data, rule.fmt, t, j, code));
       }
     }
   }

@@ -29,6 +29,7 @@ import {
   type QuantizedInput,
 } from "./per_token_cast.ref.ts";
 import { amaxClampFor, type QuantFmt, type ScaleRule } from "./scale.ref.ts";
+import { perTokenStochasticCastRef } from "./stochastic.ref.ts";
 import { type SfGeometry, type SfInput, type SfLayout, sfGeometry, sfInput } from "./sf_layout.ts";
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 
@@ -42,7 +43,10 @@ export interface PerTokenCastOptions extends OpOptions, SfOptions {
   numPerChannels: number;
   /** Block size `[rows, cols]` of a quantized input's scales (required iff `x` is `[data, sf]`). */
   xBlockSize?: readonly [number, number];
-  /** Stochastic rounding: comes with the quantization-family issue; only `false` is accepted now. */
+  /**
+   * Stochastic rounding of the data (spec/quant.md §2.5, §7.3–§7.4); the scales are those of the RN call. CPU
+   * reference only: refused (`UNSUPPORTED`) where the call would run the CUDA kernel.
+   */
   stochasticCast?: boolean;
   /** Preallocated outputs. `data` contiguous; `sf` with exactly the layout the options select. */
   out?: { data?: Tensor; sf?: Tensor };
@@ -108,9 +112,7 @@ function checkNumPerChannels(op: string, v: unknown, H: number, allowRow: boolea
 function resolveCast(op: string, x: unknown, o: PerTokenCastOptions, wantData: boolean): Resolved {
   const fmt = oneOf(op, "fmt", o.fmt, ["e4m3", "e2m1"] as const);
   const sfo = checkSfOptions(op, o);
-  if (optBool(op, "stochasticCast", o.stochasticCast)) {
-    throw new TkError(op, "stochasticCast", "UNSUPPORTED", "stochastic rounding is not available yet (quantization-family issue)");
-  }
+  optBool(op, "stochasticCast", o.stochasticCast);
   let T: number, H: number;
   let q: Resolved["q"] = null;
   let xt: Tensor;
@@ -392,7 +394,11 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
   if (outData) checkNoOverlap(op, "out.data", outData, inputs);
   if (outSf) checkNoOverlap(op, "out.sf", outSf, inputs);
   if (outData && outSf && overlaps(outData, outSf)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
+  const sc = options.stochasticCast === true;
+  // No kernel does stochastic rounding yet: refused before the device runtime is asked for anything.
+  if (sc && (options.backend === "cuda" || (r.x instanceof DeviceTensor && options.backend !== "cpu"))) refuseStochasticOnDevice(op);
   const pl = place(op, options.backend, r.x, r.q?.sf, outData, outSf);
+  if (sc && pl.backend === "cuda") refuseStochasticOnDevice(op);
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = streamOf(pl, options.stream);
     const dg = dataGeometry(a);
@@ -445,9 +451,13 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
     ? { data: hx, sf: onHost(r.q.sf) as HostTensor, sfIn: r.q.sfIn, blockRows: r.q.blockRows, blockCols: r.q.blockCols }
     : null;
   const hostOut = pl.staged ? undefined : { data: (outData as HostTensor | null) ?? undefined, sf: (outSf as HostTensor | null) ?? undefined };
-  const res = perTokenCastRef(q ?? hx, a, true, hostOut);
+  const res = sc ? perTokenStochasticCastRef(q ?? hx, a, hostOut) : perTokenCastRef(q ?? hx, a, true, hostOut);
   if (!pl.staged) return [res.data!, res.sf];
   return [resultToDevice(op, res.data!, outData, pl.device!), resultToDevice(op, res.sf, outSf, pl.device!)];
+}
+
+function refuseStochasticOnDevice(op: string): never {
+  throw new TkError(op, "stochasticCast", "UNSUPPORTED", "stochastic rounding has no CUDA kernel yet; run it with host tensors or backend: \"cpu\"");
 }
 
 /**
