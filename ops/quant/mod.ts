@@ -56,3 +56,10 @@ export {
   type SwigluForwardAndPerTokenCastOptions,
   type SwigluForwardOptions,
 } from "./swiglu.ts";
+export {
+  swigluBackward,
+  swigluBackwardAndPerTokenCast,
+  type SwigluBackwardAndPerTokenCastOptions,
+  type SwigluBackwardCommonOptions,
+  type SwigluBackwardOptions,
+} from "./swiglu_backward.ts";

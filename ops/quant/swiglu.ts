@@ -65,19 +65,24 @@ interface Checked {
   readonly clamp: number | null;
 }
 
-function optNumber(op: string, name: string, v: unknown): number | null {
+/** An optional finite number option. */
+export function optNumber(op: string, name: string, v: unknown): number | null {
   if (v === undefined) return null;
   if (typeof v !== "number" || !Number.isFinite(v)) throw new TkError(op, name, "VALUE", `must be a finite number (got ${describe(v)})`);
   return v;
 }
 
-/** §11.1 rules shared by both forward ops. */
-function checkCommon(op: string, x: unknown, o: SwigluCommonOptions): Checked {
-  const xt = checkTensor(op, "x", x, ["fp32", "bf16"], 2);
-  checkContiguous(op, "x", xt);
-  const [T, H2] = xt.shape;
-  if (H2 % 128 !== 0) throw new TkError(op, "x", "SHAPE", `last dimension must be 2H with H % 64 == 0 (got ${H2})`);
-  const H = H2 / 2;
+/** The expert-layout, weight and clamp options of every SwiGLU op, checked against T rows (§11.1). */
+export interface ExpertOptions {
+  readonly psum: Tensor | null;
+  readonly weights: Tensor | null;
+  readonly A: number;
+  readonly scale: number | null;
+  readonly clamp: number | null;
+}
+
+/** §11.1 rules on psum / tokenAlignment / topkWeights / routedScalingFactor / clampValue, shared by all SwiGLU ops. */
+export function checkExpertOptions(op: string, T: number, o: SwigluCommonOptions): ExpertOptions {
   let psum: Tensor | null = null;
   if (o.psumNumTokensPerExpert !== undefined) {
     psum = checkTensor(op, "psumNumTokensPerExpert", o.psumNumTokensPerExpert, ["int32"], 1);
@@ -94,6 +99,17 @@ function checkCommon(op: string, x: unknown, o: SwigluCommonOptions): Checked {
   const scale = optNumber(op, "routedScalingFactor", o.routedScalingFactor);
   if (scale !== null && weights === null) throw new TkError(op, "routedScalingFactor", "VALUE", "requires topkWeights");
   const clamp = optNumber(op, "clampValue", o.clampValue);
+  return { psum, weights, A, scale, clamp };
+}
+
+/** §11.1 rules shared by both forward ops. */
+function checkCommon(op: string, x: unknown, o: SwigluCommonOptions): Checked {
+  const xt = checkTensor(op, "x", x, ["fp32", "bf16"], 2);
+  checkContiguous(op, "x", xt);
+  const [T, H2] = xt.shape;
+  if (H2 % 128 !== 0) throw new TkError(op, "x", "SHAPE", `last dimension must be 2H with H % 64 == 0 (got ${H2})`);
+  const H = H2 / 2;
+  const { psum, weights, A, scale, clamp } = checkExpertOptions(op, T, o);
   let counts: Tensor | null = null;
   if (o.clampedCount !== undefined) {
     if (clamp === null) throw new TkError(op, "clampedCount", "VALUE", "requires clampValue");
