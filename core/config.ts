@@ -3,7 +3,6 @@
  * Values are read at call time, so a change takes effect on the next op.
  * @module
  */
-import { f32Bits } from "./dtype.ts";
 import { TkError } from "./errors.ts";
 import type { Device } from "./tensor.ts";
 
@@ -152,8 +151,3 @@ export class Config {
  * ```
  */
 export const config: Config = new Config();
-
-/** bits of the clamp, for kernels that take it as a float field. */
-export function amaxClampBits(key: AmaxClampKey): number {
-  return f32Bits(config.amaxClamp[key]);
-}

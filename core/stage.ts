@@ -3,6 +3,7 @@
  * (spec/API.md §1.6: host inputs with a forced device backend, device inputs with `backend: "cpu"`).
  * @module
  */
+import type { HostPlacement } from "./backend.ts";
 import { elementBytes } from "./dtype.ts";
 import { TkError } from "./errors.ts";
 import {
@@ -111,4 +112,16 @@ export function writeBackSpan(op: string, dst: DeviceTensor, src: HostTensor): v
   const eb = elementBytes(dst.dtype);
   const bytes = new Uint8Array(src.data.buffer, src.data.byteOffset, src.data.byteLength);
   deviceRuntime(op).copyHtoD(dst.device, dst.storage.base + lo * eb, bytes, dst.storage.stream);
+}
+
+/**
+ * Delivers the host result of a CPU run according to its placement (spec/API.md §1.6): the result itself, or a
+ * caller's `out` rewritten with it; for device inputs run with `backend: "cpu"`, a device copy (into `out` when
+ * given).
+ */
+export function deliverHostResult(op: string, res: HostTensor, out: Tensor | null, pl: HostPlacement): Tensor {
+  if (pl.staged) return resultToDevice(op, res, out, pl.device);
+  if (!out) return res;
+  copyInto(op, out, res);
+  return out;
 }

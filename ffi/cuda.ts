@@ -125,11 +125,6 @@ export function tryInit(): TkError | null {
   }
 }
 
-/** Drops a remembered init failure (tests change TK_* settings between cases). */
-export function resetInitForTests(): void {
-  if (!lib) initError = null;
-}
-
 function requireInit(op: string): ShimLib {
   const e = tryInit();
   if (e) throw new TkError(op, undefined, e.code, e.message.replace(/^runtime: /, ""));

@@ -7,10 +7,9 @@
 import { type HostPlacement, type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkOutTensor, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost } from "../../core/stage.ts";
+import { deliverHostResult, onHost } from "../../core/stage.ts";
 import { DeviceTensor, type HostTensor, type Tensor } from "../../core/tensor.ts";
 import { batchedTransposeWeightSfRef, weightSfGeometry } from "./batched_transpose_weight_sf.ref.ts";
-import { deliverHostResult } from "./host_result.ts";
 
 /** Options of {@link batchedTransposeWeightSf}. */
 export interface BatchedTransposeWeightSfOptions extends OpOptions {

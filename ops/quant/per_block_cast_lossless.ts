@@ -7,9 +7,8 @@
 import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost } from "../../core/stage.ts";
+import { deliverHostResult, onHost } from "../../core/stage.ts";
 import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
-import { deliverHostResult } from "./host_result.ts";
 import { checkBlockSize, checkOutData, checkOutSf } from "./per_block_cast.ts";
 import { perBlockCastLosslessRef } from "./per_block_cast_lossless.ref.ts";
 import { type SfLayout, sfGeometry, sfInput } from "./sf_layout.ts";

@@ -7,9 +7,8 @@
 import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost } from "../../core/stage.ts";
+import { deliverHostResult, onHost } from "../../core/stage.ts";
 import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
-import { deliverHostResult } from "./host_result.ts";
 import { checkOutData, checkOutSf } from "./per_block_cast.ts";
 import { type PerChannelArgs, perChannelCastAndTransposeRef, perChannelCastFusedRef, perChannelCastRef } from "./per_channel_cast.ref.ts";
 import type { QuantizedInput } from "./per_token_cast.ref.ts";
