@@ -13,6 +13,7 @@ import { deviceInfo, type DeviceTensor, devices, empty, perTokenCast, synchroniz
 import { driverVersion, kernelFunction, LaunchPacket } from "../ffi/cuda.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 import { runtimeName } from "../core/env.ts";
+import { type CaseFactory, FAMILIES } from "./cases.ts";
 import { CASES, castBytes, copyRateGBs, DEV, deviceTimeUs, randomBf16 } from "./common.ts";
 
 const args = process.argv.slice(2);
@@ -43,6 +44,27 @@ for (const T of [4096, 16384]) {
     out.sf.dispose();
   }
   x.dispose();
+}
+
+// Every other family's cases (bench/cases.ts): `--only <op,op>` restricts them.
+const only = argOf("--only")?.split(",");
+for (const fam of FAMILIES) {
+  const mod = await import(`./${fam}`) as { cases: CaseFactory };
+  for (const c of mod.cases()) {
+    if (only && !only.includes(c.op)) {
+      c.dispose();
+      continue;
+    }
+    try {
+      const us = deviceTimeUs(c.run, 20, 7);
+      const gbps = c.bytes / (us * 1e3);
+      rows.push({ impl: "tk", op: c.op, tokens: c.tokens, hidden: c.hidden, variant: c.variant, us, gbps, pct_copy: (100 * gbps) / copy.gbps });
+    } catch (e) {
+      console.log(`${c.op} ${c.variant} ${c.tokens}: failed: ${(e as Error).message}`);
+    } finally {
+      c.dispose();
+    }
+  }
 }
 
 // Host time per call: tiny tensors, N back-to-back calls. N stays below the driver's launch queue depth (about
@@ -97,11 +119,11 @@ if (pf) {
 }
 
 const pad = (s: string, n: number) => s.padEnd(n);
-console.log(`\n${pad("impl", 16)}${pad("tokens", 8)}${pad("variant", 15)}${pad("µs", 10)}${pad("GB/s", 9)}% of copy`);
+console.log(`\n${pad("impl", 16)}${pad("op", 34)}${pad("tokens", 8)}${pad("variant", 22)}${pad("µs", 10)}${pad("GB/s", 9)}% of copy`);
 const all = [...rows, ...(peers?.rows ?? []).filter((r) => (r.tokens as number) > 1)];
 for (const r of all) {
   const pct = r.impl === "tk" ? (r.pct_copy as number) : (r.pct_copy as number);
-  console.log(`${pad(String(r.impl), 16)}${pad(String(r.tokens), 8)}${pad(String(r.variant), 15)}${pad((r.us as number).toFixed(1), 10)}${pad((r.gbps as number).toFixed(0), 9)}${pct.toFixed(1)}%`);
+  console.log(`${pad(String(r.impl), 16)}${pad(String(r.op ?? "perTokenCast"), 34)}${pad(String(r.tokens), 8)}${pad(String(r.variant), 22)}${pad((r.us as number).toFixed(1), 10)}${pad((r.gbps as number).toFixed(0), 9)}${pct.toFixed(1)}%`);
 }
 if (peers) console.log(`(peers' % is of their own copy measurement: ${peers.copy_gbps.toFixed(0)} GB/s; ours: ${copy.gbps.toFixed(0)} GB/s)`);
 console.log(`\nhost time per call (${runtimeName}, 1×128 bf16 device tensor): out= ${withOut.toFixed(2)} µs, fresh outputs ${fresh.toFixed(2)} µs, bare launch ${bareUs.toFixed(2)} µs`);

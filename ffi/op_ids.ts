@@ -30,6 +30,15 @@ export function describeErrorWord(w: Uint32Array): { op: string; detail: string 
   };
 }
 
+/**
+ * Reserved ids (each op file registers its own with {@link registerOpId} and the condition texts its kernels use):
+ * quant 4 perBlockCast, 5 perBlockCastWithSfOnly, 6 perBlockCastWithPrecomputedSf, 7 perBlockCastLossless,
+ * 8 perChannelCast, 9 perChannelCastFused, 10 perChannelCastAndTranspose, 11 batchedTransposeWeightSf, 12 cast,
+ * 13 stochasticCast, 14 perTokenCastAndCastBack, 15 unpackFromE2m1fnX2, 16 swigluForward,
+ * 17 swigluForwardAndPerTokenCast, 18 swigluBackward, 19 swigluBackwardAndPerTokenCast,
+ * 20 swigluForwardAndPerChannelCastAndTranspose; norm 100 normForward, 101 normForwardAndPerTokenCast,
+ * 102 addRmsnormForwardAndPerTokenCast, 103 normBackward; transform 110 applyRotary; rand 120 randn.
+ */
 /** Ids of the ops of this issue; later families take the next ranges (quant 1–99, norm 100–199, …). */
 export const OP_ID = {
   perTokenCast: registerOpId(1, "perTokenCast", {}),
