@@ -27,4 +27,6 @@ export interface BenchCase {
 export type CaseFactory = () => BenchCase[];
 
 /** Families, in table order: module path (relative to bench/) → loaded lazily. */
-export const FAMILIES: readonly string[] = [];
+export const FAMILIES: readonly string[] = [
+  // one line per family: "cases_<family>.ts",
+];

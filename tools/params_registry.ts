@@ -19,6 +19,7 @@ export interface GeneratedHeader {
 export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/quant_params.h", from: "ops/quant/*.params.ts", layouts: [PerTokenCastParams, CastBackParams] },
   { path: "kernels-src/cuda/generated/runtime_params.h", from: "ops/runtime/*.params.ts", layouts: [GuardSelftestParams] },
+  // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 
 /** The text a generated header must have. */
