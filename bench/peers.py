@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer baselines ("what users run today") for the per-token FP8 cast of DeepSeek TileKernels.
+"""Peer baselines ("what users run today") for the ops of DeepSeek TileKernels in the roofline table.
 
 peers_README
 ------------
@@ -26,20 +26,69 @@ It measures, in one process:
    timed with time.perf_counter before the synchronize (`host_us`).
 4. whether eager and compiled outputs are bit-equal (data bytes and sf), plus a sanity check of
    the eager results (dequantization error, UE8M0 exponent bytes vs ceil(log2(amax/448))).
+5. the further ops, at --tokens (default 8192,16384; hidden 7168), eager for every case first, then
+   torch.compile of every case in the same order (same modes and fallback as above) while the --budget
+   allows: no compile is started with less than 25 s of the budget left; the cases skipped are listed
+   in one note. Each case runs in its own try/except: a failure becomes a note. T = tokens,
+   H = 7168; bytes counted = what must be read + written, once:
+     perBlockCast "bf16→e4m3 128x128"       x bf16 -> e4m3 + fp32 sf [T/128, H/128]:
+                                            2TH + TH + (T/128)(H/128)4
+     castBack "e4m3→bf16 [1,128]"           e4m3 + fp32 sf [T, H/128] -> bf16: TH + T(H/128)4 + 2TH
+     castBack "e4m3→bf16 [128,128]"         e4m3 + fp32 sf [T/128, H/128] -> bf16: TH + (T/128)(H/128)4 + 2TH
+     cast "bf16→e4m3 RN"                    clamp to ±448, .to(float8_e4m3fn): 2TH + TH
+     perTokenCastAndCastBack "bf16 [1,128] in place"
+                                            x <- bf16(e4m3(x·inv)·sf), x.copy_ of the result: 2TH + 2TH
+     perChannelCast "bf16→e4m3 [128,1]"     e4m3 + fp32 sf [T/128, H]: 2TH + TH + (T/128)H4
+     swigluForwardAndPerTokenCast "bf16→e4m3 [1,128]"
+                                            x bf16 [T, 2H] -> silu(gate)·up in fp32 -> e4m3 + fp32 sf
+                                            [T, H/128]: 4TH + TH + T(H/128)4. The peer processes every row
+                                            (ours: T rows spread over 64 experts in the psum layout)
+     swigluBackward "bf16"                  x [T, 2H], dy [T, H] -> dx [T, 2H], all bf16: 4TH + 2TH + 4TH
+     swigluBackward "bf16 +weights"         also fp32 row weights [T] in and the weight gradient fp32 [T]
+                                            out: 4TH + 2TH + 4T + 4TH + 4T
+     normForward "bf16 F.rms_norm"          x bf16, weight bf16 [H] -> bf16 (eps 1e-6): 2TH + 2H + 2TH.
+                                            F.rms_norm writes no rstd (ours also writes fp32 [T]: +4T)
+     normForwardAndPerTokenCast "bf16→e4m3 fp32-sf" / "bf16→e4m3 packed"
+                                            F.rms_norm then the perTokenCast functions above (fp32 sf, or
+                                            the packed UE8M0 layout of section 2): 2TH + 2H + TH + sf bytes
+                                            (fp32: T(H/128)4; packed: ceil(H/512)·align(T,4)·4)
+     normBackward "bf16 dx+dw(fp32)"        handwritten backward: x, dy bf16, rstd fp32 [T], weight bf16
+                                            [H] -> dx bf16, dw fp32 [H]: 2TH·2 + 4T + 2H + 2TH + 4H
+     applyRotary "64/192 in place"          q bf16 [T, 128, 192], the trailing 64 dims rotated in place
+                                            (interleaved pairs as DeepSeek MLA; x.copy_ of the result);
+                                            cos|sin cache fp32 [T, 64] gathered by int64 positions [T]
+                                            (a permutation): T·128·64·2·2 + T·64·4 + T·8 (hidden reported:
+                                            128·192)
+     applyRotary "64/192 out of place"      the same rotation returned as a new [T, 128, 64] tensor:
+                                            same bytes
+     applyRotary "[T,128,64] in place"      a contiguous [T, 128, 64] query: same bytes (hidden: 128·64)
+     randn "fp32 2^28"                      buf.normal_() on a preallocated fp32 buffer of 2^28 values,
+                                            once (tokens reported 2^28, hidden 1): write 4·2^28. Its
+                                            write-only reference: buf.fill_(1.0) and buf.zero_() on the
+                                            same buffer, rows of op "fill_" / "zero_"; the better rate
+                                            goes into the randn rows as "write_gbps" (and "pct_write")
+                                            and into the top-level "write_only".
+   Compiled vs eager: every output compared byte for byte on fresh inputs (randn excepted); a
+   difference is reported, not an error (inductor may fuse and reorder float arithmetic).
 
 Timing: triton.testing.do_bench (median, L2 flushed before each call) when importable, else
 CUDA events around N back-to-back iterations after warm-up, median of several repetitions
 (--timer picks explicitly).
 
 Output: a table on stdout and, with --json PATH:
-  {"gpu", "driver", "torch", "torch_cuda", "timer", "copy_gbps", "copy_bytes",
-   "rows": [{"impl": "torch-eager"|"torch-compile", "op": "perTokenCast", "tokens", "hidden",
-             "variant": "fp32-sf"|"packed-ue8m0", "us", "gbps", "pct_copy", "host_us",
-             "bytes", "copy_same_gbps", "pct_copy_same", "compile_mode", "compile_s"}],
+  {"gpu", "driver", "torch", "torch_cuda", "timer", "copy_gbps", "copy_bytes", "write_only",
+   "rows": [{"impl": "torch-eager"|"torch-compile", "op": "perTokenCast"|<op of section 5>, "tokens",
+             "hidden", "variant": "fp32-sf"|"packed-ue8m0"|<variant of section 5>, "us", "gbps",
+             "pct_copy", "host_us", "bytes", "copy_same_gbps", "pct_copy_same", "compile_mode",
+             "compile_s" [, "write_gbps", "fill_gbps", "zero_gbps", "pct_write" (randn)]}],
    "checks": [...], "notes": [...]}
-Options: --quick (fewer iterations), --shapes 4096,16384, --no-compile, --compile-mode,
---compile-timeout (s, default 300), --budget (s, soft limit on the whole run; default 170),
---timer auto|do_bench|events.
+Options: --quick (fewer iterations), --shapes 4096,16384 (perTokenCast), --tokens 8192,16384 (the
+further ops), --ops a,b (default all: perTokenCast, which covers sections 2-4, and the ops of
+section 5), --no-compile, --compile-mode, --compile-timeout (s, default 300), --budget (s, soft
+limit on the whole run; default 170). On the H200 one compile took 2-5 s and the perTokenCast
+sections about 40 s, so every op with its compiled rows needs roughly 4 minutes: pass e.g.
+--budget 400 (the eager rows are always measured; only compiles are skipped near the budget),
+or split the ops over several commands with --ops. --timer auto|do_bench|events.
 """
 
 import argparse
@@ -62,6 +111,8 @@ FP8_MAX = 448.0
 AMAX_CLAMP = 1e-4
 COPY_BYTES = 2 << 30  # 2 GiB
 COMPILE_MODE_MAX = "max-autotune-no-cudagraphs"
+COMPILE_MIN_S = 20.0  # shortest time limit given to one compile of a further op
+COMPILE_RESERVE_S = 25.0  # further ops: no compile is started with less of the --budget left
 
 NOTES = []
 CHECKS = []
@@ -148,6 +199,318 @@ def sf_bytes(variant, t, h):
 
 def case_bytes(variant, t, h):
     return t * h * 2 + t * h + sf_bytes(variant, t, h)
+
+
+# ---------------------------------------------------------------------------------------------
+# The further ops (section 5 of the docstring): peer functions, inputs, byte counts.
+# Every function takes tensors only and returns a tuple of tensors, eager and compiled alike.
+# ---------------------------------------------------------------------------------------------
+
+EPS = 1e-6
+ROPE_HEADS = 128
+ROPE_QK = 192  # query head width of DeepSeek MLA: 128 "nope" + 64 "rope" dims
+ROPE_D = 64  # the rotated trailing dims
+RANDN_N = 1 << 28
+
+
+def _cast_groups_f32(v):
+    """fp32 [T, G, N] -> (e4m3 codes [T, G, N], fp32 sf [T, G]): the per-token cast of fp32 values."""
+    amax = v.abs().amax(-1).clamp(min=AMAX_CLAMP)
+    sf = amax / FP8_MAX
+    data = (v * (FP8_MAX / amax)[..., None]).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return data, sf
+
+
+def per_block_cast_128(x):
+    """bf16 [T, H] -> (e4m3 [T, H], fp32 sf [T/128, H/128]); blocks of 128 x 128."""
+    t, h = x.shape
+    xb = x.view(t // 128, 128, h // 128, 128)
+    amax = xb.abs().amax(dim=(1, 3)).float().clamp(min=AMAX_CLAMP)
+    sf = amax / FP8_MAX
+    data = (xb.float() * (FP8_MAX / amax)[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX)
+    return data.to(torch.float8_e4m3fn).view(t, h), sf
+
+
+def cast_back_per_token(data, sf):
+    """e4m3 [T, H] with fp32 sf [T, H/128] -> bf16 [T, H]."""
+    t, h = data.shape
+    y = data.view(t, h // GROUP, GROUP).float() * sf[..., None]
+    return (y.to(torch.bfloat16).view(t, h),)
+
+
+def cast_back_per_block(data, sf):
+    """e4m3 [T, H] with fp32 sf [T/128, H/128] -> bf16 [T, H]."""
+    t, h = data.shape
+    y = data.view(t // 128, 128, h // 128, 128).float() * sf[:, None, :, None]
+    return (y.to(torch.bfloat16).view(t, h),)
+
+
+def cast_e4m3(x):
+    """bf16 -> e4m3, round to nearest, saturating (clamp first: .to() alone gives NaN from 464 up)."""
+    return (x.clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn),)
+
+
+def per_token_cast_and_cast_back(x):
+    """bf16 [T, H], in place: x <- bf16(e4m3(x / sf) * sf), groups of 128 channels."""
+    t, h = x.shape
+    data, sf = _cast_groups_f32(x.view(t, h // GROUP, GROUP).float())
+    x.copy_((data.float() * sf[..., None]).to(x.dtype).view(t, h))
+    return (x,)
+
+
+def per_channel_cast_128(x):
+    """bf16 [T, H] -> (e4m3 [T, H], fp32 sf [T/128, H]); blocks of 128 rows x 1 column."""
+    t, h = x.shape
+    xb = x.view(t // 128, 128, h)
+    amax = xb.abs().amax(1).float().clamp(min=AMAX_CLAMP)
+    sf = amax / FP8_MAX
+    data = (xb.float() * (FP8_MAX / amax)[:, None, :]).clamp(-FP8_MAX, FP8_MAX)
+    return data.to(torch.float8_e4m3fn).view(t, h), sf
+
+
+def swiglu_forward_and_per_token_cast(x):
+    """bf16 [T, 2H] -> (e4m3 [T, H], fp32 sf [T, H/128]) of silu(gate) * up, cast from fp32."""
+    t, h2 = x.shape
+    h = h2 // 2
+    g = x[:, :h].float()
+    u = x[:, h:].float()
+    val = g / (1.0 + torch.exp(-g)) * u
+    data, sf = _cast_groups_f32(val.reshape(t, h // GROUP, GROUP))
+    return data.reshape(t, h), sf
+
+
+def swiglu_backward(x, dy):
+    """bf16 x [T, 2H], dy [T, H] -> bf16 dx [T, 2H] (d gate | d up) of silu(gate) * up."""
+    h = dy.shape[1]
+    g = x[:, :h].float()
+    u = x[:, h:].float()
+    s = torch.sigmoid(g)
+    ws = dy.float() * s
+    gx = ws * u * (1.0 + g * (1.0 - s))
+    gu = ws * g
+    return (torch.cat([gx.to(x.dtype), gu.to(x.dtype)], dim=1),)
+
+
+def swiglu_backward_weighted(x, dy, w):
+    """As swiglu_backward with fp32 row weights w [T]: also the weight gradient fp32 [T] = sum_j dy * act."""
+    h = dy.shape[1]
+    g = x[:, :h].float()
+    u = x[:, h:].float()
+    d = dy.float()
+    s = torch.sigmoid(g)
+    ws = d * w[:, None] * s
+    gx = ws * u * (1.0 + g * (1.0 - s))
+    gu = ws * g
+    wgrad = (d * (g * s * u)).sum(-1)
+    return torch.cat([gx.to(x.dtype), gu.to(x.dtype)], dim=1), wgrad
+
+
+def _rms_norm(x, w):
+    if hasattr(torch.nn.functional, "rms_norm"):
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, EPS)
+    xf = x.float()  # torch < 2.4
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+
+
+def norm_forward(x, w):
+    """bf16 [T, H], weight bf16 [H] -> bf16 [T, H] (F.rms_norm, eps 1e-6)."""
+    return (_rms_norm(x, w),)
+
+
+def norm_forward_and_cast_fp32_sf(x, w):
+    """F.rms_norm (bf16) then the per-token cast (e4m3, fp32 sf [T, H/128])."""
+    return per_token_cast_fp32_sf(_rms_norm(x, w))
+
+
+def norm_forward_and_cast_packed(x, w):
+    """F.rms_norm (bf16) then the per-token cast in DeepGEMM's packed UE8M0 layout."""
+    return per_token_cast_packed_ue8m0(_rms_norm(x, w))
+
+
+def norm_backward(x, w, dy, rstd):
+    """Handwritten RMSNorm backward: bf16 x, dy [T, H], w [H], fp32 rstd [T] -> (bf16 dx, fp32 dw [H])."""
+    h = x.shape[1]
+    r = rstd[:, None]
+    xh = x.float() * r
+    g = dy.float()
+    gw = g * w.float()
+    dot = (xh * gw).sum(-1, keepdim=True)
+    dx = (gw - xh * (dot / h)) * r
+    dw = (xh * g).sum(0)
+    return dx.to(x.dtype), dw
+
+
+def _rope_rotated(x, cache, pos):
+    """Interleaved (GPT-J / DeepSeek MLA) rotation of x [T, heads, 64] -> fp32 [T, heads, 32, 2]."""
+    cs = cache[pos]  # [T, 64] fp32: cos | sin
+    half = cs.shape[1] // 2
+    c = cs[:, None, :half]
+    s = cs[:, None, half:]
+    xf = x.float().unflatten(-1, (half, 2))
+    a = xf[..., 0]
+    b = xf[..., 1]
+    return torch.stack([a * c - b * s, a * s + b * c], dim=-1)
+
+
+def rope_in_place(x, cache, pos):
+    """x [T, heads, 64] (any view with last stride 1) rotated in place."""
+    x.copy_(_rope_rotated(x, cache, pos).flatten(-2).to(x.dtype))
+    return (x,)
+
+
+def rope_out_of_place(x, cache, pos):
+    """x [T, heads, 64] view -> a new contiguous rotated [T, heads, 64] tensor of x's dtype."""
+    return (_rope_rotated(x, cache, pos).flatten(-2).to(x.dtype),)
+
+
+def randn_fill(buf):
+    """buf.normal_(): fp32 standard normal values into a preallocated buffer."""
+    return (buf.normal_(),)
+
+
+def _gen(seed):
+    g = torch.Generator(device="cuda")
+    g.manual_seed(seed)
+    return g
+
+
+def _randn(shape, seed, scale=1.0):
+    """A bf16 tensor of normal values times scale."""
+    x = torch.randn(shape, device="cuda", dtype=torch.float32, generator=_gen(seed))
+    return (x * scale).to(torch.bfloat16)
+
+
+def _in_per_token_cast_back(t, h):
+    return per_token_cast_fp32_sf(make_input(t, h))
+
+
+def _in_per_block_cast_back(t, h):
+    return per_block_cast_128(make_input(t, h))
+
+
+def _in_swiglu_fwd(t, h):
+    return (_randn((t, 2 * h), 11 + t, scale=2.0),)
+
+
+def _in_swiglu_bwd(t, h):
+    return _randn((t, 2 * h), 12 + t, scale=2.0), _randn((t, h), 13 + t)
+
+
+def _in_swiglu_bwd_w(t, h):
+    w = torch.rand((t,), device="cuda", dtype=torch.float32, generator=_gen(14 + t))
+    return _in_swiglu_bwd(t, h) + (w,)
+
+
+def _norm_weight(h):
+    return _randn((h,), 15, scale=0.1) + 1.0
+
+
+def _in_norm(t, h):
+    return _randn((t, h), 16 + t), _norm_weight(h)
+
+
+def _in_norm_bwd(t, h):
+    x, w = _in_norm(t, h)
+    rstd = torch.rsqrt(x.float().pow(2).mean(-1) + EPS)
+    return x, w, _randn((t, h), 17 + t), rstd
+
+
+def _rope_cache_pos(t):
+    """cos | sin cache [t, 64] fp32 of DeepSeek's frequencies, positions int64 [t] (a permutation)."""
+    half = ROPE_D // 2
+    inv = 10000.0 ** (-torch.arange(half, device="cuda", dtype=torch.float64) / half)
+    ang = torch.arange(t, device="cuda", dtype=torch.float64)[:, None] * inv[None, :]
+    cache = torch.cat([torch.cos(ang), torch.sin(ang)], dim=1).float().contiguous()
+    pos = torch.randperm(t, device="cuda", generator=_gen(18 + t))
+    return cache, pos
+
+
+def _in_rope_view(t, h):
+    q = _randn((t, ROPE_HEADS, ROPE_QK), 19 + t)
+    return (q[..., ROPE_QK - ROPE_D:],) + _rope_cache_pos(t)  # the view keeps q alive
+
+
+def _in_rope_contig(t, h):
+    return (_randn((t, ROPE_HEADS, ROPE_D), 20 + t),) + _rope_cache_pos(t)
+
+
+def _in_randn(t, h):
+    return (torch.empty((RANDN_N,), device="cuda", dtype=torch.float32),)
+
+
+def _sf128(t, h):
+    return t * (h // GROUP) * 4
+
+
+def _blk128(t, h):
+    return (t // 128) * (h // 128) * 4
+
+
+def _rope_bytes(t, h):
+    return t * ROPE_HEADS * ROPE_D * 2 * 2 + t * ROPE_D * 4 + t * 8
+
+
+class OpCase:
+    """One op variant: make(t, h) -> input tuple, fn(*inputs) -> output tuple, nbytes(t, h)."""
+
+    def __init__(self, op, variant, fn, make, nbytes, compare=True, shape=None, once=False):
+        self.op = op
+        self.variant = variant
+        self.fn = fn
+        self.make = make
+        self.nbytes = nbytes
+        self.compare = compare
+        self.shape = shape  # t -> the (tokens, hidden) the row reports; default (t, HIDDEN)
+        self.once = once  # one size only (randn): measured with the first token count
+
+    def key(self):
+        return f"{self.op}/{self.variant}"
+
+    def dims(self, t):
+        return self.shape(t) if self.shape is not None else (t, HIDDEN)
+
+
+def op_cases():
+    """Every case of the further ops, in table order (byte counts: see the module docstring)."""
+    bf16_in = lambda t, h: (make_input(t, h),)  # noqa: E731
+    return [
+        OpCase("perBlockCast", "bf16→e4m3 128x128", per_block_cast_128, bf16_in,
+               lambda t, h: 2 * t * h + t * h + _blk128(t, h)),
+        OpCase("castBack", "e4m3→bf16 [1,128]", cast_back_per_token, _in_per_token_cast_back,
+               lambda t, h: t * h + _sf128(t, h) + 2 * t * h),
+        OpCase("castBack", "e4m3→bf16 [128,128]", cast_back_per_block, _in_per_block_cast_back,
+               lambda t, h: t * h + _blk128(t, h) + 2 * t * h),
+        OpCase("cast", "bf16→e4m3 RN", cast_e4m3, bf16_in, lambda t, h: 2 * t * h + t * h),
+        OpCase("perTokenCastAndCastBack", "bf16 [1,128] in place", per_token_cast_and_cast_back, bf16_in,
+               lambda t, h: 2 * t * h + 2 * t * h),
+        OpCase("perChannelCast", "bf16→e4m3 [128,1]", per_channel_cast_128, bf16_in,
+               lambda t, h: 2 * t * h + t * h + (t // 128) * h * 4),
+        OpCase("swigluForwardAndPerTokenCast", "bf16→e4m3 [1,128]", swiglu_forward_and_per_token_cast,
+               _in_swiglu_fwd, lambda t, h: 2 * t * 2 * h + t * h + _sf128(t, h)),
+        OpCase("swigluBackward", "bf16", swiglu_backward, _in_swiglu_bwd,
+               lambda t, h: 2 * t * 2 * h + 2 * t * h + 2 * t * 2 * h),
+        OpCase("swigluBackward", "bf16 +weights", swiglu_backward_weighted, _in_swiglu_bwd_w,
+               lambda t, h: 2 * t * 2 * h + 2 * t * h + 4 * t + 2 * t * 2 * h + 4 * t),
+        OpCase("normForward", "bf16 F.rms_norm", norm_forward, _in_norm,
+               lambda t, h: 2 * t * h + 2 * h + 2 * t * h),
+        OpCase("normForwardAndPerTokenCast", "bf16→e4m3 fp32-sf", norm_forward_and_cast_fp32_sf, _in_norm,
+               lambda t, h: 2 * t * h + 2 * h + t * h + sf_bytes("fp32-sf", t, h)),
+        OpCase("normForwardAndPerTokenCast", "bf16→e4m3 packed", norm_forward_and_cast_packed, _in_norm,
+               lambda t, h: 2 * t * h + 2 * h + t * h + sf_bytes("packed-ue8m0", t, h)),
+        OpCase("normBackward", "bf16 dx+dw(fp32)", norm_backward, _in_norm_bwd,
+               lambda t, h: 2 * t * h * 2 + 4 * t + 2 * h + 2 * t * h + 4 * h),
+        OpCase("applyRotary", "64/192 in place", rope_in_place, _in_rope_view, _rope_bytes,
+               shape=lambda t: (t, ROPE_HEADS * ROPE_QK)),
+        OpCase("applyRotary", "64/192 out of place", rope_out_of_place, _in_rope_view, _rope_bytes,
+               shape=lambda t: (t, ROPE_HEADS * ROPE_QK)),
+        OpCase("applyRotary", "[T,128,64] in place", rope_in_place, _in_rope_contig, _rope_bytes,
+               shape=lambda t: (t, ROPE_HEADS * ROPE_D)),
+        OpCase("randn", "fp32 2^28", randn_fill, _in_randn, lambda t, h: 4 * RANDN_N, compare=False,
+               shape=lambda t: (RANDN_N, 1), once=True),
+    ]
+
+
+OP_NAMES = list(dict.fromkeys(["perTokenCast"] + [c.op for c in op_cases()]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,37 +676,57 @@ class Compiler:
         self.mode = "default"
         self.fns = {}
 
-    def get(self, variant):
-        if variant not in self.fns:
+    def get(self, key, fn=None, mode=None):
+        mode = self.mode if mode is None else mode
+        if (key, mode) not in self.fns:
             kw = {"dynamic": False}
-            if self.mode != "default":
-                kw["mode"] = self.mode
-            self.fns[variant] = torch.compile(VARIANTS[variant], **kw)
-        return self.fns[variant]
+            if mode != "default":
+                kw["mode"] = mode
+            self.fns[(key, mode)] = torch.compile(VARIANTS[key] if fn is None else fn, **kw)
+        return self.fns[(key, mode)]
 
-    def first_call(self, variant, x, label):
-        """Compile (first call) for x's shape; returns (fn, out, compile_s, mode) or None."""
+    def remaining(self):
+        return self.budget - elapsed()
+
+    def first_call(self, variant, x, label, fn=None, args=None, budget_aware=False):
+        """Compile (first call) for x's shape; returns (fn, out, compile_s, mode) or None.
+
+        variant keys the compiled function (VARIANTS[variant] unless fn is given); args replaces (x,).
+        budget_aware (the further ops; the perTokenCast rows keep their original behaviour): every
+        attempt, the default-mode retry included, is cut at the --budget, and a compile that fails
+        (not one that runs out of time) is retried in mode "default" for this case only.
+        """
         if not self.enabled:
             return None
+        mode = self.mode
         while True:
             limit = self.timeout
-            if self.mode != "default":
+            if budget_aware:
+                limit = min(limit, max(COMPILE_MIN_S, self.remaining() - 5.0))
+            elif self.mode != "default":
                 # keep the whole run near the --budget: a slow max-autotune compile is cut short
                 limit = min(limit, max(60.0, self.budget - elapsed()))
+            timed_out = False
             try:
-                fn = self.get(variant)
-                out, dt = call_with_limit(fn, (x,), limit)
+                cfn = self.get(variant, fn, mode)
+                out, dt = call_with_limit(cfn, (x,) if args is None else tuple(args), limit)
                 self.total_s += dt
-                print(f"  compiled {label} mode={self.mode} in {dt:.1f} s", flush=True)
-                return fn, out, dt, self.mode
+                print(f"  compiled {label} mode={mode} in {dt:.1f} s", flush=True)
+                return cfn, out, dt, mode
             except CompileTimeout:
+                timed_out = True
                 why = f"did not compile {label} within {limit:.0f} s"
             except Exception as e:
                 msg = str(e).strip().splitlines()
                 why = f"failed on {label}: {type(e).__name__}: {(msg[0] if msg else '')[:300]}"
                 traceback.print_exc()
-            if self.mode != "default":
+            if mode != "default" and budget_aware and not timed_out:
+                note(f"torch.compile mode={mode!r} {why}; this case retried with mode='default'")
+                mode = "default"
+                continue
+            if mode != "default":
                 self._fallback(why)
+                mode = self.mode
                 continue
             note(f"torch.compile mode='default' {why}; compiled row skipped")
             try:
@@ -460,20 +843,34 @@ def print_table(result):
     print(f"GPU: {result['gpu']}  driver: {result['driver']}  torch: {result['torch']} (CUDA {result['torch_cuda']})")
     print(f"timer: {result['timer']}")
     print(f"copy rate (2 GiB uint8 dst.copy_(src), read+write): {fmt(result['copy_gbps'], '.1f')} GB/s = 100 %")
-    hdr = f"{'impl':<14} {'variant':<13} {'tokens':>6} {'us':>10} {'GB/s':>8} {'%copy':>6} {'%copySame':>9} {'host_us':>8} {'compile':>26}"
+    if result.get("write_only"):
+        print(f"write-only rate (fill_/zero_ of {result['write_only']['bytes']} bytes): "
+              f"{fmt(result['write_only']['write_gbps'], '.1f')} GB/s")
+    hdr = (f"{'impl':<14} {'op':<28} {'variant':<22} {'tokens':>9} {'us':>10} {'GB/s':>8} {'%copy':>6} "
+           f"{'%copySame':>9} {'host_us':>8} {'compile':>26}")
     print(hdr)
     print("-" * len(hdr))
     for r in result["rows"]:
         comp = "" if r.get("compile_mode") is None else f"{r['compile_mode']} {fmt(r.get('compile_s'), '.1f')}s"
         print(
-            f"{r['impl']:<14} {r['variant']:<13} {r['tokens']:>6} {fmt(r['us'], '.2f'):>10} {fmt(r['gbps'], '.1f'):>8} "
+            f"{r['impl']:<14} {r.get('op', 'perTokenCast'):<28} {r['variant']:<22} {r['tokens']:>9} "
+            f"{fmt(r['us'], '.2f'):>10} {fmt(r['gbps'], '.1f'):>8} "
             f"{fmt(r['pct_copy'], '.1f'):>6} {fmt(r.get('pct_copy_same'), '.1f'):>9} {fmt(r['host_us'], '.2f'):>8} {comp:>26}"
+            + (f"  ({fmt(r.get('pct_write'), '.1f')} % of write-only)" if r.get("write_gbps") else "")
         )
     if CHECKS:
         print()
         print("checks:")
         for c in CHECKS:
-            if "equal" in c:
+            if "outputs" in c:
+                parts = [
+                    f"#{o['index']} {o['dtype']}: " + ("equal" if o["equal"] else (
+                        o.get("error") or f"{o.get('mismatches')} elements differ, max |diff| {fmt(o.get('max_abs_diff'), '.3g')}"))
+                    for o in c["outputs"]
+                ]
+                err = f" (error {c['error']})" if "error" in c else ""
+                print(f"  eager == compiled  {c['case']}: {'EQUAL' if c['equal'] else 'DIFFERENT'}{err}; " + ", ".join(parts))
+            elif "equal" in c:
                 extra = "" if c["equal"] else (
                     f" (data mismatches {c.get('data_mismatches')}, sf mismatches {c.get('sf_mismatches')}"
                     + (f", sf max rel diff {c['sf_max_rel_diff']:.3g}" if "sf_max_rel_diff" in c else "")
@@ -540,6 +937,21 @@ def run(args, result):
     compiler = Compiler(args)
     result["compile_mode_requested"] = args.compile_mode
 
+    if "perTokenCast" in args.ops:
+        run_per_token(args, result, timer, compiler, copy_ref)
+    # 5. the further ops
+    run_op_cases(args, result, timer, compiler, copy_ref)
+
+    if compiler.enabled:
+        result["compile_total_s"] = compiler.total_s
+        result["compile_mode_final"] = compiler.mode
+        note("torch.compile used dynamic=False (one specialization per shape); no CUDA graphs")
+    if timer.kind == "events":
+        note("timer: back-to-back CUDA events (no L2 flush): inputs that fit in L2 may be partly cached")
+
+
+def run_per_token(args, result, timer, compiler, copy_ref):
+    """Sections 2 to 4 of the docstring: perTokenCast at --shapes and the tiny-op host overhead."""
     # 2. the shapes
     h = HIDDEN
     for t in args.shapes:
@@ -622,12 +1034,171 @@ def run(args, result):
                 compare_outputs(label, out_e, cfn(x))
         except Exception as e:
             note(f"compiled {label} failed at run time: {type(e).__name__}: {e}")
-    if compiler.enabled:
-        result["compile_total_s"] = compiler.total_s
-        result["compile_mode_final"] = compiler.mode
-        note("torch.compile used dynamic=False (one specialization per shape); no CUDA graphs")
-    if timer.kind == "events":
-        note("timer: back-to-back CUDA events (no L2 flush): inputs that fit in L2 may be partly cached")
+
+
+def compare_generic(label, out_e, out_c):
+    """Byte equality of every output of a further op, eager vs compiled (same fresh inputs)."""
+    res = {"case": label, "outputs": []}
+    try:
+        for i, (a, b) in enumerate(zip(out_e, out_c)):
+            o = {"index": i, "dtype": str(a.dtype).replace("torch.", ""), "shape": list(a.shape)}
+            if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
+                o["equal"] = False
+                o["error"] = f"compiled gives {b.dtype} {list(b.shape)}"
+            else:
+                ab = a.contiguous().reshape(-1).view(torch.uint8)
+                bb = b.contiguous().reshape(-1).view(torch.uint8)
+                o["equal"] = bool(torch.equal(ab, bb))
+                if not o["equal"]:
+                    size = a.element_size()
+                    o["mismatches"] = int((ab.view(-1, size) != bb.view(-1, size)).any(-1).sum().item())
+                    d = (a.float() - b.float()).abs()
+                    o["max_abs_diff"] = float(d[torch.isfinite(d)].max().item()) if bool(torch.isfinite(d).any()) else None
+            res["outputs"].append(o)
+        res["equal"] = all(o["equal"] for o in res["outputs"])
+    except Exception as e:
+        res["error"] = f"{type(e).__name__}: {e}"
+        res["equal"] = False
+    CHECKS.append(res)
+    return res
+
+
+def make_op_row(impl, case, t, nbytes, ms, copy_ref, copy_same, compile_mode=None, compile_s=None, extra=None):
+    tokens, hidden = case.dims(t)
+    us = max(float(ms), 1e-9) * 1e3
+    gbps = nbytes / (us * 1e-6) / 1e9
+    row = {
+        "impl": impl,
+        "op": case.op,
+        "tokens": tokens,
+        "hidden": hidden,
+        "variant": case.variant,
+        "us": us,
+        "gbps": gbps,
+        "pct_copy": (100.0 * gbps / copy_ref) if copy_ref else None,
+        "host_us": None,
+        "bytes": nbytes,
+        "copy_same_gbps": copy_same,
+        "pct_copy_same": (100.0 * gbps / copy_same) if copy_same else None,
+        "compile_mode": compile_mode,
+        "compile_s": compile_s,
+    }
+    if extra:
+        row.update(extra)
+        if extra.get("write_gbps"):
+            row["pct_write"] = 100.0 * gbps / extra["write_gbps"]
+    return row
+
+
+def write_only_rates(timer, buf, copy_ref, result):
+    """Write-only references on randn's buffer: buf.fill_(1.0) and buf.zero_(), rows of op "fill_"/"zero_"."""
+    nbytes = buf.numel() * buf.element_size()
+    rates = {}
+    for name, fn in (("fill_", lambda: buf.fill_(1.0)), ("zero_", lambda: buf.zero_())):
+        try:
+            ms = timer.ms(fn)
+            gbps = nbytes / (ms * 1e-3) / 1e9
+            rates[name] = gbps
+            result["rows"].append({
+                "impl": "torch-eager", "op": name, "tokens": buf.numel(), "hidden": 1,
+                "variant": "fp32 write-only", "us": ms * 1e3, "gbps": gbps,
+                "pct_copy": (100.0 * gbps / copy_ref) if copy_ref else None, "host_us": None, "bytes": nbytes,
+                "copy_same_gbps": None, "pct_copy_same": None, "compile_mode": None, "compile_s": None,
+            })
+            print(f"  {name:<8} {ms * 1e3:10.2f} us  {gbps:8.1f} GB/s (write-only)", flush=True)
+        except Exception as e:
+            note(f"write-only {name} on {buf.numel()} fp32 failed: {type(e).__name__}: {e}")
+    if not rates:
+        return {}
+    out = {"write_gbps": max(rates.values()), "fill_gbps": rates.get("fill_"), "zero_gbps": rates.get("zero_")}
+    result["write_only"] = dict(out, bytes=nbytes)
+    return out
+
+
+def run_op_cases(args, result, timer, compiler, copy_ref):
+    """Section 5 of the docstring: every selected further op, eager first (all cases), then compiled."""
+    cases = [c for c in op_cases() if c.op in args.ops]
+    if not cases:
+        return
+    h = HIDDEN
+    plan = [(c, t) for c in cases for t in (args.tokens[:1] if c.once else args.tokens)]
+    copy_same = {}
+    extras = {}
+
+    def label_of(c, t):
+        tokens, hidden = c.dims(t)
+        return f"{c.op} {c.variant} T={tokens} H={hidden}"
+
+    for c, t in plan:
+        label = label_of(c, t)
+        print(f"case {label} (eager)", flush=True)
+        inputs = out = None
+        try:
+            inputs = c.make(t, h)
+            nbytes = c.nbytes(t, h)
+            try:
+                copy_same[(c.key(), t)] = copy_gbps(timer, nbytes)
+            except Exception as e:
+                note(f"same-bytes copy for {label} failed: {type(e).__name__}: {e}")
+            out = c.fn(*inputs)
+            torch.cuda.synchronize()
+            ms = timer.ms(lambda: c.fn(*inputs))
+            if c.op == "randn":
+                extras[(c.key(), t)] = write_only_rates(timer, inputs[0], copy_ref, result)
+            result["rows"].append(make_op_row("torch-eager", c, t, nbytes, ms, copy_ref,
+                                              copy_same.get((c.key(), t)), extra=extras.get((c.key(), t))))
+            print(f"  eager    {ms * 1e3:10.2f} us", flush=True)
+        except Exception as e:
+            note(f"eager {label} failed: {type(e).__name__}: {str(e)[:300]}")
+            traceback.print_exc()
+        del inputs, out
+        torch.cuda.empty_cache()
+
+    skipped = []
+    for c, t in plan:
+        if not compiler.enabled:
+            break
+        label = label_of(c, t)
+        if compiler.remaining() < COMPILE_RESERVE_S:
+            skipped.append(label)
+            continue
+        print(f"case {label} (torch.compile)", flush=True)
+        inputs = got = None
+        try:
+            inputs = c.make(t, h)
+            nbytes = c.nbytes(t, h)
+            got = compiler.first_call(c.key(), None, label, fn=c.fn, args=inputs, budget_aware=True)
+            if got is not None:
+                cfn = got[0]
+                for _ in range(3):
+                    cfn(*inputs)
+                torch.cuda.synchronize()
+                ms = timer.ms(lambda: cfn(*inputs))
+                result["rows"].append(make_op_row("torch-compile", c, t, nbytes, ms, copy_ref,
+                                                  copy_same.get((c.key(), t)), compile_mode=got[3],
+                                                  compile_s=got[2], extra=extras.get((c.key(), t))))
+                print(f"  compiled {ms * 1e3:10.2f} us", flush=True)
+        except Exception as e:
+            note(f"compiled {label} failed: {type(e).__name__}: {str(e)[:300]}")
+            traceback.print_exc()
+        del inputs
+        inputs = None
+        if got is not None and c.compare:
+            try:
+                out_e = c.fn(*c.make(t, h))
+                out_c = got[0](*c.make(t, h))
+                torch.cuda.synchronize()
+                r = compare_generic(label, out_e, out_c)
+                print(f"  eager == compiled: {r['equal']}", flush=True)
+                del out_e, out_c
+            except Exception as e:
+                note(f"eager == compiled check of {label} failed: {type(e).__name__}: {str(e)[:300]}")
+                traceback.print_exc()
+        del got
+        torch.cuda.empty_cache()
+    if skipped:
+        note(f"--budget {args.budget:.0f} s nearly spent ({elapsed():.0f} s elapsed): torch.compile skipped for "
+             f"{len(skipped)} case(s): " + "; ".join(skipped))
 
 
 def parse_shapes(s):
@@ -644,8 +1215,16 @@ def parse_shapes(s):
     return out
 
 
+def parse_ops(s):
+    out = [tok.strip() for tok in s.split(",") if tok.strip()]
+    bad = [o for o in out if o not in OP_NAMES]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(f"unknown op(s) {', '.join(bad) or '(none)'}; known: {', '.join(OP_NAMES)}")
+    return out
+
+
 def main():
-    ap = argparse.ArgumentParser(description="PyTorch eager / torch.compile baselines for perTokenCast (bench/peers.py)")
+    ap = argparse.ArgumentParser(description="PyTorch eager / torch.compile baselines for the roofline table (bench/peers.py)")
     ap.add_argument("--json", default=None, help="write the results as JSON to this path")
     ap.add_argument("--quick", action="store_true", help="fewer iterations")
     ap.add_argument("--shapes", type=parse_shapes, default=[4096, 16384], help="token counts, e.g. 4096,16384")
@@ -654,6 +1233,10 @@ def main():
     ap.add_argument("--compile-timeout", type=float, default=300.0, help="seconds per compile before falling back")
     ap.add_argument("--budget", type=float, default=170.0, help="soft limit (s) on the run; cuts max-autotune compiles short")
     ap.add_argument("--timer", choices=["auto", "do_bench", "events"], default="auto")
+    ap.add_argument("--ops", type=parse_ops, default=list(OP_NAMES),
+                    help="comma-separated ops to measure (default all): " + ",".join(OP_NAMES))
+    ap.add_argument("--tokens", type=parse_shapes, default=[8192, 16384],
+                    help="token counts of the ops other than perTokenCast, e.g. 8192,16384")
     args = ap.parse_args()
 
     result = {

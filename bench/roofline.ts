@@ -119,11 +119,17 @@ if (pf) {
 }
 
 const pad = (s: string, n: number) => s.padEnd(n);
-console.log(`\n${pad("impl", 16)}${pad("op", 34)}${pad("tokens", 8)}${pad("variant", 22)}${pad("µs", 10)}${pad("GB/s", 9)}% of copy`);
+console.log(`\n${pad("impl", 16)}${pad("op", 34)}${pad("tokens", 11)}${pad("variant", 22)}${pad("µs", 10)}${pad("GB/s", 9)}% of copy`);
+// Peers' rows (every op of bench/peers.py; its tiny host-overhead row excluded) beside ours: grouped by op in the
+// order ops first appear, then by tokens; the sort is stable, so ours come first within a group.
 const all = [...rows, ...(peers?.rows ?? []).filter((r) => (r.tokens as number) > 1)];
+const opOf = (r: Record<string, unknown>) => String(r.op ?? "perTokenCast");
+const opOrder = [...new Set(all.map(opOf))];
+all.sort((a, b) => opOrder.indexOf(opOf(a)) - opOrder.indexOf(opOf(b)) || (a.tokens as number) - (b.tokens as number));
 for (const r of all) {
-  const pct = r.impl === "tk" ? (r.pct_copy as number) : (r.pct_copy as number);
-  console.log(`${pad(String(r.impl), 16)}${pad(String(r.op ?? "perTokenCast"), 34)}${pad(String(r.tokens), 8)}${pad(String(r.variant), 22)}${pad((r.us as number).toFixed(1), 10)}${pad((r.gbps as number).toFixed(0), 9)}${pct.toFixed(1)}%`);
+  const pct = r.pct_copy == null ? "-" : `${(r.pct_copy as number).toFixed(1)}%`;
+  const write = r.pct_write == null ? "" : ` (${(r.pct_write as number).toFixed(1)}% of write-only)`;
+  console.log(`${pad(String(r.impl), 16)}${pad(opOf(r), 34)}${pad(String(r.tokens), 11)}${pad(String(r.variant), 22)}${pad((r.us as number).toFixed(1), 10)}${pad((r.gbps as number).toFixed(0), 9)}${pct}${write}`);
 }
 if (peers) console.log(`(peers' % is of their own copy measurement: ${peers.copy_gbps.toFixed(0)} GB/s; ours: ${copy.gbps.toFixed(0)} GB/s)`);
 console.log(`\nhost time per call (${runtimeName}, 1×128 bf16 device tensor): out= ${withOut.toFixed(2)} µs, fresh outputs ${fresh.toFixed(2)} µs, bare launch ${bareUs.toFixed(2)} µs`);
