@@ -43,6 +43,10 @@ namespace {
 
 constexpr int kBlockThreads = 256;
 constexpr int kRowsPerThread = 4;
+// Resident CTAs per SM the register budget is sized for: 4 (≤ 64 registers, 4 × 16 KiB of loads in flight per SM)
+// for value inputs; e4m3 codes decode 16 values per row chunk and get 2 (≤ 128 registers) rather than spill on sm_100a.
+template <Fmt kIn>
+constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? 2 : 4;
 constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
 
 template <Fmt kIn, int kR, bool kTranspose>
@@ -83,12 +87,14 @@ struct PerChannel {
     return (q % kPieceStride) / 4 * kV + (q / kPieceStride) * 4 + q % 4;
   }
 
-  // The input row of output row `row` (< out_tokens), or -1 for a zero row.
-  TK_DEV int64_t source_row(uint64_t row) const {
+  // The input row of output row `row` (< out_tokens), or -1 for a zero row. Every thread that loads a row reads
+  // its index; only the `reporter` (first column group of the first column tile) counts a bad one, so the error
+  // word counts bad entries, not their readers.
+  TK_DEV int64_t source_row(uint64_t row, bool reporter) const {
     if (p.pos_to_token == 0) return static_cast<int64_t>(row);
     const int32_t s = static_cast<int32_t>(ld_u32(reinterpret_cast<const uint8_t*>(p.pos_to_token) + 4 * row));
     const bool bad = s >= 0 && static_cast<uint32_t>(s) >= p.num_tokens;
-    report_fault_warp(p.error_word, p.op_id, kCondPosOutOfRange, bad);
+    report_fault_warp(p.error_word, p.op_id, kCondPosOutOfRange, bad && reporter);
     return (s < 0 || bad) ? -1 : s;
   }
 
@@ -191,7 +197,7 @@ struct PerChannel {
 #pragma unroll
       for (int i = 0; i < kRowsPerThread; ++i) {
         live[i] = row0 + i < p.out_tokens;
-        const int64_t src = live[i] ? source_row(row0 + i) : -1;
+        const int64_t src = live[i] ? source_row(row0 + i, cg == 0 && col0 == 0) : -1;
         load_row(src, col, w[i]);
         s_in[i] = 0.0f;
         if constexpr (kRequant) {
@@ -280,12 +286,12 @@ struct PerChannel {
 }  // namespace tk
 
 #define TK_PER_CHANNEL_CAST(in, IN, r)                                                                   \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads)                                        \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
       tk_per_channel_cast__##in##_r##r(const __grid_constant__ PerChannelCastParams p) {                 \
     tk::PerChannel<tk::Fmt::IN, r, false>(p).run();                                                      \
   }
 #define TK_PER_CHANNEL_CAST_AND_TRANSPOSE(r)                                                             \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads)                                        \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)  \
       tk_per_channel_cast_and_transpose__bf16_r##r(const __grid_constant__ PerChannelCastParams p) {     \
     tk::PerChannel<tk::Fmt::kBf16, r, true>(p).run();                                                    \
   }
