@@ -269,7 +269,8 @@ export function perChannelCast(x: Tensor | Quantized, options: PerChannelCastOpt
  * only the real rows. `x` is fp32/bf16 `[T, H]` contiguous (`T % 128 == 0` without gather), or an e4m3 pair
  * with fp32 row-major per-token scales `[T, H/128]`. Returns `[data e4m3 [T_out, H], sf fp32 [⌈T_out/128⌉, H]]`.
  *
- * An index `posToToken[p] ≥ T` breaks the caller contract (§11.2): the CPU reference throws `DEVICE_VALUE`.
+ * An index `posToToken[p] ≥ T` breaks the caller contract (§11.2): the CPU reference throws `DEVICE_VALUE`; the
+ * kernel reads nothing for it, writes that row as zeros and the next sync throws `DEVICE_VALUE` (DESIGN §6).
  *
  * @example
  * ```ts
