@@ -1,8 +1,8 @@
 /**
  * Bad inputs to perChannelCast, perChannelCastFused, perChannelCastAndTranspose, perBlockCastLossless and
  * batchedTransposeWeightSf: each is a TkError naming op and argument, raised before anything is launched or
- * written (host inputs are byte-identical afterwards, the launch counter does not move). These ops have no CUDA
- * kernel yet, so a call that would run on a device is UNSUPPORTED.
+ * written (host inputs are byte-identical afterwards, the launch counter does not move). perBlockCastLossless
+ * has no CUDA kernel yet, so a call of it that would run on a device is UNSUPPORTED.
  * @module
  */
 import {
@@ -46,8 +46,8 @@ test("perChannelCast refuses numPerChannels 64 for a quantized input", () => ref
 test("perChannelCast refuses input scales of the wrong shape", () => refuses("perChannelCast", "x[1]", "SHAPE", () => perChannelCast([q, qsf], { ...PC, numPerChannels: 32 })));
 test("perChannelCast refuses useTmaAlignedColMajorSf (not an option of per-channel casts)", () => refuses("perChannelCast", "useTmaAlignedColMajorSf", "VALUE", () => perChannelCast(x, { ...PC, useTmaAlignedColMajorSf: true } as never)));
 test("perChannelCast refuses an out.sf in the channel-packed layout when token packing is selected", () => refuses("perChannelCast", "out.sf", "OUT_MISMATCH", () => perChannelCast(x, { ...PC, roundSf: true, usePackedUe8m0: true, out: { sf: tensor(new Int32Array(2 * 64), [2, 64], "int32") } })));
-test("perChannelCast has no CUDA kernel: backend cuda is UNSUPPORTED", () => refuses("perChannelCast", "backend", "UNSUPPORTED", () => perChannelCast(x, { ...PC, backend: "cuda" })));
-test("perChannelCast has no CUDA kernel: a device input is UNSUPPORTED", () => refuses("perChannelCast", "backend", "UNSUPPORTED", () => perChannelCast(fakeDevice("fp32", [128, 128]), PC)));
+test("perChannelCast refuses device codes with host scales", () => refuses("perChannelCast", "device", "DEVICE_MISMATCH", () => perChannelCast([fakeDevice("e4m3", [256, 256]), qsf], { ...PC, numPerChannels: 128 })));
+test("perChannelCast refuses a device input with a host out", () => refuses("perChannelCast", "device", "DEVICE_MISMATCH", () => perChannelCast(fakeDevice("fp32", [128, 128]), { ...PC, out: { sf: tensor(new Float32Array(128), [1, 128], "fp32") } })));
 
 // ---- perChannelCastFused ---------------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ test("perChannelCastFused refuses column-major input scales", () => {
 });
 test("perChannelCastFused refuses usePackedUe8m0 (not an option of the fused cast)", () => refuses("perChannelCastFused", "usePackedUe8m0", "VALUE", () => perChannelCastFused(x, { ...PC, roundSf: true, usePackedUe8m0: true } as never)));
 test("perChannelCastFused refuses out.data sized for the input rather than the gathered rows", () => refuses("perChannelCastFused", "out.data", "OUT_MISMATCH", () => perChannelCastFused(x, { ...PC, posToToken: pos(16), out: { data: tensor(new Uint8Array(256 * 256), [256, 256], "e4m3") } })));
-test("perChannelCastFused has no CUDA kernel", () => refuses("perChannelCastFused", "backend", "UNSUPPORTED", () => perChannelCastFused(x, { ...PC, backend: "cuda" })));
+test("perChannelCastFused refuses a device input with a host posToToken", () => refuses("perChannelCastFused", "device", "DEVICE_MISMATCH", () => perChannelCastFused(fakeDevice("fp32", [128, 128]), { ...PC, posToToken: pos(16) })));
 
 // ---- perChannelCastAndTranspose --------------------------------------------------------------------------
 
@@ -75,7 +75,7 @@ test("perChannelCastAndTranspose refuses a token count that is not a multiple of
 test("perChannelCastAndTranspose refuses numPerTokens 16", () => refuses("perChannelCastAndTranspose", "numPerTokens", "VALUE", () => perChannelCastAndTranspose(xb, { ...PC, numPerTokens: 16 })));
 test("perChannelCastAndTranspose refuses a non-boolean roundSf", () => refuses("perChannelCastAndTranspose", "roundSf", "VALUE", () => perChannelCastAndTranspose(xb, { ...PC, roundSf: "yes" as never })));
 test("perChannelCastAndTranspose refuses an untransposed out.data", () => refuses("perChannelCastAndTranspose", "out.data", "OUT_MISMATCH", () => perChannelCastAndTranspose(xb, { ...PC, out: { data: tensor(new Uint8Array(128 * 192), [128, 192], "e4m3") } })));
-test("perChannelCastAndTranspose has no CUDA kernel", () => refuses("perChannelCastAndTranspose", "backend", "UNSUPPORTED", () => perChannelCastAndTranspose(fakeDevice("bf16", [128, 64]), PC)));
+test("perChannelCastAndTranspose refuses a device input with a host out", () => refuses("perChannelCastAndTranspose", "device", "DEVICE_MISMATCH", () => perChannelCastAndTranspose(fakeDevice("bf16", [128, 64]), { ...PC, out: { sf: tensor(new Float32Array(64), [1, 64], "fp32") } })));
 
 // ---- perBlockCastLossless --------------------------------------------------------------------------------
 
@@ -117,4 +117,4 @@ test("batchedTransposeWeightSf refuses an out that is not 32-byte aligned", () =
   const sf0 = tensor(base, [257], "int32").slice(0, 1, 257).view([256, 1]);
   refuses("batchedTransposeWeightSf", "out[0][0]", "OUT_MISMATCH", () => batchedTransposeWeightSf([wsf], { ...BT, out: [[sf0, hostStrided([384, 1], [1, 384], "int32", 384)]] }), [wsf]);
 });
-test("batchedTransposeWeightSf has no CUDA kernel", () => refuses("batchedTransposeWeightSf", "backend", "UNSUPPORTED", () => batchedTransposeWeightSf([wsf], { ...BT, backend: "cuda" })));
+test("batchedTransposeWeightSf refuses host and device scales in one call", () => refuses("batchedTransposeWeightSf", "device", "DEVICE_MISMATCH", () => batchedTransposeWeightSf([wsf, fakeDevice("fp32", [2, 3])], { ...BT, transposeSf1: [false, false] })));

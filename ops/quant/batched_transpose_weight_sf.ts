@@ -1,15 +1,18 @@
 /**
  * `batchedTransposeWeightSf` (spec/API.md §3.1; layouts and legal arguments: spec/quant.md §9.1, §11.1).
- * Checks, then dispatch to the CPU reference (`batched_transpose_weight_sf.ref.ts`). There is no CUDA kernel
- * yet: a call that would run on a device is refused.
+ * Checks, then dispatch to the CPU reference (`batched_transpose_weight_sf.ref.ts`) or the CUDA kernel
+ * (`kernels-src/cuda/quant/transpose_weight_sf.cu`, one launch per weight).
  * @module
  */
-import { type HostPlacement, type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place, type Placement } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkOutTensor, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { deliverHostResult, onHost } from "../../core/stage.ts";
-import { DeviceTensor, type HostTensor, type Tensor } from "../../core/tensor.ts";
-import { batchedTransposeWeightSfRef, weightSfGeometry } from "./batched_transpose_weight_sf.ref.ts";
+import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
+import { type Device, deviceEmptyStrided, deviceRuntime, DeviceTensor, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { type WeightSfGeometry, batchedTransposeWeightSfRef, weightSfGeometry } from "./batched_transpose_weight_sf.ref.ts";
+import { TransposeWeightSfParams } from "./per_channel_cast.params.ts";
 
 /** Options of {@link batchedTransposeWeightSf}. */
 export interface BatchedTransposeWeightSfOptions extends OpOptions {
@@ -22,6 +25,37 @@ export interface BatchedTransposeWeightSfOptions extends OpOptions {
 }
 
 const KEYS = ["blockSize", "transposeSf1"];
+
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+const packet = new LaunchPacket(TransposeWeightSfParams);
+const THREADS = 256;
+
+/** Both outputs of one weight on the device (new, or the caller's `out` pair), then one launch. */
+function runOnDevice(op: string, device: Device, stream: Stream, sf: Tensor, bs: number, geo: WeightSfGeometry, out: [Tensor, Tensor] | null): [Tensor, Tensor] {
+  const sf0 = out?.[0] ?? deviceEmptyStrided(op, device, geo.sf0.shape, geo.sf0.strides, "int32", geo.storage0, stream);
+  const sf1 = out?.[1] ?? deviceEmptyStrided(op, device, geo.sf1.shape, geo.sf1.strides, "int32", geo.storage1, stream);
+  const dense = sf.shape.length === 2;
+  const G = dense ? 1 : sf.shape[0];
+  const nS = sf.shape[dense ? 0 : 1];
+  const kS = sf.shape[dense ? 1 : 2];
+  // grid.x of transpose_weight_sf.cu's launch table: min(⌈U / 256⌉, 8 · SMs), U = 16-byte units of both outputs
+  const units = (geo.storage0 + geo.storage1) / 4;
+  if (units === 0) return [sf0, sf1];
+  const p = packet;
+  const w = p.w;
+  p.u64(w.sf, (sf as DeviceTensor).addr);
+  p.u64(w.sf0, (sf0 as DeviceTensor).addr);
+  p.u64(w.sf1, (sf1 as DeviceTensor).addr);
+  p.u32(w.groups, G);
+  p.u32(w.n_blocks, nS);
+  p.u32(w.k_blocks, kS);
+  p.u32(w.block_size, bs);
+  const grid = Math.max(1, Math.min(Math.ceil(units / THREADS), 8 * config.getNumSms(device)));
+  p.setLaunch(kernelFunction(op, device, "tk_transpose_weight_sf"), stream.handle, grid, THREADS, 0, false, device.index);
+  p.launch(op);
+  return [sf0, sf1];
+}
 
 /** Checks `t` against an expected int32 output geometry and 32-byte alignment (§9.1). */
 function checkOutPair(op: string, arg: string, t: unknown, shape: readonly number[], strides: readonly number[], inputs: readonly Tensor[]): Tensor {
@@ -69,7 +103,7 @@ export function batchedTransposeWeightSf(sfs: readonly Tensor[], options: Batche
   if (outs !== undefined && (!Array.isArray(outs) || outs.length !== sfs.length)) {
     throw new TkError(op, "out", "VALUE", `expected ${sfs.length} entries ([sf0, sf1] or null), got ${describe(outs)}`);
   }
-  const checked: { sf: Tensor; out: [Tensor, Tensor] | null; pl: HostPlacement }[] = [];
+  const checked: { sf: Tensor; out: [Tensor, Tensor] | null; pl: Placement; geo: WeightSfGeometry }[] = [];
   sfs.forEach((s, i) => {
     const arg = `sfs[${i}]`;
     const t = checkTensor(op, arg, s, ["fp32"]);
@@ -82,19 +116,29 @@ export function batchedTransposeWeightSf(sfs: readonly Tensor[], options: Batche
     if ((kS * bs) % 128 !== 0) throw new TkError(op, arg, "SHAPE", `k = ${kS}·${bs} must be a multiple of 128`);
     let out: [Tensor, Tensor] | null = null;
     const o = outs?.[i];
+    const geo = weightSfGeometry(dense ? null : t.shape[0], nS, kS, bs, tr[i]);
     if (o !== undefined && o !== null) {
       if (!Array.isArray(o) || o.length !== 2) throw new TkError(op, `out[${i}]`, "VALUE", `expected an [sf0, sf1] pair or null, got ${describe(o)}`);
-      const geo = weightSfGeometry(dense ? null : t.shape[0], nS, kS, bs, tr[i]);
       const o0 = checkOutPair(op, `out[${i}][0]`, o[0], geo.sf0.shape, geo.sf0.strides, sfs);
       const o1 = checkOutPair(op, `out[${i}][1]`, o[1], geo.sf1.shape, geo.sf1.strides, sfs);
       if (overlaps(o0, o1)) throw new TkError(op, `out[${i}][1]`, "OUT_MISMATCH", "overlaps its sf0");
       for (const c of checked) if (c.out && c.out.some((p) => overlaps(p, o0) || overlaps(p, o1))) throw new TkError(op, `out[${i}]`, "OUT_MISMATCH", "overlaps another out entry");
       out = [o0, o1];
     }
-    const pl = placeWithoutKernel(op, options.backend, sfs[0], t, out?.[0], out?.[1]);
-    checked.push({ sf: t, out, pl });
+    const pl = place(op, options.backend, sfs[0], t, out?.[0], out?.[1]);
+    checked.push({ sf: t, out, pl, geo });
   });
-  return checked.map(({ sf, out, pl }, i) => {
+  return checked.map(({ sf, out, pl, geo }, i) => {
+    if (pl.backend === "cuda" && !pl.staged) {
+      return runOnDevice(op, pl.device, options.stream ?? deviceRuntime(op).defaultStream(pl.device), sf, bs, geo, out);
+    }
+    if (pl.backend === "cuda") {
+      const [d0, d1] = runOnDeviceStaged(op, pl.device, [sf], [out?.[0] ?? null, out?.[1] ?? null], ([dsf]) => {
+        const stream = deviceRuntime(op).defaultStream(pl.device);
+        return runOnDevice(op, pl.device, stream, dsf!, bs, geo, null);
+      });
+      return [d0, d1];
+    }
     const [sf0, sf1] = batchedTransposeWeightSfRef(onHost(sf) as HostTensor, bs, tr[i]);
     return [deliverHostResult(op, sf0, out?.[0] ?? null, pl), deliverHostResult(op, sf1, out?.[1] ?? null, pl)];
   });

@@ -1,21 +1,41 @@
 /**
  * Per-channel casts: `perChannelCast`, `perChannelCastFused`, `perChannelCastAndTranspose` (spec/API.md §3.1;
  * numerics and legal arguments: spec/quant.md §5, §4.2-3, §11.1). Checks, then dispatch to the CPU reference
- * (`per_channel_cast.ref.ts`). There is no CUDA kernel yet: a call that would run on a device is refused.
+ * (`per_channel_cast.ref.ts`) or the CUDA kernels (`kernels-src/cuda/quant/per_channel_cast.cu`).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place, type Placement } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { deliverHostResult, onHost } from "../../core/stage.ts";
-import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
+import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
+import {
+  type Device,
+  type DeviceTensor,
+  deviceEmptyStrided,
+  deviceRuntime,
+  type HostTensor,
+  type Quantized,
+  type Stream,
+  type Tensor,
+} from "../../core/tensor.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { registerOpId } from "../../ffi/op_ids.ts";
 import { checkOutData, checkOutSf } from "./per_block_cast.ts";
+import { PER_CHANNEL_COND, PER_CHANNEL_FLAG, PerChannelCastParams } from "./per_channel_cast.params.ts";
 import { type PerChannelArgs, perChannelCastAndTransposeRef, perChannelCastFusedRef, perChannelCastRef } from "./per_channel_cast.ref.ts";
+import { SF_KIND } from "./per_token_cast.params.ts";
 import type { QuantizedInput } from "./per_token_cast.ref.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { type SfGeometry, sfGeometry, sfInput } from "./sf_layout.ts";
 import { checkSfOptions } from "./sf_options.ts";
 import { tokenPackedGeometry } from "./sf_token_packed.ts";
+
+/** Error-word ids of the per-channel kernels (ffi/op_ids.ts reserves 8–10). */
+const OP = {
+  perChannelCast: registerOpId(8, "perChannelCast", {}),
+  perChannelCastFused: registerOpId(9, "perChannelCastFused", { [PER_CHANNEL_COND.posOutOfRange]: "posToToken entry not below the number of input tokens (row treated as zeros)" }),
+  perChannelCastAndTranspose: registerOpId(10, "perChannelCastAndTranspose", {}),
+} as const;
 
 /** Options of {@link perChannelCast}. */
 export interface PerChannelCastOptions extends OpOptions {
@@ -115,6 +135,85 @@ function hostInput(i: Input): HostTensor | QuantizedInput {
   return { data: hx, sf: onHost(i.q.sf) as HostTensor, sfIn: i.q.sfIn, blockRows: 1, blockCols: i.q.numPerChannels };
 }
 
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+const packet = new LaunchPacket(PerChannelCastParams);
+const W = packet.w;
+const THREADS = 256;
+const ELEMENT_BYTES: Record<string, number> = { fp32: 4, bf16: 2, e4m3: 1 };
+
+/** What a launch reads and writes; `pos` is the gather of perChannelCastFused. */
+interface Launch {
+  readonly op: keyof typeof OP;
+  readonly inp: Input;
+  readonly pos: Tensor | null;
+  readonly tOut: number;
+  readonly r: number;
+  readonly flags: number;
+  readonly transpose: boolean;
+}
+
+function addr(t: Tensor | null | undefined): number {
+  return t ? (t as DeviceTensor).addr : 0;
+}
+
+/**
+ * grid.x of per_channel_cast.cu's launch table: one CTA per tile of R rows × C columns, C = V · 1024 / R with
+ * V = 16 bytes / input element (fp32 4, bf16 8, e4m3 16).
+ */
+function perChannelGrid(tOut: number, H: number, r: number, dtype: string): number {
+  const cols = ((16 / ELEMENT_BYTES[dtype]) * 1024) / r;
+  return Math.ceil(tOut / r) * Math.ceil(H / cols);
+}
+
+function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tensor, sf: Tensor): void {
+  const { inp, tOut, r } = l;
+  if (tOut === 0 || inp.H === 0) return;
+  const sym = l.transpose ? `tk_per_channel_cast_and_transpose__bf16_r${r}` : `tk_per_channel_cast__${inp.x.dtype}_r${r}`;
+  const fn = kernelFunction(l.op, device, sym);
+  const p = packet;
+  const q = inp.q;
+  p.u64(W.x, addr(inp.x));
+  p.u64(W.x_sf, addr(q?.sf));
+  p.u64(W.pos_to_token, addr(l.pos));
+  p.u64(W.data, addr(data));
+  p.u64(W.sf, addr(sf));
+  p.u64(W.error_word, errorWordPtr(l.op, device));
+  p.u64(W.x_sf_stride0, q ? q.sfIn.s0 : 0);
+  p.u64(W.x_sf_stride1, q ? q.sfIn.s1 : 0);
+  p.u64(W.sf_stride0, sf.strides[0]);
+  p.u32(W.num_tokens, inp.T);
+  p.u32(W.out_tokens, tOut);
+  p.u32(W.hidden, inp.H);
+  p.u32(W.num_per_channels, q ? q.numPerChannels : 1);
+  p.u32(W.x_sf_kind, q ? SF_KIND[q.sfIn.kind === "packed" ? "packedChannel" : q.sfIn.kind] : 0);
+  p.u32(W.flags, l.flags);
+  p.f32(W.amax_clamp, amaxClampFor("e4m3", false));
+  p.u32(W.op_id, OP[l.op]);
+  p.setLaunch(fn, stream.handle, perChannelGrid(tOut, inp.H, r, inp.x.dtype), THREADS, 0, false, device.index);
+  p.launch(l.op);
+}
+
+/** Device run: outputs (given or new, stream-ordered on `stream`), then the launch (none for 0 rows). */
+function runOnDevice(pl: Placement & { backend: "cuda" }, options: OpOptions, l: Launch, dataShape: [number, number], g: SfGeometry, outData: Tensor | null, outSf: Tensor | null): Quantized {
+  const stream = options.stream ?? deviceRuntime(l.op).defaultStream(pl.device);
+  const [rows, cols] = dataShape;
+  const data = outData ?? deviceEmptyStrided(l.op, pl.device, dataShape, [cols, 1], "e4m3", rows * cols, stream);
+  const sf = outSf ?? deviceEmptyStrided(l.op, pl.device, g.shape, g.strides, g.dtype, g.storage, stream);
+  launchPerChannel(pl.device, stream, l, data, sf);
+  return [data, sf];
+}
+
+function flagsOf(roundSf: boolean, packed: boolean): number {
+  return (roundSf ? PER_CHANNEL_FLAG.roundSf : 0) | (packed ? PER_CHANNEL_FLAG.packedUe8m0 : 0);
+}
+
+/** Host inputs on a forced device backend: the same call on device copies, results copied back. */
+function staged(op: string, pl: Placement & { backend: "cuda" }, inputs: (Tensor | null)[], outData: Tensor | null, outSf: Tensor | null, run: (d: (DeviceTensor | null)[]) => Quantized): Quantized {
+  const [d, s] = runOnDeviceStaged(op, pl.device, inputs, [outData, outSf], (ds) => run(ds));
+  return [d, s];
+}
+
 /**
  * Quantizes `x` to FP8 E4M3 with one scale per column and block of `numPerTokens` (32 or 128) rows
  * (spec/quant.md §5.1): `amax` over the block's rows of one column, `(sf, inv)` as for every cast (§2.3), data =
@@ -123,7 +222,8 @@ function hostInput(i: Input): HostTensor | QuantizedInput {
  * `[data e4m3 [T, H], sf]`, sf fp32 `[T/r, H]`, or with `usePackedUe8m0` (and `roundSf`) UE8M0 bytes packed four
  * tokens per int32, `[⌈T/r/4⌉, H]` (§4.2-3).
  *
- * Host inputs run the CPU reference; there is no CUDA kernel yet (device inputs need `backend: "cpu"`).
+ * Device inputs run the CUDA kernel on their device (enqueued on `stream`); host inputs run the CPU reference
+ * unless `backend` / `TK_BACKEND` says otherwise.
  *
  * @example
  * ```ts
@@ -149,7 +249,14 @@ export function perChannelCast(x: Tensor | Quantized, options: PerChannelCastOpt
   const g = packed ? tokenPackedGeometry(nbm, inp.H) : sfGeometry(nbm, inp.H, { kind: "fp32", colMajor: false });
   const inputs = inp.q ? [inp.x, inp.q.sf] : [inp.x];
   const [outData, outSf] = checkOuts(op, options.out, [inp.T, inp.H], g, inputs);
-  const pl = placeWithoutKernel(op, options.backend, inp.x, inp.q?.sf, outData, outSf);
+  const pl = place(op, options.backend, inp.x, inp.q?.sf, outData, outSf);
+  if (pl.backend === "cuda" && !pl.staged) {
+    return runOnDevice(pl, options, { op, inp, pos: null, tOut: inp.T, r, flags: flagsOf(roundSf, packed), transpose: false }, [inp.T, inp.H], g, outData, outSf);
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    return staged(op, pl, [inp.x, inp.q?.sf ?? null], outData, outSf, ([dx, dsf]) => perChannelCast(dsf ? [dx!, dsf] : dx!, local));
+  }
   const a: PerChannelArgs = { tokens: inp.T, hidden: inp.H, numPerTokens: r, rule: { fmt: "e4m3", roundSf, packedUe8m0: packed, e4m3Sf: false, clamp: amaxClampFor("e4m3", false) } };
   const res = perChannelCastRef(hostInput(inp), a);
   return [deliverHostResult(op, res.data, outData, pl), deliverHostResult(op, res.sf, outSf, pl)];
@@ -162,7 +269,8 @@ export function perChannelCast(x: Tensor | Quantized, options: PerChannelCastOpt
  * only the real rows. `x` is fp32/bf16 `[T, H]` contiguous (`T % 128 == 0` without gather), or an e4m3 pair
  * with fp32 row-major per-token scales `[T, H/128]`. Returns `[data e4m3 [T_out, H], sf fp32 [⌈T_out/128⌉, H]]`.
  *
- * An index `posToToken[p] ≥ T` breaks the caller contract (§11.2): the CPU reference throws `DEVICE_VALUE`.
+ * An index `posToToken[p] ≥ T` breaks the caller contract (§11.2): the CPU reference throws `DEVICE_VALUE`; the
+ * kernel reads nothing for it, writes that row as zeros and the next sync throws `DEVICE_VALUE` (DESIGN §6).
  *
  * @example
  * ```ts
@@ -196,8 +304,16 @@ export function perChannelCastFused(x: Tensor | Quantized, options: PerChannelCa
   const g = sfGeometry(Math.ceil(tOut / 128), inp.H, { kind: "fp32", colMajor: false });
   const inputs = [inp.x, ...(inp.q ? [inp.q.sf] : []), ...(pos ? [pos] : [])];
   const [outData, outSf] = checkOuts(op, options.out, [tOut, inp.H], g, inputs);
-  const pl = placeWithoutKernel(op, options.backend, inp.x, inp.q?.sf ?? pos, outData, outSf);
-  if (inp.q && pos) placeWithoutKernel(op, options.backend, inp.x, pos);
+  const pl = place(op, options.backend, inp.x, inp.q?.sf ?? pos, outData, outSf);
+  if (inp.q && pos) place(op, options.backend, inp.x, pos);
+  if (pl.backend === "cuda" && !pl.staged) {
+    return runOnDevice(pl, options, { op, inp, pos, tOut, r: 128, flags: flagsOf(roundSf, false), transpose: false }, [tOut, inp.H], g, outData, outSf);
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    return staged(op, pl, [inp.x, inp.q?.sf ?? null, pos], outData, outSf, ([dx, dsf, dpos]) =>
+      perChannelCastFused(dsf ? [dx!, dsf] : dx!, { ...local, posToToken: dpos ?? undefined }));
+  }
   const a: PerChannelArgs = { tokens: inp.T, hidden: inp.H, numPerTokens: 128, rule: { fmt: "e4m3", roundSf, packedUe8m0: false, e4m3Sf: false, clamp: amaxClampFor("e4m3", false) } };
   const res = perChannelCastFusedRef(op, hostInput(inp), onHost(pos) as HostTensor | null, a);
   return [deliverHostResult(op, res.data, outData, pl), deliverHostResult(op, res.sf, outSf, pl)];
@@ -230,7 +346,15 @@ export function perChannelCastAndTranspose(x: Tensor, options: PerChannelCastAnd
   if (H % 64 !== 0) throw new TkError(op, "x", "SHAPE", `hidden size must be a multiple of 64 (got ${H})`);
   const g = sfGeometry(T / r, H, { kind: "fp32", colMajor: false });
   const [outData, outSf] = checkOuts(op, options.out, [H, T], g, [t]);
-  const pl = placeWithoutKernel(op, options.backend, t, outData, outSf);
+  const pl = place(op, options.backend, t, outData, outSf);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const inp: Input = { x: t, q: null, T, H };
+    return runOnDevice(pl, options, { op, inp, pos: null, tOut: T, r, flags: flagsOf(roundSf, false), transpose: true }, [H, T], g, outData, outSf);
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    return staged(op, pl, [t], outData, outSf, ([dx]) => perChannelCastAndTranspose(dx!, local));
+  }
   const a: PerChannelArgs = { tokens: T, hidden: H, numPerTokens: r, rule: { fmt: "e4m3", roundSf, packedUe8m0: false, e4m3Sf: false, clamp: amaxClampFor("e4m3", false) } };
   const res = perChannelCastAndTransposeRef(onHost(t) as HostTensor, a);
   return [deliverHostResult(op, res.data, outData, pl), deliverHostResult(op, res.sf, outSf, pl)];

@@ -1,0 +1,306 @@
+// Per-channel casts to e4m3 (spec/quant.md §5): perChannelCast (§5.1, plain or re-quantized input, fp32 or
+// token-packed UE8M0 scales), perChannelCastFused (§5.2, row gather) and perChannelCastAndTranspose (§5.3).
+// One scale per column and block of r = numPerTokens rows: amax down the column, (sf, inv) = sfAndInv (§2.3),
+// data = encodeE4m3(fl(x · inv)); a re-quantized input is dequantized first, d = fl(q · s_in) (§5.1).
+//
+// Symbols
+//   tk_per_channel_cast__<in>_r<R>               in ∈ {fp32, bf16, e4m3}, R ∈ {32, 128}: data [T_out, H]
+//   tk_per_channel_cast_and_transpose__bf16_r<R> R ∈ {32, 128}: data [H, T]
+//
+// Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
+//
+//   kernel   block.x  dynamic smem  grid.x
+//   all      256      0             ceilDiv(T_out, R) · ceilDiv(H, C)        (one CTA per tile)
+//
+//   A tile is R rows (one scale block) × C columns. A thread owns 4 consecutive rows × V columns, V = one
+//   16-byte load of the input (fp32 4, bf16 8, e4m3 16); the block is R/4 row groups × 1024/R column groups,
+//   so C = V · 1024 / R: fp32 32 / 128, bf16 64 / 256, e4m3 128 / 512 for R = 128 / 32. Static shared memory:
+//   the column-amax exchange (1 KiB · V), the tile's inverses (4 · C bytes) and, transposed, the tile's codes
+//   (R · C bytes = 8 KiB).
+//
+// Data stays in registers between the amax and the quantization (one 16-byte chunk per row, 4 rows per thread:
+// 64 bytes in flight per thread, 16 KiB per CTA, several CTAs per SM). The column amax crosses row groups through
+// shared memory: each thread writes its V column maxima, then one thread per column reduces the R/4 partials,
+// computes (sf, inv), stores sf and publishes inv.
+//
+// Tails: rows ≥ T_out (the partial last block of a gather) read nothing, contribute 0 to the amax (neutral: the
+// clamp makes every amax positive) and store nothing; columns ≥ H likewise. Views whose base or row length is
+// not a multiple of 16 bytes use element-wide loads and byte stores (same kernel, slower, correct).
+//
+// Gather (pos_to_token ≠ 0): output row p is input row pos[p]; a negative entry is an all-zero row (codes 0,
+// scale 0: d = +0). An entry ≥ T breaks the caller contract (§11.2): the kernel reads nothing for it, treats the
+// row as zero and reports PER_CHANNEL_COND.posOutOfRange in the error word (DESIGN §6).
+#include "../common/chunk.cuh"
+#include "../common/error_word.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/scale.cuh"
+#include "../generated/per_channel_params.h"
+
+namespace tk {
+namespace {
+
+constexpr int kBlockThreads = 256;
+constexpr int kRowsPerThread = 4;
+// Resident CTAs per SM the register budget is sized for: 4 (≤ 64 registers, 4 × 16 KiB of loads in flight per SM)
+// for value inputs; e4m3 codes decode 16 values per row chunk and get 2 (≤ 128 registers) rather than spill on sm_100a.
+template <Fmt kIn>
+constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? 2 : 4;
+constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
+
+template <Fmt kIn, int kR, bool kTranspose>
+struct PerChannel {
+  static constexpr int kElemBytes = FmtTraits<kIn>::kBits / 8;
+  static constexpr int kV = kVecBytes / kElemBytes;             // columns per thread
+  static constexpr int kRowGroups = kR / kRowsPerThread;        // 32 or 8
+  static constexpr int kColGroups = kBlockThreads / kRowGroups;  // 8 or 32
+  static constexpr int kCols = kColGroups * kV;                  // tile columns C
+  static constexpr int kPieceStride = kColGroups * 4;           // words between a thread's 4-column pieces
+  static constexpr bool kRequant = FmtTraits<kIn>::kCode;
+  // Transposed tile: codes row-major, kWordsPerRow words a row; the word index is XOR-swizzled by the row's
+  // 16-row segment so that the column-quad reads of the write-out hit distinct banks (see transpose_out).
+  static constexpr int kWordsPerRow = kCols / 4;
+  static_assert(kV % 4 == 0 && kBlockThreads % kRowGroups == 0, "tile shape");
+  static_assert(!kTranspose || kIn == Fmt::kBf16, "the transposed cast takes bf16 (spec/quant.md §5.3)");
+
+  struct Smem {
+    float red[kRowGroups * kCols];  // partial column maxima, [row group][piece-major column position]
+    float inv[kCols];               // inverse scale per column position
+    uint32_t tile[kTranspose ? kR * kWordsPerRow : 1];
+  };
+
+  const PerChannelCastParams& p;
+  uint32_t nbm, col_tiles;
+  bool x_rows_aligned, out_aligned;
+
+  TK_DEV explicit PerChannel(const PerChannelCastParams& params) : p(params) {
+    nbm = (p.out_tokens + kR - 1) / kR;
+    col_tiles = (p.hidden + kCols - 1) / kCols;
+    x_rows_aligned = rows_aligned(p.x, static_cast<uint64_t>(p.hidden) * kElemBytes, kVecBytes);
+    out_aligned = kTranspose ? rows_aligned(p.data, p.out_tokens, kVecBytes) : rows_aligned(p.data, p.hidden, kV);
+  }
+
+  // Column (inside the tile) of column position q: positions are piece-major so that the exchange through
+  // shared memory is conflict-free (a quarter-warp writes 8 consecutive 16-byte pieces).
+  static TK_DEV uint32_t column_of(uint32_t q) {
+    return (q % kPieceStride) / 4 * kV + (q / kPieceStride) * 4 + q % 4;
+  }
+
+  // The input row of output row `row` (< out_tokens), or -1 for a zero row. Every thread that loads a row reads
+  // its index; only the `reporter` (first column group of the first column tile) counts a bad one, so the error
+  // word counts bad entries, not their readers.
+  TK_DEV int64_t source_row(uint64_t row, bool reporter) const {
+    if (p.pos_to_token == 0) return static_cast<int64_t>(row);
+    const int32_t s = static_cast<int32_t>(ld_u32(reinterpret_cast<const uint8_t*>(p.pos_to_token) + 4 * row));
+    const bool bad = s >= 0 && static_cast<uint32_t>(s) >= p.num_tokens;
+    report_fault_warp(p.error_word, p.op_id, kCondPosOutOfRange, bad && reporter);
+    return (s < 0 || bad) ? -1 : s;
+  }
+
+  // The thread's V columns of input row `src`: one 16-byte load, or element loads of the columns < H.
+  TK_DEV void load_row(int64_t src, uint32_t col, uint32_t (&w)[4]) const {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = 0;
+    if (src < 0 || col >= p.hidden) return;
+    const uint8_t* a = reinterpret_cast<const uint8_t*>(p.x) + (static_cast<uint64_t>(src) * p.hidden + col) * kElemBytes;
+    if (x_rows_aligned && col + kV <= p.hidden) {
+      ld_stream(a, w);
+      return;
+    }
+    const uint32_t n = p.hidden - col < static_cast<uint32_t>(kV) ? p.hidden - col : kV;
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      if (static_cast<uint32_t>(e) < n) {
+        const uint32_t v = kElemBytes == 4 ? ld_u32(a + 4 * e) : kElemBytes == 2 ? ld_u16(a + 2 * e) : ld_u8(a + e);
+        w[e * kElemBytes / 4] |= v << (8 * ((e * kElemBytes) % 4));
+      }
+    }
+  }
+
+  // Values of one row chunk, widened to binary32; e4m3 codes dequantized first, d = fl(q · s_in) (§5.1).
+  TK_DEV void values(const uint32_t (&w)[4], float s_in, float (&v)[kV]) const {
+    if constexpr (kRequant) {
+      decode_chunk<kIn, kV>(w, v);
+#pragma unroll
+      for (int e = 0; e < kV; ++e) v[e] = mul_rn(v[e], s_in);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kV; ++e) v[e] = element<kIn>(w, e);
+    }
+  }
+
+  // S[m][col] (§5.1 fp32 row-major, or §4.2-3 token-packed: byte m % 4 of word (m / 4, col), with the unused
+  // bytes of the last word written 0 by the writer of the last block).
+  TK_DEV void store_sf(uint32_t m, uint32_t col, uint32_t stored) const {
+    uint8_t* base = reinterpret_cast<uint8_t*>(p.sf);
+    if (p.flags & kSfPackedUe8m0) {
+      uint8_t* word = base + 4 * ((m / kUe8m0PerWord) * p.sf_stride0 + col);
+      st_u8(word + m % kUe8m0PerWord, stored);
+      if (m == nbm - 1)
+        for (uint32_t b = m % kUe8m0PerWord + 1; b < kUe8m0PerWord; ++b) st_u8(word + b, 0);
+    } else {
+      st_u32(base + 4 * (m * p.sf_stride0 + col), stored);
+    }
+  }
+
+  // Transposed write-out: unit (column quad cq, 16-row segment rs) reads the 16 rows × 4 codes of its quad,
+  // transposes them 4 × 4 at a time with byte permutes, and stores 16 consecutive tokens of each of its 4 columns.
+  TK_DEV void transpose_out(const Smem& s, uint32_t m, uint32_t col0) const {
+    constexpr int kRowSegs = kR / 16;
+    for (uint32_t u = threadIdx.x; u < static_cast<uint32_t>(kWordsPerRow * kRowSegs); u += kBlockThreads) {
+      const uint32_t rs = u % kRowSegs, cq = u / kRowSegs;
+      uint32_t o[4][4];
+#pragma unroll
+      for (int g = 0; g < 4; ++g) {
+        uint32_t a[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t row = 16 * rs + 4 * g + j;
+          a[j] = s.tile[row * kWordsPerRow + (cq ^ swizzle(row))];
+        }
+        const uint32_t t0 = __byte_perm(a[0], a[1], 0x5140), t1 = __byte_perm(a[0], a[1], 0x7362);
+        const uint32_t t2 = __byte_perm(a[2], a[3], 0x5140), t3 = __byte_perm(a[2], a[3], 0x7362);
+        o[0][g] = __byte_perm(t0, t2, 0x5410);
+        o[1][g] = __byte_perm(t0, t2, 0x7632);
+        o[2][g] = __byte_perm(t1, t3, 0x5410);
+        o[3][g] = __byte_perm(t1, t3, 0x7632);
+      }
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const uint32_t col = col0 + 4 * cq + b;
+        if (col < p.hidden) {
+          uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(col) * p.out_tokens +
+                         static_cast<uint64_t>(m) * kR + 16 * rs;
+          store_chunk<16>(dst, o[b], out_aligned);
+        }
+      }
+    }
+  }
+
+  // Word swizzle of tile row `row`: a multiple of 4 (keeps a thread's 2-word write contiguous and aligned).
+  static TK_DEV uint32_t swizzle(uint32_t row) { return ((row / 16) * (kWordsPerRow >= 64 ? 16 : 4)) & (kWordsPerRow - 1); }
+
+  TK_DEV void run() const {
+    __shared__ __align__(16) Smem s;
+    const uint32_t rg = threadIdx.x / kColGroups, cg = threadIdx.x % kColGroups;
+    const uint64_t tiles = static_cast<uint64_t>(nbm) * col_tiles;
+    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const uint32_t m = static_cast<uint32_t>(tile / col_tiles);
+      const uint32_t col0 = static_cast<uint32_t>(tile % col_tiles) * kCols;
+      const uint32_t col = col0 + cg * kV;
+      const uint64_t row0 = static_cast<uint64_t>(m) * kR + kRowsPerThread * rg;
+
+      uint32_t w[kRowsPerThread][4];
+      float s_in[kRowsPerThread];
+      bool live[kRowsPerThread];
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        live[i] = row0 + i < p.out_tokens;
+        const int64_t src = live[i] ? source_row(row0 + i, cg == 0 && col0 == 0) : -1;
+        load_row(src, col, w[i]);
+        s_in[i] = 0.0f;
+        if constexpr (kRequant) {
+          if (src >= 0 && col < p.hidden)
+            s_in[i] = load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, static_cast<uint64_t>(src),
+                                 col / p.num_per_channels);
+        }
+      }
+
+      // column maxima over the thread's rows (maximumNumber: NaN ignored, §1.1-5)
+      float cm[kV];
+#pragma unroll
+      for (int e = 0; e < kV; ++e) cm[e] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        float v[kV];
+        values(w[i], s_in[i], v);
+#pragma unroll
+        for (int e = 0; e < kV; ++e) cm[e] = max_num(cm[e], abs_f(v[e]));
+      }
+
+      __syncthreads();  // the previous tile's readers of s are done
+#pragma unroll
+      for (int q = 0; q < kV / 4; ++q) {
+        const uint32_t pos = rg * kCols + q * kPieceStride + cg * 4;
+        const uint32_t pw[4] = {f2u(cm[4 * q]), f2u(cm[4 * q + 1]), f2u(cm[4 * q + 2]), f2u(cm[4 * q + 3])};
+        st_shared(smem_addr(&s.red[pos]), pw);
+      }
+      __syncthreads();
+      for (uint32_t q = threadIdx.x; q < static_cast<uint32_t>(kCols); q += kBlockThreads) {
+        float a = 0.0f;
+#pragma unroll 8
+        for (int g = 0; g < kRowGroups; ++g) a = max_num(a, s.red[g * kCols + q]);
+        const uint32_t c = col0 + column_of(q);
+        float inv = 0.0f;
+        if (c < p.hidden) {
+          const ScaleAndInv si = sf_and_inv(a, p.amax_clamp, kE4m3Max, p.flags);
+          store_sf(m, c, si.stored);
+          inv = si.inv;
+        }
+        s.inv[q] = inv;
+      }
+      __syncthreads();
+
+      float inv[kV];
+#pragma unroll
+      for (int q = 0; q < kV / 4; ++q) {
+        uint32_t iw[4];
+        ld_shared(smem_addr(&s.inv[q * kPieceStride + cg * 4]), iw);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) inv[4 * q + e] = u2f(iw[e]);
+      }
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        float v[kV];
+        values(w[i], s_in[i], v);
+#pragma unroll
+        for (int e = 0; e < kV; ++e) v[e] = mul_rn(v[e], inv[e]);
+        uint32_t o[kV / 4];
+        encode_chunk<Fmt::kE4m3, kV>(v, o);
+        if constexpr (kTranspose) {
+          // dead rows and columns hold codes of zeros; the write-out skips columns ≥ H (rows are all live: T % R == 0)
+          const uint32_t row = kRowsPerThread * rg + i;
+          const uint32_t word = row * kWordsPerRow + ((cg * (kV / 4)) ^ swizzle(row));
+          st_shared(smem_addr(&s.tile[word]), o);
+        } else if (live[i] && col < p.hidden) {
+          uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + (row0 + i) * p.hidden + col;
+          if (col + kV <= p.hidden) {
+            store_chunk<kV>(dst, o, out_aligned);
+          } else {
+#pragma unroll
+            for (int e = 0; e < kV; ++e)
+              if (col + e < p.hidden) st_u8(dst + e, (o[e / 4] >> (8 * (e % 4))) & 0xffu);
+          }
+        }
+      }
+      if constexpr (kTranspose) {
+        __syncthreads();
+        transpose_out(s, m, col0);
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace tk
+
+#define TK_PER_CHANNEL_CAST(in, IN, r)                                                                   \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
+      tk_per_channel_cast__##in##_r##r(const __grid_constant__ PerChannelCastParams p) {                 \
+    tk::PerChannel<tk::Fmt::IN, r, false>(p).run();                                                      \
+  }
+#define TK_PER_CHANNEL_CAST_AND_TRANSPOSE(r)                                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)  \
+      tk_per_channel_cast_and_transpose__bf16_r##r(const __grid_constant__ PerChannelCastParams p) {     \
+    tk::PerChannel<tk::Fmt::kBf16, r, true>(p).run();                                                    \
+  }
+
+TK_PER_CHANNEL_CAST(fp32, kFp32, 32)
+TK_PER_CHANNEL_CAST(fp32, kFp32, 128)
+TK_PER_CHANNEL_CAST(bf16, kBf16, 32)
+TK_PER_CHANNEL_CAST(bf16, kBf16, 128)
+TK_PER_CHANNEL_CAST(e4m3, kE4m3, 32)
+TK_PER_CHANNEL_CAST(e4m3, kE4m3, 128)
+TK_PER_CHANNEL_CAST_AND_TRANSPOSE(32)
+TK_PER_CHANNEL_CAST_AND_TRANSPOSE(128)
