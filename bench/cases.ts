@@ -30,4 +30,5 @@ export type CaseFactory = () => BenchCase[];
 export const FAMILIES: readonly string[] = [
   "cases_per_channel.ts",
   // one line per family: "cases_<family>.ts",
+  "cases_per_block.ts",
 ];

@@ -1,8 +1,8 @@
 /**
  * Bad inputs to perChannelCast, perChannelCastFused, perChannelCastAndTranspose, perBlockCastLossless and
  * batchedTransposeWeightSf: each is a TkError naming op and argument, raised before anything is launched or
- * written (host inputs are byte-identical afterwards, the launch counter does not move). perBlockCastLossless
- * has no CUDA kernel yet, so a call of it that would run on a device is UNSUPPORTED.
+ * written (host inputs are byte-identical afterwards, the launch counter does not move). Every op here has a CUDA
+ * kernel; their device runs are tested in tests/per_channel_gpu.test.ts and tests/per_block_gpu.test.ts.
  * @module
  */
 import {
@@ -94,7 +94,6 @@ test("perBlockCastLossless refuses packed UE8M0 without roundSf", () => refuses(
 test("perBlockCastLossless refuses e4m3 input scales", () => refuses("perBlockCastLossless", "x[1]", "DTYPE", () => perBlockCastLossless([fp4, tensor(new Uint8Array(512), [128, 4], "e4m3")], PL)));
 test("perBlockCastLossless refuses input scales of the wrong shape", () => refuses("perBlockCastLossless", "x[1]", "SHAPE", () => perBlockCastLossless([fp4, fp4sf], { ...PL, xBlockSize: [1, 64] })));
 test("perBlockCastLossless refuses useE4m3Sf", () => refuses("perBlockCastLossless", "useE4m3Sf", "VALUE", () => perBlockCastLossless([fp4, fp4sf], { ...PL, useE4m3Sf: true as never })));
-test("perBlockCastLossless has no CUDA kernel", () => refuses("perBlockCastLossless", "backend", "UNSUPPORTED", () => perBlockCastLossless([fp4, fp4sf], { ...PL, backend: "cuda" })));
 
 // ---- batchedTransposeWeightSf ----------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 /**
  * Bad inputs to perBlockCast (+ WithSfOnly, WithPrecomputedSf), perTokenCastAndCastBack, cast and
  * unpackFromE2m1fnX2: each is a TkError naming op and argument, raised before anything is launched or written
- * (host inputs are byte-identical afterwards, the launch counter does not move). These ops have no CUDA kernel
- * yet, so a call that would run on a device is UNSUPPORTED.
+ * (host inputs are byte-identical afterwards, the launch counter does not move). The ops without a CUDA kernel
+ * refuse a call that would run on a device as UNSUPPORTED (the per-block casts run on the device:
+ * tests/per_block_gpu.test.ts).
  * @module
  */
 import { cast, perBlockCast, perBlockCastWithPrecomputedSf, perBlockCastWithSfOnly, perTokenCastAndCastBack, type Tensor, tensor, unpackFromE2m1fnX2 } from "../mod.ts";
@@ -38,8 +39,6 @@ test("perBlockCast refuses out.data overlapping the input", () => {
   const alias = tensor(new Uint8Array(buf.buffer, 0, 128 * 128), [128, 128], "e4m3");
   refuses("perBlockCast", "out.data", "OUT_MISMATCH", () => perBlockCast(xin, { ...PB, out: { data: alias } }), [xin]);
 });
-test("perBlockCast has no CUDA kernel: backend cuda is UNSUPPORTED", () => refuses("perBlockCast", "backend", "UNSUPPORTED", () => perBlockCast(x, { ...PB, backend: "cuda" })));
-test("perBlockCast has no CUDA kernel: a device input is UNSUPPORTED", () => refuses("perBlockCast", "backend", "UNSUPPORTED", () => perBlockCast(fakeDevice("fp32", [128, 256]), PB)));
 test("perBlockCast answers BACKEND_UNAVAILABLE for Ascend", () => refuses("perBlockCast", "backend", "BACKEND_UNAVAILABLE", () => perBlockCast(x, { ...PB, backend: "ascend" })));
 test("perBlockCast refuses a disposed device tensor", () => {
   const d = fakeDevice("fp32", [128, 256]);
@@ -51,7 +50,6 @@ test("perBlockCastWithSfOnly refuses blockSize [128]", () => refuses("perBlockCa
 test("perBlockCastWithSfOnly refuses a non-boolean roundSf", () => refuses("perBlockCastWithSfOnly", "roundSf", "VALUE", () => perBlockCastWithSfOnly(x, { ...PB, roundSf: 1 as never })));
 test("perBlockCastWithSfOnly refuses an out of the wrong dtype", () => refuses("perBlockCastWithSfOnly", "out", "OUT_MISMATCH", () => perBlockCastWithSfOnly(x, { ...PB, out: tensor(new Int32Array(2), [1, 2], "int32") })));
 test("perBlockCastWithSfOnly refuses a missing options object", () => refuses("perBlockCastWithSfOnly", "options", "VALUE", () => perBlockCastWithSfOnly(x, undefined as never)));
-test("perBlockCastWithSfOnly has no CUDA kernel", () => refuses("perBlockCastWithSfOnly", "backend", "UNSUPPORTED", () => perBlockCastWithSfOnly(x, { ...PB, backend: "cuda" })));
 test("perBlockCastWithPrecomputedSf refuses an sf of the wrong shape", () => refuses("perBlockCastWithPrecomputedSf", "sf", "SHAPE", () => perBlockCastWithPrecomputedSf(x, sf, { ...PB, blockSize: [32, 128] })));
 test("perBlockCastWithPrecomputedSf refuses a column-major sf", () => refuses("perBlockCastWithPrecomputedSf", "sf", "LAYOUT", () => perBlockCastWithPrecomputedSf(x, tensor(new Float32Array(8), [2, 4], "fp32").transpose(), { ...PB, blockSize: [32, 128] })));
 test("perBlockCastWithPrecomputedSf refuses an e4m3 sf", () => refuses("perBlockCastWithPrecomputedSf", "sf", "DTYPE", () => perBlockCastWithPrecomputedSf(x, tensor(new Uint8Array(2), [1, 2], "e4m3"), PB)));
@@ -59,7 +57,6 @@ test("perBlockCastWithPrecomputedSf refuses packed scales", () => refuses("perBl
 test("perBlockCastWithPrecomputedSf refuses useTmaAlignedColMajorSf", () => refuses("perBlockCastWithPrecomputedSf", "useTmaAlignedColMajorSf", "VALUE", () => perBlockCastWithPrecomputedSf(x, sf, { ...PB, useTmaAlignedColMajorSf: true })));
 test("perBlockCastWithPrecomputedSf refuses a hidden size that is not a multiple of 128", () => refuses("perBlockCastWithPrecomputedSf", "x", "SHAPE", () => perBlockCastWithPrecomputedSf(tensor(new Float32Array(128 * 64), [128, 64], "fp32"), sf, PB)));
 test("perBlockCastWithPrecomputedSf refuses a plain array as sf", () => refuses("perBlockCastWithPrecomputedSf", "sf", "VALUE", () => perBlockCastWithPrecomputedSf(x, [1, 1] as never, PB)));
-test("perBlockCastWithPrecomputedSf has no CUDA kernel", () => refuses("perBlockCastWithPrecomputedSf", "backend", "UNSUPPORTED", () => perBlockCastWithPrecomputedSf(x, sf, { ...PB, backend: "cuda" })));
 
 // ---- perTokenCastAndCastBack (in place: x must be untouched by a refused call) ------------------------------
 

@@ -8,6 +8,7 @@ import { type ParamsLayout, paramsHeader } from "../core/params.ts";
 import { CastBackParams } from "../ops/quant/cast_back.params.ts";
 import { PerTokenCastParams } from "../ops/quant/per_token_cast.params.ts";
 import { PerChannelCastParams, TransposeWeightSfParams } from "../ops/quant/per_channel_cast.params.ts";
+import { PerBlockCastLosslessParams, PerBlockCastParams } from "../ops/quant/per_block_cast.params.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 
 /** A generated header: its path, the declarations it comes from, and the structs. */
@@ -21,6 +22,7 @@ export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/quant_params.h", from: "ops/quant/*.params.ts", layouts: [PerTokenCastParams, CastBackParams] },
   { path: "kernels-src/cuda/generated/runtime_params.h", from: "ops/runtime/*.params.ts", layouts: [GuardSelftestParams] },
   { path: "kernels-src/cuda/generated/per_channel_params.h", from: "ops/quant/per_channel_cast.params.ts", layouts: [PerChannelCastParams, TransposeWeightSfParams] },
+  { path: "kernels-src/cuda/generated/per_block_params.h", from: "ops/quant/per_block_cast.params.ts", layouts: [PerBlockCastParams, PerBlockCastLosslessParams] },
   // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 

@@ -1,14 +1,27 @@
 /**
  * Per-block casts: `perBlockCast`, `perBlockCastWithSfOnly`, `perBlockCastWithPrecomputedSf` (spec/API.md §3.1;
  * numerics and legal arguments: spec/quant.md §3, §4, §11.1). Checks, then dispatch to the CPU reference
- * (`per_block_cast.ref.ts`). There is no CUDA kernel yet: a call that would run on a device is refused.
+ * (`per_block_cast.ref.ts`) or the CUDA kernels (`kernels-src/cuda/quant/per_block_cast.cu`).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, resultToDevice } from "../../core/stage.ts";
-import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
+import {
+  type Device,
+  type DeviceTensor,
+  deviceEmptyStrided,
+  deviceRuntime,
+  type HostTensor,
+  type Quantized,
+  type Stream,
+  type Tensor,
+} from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { PER_BLOCK_MODE, PerBlockCastParams } from "./per_block_cast.params.ts";
+import { PER_TOKEN_FLAG } from "./per_token_cast.params.ts";
 import { type BlockCastArgs, perBlockCastRef, perBlockCastWithPrecomputedSfRef } from "./per_block_cast.ref.ts";
 import { amaxClampFor, type QuantFmt } from "./scale.ref.ts";
 import { type SfGeometry, type SfLayout, sfGeometry } from "./sf_layout.ts";
@@ -59,7 +72,6 @@ export interface PerBlockCastWithPrecomputedSfOptions extends OpOptions {
 const CAST_KEYS = ["fmt", "blockSize", "useTmaAlignedColMajorSf", "roundSf", "usePackedUe8m0", "useE4m3Sf"];
 const PRE_KEYS = ["fmt", "blockSize", "roundSf", "useTmaAlignedColMajorSf", "usePackedUe8m0", "useE4m3Sf"];
 const BLOCK = [32, 128] as const;
-
 
 /** Checks a `[rows, cols]` option against the allowed sizes of each entry. */
 export function checkBlockSize(op: string, name: string, v: unknown, ok: (r: number, c: number) => boolean, expected: string): [number, number] {
@@ -117,13 +129,86 @@ function geometryOf(a: BlockCastArgs): SfGeometry {
   return sfGeometry(Math.ceil(a.tokens / a.blockRows), Math.ceil(a.hidden / a.blockCols), a.layout);
 }
 
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+/** per_block_cast.cu's launch table: block size, tile elements, resident blocks per SM by input dtype. */
+const PB = { threads: 256, tileElems: 16384, blocksPerSm: { fp32: 2, bf16: 4 } as Record<string, number> };
+const packet = new LaunchPacket(PerBlockCastParams);
+
+function addrOf(t: Tensor | null): number {
+  return t ? (t as DeviceTensor).addr : 0;
+}
+
+/**
+ * Enqueues one per-block launch on `stream`: `mode` cast (data + sf), sf only, or precomputed sf (`xSf` read,
+ * only data written). Nothing is launched when there is nothing to write (T = 0).
+ */
+function launchPerBlock(
+  op: string,
+  device: Device,
+  stream: Stream,
+  x: Tensor,
+  a: BlockCastArgs,
+  mode: number,
+  data: Tensor | null,
+  sf: Tensor | null,
+  xSf: Tensor | null,
+): void {
+  const r = a.blockRows;
+  const tiles = (a.tokens / r) * Math.ceil(a.hidden / (PB.tileElems / r));
+  const g = sf ? geometryOf(a) : null;
+  if (tiles === 0 && (g === null || g.paddedRows === 0)) return;
+  const fn = kernelFunction(op, device, `tk_per_block_cast__${x.dtype}_${a.rule.fmt}_${r}x${a.blockCols}`);
+  const p = packet;
+  const w = p.w;
+  p.u64(w.x, addrOf(x));
+  p.u64(w.x_sf, addrOf(xSf));
+  p.u64(w.data, addrOf(data));
+  p.u64(w.sf, addrOf(sf));
+  p.u64(w.x_sf_stride0, xSf ? xSf.strides[0] : 0);
+  p.u64(w.x_sf_stride1, xSf ? xSf.strides[1] : 0);
+  p.u64(w.sf_stride0, g ? g.strides[0] : 0);
+  p.u64(w.sf_stride1, g ? g.strides[1] : 0);
+  p.u32(w.num_tokens, a.tokens);
+  p.u32(w.hidden, a.hidden);
+  p.u32(w.sf_rows, g ? g.paddedRows : 0);
+  p.u32(w.mode, mode);
+  p.u32(w.flags, (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0));
+  p.f32(w.amax_clamp, a.rule.clamp);
+  const grid = Math.max(1, Math.min(tiles, PB.blocksPerSm[x.dtype] * config.getNumSms(device)));
+  p.setLaunch(fn, stream.handle, grid, PB.threads, 0, false, device.index);
+  p.launch(op);
+}
+
+/** The stream of a device call: the one given (on the inputs' device) or the device's default stream. */
+export function blockStream(op: string, device: Device, s: Stream | undefined): Stream {
+  if (s && (s.device.kind !== device.kind || s.device.index !== device.index)) {
+    throw new TkError(op, "stream", "DEVICE_MISMATCH", `the stream belongs to ${s.device.kind}:${s.device.index}, the inputs to ${device.kind}:${device.index}`);
+  }
+  return s ?? deviceRuntime(op).defaultStream(device);
+}
+
+/** A fresh contiguous device data output `[T, H]` e4m3 / `[T, H/2]` e2m1x2. */
+export function deviceCodes(op: string, device: Device, stream: Stream, fmt: QuantFmt, T: number, H: number): DeviceTensor {
+  const cols = fmt === "e4m3" ? H : H / 2;
+  return deviceEmptyStrided(op, device, [T, cols], [cols, 1], fmt === "e4m3" ? "e4m3" : "e2m1x2", T * cols, stream);
+}
+
+/** A fresh device sf output with the geometry `g`. */
+export function deviceSf(op: string, device: Device, stream: Stream, g: SfGeometry): DeviceTensor {
+  return deviceEmptyStrided(op, device, g.shape, g.strides, g.dtype, g.storage, stream);
+}
+
+// ---- public ops -------------------------------------------------------------------------------------------
+
 /**
  * Quantizes `x` in 2-D blocks of `blockSize = [r, c]` (each 32 or 128): one scale per block (`amax / Qmax`,
  * clamped from below by `config.amaxClamp`), data = `encode(x · inv)` to FP8 E4M3 or FP4 E2M1 (spec/quant.md §3).
  * `x` is fp32/bf16 `[T, H]`, contiguous, with `T` and `H` multiples of 128. Returns `[data, sf]` with sf
  * `[T/r, H/c]` in the layout the options select (§4).
  *
- * Host inputs run the CPU reference; there is no CUDA kernel yet (device inputs need `backend: "cpu"`).
+ * Device inputs run on their device (enqueued on `options.stream`, else the default stream); host inputs run the
+ * CPU reference unless `backend: "cuda"` (then they are staged through the device).
  *
  * @example
  * ```ts
@@ -145,7 +230,19 @@ export function perBlockCast(x: Tensor, options: PerBlockCastOptions): Quantized
   const outData = out?.data !== undefined ? checkOutData(op, "out.data", out.data, a.rule.fmt, a.tokens, a.hidden, [x]) : null;
   const outSf = out?.sf !== undefined ? checkOutSf(op, "out.sf", out.sf, g, [x]) : null;
   if (outData && outSf && overlaps(outData, outSf)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
-  const pl = placeWithoutKernel(op, options.backend, x, outData, outSf);
+  const pl = place(op, options.backend, x, outData, outSf);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = blockStream(op, pl.device, options.stream);
+    const data = outData ?? deviceCodes(op, pl.device, stream, a.rule.fmt, a.tokens, a.hidden);
+    const sf = outSf ?? deviceSf(op, pl.device, stream, g);
+    launchPerBlock(op, pl.device, stream, x, a, PER_BLOCK_MODE.cast, data, sf, null);
+    return [data, sf];
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    const [d, s] = runOnDeviceStaged(op, pl.device, [x], [outData, outSf], ([dx]) => perBlockCast(dx!, local));
+    return [d, s];
+  }
   const hostOut = pl.staged ? undefined : { data: (outData as HostTensor | null) ?? undefined, sf: (outSf as HostTensor | null) ?? undefined };
   const res = perBlockCastRef(onHost(x) as HostTensor, a, true, hostOut);
   if (!pl.staged) return [res.data!, res.sf];
@@ -170,7 +267,17 @@ export function perBlockCastWithSfOnly(x: Tensor, options: PerBlockCastWithSfOnl
   if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and blockSize are required");
   const a = resolve(op, x, options);
   const outSf = options.out !== undefined ? checkOutSf(op, "out", options.out, geometryOf(a), [x]) : null;
-  const pl = placeWithoutKernel(op, options.backend, x, outSf);
+  const pl = place(op, options.backend, x, outSf);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = blockStream(op, pl.device, options.stream);
+    const sf = outSf ?? deviceSf(op, pl.device, stream, geometryOf(a));
+    launchPerBlock(op, pl.device, stream, x, a, PER_BLOCK_MODE.sfOnly, null, sf, null);
+    return sf;
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    return runOnDeviceStaged(op, pl.device, [x], [outSf], ([dx]) => [perBlockCastWithSfOnly(dx!, local)])[0];
+  }
   const res = perBlockCastRef(onHost(x) as HostTensor, a, false, pl.staged ? undefined : { sf: (outSf as HostTensor | null) ?? undefined });
   return pl.staged ? resultToDevice(op, res.sf, outSf, pl.device) : res.sf;
 }
@@ -202,7 +309,25 @@ export function perBlockCastWithPrecomputedSf(x: Tensor, sf: Tensor, options: Pe
   const [T, H] = checkBlockX(op, x);
   const s = checkPrecomputedSf(op, sf, T / r, H / c);
   const out = options.out !== undefined ? checkOutData(op, "out", options.out, fmt, T, H, [x, s]) : null;
-  const pl = placeWithoutKernel(op, options.backend, x, s, out);
+  const pl = place(op, options.backend, x, s, out);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = blockStream(op, pl.device, options.stream);
+    const data = out ?? deviceCodes(op, pl.device, stream, fmt, T, H);
+    const a: BlockCastArgs = {
+      tokens: T,
+      hidden: H,
+      blockRows: r,
+      blockCols: c,
+      rule: { fmt, roundSf: false, packedUe8m0: false, e4m3Sf: false, clamp: amaxClampFor(fmt, false) },
+      layout: { kind: "fp32", colMajor: false },
+    };
+    launchPerBlock(op, pl.device, stream, x, a, PER_BLOCK_MODE.precomputedSf, data, null, s);
+    return data;
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    return runOnDeviceStaged(op, pl.device, [x, s], [out], ([dx, ds]) => [perBlockCastWithPrecomputedSf(dx!, ds!, local)])[0];
+  }
   const hs = onHost(s) as HostTensor;
   const res = perBlockCastWithPrecomputedSfRef(onHost(x) as HostTensor, hs, { kind: "fp32", s0: hs.strides[0], s1: hs.strides[1] }, fmt, H, r, c, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
   return pl.staged ? resultToDevice(op, res, out, pl.device) : res;

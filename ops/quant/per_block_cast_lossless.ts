@@ -1,17 +1,22 @@
 /**
  * `perBlockCastLossless`: exact FP4 → FP8 re-blocking (spec/API.md §3.1; numerics and legal arguments:
- * spec/quant.md §10, §11). Checks, then dispatch to the CPU reference (`per_block_cast_lossless.ref.ts`). There
- * is no CUDA kernel yet: a call that would run on a device is refused.
+ * spec/quant.md §10, §11). Checks, then dispatch to the CPU reference (`per_block_cast_lossless.ref.ts`) or the
+ * CUDA kernels (`kernels-src/cuda/quant/per_block_cast_lossless.cu`).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { deliverHostResult, onHost } from "../../core/stage.ts";
-import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
-import { checkBlockSize, checkOutData, checkOutSf } from "./per_block_cast.ts";
+import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
+import type { Device, DeviceTensor, HostTensor, Quantized, Stream, Tensor } from "../../core/tensor.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { registerOpId } from "../../ffi/op_ids.ts";
+import { blockStream, checkBlockSize, checkOutData, checkOutSf, deviceCodes, deviceSf } from "./per_block_cast.ts";
+import { LOSSLESS_SF_KIND, PerBlockCastLosslessParams } from "./per_block_cast.params.ts";
 import { perBlockCastLosslessRef } from "./per_block_cast_lossless.ref.ts";
-import { type SfLayout, sfGeometry, sfInput } from "./sf_layout.ts";
+import { PER_TOKEN_FLAG } from "./per_token_cast.params.ts";
+import { type SfGeometry, type SfInput, type SfLayout, sfGeometry, sfInput } from "./sf_layout.ts";
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 
 /** Options of {@link perBlockCastLossless}. */
@@ -29,7 +34,64 @@ export interface PerBlockCastLosslessOptions extends OpOptions, SfOptions {
 }
 
 const KEYS = ["fmt", "xBlockSize", "outBlockSize", "useTmaAlignedColMajorSf", "roundSf", "usePackedUe8m0", "useE4m3Sf"];
-const pow2 = (v: number) => v > 0 && (v & (v - 1)) === 0;
+const pow2 = (v: number) => Number.isSafeInteger(v) && v > 0 && 2 ** Math.round(Math.log2(v)) === v;
+
+/** Op id of the device error word, with its condition bit (per_block_cast_lossless.cu). */
+const OP_ID_LOSSLESS = registerOpId(7, "perBlockCastLossless", {
+  1: "an input scale block is more than 2^11 below the largest of its output block (the cast would not be exact)",
+});
+
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+/** per_block_cast_lossless.cu's launch table. */
+const PL = { threads: 256, warpsPerBlock: 8, sfBlocksPerSm: 4, dataBlocksPerSm: 8, elemsPerChunk: 16, chunksPerStep: 2 };
+const packet = new LaunchPacket(PerBlockCastLosslessParams);
+
+/**
+ * Block sizes as the kernels take them (u32, column sizes powers of two) with the same block grid: a block at
+ * least as large as the tensor becomes the smallest one that still covers it, as a multiple of the input block.
+ */
+function deviceBlocks(n: number, inner: number, outer: number, isPow2: boolean): [number, number] {
+  const cover = isPow2 ? 2 ** Math.ceil(Math.log2(Math.max(n, 1))) : Math.max(n, 1);
+  if (inner >= n) return [cover, cover];
+  if (outer >= n) return [inner, isPow2 ? cover : inner * Math.ceil(n / inner)];
+  return [inner, outer];
+}
+
+function launchLossless(op: string, device: Device, stream: Stream, data: Tensor, sf: Tensor, sfIn: SfInput, out: Tensor, outSf: Tensor, g: SfGeometry, a: { T: number; H: number; ri: number; ci: number; ro: number; co: number; packed: boolean }): void {
+  if (a.T === 0) return;
+  const [ri, ro] = deviceBlocks(a.T, a.ri, a.ro, false);
+  const [ci, co] = deviceBlocks(a.H, a.ci, a.co, true);
+  const p = packet;
+  const w = p.w;
+  p.u64(w.x, (data as DeviceTensor).addr);
+  p.u64(w.x_sf, (sf as DeviceTensor).addr);
+  p.u64(w.data, (out as DeviceTensor).addr);
+  p.u64(w.sf, (outSf as DeviceTensor).addr);
+  p.u64(w.error_word, errorWordPtr(op, device));
+  p.u64(w.x_sf_stride0, sfIn.s0);
+  p.u64(w.x_sf_stride1, sfIn.s1);
+  p.u64(w.sf_stride0, g.strides[0]);
+  p.u64(w.sf_stride1, g.strides[1]);
+  p.u32(w.num_tokens, a.T);
+  p.u32(w.hidden, a.H);
+  p.u32(w.in_block_rows, ri);
+  p.u32(w.in_block_cols, ci);
+  p.u32(w.out_block_rows, ro);
+  p.u32(w.out_block_cols, co);
+  p.u32(w.x_sf_kind, sfIn.kind === "packed" ? LOSSLESS_SF_KIND.packedChannel : LOSSLESS_SF_KIND.fp32);
+  p.u32(w.sf_rows, g.paddedRows);
+  p.u32(w.flags, a.packed ? PER_TOKEN_FLAG.packedUe8m0 : 0);
+  p.u32(w.op_id, OP_ID_LOSSLESS);
+  const sms = config.getNumSms(device);
+  const sfGrid = Math.max(1, Math.min(Math.ceil((g.nbm * g.nbk) / PL.warpsPerBlock), PL.sfBlocksPerSm * sms));
+  p.setLaunch(kernelFunction(op, device, "tk_per_block_cast_lossless__sf"), stream.handle, sfGrid, PL.threads, 0, false, device.index);
+  p.launch(op);
+  const chunks = (a.T * a.H) / PL.elemsPerChunk;
+  const dataGrid = Math.max(1, Math.min(Math.ceil(chunks / (PL.threads * PL.chunksPerStep)), PL.dataBlocksPerSm * sms));
+  p.setLaunch(kernelFunction(op, device, "tk_per_block_cast_lossless__data"), stream.handle, dataGrid, PL.threads, 0, false, device.index);
+  p.launch(op);
+}
 
 /**
  * Re-blocks FP4 (E2M1) data with power-of-two scales into FP8 (E4M3) with coarser scales, exactly
@@ -37,7 +99,8 @@ const pow2 = (v: number) => v > 0 && (v & (v - 1)) === 0;
  * `xBlockSize` blocks as fp32 (row- or column-major, exponent field used) or packed UE8M0. For each output block
  * of `outBlockSize`: `Eout = max(Ein) − 6` (at least 0), data = `e4m3(decode(q) · 2^(Ein − Eout))`, scale
  * `2^(Eout − 127)` as fp32 (`Eout = 0` gives +0) or a packed UE8M0 byte (needs `roundSf`). An input block more
- * than 2¹¹ below the largest of its output block cannot be exact: the op throws `DEVICE_VALUE`.
+ * than 2¹¹ below the largest of its output block cannot be exact: the op throws `DEVICE_VALUE` (on a device: at
+ * the next sync point, e.g. `toHost`, per the device error word; the data written are then unspecified).
  *
  * @example
  * ```ts
@@ -76,7 +139,19 @@ export function perBlockCastLossless(x: Quantized, options: PerBlockCastLossless
   const outData = out?.data !== undefined ? checkOutData(op, "out.data", out.data, "e4m3", T, H, [data, sf]) : null;
   const outSf = out?.sf !== undefined ? checkOutSf(op, "out.sf", out.sf, g, [data, sf]) : null;
   if (outData && outSf && overlaps(outData, outSf)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
-  const pl = placeWithoutKernel(op, options.backend, data, sf, outData, outSf);
+  const pl = place(op, options.backend, data, sf, outData, outSf);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = blockStream(op, pl.device, options.stream);
+    const d = outData ?? deviceCodes(op, pl.device, stream, "e4m3", T, H);
+    const s = outSf ?? deviceSf(op, pl.device, stream, g);
+    launchLossless(op, pl.device, stream, data, sf, sfIn, d, s, g, { T, H, ri, ci, ro, co, packed });
+    return [d, s];
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined } as const;
+    const [d, s] = runOnDeviceStaged(op, pl.device, [data, sf], [outData, outSf], ([dd, ds]) => perBlockCastLossless([dd!, ds!], local));
+    return [d, s];
+  }
   const res = perBlockCastLosslessRef(onHost(data) as HostTensor, onHost(sf) as HostTensor, sfIn, { tokens: T, hidden: H, xBlockSize: [ri, ci], outBlockSize: [ro, co], layout });
   return [deliverHostResult(op, res.data, outData, pl), deliverHostResult(op, res.sf, outSf, pl)];
 }

@@ -1,0 +1,184 @@
+// Per-block cast to e4m3 / e2m1 (spec/quant.md §3, §4): perBlockCast, perBlockCastWithSfOnly and
+// perBlockCastWithPrecomputedSf, one kernel per (input format, output format, block shape).
+//
+// Symbols
+//   tk_per_block_cast__<in>_<out>_<r>x<c>   in ∈ {fp32, bf16}, out ∈ {e4m3, e2m1}, r, c ∈ {32, 128}
+//
+// Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride over tiles):
+//
+//   kernel     block.x  dynamic smem  grid.x
+//   all        256      0             min(tiles, B · SMs)      tiles = (T / r) · ceilDiv(H, 16384 / r)
+//
+//   B = resident blocks per SM the registers are sized for: 2 (fp32 input), 4 (bf16 input). SMs = multiprocessors.
+//   Static shared memory: 192 B (three rotating rows of at most 16 block maxima).
+//
+// Tile: a CTA owns r rows × (16384 / r) columns of one block row (128 × 128 or 32 × 512 elements: 1 or 4 blocks
+// when r = 128, 4 or 16 blocks when r = 32), i.e. 16384 elements, 64 per thread, read ONCE into registers
+// (fp32: 16 chunks of 16 bytes per thread, bf16: 8). Chunk i of the tile (16 bytes, V = 4 fp32 / 8 bf16 elements,
+// row-major in the tile) belongs to thread i % 256, so a thread's chunks share one column (a warp reads 512
+// contiguous bytes of a row) and so one scale block; T % 128 == 0 and r | 128 make every tile's rows real, H %
+// 128 == 0 and c | 128 make every block whole (only the columns of the last tile may run past H: dead chunks are
+// not read or written). Block amax: the thread's max over its chunks, an xor-butterfly over the lanes of the same
+// block (lane bits below c / V: same row; bits at or above the chunks per row: same column), then one shared
+// atomicMax per block and warp (non-negative binary32 order as uint32; NaN never reaches it: max_num from +0
+// ignores it), one __syncthreads, and every thread computes sfAndInv of its block (§2.3). The shared maxima rotate
+// over three rows so that one barrier per tile suffices: row it % 3 is filled, read after the barrier, and row
+// (it + 2) % 3 is cleared after it (last read before that barrier, next filled after the following one).
+//
+// Modes (PER_BLOCK_MODE, runtime): 0 cast (data + sf), 1 sf only, 2 precomputed sf (fp32 row-major x_sf,
+// inv = fl(1/s), no reduction, only data written). Column-major sf padding rows (sf_rows > T / r) are zeroed
+// grid-stride by the same launch; packed words' unused bytes are zeroed by the writer of the last column (SfOut).
+#include "../common/chunk.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/scale.cuh"
+#include "../generated/per_block_params.h"
+
+namespace tk {
+namespace {
+
+// PER_BLOCK_MODE of ops/quant/per_block_cast.params.ts
+enum PerBlockMode : uint32_t { kBlockModeCast = 0, kBlockModeSfOnly = 1, kBlockModePrecomputedSf = 2 };
+
+constexpr int kBlockThreads = 256;
+constexpr int kTileElems = 16384;  // elements of one CTA tile: 64 per thread
+constexpr int kMaxTileBlocks = 16;  // scale blocks in one tile (32 × 512 tile of 32 × 32 blocks)
+constexpr int kAmaxRows = 3;        // rotating rows of block maxima (one barrier per tile)
+
+template <Fmt kIn>
+constexpr int kMinBlocksPerSm = kIn == Fmt::kFp32 ? 2 : 4;
+
+template <Fmt kIn, Fmt kOut, int kR, int kC>
+struct BlockCast {
+  static constexpr int kVec = kVecBytes * 8 / FmtTraits<kIn>::kBits;  // elements per 16-byte chunk: 4 / 8
+  static constexpr int kTileCols = kTileElems / kR;                    // 128 or 512
+  static constexpr int kCpr = kTileCols / kVec;                        // chunks per tile row: 16 … 128
+  static constexpr int kCpb = kC / kVec;                               // chunks per block row: 4 … 32
+  static constexpr int kU = kTileElems / kVec / kBlockThreads;         // chunks per thread: 16 / 8
+  static constexpr int kRowStep = kBlockThreads / kCpr;                // tile rows between a thread's chunks
+  static constexpr int kTileBlocks = kTileCols / kC;                   // scale blocks per tile
+  static constexpr int kOutBytes = kOut == Fmt::kE4m3 ? kVec : kVec / 2;
+  static constexpr int kOutWords = (kOutBytes + 3) / 4;
+  static constexpr float kQmax = kOut == Fmt::kE4m3 ? kE4m3Max : kE2m1Max;
+  static_assert(kBlockThreads % kCpr == 0 && kCpb <= kCpr && kU * kRowStep == kR, "tile shape");
+  static_assert(kTileBlocks <= kMaxTileBlocks, "block maxima row");
+
+  const PerBlockCastParams& p;
+
+  TK_DEV explicit BlockCast(const PerBlockCastParams& params) : p(params) {}
+
+  // The lanes of one warp that hold chunks of the same block differ only in these lane bits: those below the
+  // chunks per block row (same row) and those at or above the chunks per tile row (same column, other rows).
+  static constexpr uint32_t kGroupBits = ((kCpb - 1) | (~(kCpr - 1) & (kWarpSize - 1))) & (kWarpSize - 1);
+
+  TK_DEV static float warp_block_max(float v) {
+#pragma unroll
+    for (int b = 1; b < kWarpSize; b <<= 1)
+      if (kGroupBits & b) v = max_num(v, __shfl_xor_sync(kFullWarpMask, v, b));
+    return v;
+  }
+
+  TK_DEV void run() const {
+    __shared__ uint32_t block_amax[kAmaxRows][kMaxTileBlocks];
+    const uint32_t hidden = p.hidden;
+    const uint64_t col_tiles = (hidden + kTileCols - 1) / kTileCols;
+    const uint64_t tiles = static_cast<uint64_t>(p.num_tokens / kR) * col_tiles;
+    const uint32_t nbk = hidden / kC;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t lane = tid % kWarpSize;
+    const uint32_t cchunk = tid % kCpr;    // this thread's chunk column inside a tile
+    const uint32_t trow = tid / kCpr;      // its first row inside a tile
+    const uint32_t tblk = cchunk / kCpb;   // its block inside a tile
+    const bool precomputed = p.mode == kBlockModePrecomputedSf;
+    const bool write_data = p.mode != kBlockModeSfOnly;
+    const bool write_sf = !precomputed;
+    const bool x_aligned = (p.x % kVecBytes) == 0;
+    const bool data_aligned = (p.data % kOutBytes) == 0;
+    // one lane per (warp, block) publishes the warp's block max: the lane whose same-block bits are all 0
+    const bool publisher = (lane & kGroupBits) == 0;
+    // the writer of a block's sf entry: the thread holding the block's first chunk of the tile's first row
+    const bool sf_writer = trow == 0 && cchunk % kCpb == 0;
+    const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
+    const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+    uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
+
+    if (!precomputed) {
+      for (uint32_t i = tid; i < kAmaxRows * kMaxTileBlocks; i += kBlockThreads) (&block_amax[0][0])[i] = 0;
+      __syncthreads();
+    }
+
+    uint32_t it = 0;
+    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++it) {
+      const uint64_t m = tile / col_tiles;
+      const uint32_t kt = static_cast<uint32_t>(tile % col_tiles);
+      const uint32_t col = kt * kTileCols + cchunk * kVec;
+      const bool live = col < hidden;
+      const uint32_t k = kt * kTileBlocks + tblk;  // this thread's global block column (< nbk when live)
+      const uint64_t row0 = m * kR + trow;
+
+      uint32_t w[kU][4];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[u][i] = 0;
+        if (live) {
+          const uint64_t e = (row0 + static_cast<uint64_t>(u) * kRowStep) * hidden + col;
+          load_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(x + e * (FmtTraits<kIn>::kBits / 8), w[u], x_aligned);
+        }
+      }
+
+      float inv;
+      if (precomputed) {
+        inv = live ? div_rn(1.0f, load_scale(p.x_sf, kSfFp32, p.x_sf_stride0, p.x_sf_stride1, m, k)) : 0.0f;
+      } else {
+        float a = 0.0f;
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) a = max_num(a, abs_f(element<kIn>(w[u], i)));
+        a = warp_block_max(a);
+        uint32_t* amax_row = block_amax[it % kAmaxRows];
+        if (publisher && live) atomicMax(amax_row + tblk, f2u(a));
+        __syncthreads();
+        const ScaleAndInv si = sf_and_inv(u2f(amax_row[tblk]), p.amax_clamp, kQmax, p.flags);
+        if (tid < kTileBlocks) block_amax[(it + 2) % kAmaxRows][tid] = 0;
+        if (sf_writer && live) sf_out.store(m, k, si.stored);
+        inv = si.inv;
+      }
+
+      if (write_data && live) {
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          float v[kVec];
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) v[i] = mul_rn(element<kIn>(w[u], i), inv);
+          uint32_t o[kOutWords];
+          encode_chunk<kOut, kVec>(v, o);
+          const uint64_t e = (row0 + static_cast<uint64_t>(u) * kRowStep) * hidden + col;
+          store_chunk<kOutBytes>(data + (kOut == Fmt::kE4m3 ? e : e / 2), o, data_aligned);
+        }
+      }
+    }
+    if (write_sf) sf_out.zero_padding_rows(p.num_tokens / kR, p.sf_rows);
+  }
+};
+
+}  // namespace
+}  // namespace tk
+
+#define TK_PER_BLOCK_CAST(in, IN, out, OUT, r, c)                                                   \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>) \
+      tk_per_block_cast__##in##_##out##_##r##x##c(const __grid_constant__ PerBlockCastParams p) {   \
+    tk::BlockCast<tk::Fmt::IN, tk::Fmt::OUT, r, c>(p).run();                                       \
+  }
+#define TK_PER_BLOCK_CAST_SHAPES(in, IN, out, OUT) \
+  TK_PER_BLOCK_CAST(in, IN, out, OUT, 32, 32)      \
+  TK_PER_BLOCK_CAST(in, IN, out, OUT, 32, 128)     \
+  TK_PER_BLOCK_CAST(in, IN, out, OUT, 128, 32)     \
+  TK_PER_BLOCK_CAST(in, IN, out, OUT, 128, 128)
+
+TK_PER_BLOCK_CAST_SHAPES(fp32, kFp32, e4m3, kE4m3)
+TK_PER_BLOCK_CAST_SHAPES(fp32, kFp32, e2m1, kE2m1)
+TK_PER_BLOCK_CAST_SHAPES(bf16, kBf16, e4m3, kE4m3)
+TK_PER_BLOCK_CAST_SHAPES(bf16, kBf16, e2m1, kE2m1)
