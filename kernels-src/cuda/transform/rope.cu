@@ -16,8 +16,9 @@
 //   P = 4 (fp32) or 2 (bf16/fp16) heads per pass; L = min(nextPow2(ceilDiv(H, P)), 256 / C) head lanes; a team
 //   of C·L threads rotates one token, and a block holds teams = 256 / (C·L) of them. Thread (l, c) of a team owns
 //   chunk c of heads l, l + L, l + 2L, …: it loads the token's cos/sin for its chunk once, then rotates P heads
-//   per pass, all loads of a pass issued before its stores (P × 32 bytes in flight per thread). __launch_bounds__
-//   (256, 3): ≤ 80 registers, no spills on sm_90a and sm_100a.
+//   per pass, all loads of a pass issued before its stores (P × 32 bytes in flight per thread; the first pass's
+//   loads go out with the position's, before the row is known). __launch_bounds__(256, 3): ≤ 80 registers, no
+//   spills on sm_90a and sm_100a.
 //
 // A chunk is two 16-byte vectors of one head: NeoX, elements [cV, cV+V) and [D/2+cV, D/2+cV+V) (pair j is lane j
 // of each); interleaved, elements [2cV, 2cV+2V) (pair j is elements 2j, 2j+1 of the two). Either way pair j uses
@@ -197,6 +198,32 @@ struct Rope {
     const bool int64_pos = (p.flags & kFlagPositionsInt64) != 0;
     const bool conjugate = (p.flags & kFlagConjugate) != 0;
     const uint32_t pass_heads = kHeadsPerPass * head_lanes;
+    uint8_t* const x = reinterpret_cast<uint8_t*>(p.x);
+    uint32_t u[kHeadsPerPass][4], v[kHeadsPerPass][4];
+    // One pass: the chunk of heads h0, h0 + L, …, h0 + (P−1)L that exist; every load before any store.
+    auto load_pass = [&](int64_t tok_off, uint32_t h0) {
+#pragma unroll
+      for (int k = 0; k < kHeadsPerPass; ++k) {
+        const uint32_t h = h0 + k * head_lanes;
+        if (h < p.heads) {
+          const uint8_t* head = x + (tok_off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
+          load(head + o1 * kElemBytes, u[k]);
+          load(head + o2 * kElemBytes, v[k]);
+        }
+      }
+    };
+    auto rotate_pass = [&](int64_t tok_off, uint32_t h0, const float (&cs)[kVec], const float (&sn)[kVec]) {
+#pragma unroll
+      for (int k = 0; k < kHeadsPerPass; ++k) {
+        const uint32_t h = h0 + k * head_lanes;
+        if (h < p.heads) {
+          uint8_t* head = x + (tok_off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
+          rotate<kInterleaved>(u[k], v[k], cs, sn);
+          store(head + o1 * kElemBytes, u[k]);
+          store(head + o2 * kElemBytes, v[k]);
+        }
+      }
+    };
 
     for (uint64_t tok = static_cast<uint64_t>(blockIdx.x) * teams + team; tok < tokens;
          tok += static_cast<uint64_t>(gridDim.x) * teams) {
@@ -210,6 +237,11 @@ struct Rope {
                         : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(
                               ld_u32(reinterpret_cast<const int32_t*>(p.positions) + off))));
       }
+      const int64_t tok_off = static_cast<int64_t>(bi) * p.x_stride_b + static_cast<int64_t>(si) * p.x_stride_s;
+      // The first pass's data does not depend on the row: its loads go out together with the position's, so the
+      // two latencies overlap (a token whose row turns out illegal is read, never written).
+      load_pass(tok_off, lane);
+
       // exact modulo 2^64; |seqlen_offset| < 2^53 and R < 2^53, so a wrapped sum is never inside [0, R)
       const uint64_t row = static_cast<uint64_t>(p.seqlen_offset) + pos;
       const bool ok = row < p.num_rows;
@@ -224,30 +256,11 @@ struct Rope {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) sn[j] = -sn[j];
       }
-
-      const int64_t tok_off = static_cast<int64_t>(bi) * p.x_stride_b + static_cast<int64_t>(si) * p.x_stride_s;
-      uint8_t* const x = reinterpret_cast<uint8_t*>(p.x);
-      for (uint32_t h0 = lane; h0 < p.heads; h0 += pass_heads) {
-        uint32_t u[kHeadsPerPass][4], v[kHeadsPerPass][4];
-#pragma unroll
-        for (int k = 0; k < kHeadsPerPass; ++k) {
-          const uint32_t h = h0 + k * head_lanes;
-          if (h < p.heads) {
-            uint8_t* head = x + (tok_off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
-            load(head + o1 * kElemBytes, u[k]);
-            load(head + o2 * kElemBytes, v[k]);
-          }
-        }
-#pragma unroll
-        for (int k = 0; k < kHeadsPerPass; ++k) {
-          const uint32_t h = h0 + k * head_lanes;
-          if (h < p.heads) {
-            uint8_t* head = x + (tok_off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
-            rotate<kInterleaved>(u[k], v[k], cs, sn);
-            store(head + o1 * kElemBytes, u[k]);
-            store(head + o2 * kElemBytes, v[k]);
-          }
-        }
+      for (uint32_t h0 = lane;;) {
+        rotate_pass(tok_off, h0, cs, sn);
+        h0 += pass_heads;
+        if (h0 >= p.heads) break;
+        load_pass(tok_off, h0);
       }
     }
   }
