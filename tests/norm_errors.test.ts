@@ -109,6 +109,5 @@ test("applyRotary refuses an out-of-range position before rotating anything", ()
   refuses("applyRotary", "positions", "DEVICE_VALUE", () => applyRotary(q, cache, { positions: tensor([0n, 2n ** 40n, 1n], [3], "int64") }));
 });
 test("applyRotary refuses a non-boolean interleaved", () => refuses("applyRotary", "interleaved", "VALUE", () => applyRotary(q, cache, { interleaved: 1 as never })));
-test("applyRotary answers UNSUPPORTED for backend cuda (no kernel yet)", () => refuses("applyRotary", "backend", "UNSUPPORTED", () => applyRotary(q, cache, { backend: "cuda" })));
-test("applyRotary answers UNSUPPORTED for device inputs without backend cpu", () => refuses("applyRotary", "backend", "UNSUPPORTED", () => applyRotary(fakeDevice("fp32", [3, 2, 64]), fakeDevice("fp32", [8, 64]), {})));
+test("applyRotary refuses inputs on two devices", () => refuses("applyRotary", "device", "DEVICE_MISMATCH", () => applyRotary(fakeDevice("fp32", [3, 2, 64], 0), fakeDevice("fp32", [8, 64], 1), {})));
 test("applyRotary answers BACKEND_UNAVAILABLE for Ascend", () => refuses("applyRotary", "backend", "BACKEND_UNAVAILABLE", () => applyRotary(q, cache, { backend: "ascend" })));

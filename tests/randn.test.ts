@@ -184,17 +184,16 @@ test("randn refuses a self-overlapping out", () => {
   const o = tensor(new Float32Array(3), [3, 2], "fp32", [1, 0]);
   refuses("randn", "out", "OUT_MISMATCH", () => randn([3, 2], { out: o }), [o]);
 });
-test("randn answers UNSUPPORTED for a device (no kernel yet) and leaves the state alone", () => {
+test("randn refuses a device out that is not on the device option's device, and leaves the state alone", () => {
   setSeed(99);
-  refuses("randn", "device", "UNSUPPORTED", () => randn([2], { device: { kind: "cuda", index: 0 } }), []);
-  refuses("randn", "backend", "UNSUPPORTED", () => randn([2], { backend: "cuda" }), []);
-  refuses("randn", "backend", "UNSUPPORTED", () => randn([2], { out: fakeDevice("fp32", [2]) }), []);
+  refuses("randn", "out", "OUT_MISMATCH", () => randn([2], { device: { kind: "cuda", index: 1 }, out: fakeDevice("fp32", [2], 0) }), []);
+  refuses("randn", "out", "OUT_MISMATCH", () => randn([2], { device: { kind: "cuda", index: 0 }, out: tensor(new Float32Array(2), [2], "fp32") }), []);
+  refuses("randn", "device", "VALUE", () => randn([2], { device: { kind: "tpu", index: 0 } as never }), []);
   assert.deepEqual(bits32(randn([2])), bits32(randn([2], { seed: 99n, offset: 0n })), "refused calls did not advance the offset");
   setSeed(67280421310721);
 });
-test("randnLike refuses an int32 tensor, a device tensor and an out option", () => {
+test("randnLike refuses an int32 tensor and an out option", () => {
   refuses("randnLike", "t", "DTYPE", () => randnLike(tensor(new Int32Array(2), [2], "int32")), []);
-  refuses("randnLike", "t", "UNSUPPORTED", () => randnLike(fakeDevice("fp32", [2])), []);
   refuses("randnLike", "out", "VALUE", () => randnLike(tensor(new Float32Array(2), [2], "fp32"), { out: tensor(new Float32Array(2), [2], "fp32") } as never), []);
 });
 test("setSeed refuses a fractional seed, a seed below -2^63 and a negative offset", () => {

@@ -10,6 +10,8 @@ import { PerTokenCastParams } from "../ops/quant/per_token_cast.params.ts";
 import { PerChannelCastParams, TransposeWeightSfParams } from "../ops/quant/per_channel_cast.params.ts";
 import { PerBlockCastLosslessParams, PerBlockCastParams } from "../ops/quant/per_block_cast.params.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
+import { RandnParams } from "../ops/rand/randn.params.ts";
+import { RopeParams } from "../ops/transform/rope.params.ts";
 
 /** A generated header: its path, the declarations it comes from, and the structs. */
 export interface GeneratedHeader {
@@ -23,6 +25,7 @@ export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/runtime_params.h", from: "ops/runtime/*.params.ts", layouts: [GuardSelftestParams] },
   { path: "kernels-src/cuda/generated/per_channel_params.h", from: "ops/quant/per_channel_cast.params.ts", layouts: [PerChannelCastParams, TransposeWeightSfParams] },
   { path: "kernels-src/cuda/generated/per_block_params.h", from: "ops/quant/per_block_cast.params.ts", layouts: [PerBlockCastParams, PerBlockCastLosslessParams] },
+  { path: "kernels-src/cuda/generated/rope_randn_params.h", from: "ops/transform/rope.params.ts, ops/rand/randn.params.ts", layouts: [RopeParams, RandnParams] },
   // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 

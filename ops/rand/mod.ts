@@ -1,7 +1,7 @@
 /**
  * Random numbers (`jsr:@tk/kernels/rand`): `randn`, `randnLike`, `setSeed` — a counter-based generator
  * (Philox4x32-10 + binary64 Box–Muller, spec/norm-rope-rand.md Part C) whose values depend only on
- * `(seed, offset, index)`, bit-identical on every backend. No CUDA kernel yet: results live on the host.
+ * `(seed, offset, index)`, bit-identical on every backend (CPU reference and CUDA kernel).
  *
  * @example
  * ```ts

@@ -1,14 +1,29 @@
 /**
  * Standard normal samples: `randn`, `randnLike`, `setSeed` (spec/API.md §3.4; generator, state and legal arguments:
- * spec/norm-rope-rand.md §C.2, §C.3, D.7, D.10). Checks, then the CPU reference (`randn.ref.ts`). There is no CUDA
- * kernel yet: a device output answers `UNSUPPORTED` (device `out` tensors run with `backend: "cpu"`, staged).
+ * spec/norm-rope-rand.md §C.2, §C.3, D.7, D.10). Checks, then the CPU reference (`randn.ref.ts`) or the CUDA
+ * kernel (`kernels-src/cuda/rand/randn.cu`), bit-identical for the same `(seed, offset, index)`.
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place, type Placement } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, describe, selfOverlapping } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { resultToDevice } from "../../core/stage.ts";
-import { type Device, DeviceTensor, type HostTensor, hostZeros, isTensor, type Tensor } from "../../core/tensor.ts";
+import { copyInto, onHost, resultToDevice } from "../../core/stage.ts";
+import {
+  contiguousStrides,
+  type Device,
+  deviceEmptyStrided,
+  deviceRuntime,
+  DeviceTensor,
+  type HostTensor,
+  hostZeros,
+  isTensor,
+  numelOf,
+  type Stream,
+  type Tensor,
+} from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { RANDN_MAX_DIMS, RandnParams } from "./randn.params.ts";
 import { randnFill, type RandnDType } from "./randn.ref.ts";
 
 export type { RandnDType };
@@ -17,7 +32,7 @@ export type { RandnDType };
 export interface RandnOptions extends OpOptions {
   /** Storage dtype. Default "fp32". */
   dtype?: RandnDType;
-  /** Where the result lives: "cpu" (default). A device answers `UNSUPPORTED` until the kernel exists. */
+  /** Where the result lives: "cpu" (default) or a device (generated there by the CUDA kernel). */
   device?: Device | "cpu";
   /** Seed of a seeded call in `[0, 2⁶⁴)`: the global state is neither read nor advanced. */
   seed?: bigint;
@@ -74,9 +89,109 @@ function takeState(): { seed: bigint; offset: bigint } {
   return s;
 }
 
-function generate(op: string, shape: number[], dtype: RandnDType, key: { seed: bigint; offset: bigint } | null, out: Tensor | null, backend: unknown): Tensor {
-  const pl = placeWithoutKernel(op, backend, out);
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+const packet = new LaunchPacket(RandnParams);
+const W = packet.w;
+const THREADS = 256;
+const SIZE_WORDS = [W.size0, W.size1, W.size2, W.size3, W.size4, W.size5];
+const STRIDE_WORDS = [W.stride0, W.stride1, W.stride2, W.stride3, W.stride4, W.stride5];
+
+/**
+ * Test hook: non-zero `grid` / `block` (≤ 256) replace the launch shape of the next launches, to show that the bits
+ * do not depend on it (spec/norm-rope-rand.md §C.4). Not part of the public API.
+ */
+export const randnLaunchShape = { grid: 0, block: 0 };
+
+/** A bigint in [0, 2^64) into two 32-bit words. */
+function u64Big(word: number, v: bigint): void {
+  packet.u32(word, Number(v & 0xffffffffn));
+  packet.u32(word + 1, Number(v >> 32n));
+}
+
+/** Sizes and strides of `out` with size-1 dims dropped and row-major-adjacent dims merged; [] when contiguous. */
+function mergedDims(out: Tensor): [number[], number[]] {
+  const sizes: number[] = [];
+  const strides: number[] = [];
+  for (let d = 0; d < out.shape.length; d++) {
+    if (out.shape[d] === 1) continue;
+    const last = sizes.length - 1;
+    if (last >= 0 && strides[last] === out.strides[d] * out.shape[d]) {
+      sizes[last] *= out.shape[d];
+      strides[last] = out.strides[d];
+    } else {
+      sizes.push(out.shape[d]);
+      strides.push(out.strides[d]);
+    }
+  }
+  return sizes.length === 0 || (sizes.length === 1 && strides[0] === 1) ? [[], []] : [sizes, strides];
+}
+
+function launchRandn(op: string, device: Device, stream: Stream, out: DeviceTensor, k: { seed: bigint; offset: bigint }, dims: [number[], number[]]): void {
+  const n = out.numel;
+  if (n === 0) return;
+  const fn = kernelFunction(op, device, `tk_randn__${out.dtype}`);
+  const p = packet;
+  const [sizes, strides] = dims;
+  p.u64(W.out, out.addr);
+  u64Big(W.seed, k.seed);
+  u64Big(W.offset, k.offset);
+  p.u64(W.numel, n);
+  p.u32(W.rank, sizes.length);
+  p.u32(W.pad, 0);
+  for (let d = 0; d < RANDN_MAX_DIMS; d++) {
+    p.u64(SIZE_WORDS[d], sizes[d] ?? 1);
+    const s = strides[d] ?? 0;
+    p.u32(STRIDE_WORDS[d], s >>> 0);
+    p.u32(STRIDE_WORDS[d] + 1, Math.floor(s / 4294967296) >>> 0);
+  }
+  const block = randnLaunchShape.block || THREADS;
+  const grid = randnLaunchShape.grid || Math.max(1, Math.min(Math.ceil(Math.ceil(n / 4) / THREADS), 64 * config.getNumSms(device)));
+  p.setLaunch(fn, stream.handle, grid, block, 0, false, device.index);
+  p.launch(op);
+}
+
+/** Placement of a call with no device tensor but a `device` option: that device, or the host with `backend: "cpu"`. */
+function placeOn(op: string, backend: unknown, device: Device): Placement {
+  if (backend === "cpu") return { backend: "cpu", staged: true, device };
+  if (backend !== undefined && backend !== "auto" && backend !== "cuda") return place(op, backend, null); // refusals
+  if (device.kind === "ascend") throw new TkError(op, "backend", "BACKEND_UNAVAILABLE", "the Ascend backend is not built yet (prebuilt/ascend/README.md)");
+  deviceRuntime(op).defaultStream(device); // the driver and the device index are usable, else BACKEND_UNAVAILABLE
+  return { backend: "cuda", staged: false, device };
+}
+
+function generate(
+  op: string,
+  shape: number[],
+  dtype: RandnDType,
+  key: { seed: bigint; offset: bigint } | null,
+  out: Tensor | null,
+  o: OpOptions,
+  device: Device | null,
+): Tensor {
+  const pl = out || !device ? place(op, o.backend, out) : placeOn(op, o.backend, device);
+  // Checked before the state advances: a refused call leaves the stream where it was.
+  const dims = pl.backend === "cuda" && !pl.staged && out ? mergedDims(out) : null;
+  if (dims && dims[0].length > RANDN_MAX_DIMS) {
+    throw new TkError(op, "out", "UNSUPPORTED", `the CUDA kernel writes views of at most ${RANDN_MAX_DIMS} strided dims after merging (got sizes [${dims[0].join(", ")}], strides [${dims[1].join(", ")}])`);
+  }
   const k = key ?? takeState();
+  if (pl.backend === "cuda") {
+    const stream = (pl.staged ? null : o.stream) ?? deviceRuntime(op).defaultStream(pl.device);
+    const direct = !pl.staged && out ? (out as DeviceTensor) : null;
+    const t = direct ?? deviceEmptyStrided(op, pl.device, shape, contiguousStrides(shape), dtype, numelOf(shape), stream);
+    launchRandn(op, pl.device, stream, t, k, dims ?? [[], []]);
+    if (!pl.staged) return t;
+    // Host out (or host result) on a forced device backend: generated on the device, copied back.
+    try {
+      const h = onHost(t) as HostTensor;
+      if (!out) return h;
+      copyInto(op, out, h);
+      return out;
+    } finally {
+      t.dispose();
+    }
+  }
   if (out && !pl.staged) {
     randnFill(out as HostTensor, k.seed, k.offset);
     return out;
@@ -91,7 +206,8 @@ function generate(op: string, shape: number[], dtype: RandnDType, key: { seed: b
  * (spec/norm-rope-rand.md §C.2: Philox4x32-10 + binary64 Box–Muller): element `i` (row-major) depends only on
  * `(seed, offset, i, dtype)`, never on the shape, strides or backend. Without `seed`, the call uses the global
  * state `(seed, offset)` and advances its offset by one (see {@link setSeed}). bf16/fp16 are the fp32 values
- * rounded once more.
+ * rounded once more. With a `device` (or a device `out`), the CUDA kernel writes the same bits there, enqueued on
+ * `stream`.
  *
  * @example
  * ```ts
@@ -113,8 +229,12 @@ export function randn(shape: number[], options?: RandnOptions): Tensor {
   if (o.device !== undefined && o.device !== "cpu") {
     const d = o.device as unknown;
     if (typeof d !== "object" || d === null || typeof (d as Device).kind !== "string") throw new TkError(op, "device", "VALUE", `expected "cpu" or a device, got ${describe(d)}`);
-    throw new TkError(op, "device", "UNSUPPORTED", `randn has no ${(d as Device).kind} kernel yet; generate on the host ("cpu") and copy`);
+    const dev = d as Device;
+    if ((dev.kind !== "cuda" && dev.kind !== "ascend") || !Number.isSafeInteger(dev.index) || dev.index < 0) {
+      throw new TkError(op, "device", "VALUE", `expected "cpu" or { kind: "cuda", index }, got ${describe(d)}`);
+    }
   }
+  const device = o.device !== undefined && o.device !== "cpu" ? o.device : null;
   const key = checkSeed(op, o);
   let out: Tensor | null = null;
   if (o.out !== undefined) {
@@ -123,13 +243,17 @@ export function randn(shape: number[], options?: RandnOptions): Tensor {
       throw new TkError(op, "out", "OUT_MISMATCH", `expected shape [${s.join(", ")}], got [${out.shape.join(", ")}]`);
     }
     if (selfOverlapping(out)) throw new TkError(op, "out", "OUT_MISMATCH", `two of its elements share an address (strides [${out.strides.join(", ")}])`);
+    const where = out instanceof DeviceTensor ? out.device : null;
+    if (device && (!where || where.kind !== device.kind || where.index !== device.index)) {
+      throw new TkError(op, "out", "OUT_MISMATCH", `must live on ${device.kind}:${device.index} (the device option)`);
+    }
   }
-  return generate(op, s, dtype, key, out, o.backend);
+  return generate(op, s, dtype, key, out, o, device);
 }
 
 /**
  * `randn(t.shape, { dtype: t.dtype, ...options })` for an fp32/bf16/fp16 tensor `t`: a new contiguous tensor.
- * A device `t` answers `UNSUPPORTED` until the kernel exists.
+ * A device `t` gets a device result, generated there.
  *
  * @example
  * ```ts
@@ -149,9 +273,8 @@ export function randnLike(t: Tensor, options?: RandnLikeOptions): Tensor {
   if ((o as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", "randnLike takes no out (use randn with out)");
   if (!isTensor(t)) throw new TkError(op, "t", "VALUE", `expected a tensor, got ${describe(t)}`);
   if (!DTYPES.includes(t.dtype as RandnDType)) throw new TkError(op, "t", "DTYPE", `must be fp32, bf16 or fp16 (got ${t.dtype})`);
-  if (t instanceof DeviceTensor) throw new TkError(op, "t", "UNSUPPORTED", `randnLike has no ${t.device.kind} kernel yet; the result would live on ${t.device.kind}:${t.device.index}`);
   const key = checkSeed(op, o);
-  return generate(op, [...t.shape], t.dtype as RandnDType, key, null, o.backend);
+  return generate(op, [...t.shape], t.dtype as RandnDType, key, null, o, t instanceof DeviceTensor ? t.device : null);
 }
 
 /**

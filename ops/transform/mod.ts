@@ -1,7 +1,6 @@
 /**
  * The transform family (`jsr:@tk/kernels/transform`): `applyRotary`, rotary position embedding in place, with a
- * bit-exact CPU reference (spec/norm-rope-rand.md Part B and D.6). No CUDA kernel yet: device tensors run with
- * `backend: "cpu"`.
+ * bit-exact CPU reference (spec/norm-rope-rand.md Part B and D.6) and a CUDA kernel that writes the same bits.
  *
  * @example
  * ```ts

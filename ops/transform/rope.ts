@@ -1,15 +1,22 @@
 /**
  * Rotary position embedding: `applyRotary` (spec/API.md §3.3; numerics and legal arguments:
- * spec/norm-rope-rand.md §B.3, D.6, D.10). Checks, then dispatch to the CPU reference (`rope.ref.ts`). There is
- * no CUDA kernel yet: device inputs run only with `backend: "cpu"` (staged through the host).
+ * spec/norm-rope-rand.md §B.3, D.6, D.10). Checks, then dispatch to the CPU reference (`rope.ref.ts`) or the CUDA
+ * kernel (`kernels-src/cuda/transform/rope.cu`).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkTensor, describe, optBool, selfOverlapping } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, writeBackSpan } from "../../core/stage.ts";
-import { DeviceTensor, type HostTensor, type Tensor } from "../../core/tensor.ts";
+import { copyInto, disposeStaged, onDevice, onHost, writeBackSpan } from "../../core/stage.ts";
+import { type Device, DeviceTensor, deviceRuntime, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { registerOpId } from "../../ffi/op_ids.ts";
+import { ROPE_FLAG, RopeParams } from "./rope.params.ts";
 import { rotaryRows, rotateRef } from "./rope.ref.ts";
+
+/** Op id of the error word (ffi/op_ids.ts reserves 110) and the kernel's condition bit. */
+const OP_ID = registerOpId(110, "applyRotary", { 1: "seqlenOffset + position outside the cache rows [0, R)" });
 
 /** Options of {@link applyRotary}. */
 export interface ApplyRotaryOptions extends OpOptions {
@@ -52,7 +59,10 @@ function checkRotated(op: string, arg: string, t: unknown): Tensor {
  * `a' = fma(a, cos, −b·sin)`, `b' = fma(a, sin, b·cos)` in binary32, rounded once to the dtype (`conjugate`:
  * the inverse rotation). Only the view's elements are written. Returns `[query, key | null]`, the same tensors.
  *
- * There is no CUDA kernel yet: host tensors run the CPU reference; device tensors need `backend: "cpu"`.
+ * Device tensors run the CUDA kernel on `stream` (bitwise equal to the CPU reference); a position whose row falls
+ * outside the cache leaves that token unchanged and raises `DEVICE_VALUE` at the next sync (the CPU reference
+ * throws it before writing anything). Host tensors run the CPU reference unless `backend` / `TK_BACKEND` says
+ * otherwise.
  *
  * @example
  * ```ts
@@ -108,8 +118,39 @@ export function applyRotary(query: Tensor, cosSinCache: Tensor, options: ApplyRo
     throw new TkError(op, "seqlenOffset", "VALUE", `without positions, seqlenOffset and seqlenOffset + S must lie in [0, ${R}] (got ${off} with S = ${S})`);
   }
   if (work && R === 0) throw new TkError(op, "cosSinCache", "SHAPE", "has no rows, but there is something to rotate");
-  const pl = placeWithoutKernel(op, o.backend, q, cache, k, pos);
+  const pl = place(op, o.backend, q, cache, k, pos);
   if (!work) return [query, k];
+
+  if (pl.backend === "cuda" && !pl.staged) {
+    if (B * S > 0xffffffff) throw new TkError(op, "query", "SHAPE", `B·S = ${B * S} tokens exceed 2^32 − 1`);
+    const stream = o.stream ?? deviceRuntime(op).defaultStream(pl.device);
+    const flags = (interleaved ? ROPE_FLAG.interleaved : 0) | (conjugate ? ROPE_FLAG.conjugate : 0) |
+      (pos && pos.dtype === "int64" ? ROPE_FLAG.positionsInt64 : 0);
+    // A bad position is reported by the first launch only, so the error word counts each token once.
+    let report = true;
+    for (const t of k ? [q, k] : [q]) {
+      if (t.numel === 0) continue;
+      launchRotary(op, pl.device, stream, t as DeviceTensor, cache as DeviceTensor, pos as DeviceTensor | null, off, flags, report);
+      report = false;
+    }
+    return [query, k];
+  }
+  if (pl.backend === "cuda") {
+    // Host tensors on a forced device backend: rotate contiguous device copies, then write the elements back
+    // into the caller's views (a bad position throws at that sync, before anything is written).
+    const staged = [q, cache, k, pos].map((t) => (t ? (onDevice(t, pl.device) as DeviceTensor) : null));
+    try {
+      const [dq, dc, dk, dp] = staged;
+      applyRotary(dq!, dc!, { key: dk ?? undefined, positions: dp ?? undefined, interleaved, conjugate, seqlenOffset: off });
+      const hq = onHost(dq!);
+      const hk = onHost(dk);
+      copyInto(op, q, hq);
+      if (k && hk) copyInto(op, k, hk);
+    } finally {
+      disposeStaged(...staged);
+    }
+    return [query, k];
+  }
 
   const args = { interleaved, conjugate, seqlenOffset: off };
   const hq = onHost(q) as HostTensor;
@@ -124,6 +165,70 @@ export function applyRotary(query: Tensor, cosSinCache: Tensor, options: ApplyRo
     if (k && hk) writeBackSpan(op, k as DeviceTensor, hk);
   }
   return [query, k];
+}
+
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+const packet = new LaunchPacket(RopeParams);
+const W = packet.w;
+const THREADS = 256;
+/** Function handles per device and dtype, filled on first use. */
+const fnCache: Record<string, number>[] = [];
+
+/** A signed 64-bit field from a safe integer (two's complement words). */
+function i64(word: number, v: number): void {
+  packet.u32(word, v >>> 0);
+  packet.u32(word + 1, Math.floor(v / 4294967296) >>> 0);
+}
+
+/**
+ * grid.x of rope.cu's launch table: V = 16 / element bytes, C = D / 2V chunks per head, P = 4 (fp32) or 2 heads
+ * per pass, L = min(nextPow2(⌈H / P⌉), 256 / C) head lanes, teams = 256 / (C·L) tokens per block pass;
+ * min(⌈B·S / teams⌉, 64 · SMs).
+ */
+function rotaryGrid(device: Device, tokens: number, heads: number, dim: number, elemBytes: number): number {
+  const v = 16 / elemBytes;
+  const chunks = dim / (2 * v);
+  const need = Math.ceil(heads / (elemBytes === 4 ? 4 : 2));
+  let lanes = 1;
+  while (lanes < need && 2 * lanes * chunks <= THREADS) lanes *= 2;
+  const teams = THREADS / (chunks * lanes);
+  return Math.max(1, Math.min(Math.ceil(tokens / teams), 64 * config.getNumSms(device)));
+}
+
+function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTensor, cache: DeviceTensor, pos: DeviceTensor | null, off: number, flags: number, report: boolean): void {
+  const four = x.shape.length === 4;
+  const B = four ? x.shape[0] : 1;
+  const S = x.shape[four ? 1 : 0];
+  const H = x.shape[four ? 2 : 1];
+  const D = x.shape[four ? 3 : 2];
+  const cache0 = fnCache[device.index] ?? (fnCache[device.index] = {});
+  const fn = cache0[x.dtype] ?? (cache0[x.dtype] = kernelFunction(op, device, `tk_apply_rotary__${x.dtype}`));
+  const p = packet;
+  // Strides of size-1 dims are never used: 0 keeps them from disabling the vector path.
+  const sb = four && B > 1 ? x.strides[0] : 0;
+  const ss = S > 1 ? x.strides[four ? 1 : 0] : 0;
+  const sh = H > 1 ? x.strides[four ? 2 : 1] : 0;
+  p.u64(W.x, x.addr);
+  p.u64(W.cos_sin, cache.addr);
+  p.u64(W.positions, pos ? pos.addr : 0);
+  p.u64(W.error_word, report ? errorWordPtr(op, device) : 0);
+  i64(W.x_stride_b, sb);
+  i64(W.x_stride_s, ss);
+  i64(W.x_stride_h, sh);
+  i64(W.cos_sin_stride, cache.shape[0] > 1 ? cache.strides[0] : 0);
+  i64(W.pos_stride_b, pos && four && B > 1 ? pos.strides[0] : 0);
+  i64(W.pos_stride_s, pos && S > 1 ? pos.strides[pos.strides.length - 1] : 0);
+  i64(W.seqlen_offset, off);
+  p.u64(W.num_rows, cache.shape[0]);
+  p.u32(W.batch, B);
+  p.u32(W.seqlen, S);
+  p.u32(W.heads, H);
+  p.u32(W.dim, D);
+  p.u32(W.flags, flags);
+  p.u32(W.op_id, OP_ID);
+  p.setLaunch(fn, stream.handle, rotaryGrid(device, B * S, H, D, x.dtype === "fp32" ? 4 : 2), THREADS, 0, false, device.index);
+  p.launch(op);
 }
 
 /** True when two views start at the same element of the same storage. */

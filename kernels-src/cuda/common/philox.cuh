@@ -1,0 +1,114 @@
+// The library's counter-based generator (spec/norm-rope-rand.md §C.2): Philox4x32-10 words (§C.2.1) and the
+// binary64 Box–Muller transform with fixed polynomials (§C.2.2). Every binary64 step is one correctly rounded
+// intrinsic in the spec's order, never contracted and never a library log/sin/cos, so the bits equal the CPU
+// reference's (ops/rand/randn.ref.ts) for every (seed, offset, index), whatever thread computes them. Ops that
+// need raw uniform bits (stochastic rounding) take word l of philox4x32_10 directly.
+#pragma once
+#include <stdint.h>
+#include "fp.cuh"
+
+namespace tk {
+
+#if defined(__CUDACC__)
+// philox(c; k) of §C.2.1: ten rounds, the key bumped between rounds.
+TK_DEV void philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1,
+                          uint32_t (&x)[4]) {
+#pragma unroll
+  for (int r = 0; r < 10; ++r) {
+    const uint32_t hi0 = __umulhi(0xD2511F53u, c0);
+    const uint32_t lo0 = 0xD2511F53u * c0;
+    const uint32_t hi1 = __umulhi(0xCD9E8D57u, c2);
+    const uint32_t lo1 = 0xCD9E8D57u * c2;
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  x[0] = c0;
+  x[1] = c1;
+  x[2] = c2;
+  x[3] = c3;
+}
+
+// §C.2.2 constants (binary64, exact as written in the spec's hex column).
+namespace normal {
+constexpr double kSqrt2 = 0x1.6a09e667f3bcdp+0;
+constexpr double kLn2Hi = 0x1.62e42fee00000p-1;
+constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
+constexpr double kPi2p31 = 0x1.921fb54442d18p-30;
+__device__ constexpr double kL[10] = {0x1.0000000000000p+1, 0x1.5555555555555p-1, 0x1.999999999999ap-2, 0x1.2492492492492p-2,
+                           0x1.c71c71c71c71cp-3, 0x1.745d1745d1746p-3, 0x1.3b13b13b13b14p-3, 0x1.1111111111111p-3,
+                                      0x1.e1e1e1e1e1e1ep-4, 0x1.af286bca1af28p-4};
+__device__ constexpr double kS[9] = {0.0, -0x1.5555555555555p-3, 0x1.1111111111111p-7, -0x1.a01a01a01a01ap-13,
+                          0x1.71de3a556c734p-19, -0x1.ae64567f544e4p-26, 0x1.6124613a86d09p-33,
+                          -0x1.ae7f3e733b81fp-41, 0x1.952c77030ad4ap-49};
+__device__ constexpr double kC[10] = {0.0, 0.0, 0x1.5555555555555p-5, -0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-16,
+                           -0x1.27e4fb7789f5cp-22, 0x1.1eed8eff8d898p-29, -0x1.93974a8c07c9dp-37,
+                           0x1.ae7f3e733b81fp-45, -0x1.6827863b97d97p-53};
+}  // namespace normal
+
+// R(w1) = √(−2 ln u), u = (w1 + 1)·2⁻³², through ln u = e·ln 2 + 2·atanh((m − 1)/(m + 1)).
+TK_DEV double normal_radius(uint32_t w1) {
+  using namespace normal;
+  // w1 + 1 ≤ 2³² is an exact binary64 integer and the scaling is exact: u ∈ [2⁻³², 1], a normal number
+  const double u = __dmul_rn(static_cast<double>(static_cast<uint64_t>(w1) + 1u), 0x1p-32);
+  const uint64_t bits = static_cast<uint64_t>(__double_as_longlong(u));
+  int e = static_cast<int>((bits >> 52) & 0x7ffu) - 1023;
+  double m = __longlong_as_double(static_cast<long long>((bits & 0x800fffffffffffffull) | (1023ull << 52)));
+  if (m > kSqrt2) {
+    m = __dmul_rn(m, 0.5);
+    e += 1;
+  }
+  const double a = __dsub_rn(m, 1.0);
+  const double b = __dadd_rn(m, 1.0);
+  const double s = __ddiv_rn(a, b);
+  const double z2 = __dmul_rn(s, s);
+  double poly = kL[9];
+#pragma unroll
+  for (int k = 8; k >= 0; --k) poly = __dadd_rn(__dmul_rn(poly, z2), kL[k]);
+  const double lnm = __dmul_rn(s, poly);
+  const double E = static_cast<double>(e);
+  const double lnu = __dadd_rn(__dmul_rn(E, kLn2Hi), __dadd_rn(__dmul_rn(E, kLn2Lo), lnm));
+  return __dsqrt_rn(__dmul_rn(-2.0, lnu));  // −0 when u = 1, as the spec defines
+}
+
+// (sin θ, cos θ) of θ = 2π·w2/2³²: quadrant q and a reduced angle φ ∈ [−π/4, π/4) from integer steps, then the
+// Taylor polynomials of §C.2.2.
+TK_DEV void normal_sin_cos(uint32_t w2, double& sin_t, double& cos_t) {
+  using namespace normal;
+  const uint32_t A = w2 + 0x20000000u;
+  const uint32_t q = A >> 30;
+  const int32_t d = static_cast<int32_t>(A & 0x3fffffffu) - 0x20000000;
+  const double phi = __dmul_rn(static_cast<double>(d), kPi2p31);
+  const double z2 = __dmul_rn(phi, phi);
+  double ps = kS[8];
+#pragma unroll
+  for (int k = 7; k >= 1; --k) ps = __dadd_rn(__dmul_rn(ps, z2), kS[k]);
+  const double sn = __dadd_rn(phi, __dmul_rn(__dmul_rn(phi, z2), ps));
+  double pc = kC[9];
+#pragma unroll
+  for (int k = 8; k >= 2; --k) pc = __dadd_rn(__dmul_rn(pc, z2), kC[k]);
+  const double cs = __dadd_rn(__dsub_rn(1.0, __dmul_rn(0.5, z2)), __dmul_rn(__dmul_rn(z2, z2), pc));
+  sin_t = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
+  cos_t = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
+}
+
+// The four binary64 normals of Philox block j of stream (seed, offset): elements 4j … 4j+3 (§C.2.1–§C.2.2).
+TK_DEV void normal_block(uint64_t seed, uint64_t offset, uint64_t j, double (&z)[4]) {
+  uint32_t x[4];
+  philox4x32_10(static_cast<uint32_t>(j), static_cast<uint32_t>(j >> 32), static_cast<uint32_t>(offset),
+                static_cast<uint32_t>(offset >> 32), static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), x);
+#pragma unroll
+  for (int pair = 0; pair < 2; ++pair) {
+    const double r = normal_radius(x[2 * pair]);
+    double sin_t, cos_t;
+    normal_sin_cos(x[2 * pair + 1], sin_t, cos_t);
+    z[2 * pair] = __dmul_rn(r, cos_t);
+    z[2 * pair + 1] = __dmul_rn(r, sin_t);
+  }
+}
+#endif
+
+}  // namespace tk
