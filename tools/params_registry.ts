@@ -5,6 +5,8 @@
  * @module
  */
 import { type ParamsLayout, paramsHeader } from "../core/params.ts";
+import { NormBackwardParams } from "../ops/norm/norm_backward.params.ts";
+import { NormForwardParams } from "../ops/norm/norm_forward.params.ts";
 import { CastBackParams } from "../ops/quant/cast_back.params.ts";
 import { PerTokenCastParams } from "../ops/quant/per_token_cast.params.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
@@ -19,6 +21,7 @@ export interface GeneratedHeader {
 export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/quant_params.h", from: "ops/quant/*.params.ts", layouts: [PerTokenCastParams, CastBackParams] },
   { path: "kernels-src/cuda/generated/runtime_params.h", from: "ops/runtime/*.params.ts", layouts: [GuardSelftestParams] },
+  { path: "kernels-src/cuda/generated/norm_params.h", from: "ops/norm/*.params.ts", layouts: [NormForwardParams, NormBackwardParams] },
   // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 
