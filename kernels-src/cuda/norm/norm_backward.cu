@@ -45,6 +45,11 @@ constexpr uint32_t kSubtrees = kRmsBlockThreads / kWarpSize;
 // row's x and gradOut words; with two blocks (128 registers) ptxas spills, so the budget is one block and the
 // kernels use what they need (~125 registers for bf16: still two blocks per SM on sm_100a).
 constexpr int kBwdMinBlocks = 1;
+// bf16 rows also hold the slot's next row in registers while the current one is reduced (the team walks its rows
+// one after another; without this its loads would not overlap its own reductions and stores). fp32 rows have no
+// registers left for it.
+template <Fmt kIn>
+constexpr bool kPrefetch = kIn == Fmt::kBf16;
 
 template <Fmt kIn>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
@@ -81,10 +86,8 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
 #pragma unroll
     for (int j = 0; j < kRmsChunk; ++j) acc[i][j] = 0.0f;
 
-  for (uint64_t base = sigma_first; base < T; base += kSlots) {
-    const uint64_t t = base + (sigma - sigma_first);
-    const bool active = slot_live && t < T;
-    Chunk xc[kL], dyc[kL];
+  // Row t's x and gradOut chunks and rstd (zeros for an inactive team or a dead chunk).
+  auto fetch = [&](uint64_t t, bool active, Chunk (&xc)[kL], Chunk (&dyc)[kL], float& rs) {
     const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + t * p.x_row_stride * kEb;
     const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
 #pragma unroll
@@ -96,7 +99,27 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
         dyc[i].load(dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
       }
     }
-    const float rs = active ? u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t)) : 0.0f;
+    rs = active ? u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t)) : 0.0f;
+  };
+  const uint64_t off = sigma - sigma_first;
+  Chunk xc[kL], dyc[kL];
+  float rs;
+  if constexpr (kPrefetch<kIn>) fetch(sigma_first + off, slot_live && sigma_first + off < T, xc, dyc, rs);
+  for (uint64_t base = sigma_first; base < T; base += kSlots) {
+    const uint64_t t = base + off;
+    const bool active = slot_live && t < T;
+    // the next row of the slot is in flight while this one is reduced and written
+    Chunk xn[kL], dyn[kL];
+    float rsn;
+    if constexpr (kPrefetch<kIn>) {
+      fetch(t + kSlots, slot_live && t + kSlots < T, xn, dyn, rsn);
+#pragma unroll
+      for (int i = 0; i < kL; ++i)
+#pragma unroll
+        for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xn[i].w[k]), "+r"(dyn[i].w[k]));
+    } else {
+      fetch(t, active, xc, dyc, rs);
+    }
 
     // dot = TREE(xh ⊗ gw), xh = x ⊗ rstd, g = dy ⊗ outScale, gw = g ⊗ w (or g)
     float cs[kL];
@@ -149,6 +172,14 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
         if (active) acc[i][j] = add_rn(acc[i][j], mul_rn(xh, g));
       }
       if (active && live[i]) dc.store(dxr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dx_al);
+    }
+    if constexpr (kPrefetch<kIn>) {
+#pragma unroll
+      for (int i = 0; i < kL; ++i) {
+        xc[i] = xn[i];
+        dyc[i] = dyn[i];
+      }
+      rs = rsn;
     }
   }
 
