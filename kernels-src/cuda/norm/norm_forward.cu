@@ -53,7 +53,6 @@ struct NormForward {
   static constexpr int kL = kRmsChunksPerThread;
   static constexpr int kEb = FmtTraits<kIn>::kBits / 8;
   static constexpr bool kCast = kCastN != 0;
-  static constexpr int kGroupChunks = kCast ? kCastN / kRmsChunk : 1;  // chunks per quantization group (cast)
 
   const NormForwardParams& p;
   TK_DEV explicit NormForward(const NormForwardParams& params) : p(params) {}
@@ -165,6 +164,7 @@ struct NormForward {
   TK_DEV void cast_row(const RmsTeam& team, uint64_t row, uint64_t t, uint64_t b, bool active, const uint32_t (&c)[kL],
                        const bool (&live)[kL], const Chunk (&y)[kL], bool with_bf16, bool d_al, bool b_al,
                        const SfOut& sf_out) const {
+    constexpr int kGroupChunks = kCastN / kRmsChunk;  // chunks per quantization group
     const uint32_t H = p.hidden;
     if (with_bf16) {
       uint8_t* br = reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2;
