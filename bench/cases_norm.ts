@@ -20,7 +20,8 @@ export function cases(): BenchCase[] {
   const out: BenchCase[] = [];
   for (const T of [8192, 16384]) {
     const x = randomBf16(T, H, 1);
-    const w = randomBf16(1, H, 2).view([H]) as DeviceTensor;
+    const w1 = randomBf16(1, H, 2);
+    const w = w1.view([H]);
     {
       const o = empty([T, H], "bf16", { device: 0 }) as DeviceTensor;
       const rstd = empty([T], "fp32", { device: 0 }) as DeviceTensor;
@@ -64,7 +65,7 @@ export function cases(): BenchCase[] {
         variant: "bf16 weight, fp32 weightGrad",
         bytes: 2 * T * H + 2 * T * H + 4 * T + 2 * H + 2 * T * H + 4 * H,
         run: () => void normBackward(x, w, dy, rstd, opts),
-        dispose: () => [dy, rstd as DeviceTensor, xGrad, weightGrad, x, w].forEach((t) => t.dispose()),
+        dispose: () => [dy, rstd as DeviceTensor, xGrad, weightGrad, x, w, w1].forEach((t) => t.dispose()),
       });
     }
   }
