@@ -32,4 +32,5 @@ export const FAMILIES: readonly string[] = [
   "cases_rope_randn.ts",
   // one line per family: "cases_<family>.ts",
   "cases_per_block.ts",
+  "cases_norm.ts",
 ];

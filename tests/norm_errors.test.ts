@@ -1,15 +1,16 @@
 /**
  * Bad inputs to `normForward`, `normBackward` and `applyRotary`: each is a TkError naming op and argument, raised
- * before anything is written (inputs are byte-identical afterwards). These ops have no CUDA kernel yet: asking
- * for one is `UNSUPPORTED`, never a silent fallback.
+ * before anything is written (inputs are byte-identical afterwards). `applyRotary` has no CUDA kernel yet: asking
+ * for one is `UNSUPPORTED`, never a silent fallback; the norm ops run theirs (or answer BACKEND_UNAVAILABLE without
+ * a device).
  * @module
  */
 import assert from "node:assert/strict";
 import { type Tensor, tensor } from "../core/tensor.ts";
 import { normBackward, normForward } from "../ops/norm/mod.ts";
 import { applyRotary } from "../ops/transform/mod.ts";
-import { test } from "./harness.ts";
-import { fakeDevice, refuses as refusesWith } from "./refuses.ts";
+import { hasGpu, test } from "./harness.ts";
+import { cudaOrUnavailable, fakeDevice, refuses as refusesWith } from "./refuses.ts";
 
 /** {@link refusesWith} with this file's inputs as the ones that must stay unchanged. */
 function refuses(op: string, arg: string, code: string, f: () => unknown, inputs: Tensor[] = ALL): void {
@@ -56,8 +57,7 @@ test("normForward refuses out.residualOut overlapping the weight", () => {
 test("normForward refuses out.out overlapping x", () => refuses("normForward", "out.out", "OUT_MISMATCH", () => normForward(x, w, { eps: 1e-6, out: { out: x } })));
 test("normForward refuses a strided out.rstd", () => refuses("normForward", "out.rstd", "OUT_MISMATCH", () => normForward(x, w, { eps: 1e-6, out: { rstd: tensor(new Float32Array(8), [4], "fp32", [2]) } })));
 test("normForward refuses an unknown option", () => refuses("normForward", "epsilon", "VALUE", () => normForward(x, w, { eps: 1e-6, epsilon: 1 } as never)));
-test("normForward answers UNSUPPORTED for backend cuda (no kernel yet)", () => refuses("normForward", "backend", "UNSUPPORTED", () => normForward(x, w, { eps: 1e-6, backend: "cuda" })));
-test("normForward answers UNSUPPORTED for device inputs without backend cpu", () => refuses("normForward", "backend", "UNSUPPORTED", () => normForward(fakeDevice("fp32", [4, 64]), null, { eps: 1e-6 })));
+test("normForward with backend cuda runs its kernel on host inputs (BACKEND_UNAVAILABLE without a device)", () => cudaOrUnavailable("normForward", () => normForward(x, w, { eps: 1e-6, backend: "cuda" }), hasGpu));
 test("normForward refuses host and device tensors mixed", () => refuses("normForward", "device", "DEVICE_MISMATCH", () => normForward(x, fakeDevice("fp32", [64]), { eps: 1e-6, backend: "cpu" })));
 test("normForward accepts the in-place residual forms", () => {
   const r1 = tensor(new Float32Array(res.data as Float32Array), [4, 64], "fp32");
@@ -79,7 +79,7 @@ test("normBackward refuses accumulateWeightGrad without out.weightGrad", () => r
 test("normBackward refuses accumulateWeightGrad without a weight", () => refuses("normBackward", "accumulateWeightGrad", "VALUE", () => normBackward(x, null, dy, rstd, { accumulateWeightGrad: true, out: { weightGrad: tensor(new Float32Array(64), [64], "fp32") } })));
 test("normBackward refuses out.weightGrad of a dtype other than weightGradDtype", () => refuses("normBackward", "out.weightGrad", "OUT_MISMATCH", () => normBackward(x, w, dy, rstd, { weightGradDtype: "bf16", out: { weightGrad: tensor(new Float32Array(64), [64], "fp32") } })));
 test("normBackward refuses out.xGrad overlapping gradOut", () => refuses("normBackward", "out.xGrad", "OUT_MISMATCH", () => normBackward(x, w, dy, rstd, { out: { xGrad: dy } })));
-test("normBackward answers UNSUPPORTED for backend cuda (no kernel yet)", () => refuses("normBackward", "backend", "UNSUPPORTED", () => normBackward(x, w, dy, rstd, { backend: "cuda" })));
+test("normBackward with backend cuda runs its kernels on host inputs (BACKEND_UNAVAILABLE without a device)", () => cudaOrUnavailable("normBackward", () => normBackward(x, w, dy, rstd, { backend: "cuda" }), hasGpu));
 test("normBackward leaves an accumulated weight gradient untouched with zero tokens", () => {
   const wg = tensor(new Float32Array(64).fill(-0), [64], "fp32");
   const e = tensor(new Float32Array(0), [0, 64], "fp32");

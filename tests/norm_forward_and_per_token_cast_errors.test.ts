@@ -1,14 +1,14 @@
 /**
  * Bad inputs to `normForwardAndPerTokenCast` and `addRmsnormForwardAndPerTokenCast`: each is a TkError naming the op
- * and argument, raised before anything is written (inputs byte-identical afterwards). No CUDA kernel yet: asking
- * for one is `UNSUPPORTED`.
+ * and argument, raised before anything is written (inputs byte-identical afterwards). With `backend: "cuda"` host
+ * inputs run the fused kernel (BACKEND_UNAVAILABLE without a device).
  * @module
  */
 import assert from "node:assert/strict";
 import { type Tensor, tensor } from "../core/tensor.ts";
 import { addRmsnormForwardAndPerTokenCast, normForwardAndPerTokenCast } from "../ops/norm/mod.ts";
-import { test } from "./harness.ts";
-import { fakeDevice, refuses as refusesWith } from "./refuses.ts";
+import { hasGpu, test } from "./harness.ts";
+import { cudaOrUnavailable, refuses as refusesWith } from "./refuses.ts";
 
 const x = tensor(new Float32Array(4 * 128).map((_, i) => Math.sin(i)), [4, 128], "fp32");
 const xb = tensor(new Uint16Array(4 * 128).fill(0x3f80), [4, 128], "bf16");
@@ -40,8 +40,7 @@ test(`${F} refuses out.data overlapping out.residualOut's storage`, () => {
   const ro = tensor(new Float32Array(buf.buffer), [4, 128], "fp32");
   refuses(F, "out.data", "OUT_MISMATCH", () => normForwardAndPerTokenCast(x, w, { ...base, residual: res, out: { data, residualOut: ro } }), [...ALL, ro]);
 });
-test(`${F} answers UNSUPPORTED for backend cuda (no kernel yet)`, () => refuses(F, "backend", "UNSUPPORTED", () => normForwardAndPerTokenCast(x, w, { ...base, backend: "cuda" })));
-test(`${F} answers UNSUPPORTED for device inputs without backend cpu`, () => refuses(F, "backend", "UNSUPPORTED", () => normForwardAndPerTokenCast(fakeDevice("fp32", [4, 128]), null, base)));
+test(`${F} with backend cuda runs its kernel on host inputs (BACKEND_UNAVAILABLE without a device)`, () => cudaOrUnavailable(F, () => normForwardAndPerTokenCast(x, w, { ...base, backend: "cuda" }), hasGpu));
 
 const A = "addRmsnormForwardAndPerTokenCast";
 test(`${A} refuses a null weight`, () => refuses(A, "weight", "VALUE", () => addRmsnormForwardAndPerTokenCast(x, res, null as never, base)));
@@ -57,7 +56,10 @@ test(`${A} refuses a weight overlapping residual`, () => {
 test(`${A} refuses whole-row scaling`, () => refuses(A, "numPerChannels", "VALUE", () => addRmsnormForwardAndPerTokenCast(tensor(new Float32Array(256), [1, 256], "fp32"), tensor(new Float32Array(256), [1, 256], "fp32"), tensor(new Float32Array(256), [256], "fp32"), { ...base, numPerChannels: 256 as never })));
 test(`${A} refuses an out option`, () => refuses(A, "out", "VALUE", () => addRmsnormForwardAndPerTokenCast(x, res, w, { ...base, out: {} } as never)));
 test(`${A} refuses a non-contiguous x`, () => refuses(A, "x", "LAYOUT", () => addRmsnormForwardAndPerTokenCast(tensor(new Float32Array(8 * 128), [4, 128], "fp32", [256, 1]), res, w, base)));
-test(`${A} answers UNSUPPORTED for backend cuda`, () => refuses(A, "backend", "UNSUPPORTED", () => addRmsnormForwardAndPerTokenCast(x, res, w, { ...base, backend: "cuda" })));
+test(`${A} with backend cuda runs its kernel on host inputs (BACKEND_UNAVAILABLE without a device)`, () => {
+  const r = tensor(new Float32Array(res.data as Float32Array), [4, 128], "fp32");
+  cudaOrUnavailable(A, () => addRmsnormForwardAndPerTokenCast(x, r, w, { ...base, backend: "cuda" }), hasGpu);
+});
 test(`${A} leaves x unchanged and writes residual`, () => {
   const r = tensor(new Float32Array(res.data as Float32Array), [4, 128], "fp32");
   addRmsnormForwardAndPerTokenCast(x, r, w, base);

@@ -36,3 +36,16 @@ export function fakeDevice(dtype: DType, shape: number[], index = 0): DeviceTens
   const strides = shape.map((_, i) => shape.slice(i + 1).reduce((a, b) => a * b, 1));
   return new DeviceTensor(new DeviceStorage(device, 0x10000, 0, stream), dtype, shape, strides);
 }
+
+/**
+ * A call that needs the CUDA backend (host inputs with `backend: "cuda"`): with a usable GPU it runs and returns
+ * host tensors; without one it is `TkError(op, …, BACKEND_UNAVAILABLE)` and writes nothing.
+ */
+export function cudaOrUnavailable(op: string, f: () => unknown, hasGpu: boolean): void {
+  if (hasGpu) {
+    const r = [f()].flat(2);
+    assert.ok(r.every((t) => t === null || t instanceof HostTensor), "host inputs give host results");
+    return;
+  }
+  assert.throws(f, (e: unknown) => e instanceof TkError && e.op === op && e.code === "BACKEND_UNAVAILABLE");
+}

@@ -5,6 +5,8 @@
  * @module
  */
 import { type ParamsLayout, paramsHeader } from "../core/params.ts";
+import { NormBackwardParams } from "../ops/norm/norm_backward.params.ts";
+import { NormForwardParams } from "../ops/norm/norm_forward.params.ts";
 import { CastBackParams } from "../ops/quant/cast_back.params.ts";
 import { PerTokenCastParams } from "../ops/quant/per_token_cast.params.ts";
 import { PerChannelCastParams, TransposeWeightSfParams } from "../ops/quant/per_channel_cast.params.ts";
@@ -26,6 +28,7 @@ export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/per_channel_params.h", from: "ops/quant/per_channel_cast.params.ts", layouts: [PerChannelCastParams, TransposeWeightSfParams] },
   { path: "kernels-src/cuda/generated/per_block_params.h", from: "ops/quant/per_block_cast.params.ts", layouts: [PerBlockCastParams, PerBlockCastLosslessParams] },
   { path: "kernels-src/cuda/generated/rope_randn_params.h", from: "ops/transform/rope.params.ts, ops/rand/randn.params.ts", layouts: [RopeParams, RandnParams] },
+  { path: "kernels-src/cuda/generated/norm_params.h", from: "ops/norm/*.params.ts", layouts: [NormForwardParams, NormBackwardParams] },
   // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 

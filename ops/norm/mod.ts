@@ -1,7 +1,7 @@
 /**
  * The RMSNorm family (`jsr:@tk/kernels/norm`): `normForward`, `normForwardAndPerTokenCast`,
  * `addRmsnormForwardAndPerTokenCast` and `normBackward`, with a bit-exact CPU reference (spec/norm-rope-rand.md
- * Part A and D). No CUDA kernel yet: device tensors run with `backend: "cpu"`.
+ * Part A and D), and CUDA kernels that give the same bytes (`kernels-src/cuda/norm/`).
  *
  * @example
  * ```ts

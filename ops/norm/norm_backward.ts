@@ -1,16 +1,19 @@
 /**
  * RMSNorm backward: `normBackward` (spec/API.md §3.2; numerics and legal arguments: spec/norm-rope-rand.md §A.5,
- * D.2, D.3, D.10). Checks, then dispatch to the CPU reference (`norm_backward.ref.ts`). There is no CUDA kernel
- * yet: device inputs run only with `backend: "cpu"` (staged through the host).
+ * D.2, D.3, D.10). Checks, then dispatch to the CPU reference (`norm_backward.ref.ts`) or the CUDA kernels
+ * (`kernels-src/cuda/norm/norm_backward.cu`).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, resultToDevice } from "../../core/stage.ts";
-import type { HostTensor, Tensor } from "../../core/tensor.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
+import { type Device, type DeviceTensor, deviceEmptyStrided, deviceRuntime, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { checkWeight, shapeText } from "./checks.ts";
-import { normBackwardRef } from "./norm_backward.ref.ts";
+import { NORM_BLOCK_THREADS, normStream, teamThreads } from "./launch.ts";
+import { NORM_BWD_FLAG, NormBackwardParams } from "./norm_backward.params.ts";
+import { normBackwardRef, WEIGHT_GRAD_SLOTS } from "./norm_backward.ref.ts";
 
 /** Options of {@link normBackward}. */
 export interface NormBackwardOptions extends OpOptions {
@@ -48,7 +51,8 @@ function checkLikeX(op: string, arg: string, t: unknown, x: Tensor): Tensor {
  * bits are the same on every backend and GPU. Returns `[xGrad, weightGrad]` (`weightGrad` is `null` when
  * `weight` is `null`).
  *
- * There is no CUDA kernel yet: host tensors run the CPU reference; device tensors need `backend: "cpu"`.
+ * Device inputs run the CUDA kernels on `stream` (`xGrad` allocated there, contiguous); host inputs run the CPU
+ * reference unless `backend` / `TK_BACKEND` says `"cuda"`. Both give the same bytes, whatever the GPU.
  *
  * @example
  * ```ts
@@ -119,8 +123,25 @@ export function normBackward(
     if (outWg && overlaps(outDx, outWg)) throw new TkError(op, "out.xGrad", "OUT_MISMATCH", "overlaps out.weightGrad");
   }
   // Four tensors at most go to place(); the rest are checked to live with them by a second call.
-  const pl = placeWithoutKernel(op, o.backend, xt, w, dy, rs);
-  placeWithoutKernel(op, o.backend, xt, ro, outDx, outWg);
+  const pl = place(op, o.backend, xt, w, dy, rs);
+  place(op, o.backend, xt, ro, outDx, outWg);
+
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = normStream(op, pl, o.stream);
+    const dx = outDx ?? deviceEmptyStrided(op, pl.device, [T, H], [H, 1], xt.dtype, T * H, stream);
+    const wg = w ? (outWg ?? deviceEmptyStrided(op, pl.device, [H], [1], wgDtype, H, stream)) : null;
+    launchNormBackward(op, pl.device, stream, { x: xt, weight: w, gradOut: dy, rstd: rs, residualOutGrad: ro, xGrad: dx, weightGrad: wg }, outScale, accumulate);
+    return [dx, wg];
+  }
+  if (pl.backend === "cuda") {
+    // Host inputs on the device; an accumulated gradient travels in as an input and comes back whole.
+    const local = { outScale, weightGradDtype: wgDtype, accumulateWeightGrad: accumulate };
+    const res = runOnDeviceStaged(op, pl.device, [xt, w, dy, rs, ro, accumulate ? outWg : null], [outDx, outWg], ([dx, dw, ddy, drs, dro, dwg]) => {
+      const [g, gw] = normBackward(dx!, dw, ddy!, drs!, { ...local, residualOutGrad: dro ?? undefined, out: dwg ? { weightGrad: dwg } : undefined });
+      return gw ? [g, gw] : [g];
+    });
+    return [res[0], w ? res[1] : null];
+  }
 
   const args = { outScale, weightGradDtype: wgDtype, accumulateWeightGrad: accumulate };
   const hx = onHost(xt) as HostTensor;
@@ -138,4 +159,67 @@ export function normBackward(
   const hwg = accumulate ? (onHost(outWg) as HostTensor) : undefined;
   const [dx, wg] = normBackwardRef(hx, hw, hdy, hrs, hro, args, { weightGrad: hwg });
   return [resultToDevice(op, dx, outDx, pl.device), wg ? resultToDevice(op, wg, outWg, pl.device) : null];
+}
+
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+const packet = new LaunchPacket(NormBackwardParams);
+const W = packet.w;
+
+function addr(t: Tensor | null): number {
+  return t ? (t as DeviceTensor).addr : 0;
+}
+
+/**
+ * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` over the 512 token slots, then (with a
+ * weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in a stream-ordered fp32
+ * workspace `[min(T, 512), H]`. `T = 0`: no launch; an allocated gradient is zero-filled, an accumulated one left
+ * as it is (spec D.3).
+ */
+function launchNormBackward(
+  op: string,
+  device: Device,
+  stream: Stream,
+  t: { x: Tensor; weight: Tensor | null; gradOut: Tensor; rstd: Tensor; residualOutGrad: Tensor | null; xGrad: Tensor; weightGrad: Tensor | null },
+  outScale: number,
+  accumulate: boolean,
+): void {
+  const [T, H] = t.x.shape;
+  const wg = t.weightGrad as DeviceTensor | null;
+  if (T === 0) {
+    if (wg && !accumulate) deviceRuntime(op).memset(device, wg.addr, 0, H * (wg.dtype === "bf16" ? 2 : 4), stream);
+    return;
+  }
+  const slots = Math.min(T, WEIGHT_GRAD_SLOTS);
+  const ws = wg ? deviceEmptyStrided(op, device, [slots, H], [H, 1], "fp32", slots * H, stream) : null;
+  const P = teamThreads(H);
+  const p = packet;
+  p.u64(W.x, addr(t.x));
+  p.u64(W.grad_out, addr(t.gradOut));
+  p.u64(W.residual_out_grad, addr(t.residualOutGrad));
+  p.u64(W.rstd, addr(t.rstd));
+  p.u64(W.weight, addr(t.weight));
+  p.u64(W.x_grad, addr(t.xGrad));
+  p.u64(W.workspace, addr(ws));
+  p.u64(W.weight_grad, addr(wg));
+  p.u64(W.x_row_stride, T > 1 ? t.x.strides[0] : 0);
+  p.u64(W.grad_out_row_stride, T > 1 ? t.gradOut.strides[0] : 0);
+  p.u64(W.residual_out_grad_row_stride, t.residualOutGrad && T > 1 ? t.residualOutGrad.strides[0] : 0);
+  p.u32(W.num_tokens, T);
+  p.u32(W.hidden, H);
+  p.u32(W.team_threads, P);
+  p.u32(
+    W.flags,
+    (t.weight ? NORM_BWD_FLAG.weight : 0) | (t.residualOutGrad ? NORM_BWD_FLAG.residualOutGrad : 0) |
+      (accumulate ? NORM_BWD_FLAG.accumulate : 0) | (wg?.dtype === "bf16" ? NORM_BWD_FLAG.weightGradBf16 : 0),
+  );
+  p.f32(W.out_scale, outScale);
+  const teams = NORM_BLOCK_THREADS / P;
+  p.setLaunch(kernelFunction(op, device, `tk_norm_backward__${t.x.dtype}`), stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, 0, false, device.index);
+  p.launch(op);
+  if (ws) {
+    p.setLaunch(kernelFunction(op, device, "tk_norm_backward_weight_grad"), stream.handle, H / 32, NORM_BLOCK_THREADS, 0, false, device.index);
+    p.launch(op);
+    ws.dispose(); // stream-ordered: freed after the fold
+  }
 }

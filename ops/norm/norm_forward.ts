@@ -1,15 +1,21 @@
 /**
  * RMSNorm forward: `normForward` (spec/API.md §3.2; numerics and legal arguments: spec/norm-rope-rand.md §A.3,
- * D.2, D.4, D.10). Checks, then dispatch to the CPU reference (`norm_forward.ref.ts`). There is no CUDA kernel
- * yet: device inputs run only with `backend: "cpu"` (staged through the host).
+ * D.2, D.4, D.10). Checks, then dispatch to the CPU reference (`norm_forward.ref.ts`) or the CUDA kernels
+ * (`kernels-src/cuda/norm/norm_forward.cu`, whose launch {@link launchNormForward} also serves the fused casts).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, overlaps, selfOverlapping } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, resultToDevice } from "../../core/stage.ts";
-import type { HostTensor, Tensor } from "../../core/tensor.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
+import { type Device, type DeviceTensor, deviceEmptyStrided, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
+import type { DType } from "../../core/dtype.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import type { SfGeometry } from "../quant/sf_layout.ts";
 import { checkWeight, shapeText } from "./checks.ts";
+import { NORM_BLOCK_THREADS, normStream, teamThreads } from "./launch.ts";
+import { NORM_FWD_FLAG, NormForwardParams } from "./norm_forward.params.ts";
 import { normForwardRef, type NormForwardOut } from "./norm_forward.ref.ts";
 
 /** Options of {@link normForward}. */
@@ -67,7 +73,8 @@ function checkOutLikeX(op: string, arg: string, t: unknown, x: Tensor): Tensor {
  * Returns `[out, rstd, normInput]`: `rstd` fp32 `x.shape[:-1]`; `normInput` is `s` (the residual output when
  * `residual` is given, else `x` itself).
  *
- * There is no CUDA kernel yet: host tensors run the CPU reference; device tensors need `backend: "cpu"`.
+ * Device inputs run the CUDA kernel on `stream` (outputs allocated there, contiguous); host inputs run the CPU
+ * reference unless `backend` / `TK_BACKEND` says `"cuda"`. Both give the same bytes.
  *
  * @example
  * ```ts
@@ -85,6 +92,77 @@ export function normForward(x: Tensor, weight: Tensor | null, options: NormForwa
   const op = "normForward";
   checkOptions(op, options, KEYS);
   if (options === undefined) throw new TkError(op, "options", "VALUE", "eps is required");
+  const out = options.out;
+  if (out !== undefined && (typeof out !== "object" || out === null || Array.isArray(out))) {
+    throw new TkError(op, "out", "VALUE", "expected { out?, rstd?, residualOut? }");
+  }
+  if (out) for (const k in out) if (!OUT_KEYS.includes(k)) throw new TkError(op, `out.${k}`, "VALUE", `unknown output (expected one of ${OUT_KEYS.join(", ")})`);
+  const r = resolveNorm(op, x, weight, options);
+  const { xt, w, residual, resOut, outOut, outRstd } = r;
+  // Four tensors at most go to place(); the outputs are checked to live with the inputs by a second call.
+  const pl = place(op, options.backend, xt, w, residual, resOut);
+  place(op, options.backend, xt, outOut, outRstd);
+
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = normStream(op, pl, options.stream);
+    const o = outOut ?? rowsLike(op, pl.device, xt, xt.dtype, stream);
+    const rs = outRstd ?? rowsLike(op, pl.device, xt, "fp32", stream, true);
+    const ro = residual ? (resOut ?? rowsLike(op, pl.device, xt, xt.dtype, stream)) : null;
+    launchNormForward(op, pl.device, stream, r, { out: o, rstd: rs, residualOut: ro, cast: null });
+    return [o, rs, ro ?? xt];
+  }
+  if (pl.backend === "cuda") {
+    const local = { eps: r.eps, outScale: r.outScale };
+    const res = runOnDeviceStaged(op, pl.device, [xt, w, residual], [outOut, outRstd, resOut], ([dx, dw, dr]) => {
+      const [o, rs, s] = normForward(dx!, dw, { ...local, residual: dr ?? undefined });
+      return dr ? [o, rs, s] : [o, rs];
+    });
+    return [res[0], res[1], residual ? res[2] : xt];
+  }
+
+  // CPU reference (device inputs with backend "cpu" are staged through the host).
+  const hx = onHost(xt) as HostTensor;
+  const hw = onHost(w);
+  const hr = onHost(residual);
+  if (!pl.staged) {
+    const given: NormForwardOut = {
+      out: (outOut as HostTensor | null) ?? undefined,
+      rstd: (outRstd as HostTensor | null) ?? undefined,
+      residualOut: (resOut as HostTensor | null) ?? undefined,
+    };
+    return normForwardRef(hx, hw, hr, r.eps, r.outScale, given);
+  }
+  const [o, rs, s] = normForwardRef(hx, hw, hr, r.eps, r.outScale, {});
+  const device = pl.device;
+  return [
+    resultToDevice(op, o, outOut, device),
+    resultToDevice(op, rs, outRstd, device),
+    residual ? resultToDevice(op, s, resOut, device) : xt,
+  ];
+}
+
+/** The checked arguments of a norm forward (shared with the fused casts). */
+export interface ResolvedNorm {
+  readonly xt: Tensor;
+  readonly w: Tensor | null;
+  readonly residual: Tensor | null;
+  readonly resOut: Tensor | null;
+  readonly outOut: Tensor | null;
+  readonly outRstd: Tensor | null;
+  readonly eps: number;
+  readonly outScale: number;
+}
+
+/**
+ * The argument checks of spec D.10 for `x`, `weight`, `eps`, `outScale`, `residual` and `out.{out, rstd,
+ * residualOut}` (options keys and `out` keys are the caller's), with errors under `op`'s name.
+ */
+export function resolveNorm(
+  op: string,
+  x: Tensor,
+  weight: Tensor | null,
+  options: { eps: number; residual?: Tensor; outScale?: number; out?: { out?: Tensor; rstd?: Tensor; residualOut?: Tensor } },
+): ResolvedNorm {
   const xt = checkTensor(op, "x", x, ["fp32", "bf16"]);
   const rank = xt.shape.length;
   if (rank !== 2 && rank !== 3) throw new TkError(op, "x", "SHAPE", `expected a 2-D [T, H] or 3-D [B, T, H] tensor, got shape ${shapeText(xt.shape)}`);
@@ -99,10 +177,6 @@ export function normForward(x: Tensor, weight: Tensor | null, options: NormForwa
   const residual = options.residual !== undefined ? checkLikeX(op, "residual", options.residual, xt) : null;
 
   const out = options.out;
-  if (out !== undefined && (typeof out !== "object" || out === null || Array.isArray(out))) {
-    throw new TkError(op, "out", "VALUE", "expected { out?, rstd?, residualOut? }");
-  }
-  if (out) for (const k in out) if (!OUT_KEYS.includes(k)) throw new TkError(op, `out.${k}`, "VALUE", `unknown output (expected one of ${OUT_KEYS.join(", ")})`);
   const inputs: Tensor[] = [xt];
   if (w) inputs.push(w);
   if (residual) inputs.push(residual);
@@ -136,27 +210,106 @@ export function normForward(x: Tensor, weight: Tensor | null, options: NormForwa
       throw new TkError(op, "out.rstd", "OUT_MISMATCH", "overlaps another output");
     }
   }
-  // Four tensors at most go to place(); the outputs are checked to live with the inputs by a second call.
-  const pl = placeWithoutKernel(op, options.backend, xt, w, residual, resOut);
-  placeWithoutKernel(op, options.backend, xt, outOut, outRstd);
+  return { xt, w, residual, resOut, outOut, outRstd, eps, outScale };
+}
 
-  // CPU reference (device inputs with backend "cpu" are staged through the host).
-  const hx = onHost(xt) as HostTensor;
-  const hw = onHost(w);
-  const hr = onHost(residual);
-  if (!pl.staged) {
-    const given: NormForwardOut = {
-      out: (outOut as HostTensor | null) ?? undefined,
-      rstd: (outRstd as HostTensor | null) ?? undefined,
-      residualOut: (resOut as HostTensor | null) ?? undefined,
-    };
-    return normForwardRef(hx, hw, hr, eps, outScale, given);
-  }
-  const [o, r, s] = normForwardRef(hx, hw, hr, eps, outScale, {});
-  const device = pl.device;
-  return [
-    resultToDevice(op, o, outOut, device),
-    resultToDevice(op, r, outRstd, device),
-    residual ? resultToDevice(op, s, resOut, device) : xt,
-  ];
+/** A contiguous device tensor of x's rows (`lead`: x.shape without its last dimension, for rstd). */
+export function rowsLike(op: string, device: Device, x: Tensor, dtype: DType, stream: Stream, lead = false): DeviceTensor {
+  const shape = lead ? x.shape.slice(0, -1) : x.shape;
+  const strides = shape.map((_, i) => shape.slice(i + 1).reduce((a, b) => a * b, 1));
+  return deviceEmptyStrided(op, device, shape, strides, dtype, shape.reduce((a, b) => a * b, 1), stream);
+}
+
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+/** The cast part of a fused launch: e4m3 data and sf (geometry per batch), optional bf16 copy, the sf rule. */
+export interface NormCastTarget {
+  readonly numPerChannels: 32 | 128;
+  readonly data: Tensor;
+  readonly sf: Tensor;
+  readonly g: SfGeometry;
+  readonly outBf16: Tensor | null;
+  readonly roundSf: boolean;
+  readonly packedUe8m0: boolean;
+}
+
+const packet = new LaunchPacket(NormForwardParams);
+const W = packet.w;
+
+function addr(t: Tensor | null): number {
+  return t ? (t as DeviceTensor).addr : 0;
+}
+
+/** [batch stride, row stride] of a 2-D or 3-D row tensor, 0 for dimensions of size 1 (any stride is legal there). */
+function rowStrides(t: Tensor | null): [number, number] {
+  if (!t) return [0, 0];
+  const r = t.shape.length;
+  const bs = r === 3 && t.shape[0] > 1 ? t.strides[0] : 0;
+  const rs = t.shape[r - 2] > 1 ? t.strides[r - 2] : 0;
+  return [bs, rs];
+}
+
+/**
+ * Launches `tk_norm_forward__<dtype>` (plain: `out`) or `tk_norm_forward__<dtype>_e4m3_g<N>` (fused cast) per the
+ * launch table of norm_forward.cu. Zero rows: no launch.
+ */
+export function launchNormForward(
+  op: string,
+  device: Device,
+  stream: Stream,
+  r: ResolvedNorm,
+  o: { out: Tensor | null; rstd: Tensor; residualOut: Tensor | null; cast: NormCastTarget | null },
+): void {
+  const x = r.xt;
+  const rank = x.shape.length;
+  const B = rank === 3 ? x.shape[0] : 1;
+  const T = x.shape[rank - 2];
+  const H = x.shape[rank - 1];
+  if (B * T === 0) return;
+  const c = o.cast;
+  const sym = c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`;
+  const fn = kernelFunction(op, device, sym);
+  const P = teamThreads(H);
+  const p = packet;
+  p.u64(W.x, addr(x));
+  p.u64(W.residual, addr(r.residual));
+  p.u64(W.residual_out, addr(o.residualOut));
+  p.u64(W.weight, addr(r.w));
+  p.u64(W.out, addr(o.out));
+  p.u64(W.rstd, addr(o.rstd));
+  p.u64(W.data, c ? addr(c.data) : 0);
+  p.u64(W.sf, c ? addr(c.sf) : 0);
+  p.u64(W.out_bf16, c ? addr(c.outBf16) : 0);
+  const [xb, xr] = rowStrides(x);
+  const [rb, rr] = rowStrides(r.residual);
+  const [ob, or] = rowStrides(o.residualOut);
+  const [tb, tr] = rowStrides(o.out);
+  p.u64(W.x_batch_stride, xb);
+  p.u64(W.x_row_stride, xr);
+  p.u64(W.residual_batch_stride, rb);
+  p.u64(W.residual_row_stride, rr);
+  p.u64(W.residual_out_batch_stride, ob);
+  p.u64(W.residual_out_row_stride, or);
+  p.u64(W.out_batch_stride, tb);
+  p.u64(W.out_row_stride, tr);
+  p.u64(W.sf_batch_stride, c ? c.g.storage : 0);
+  p.u64(W.sf_stride0, c ? c.g.strides[0] : 0);
+  p.u64(W.sf_stride1, c ? c.g.strides[1] : 0);
+  p.u32(W.num_batches, B);
+  p.u32(W.num_tokens, T);
+  p.u32(W.hidden, H);
+  p.u32(W.team_threads, P);
+  p.u32(W.sf_rows, c ? c.g.paddedRows : 0);
+  p.u32(
+    W.flags,
+    (r.w ? NORM_FWD_FLAG.weight : 0) | (r.residual ? NORM_FWD_FLAG.residual : 0) | (c?.outBf16 ? NORM_FWD_FLAG.outBf16 : 0) |
+      (c?.roundSf ? NORM_FWD_FLAG.roundSf : 0) | (c?.packedUe8m0 ? NORM_FWD_FLAG.packedUe8m0 : 0),
+  );
+  p.f32(W.eps, r.eps); // the packer's Float32Array rounds: RN32(eps), RN32(outScale)
+  p.f32(W.out_scale, r.outScale);
+  p.f32(W.amax_clamp, config.amaxClamp.e4m3);
+  const rowsPerBlock = NORM_BLOCK_THREADS / P;
+  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), 8 * config.getNumSms(device)));
+  p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, 0, false, device.index);
+  p.launch(op);
 }

@@ -1,22 +1,23 @@
 /**
  * RMSNorm forward fused with the per-token FP8 cast: `normForwardAndPerTokenCast` and
  * `addRmsnormForwardAndPerTokenCast` (spec/API.md §3.2; numerics and legal arguments: spec/norm-rope-rand.md §A.4,
- * D.5, D.10). Checks, then dispatch to the CPU reference: `normForward` for the norm (its own checks run there and
- * its refusals are re-issued under this op's name), then `castNormalizedRef`. There is no CUDA kernel yet: device
- * inputs run only with `backend: "cpu"` (staged through the host).
+ * D.5, D.10). Checks (the norm's through `resolveNorm`, under this op's name), then dispatch: the fused CUDA kernel
+ * (`kernels-src/cuda/norm/norm_forward.cu`, launched by `launchNormForward`), or the CPU reference — `normForward`
+ * for the norm, then `castNormalizedRef`.
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, oneOf, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, resultToDevice } from "../../core/stage.ts";
-import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
+import { deviceEmptyStrided, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
 import type { PerTokenArgs } from "../quant/per_token_cast.ref.ts";
 import { amaxClampFor } from "../quant/scale.ref.ts";
 import { sfGeometry, type SfLayout } from "../quant/sf_layout.ts";
 import { checkSfOptions } from "../quant/sf_options.ts";
 import { shapeText } from "./checks.ts";
-import { normForward } from "./norm_forward.ts";
+import { normStream } from "./launch.ts";
+import { launchNormForward, normForward, resolveNorm, rowsLike } from "./norm_forward.ts";
 import { castNormalizedRef } from "./norm_forward_and_per_token_cast.ref.ts";
 
 /** Scale-factor options of the fused casts (spec/API.md §3.1 `SfOptions` without `useE4m3Sf`). */
@@ -66,17 +67,6 @@ const KEYS = ["eps", "residual", "outScale", "withOutBf16", ...SF_KEYS];
 const ADD_KEYS = ["eps", ...SF_KEYS];
 const OUT_KEYS = ["data", "sf", "outBf16", "rstd", "residualOut"];
 
-/** Runs `f`; a TkError of another op (the delegated `normForward`) is re-issued under `op` with the same arg and code. */
-function underName<T>(op: string, f: () => T): T {
-  try {
-    return f();
-  } catch (e) {
-    if (!(e instanceof TkError) || e.op === op) throw e;
-    const prefix = e.arg === undefined ? `${e.op}: ` : `${e.op}: ${e.arg}: `;
-    throw new TkError(op, e.arg, e.code, e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message);
-  }
-}
-
 /** A contiguous output of `dtype` with x's shape. */
 function checkOutRows(op: string, arg: string, t: unknown, dtype: "e4m3" | "bf16", x: Tensor): Tensor {
   const o = checkOutTensor(op, arg, t, dtype);
@@ -95,7 +85,8 @@ function checkOutRows(op: string, arg: string, t: unknown, dtype: "e4m3" | "bf16
  * Returns `[q, outBf16, rstd, normInput]`: `q = [data, sf]`; `outBf16` the normalized output rounded to bf16 when
  * `withOutBf16`, else `null`; `rstd` and `normInput` as `normForward`.
  *
- * There is no CUDA kernel yet: host tensors run the CPU reference; device tensors need `backend: "cpu"`.
+ * Device inputs run one fused CUDA kernel on `stream` (the x-dtype normalized output is never written); host
+ * inputs run the CPU reference unless `backend` / `TK_BACKEND` says `"cuda"`. Both give the same bytes.
  *
  * @example
  * ```ts
@@ -177,7 +168,11 @@ function fusedCast(
       if (o && typeof o === "object" && "shape" in o && overlaps(t, o)) throw new TkError(op, arg, "OUT_MISMATCH", `overlaps ${name}`);
     }
   }
-  const pl = placeWithoutKernel(op, options.backend, xt, outData, outSf, outBf16);
+  const normOut = out?.rstd !== undefined || out?.residualOut !== undefined ? { rstd: out.rstd, residualOut: out.residualOut } : undefined;
+  const r = resolveNorm(op, xt, weight, { eps: options.eps, residual: options.residual, outScale: options.outScale, out: normOut });
+  const pl = place(op, options.backend, xt, r.w, r.residual, r.resOut);
+  place(op, options.backend, xt, outData, outSf, outBf16);
+  place(op, options.backend, xt, r.outRstd);
   const args: PerTokenArgs = {
     tokens: T, // per batch for 3-D
     hidden: H,
@@ -186,13 +181,44 @@ function fusedCast(
     layout,
   };
 
-  // The norm: normForward checks its own arguments (weight, eps, outScale, residual, out.rstd, out.residualOut,
-  // device placement) before writing anything, and computes the x-dtype output the cast is defined on.
-  const normOut = out?.rstd !== undefined || out?.residualOut !== undefined ? { rstd: out.rstd, residualOut: out.residualOut } : undefined;
-  const [normalized, rstd, normInput] = underName(op, () =>
-    normForward(xt, weight, { eps: options.eps, residual: options.residual, outScale: options.outScale, backend: options.backend, out: normOut }));
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = normStream(op, pl, options.stream);
+    const dev = pl.device;
+    const B = rank === 3 ? xt.shape[0] : 1;
+    const data = outData ?? rowsLike(op, dev, xt, "e4m3", stream);
+    const sf = outSf ?? deviceEmptyStrided(op, dev, sfShape, rank === 3 ? [g.storage, ...g.strides] : g.strides, g.dtype, B * g.storage, stream);
+    const ob = withOutBf16 ? (outBf16 ?? rowsLike(op, dev, xt, "bf16", stream)) : null;
+    const rs = r.outRstd ?? rowsLike(op, dev, xt, "fp32", stream, true);
+    const ro = r.residual ? (r.resOut ?? rowsLike(op, dev, xt, xt.dtype, stream)) : null;
+    const cast = { numPerChannels: N, data, sf, g, outBf16: ob, roundSf: sfo.roundSf, packedUe8m0: sfo.packed };
+    launchNormForward(op, dev, stream, r, { out: null, rstd: rs, residualOut: ro, cast });
+    return [[data, sf], ob, rs, ro ?? xt];
+  }
+  if (pl.backend === "cuda") {
+    // Host inputs on the device: the same call on device copies; results come back into the given outputs.
+    const local: NormForwardAndPerTokenCastOptions = {
+      eps: r.eps,
+      fmt,
+      numPerChannels: N,
+      outScale: r.outScale,
+      withOutBf16,
+      useTmaAlignedColMajorSf: sfo.colMajor,
+      roundSf: sfo.roundSf,
+      usePackedUe8m0: sfo.packed,
+    };
+    // Results in this order: data, sf, [outBf16], rstd, [residualOut].
+    const targets = [outData, outSf, ...(withOutBf16 ? [outBf16] : []), r.outRstd, ...(r.residual ? [r.resOut] : [])];
+    const res = runOnDeviceStaged(op, pl.device, [xt, r.w, r.residual], targets, ([dx, dw, dr]) => {
+      const [[d, f], b, rs, s] = fusedCast(op, dx!, dw, { ...local, residual: dr ?? undefined });
+      return [d, f, ...(b ? [b] : []), rs, ...(dr ? [s] : [])];
+    });
+    const k = withOutBf16 ? 3 : 2;
+    return [[res[0], res[1]], withOutBf16 ? res[2] : null, res[k], r.residual ? res[k + 1] : xt];
+  }
 
-  // CPU reference of the cast (device inputs with backend "cpu" are staged through the host).
+  // CPU reference (device inputs with backend "cpu" are staged through the host): the norm by normForward, whose
+  // checks have already passed above, then the cast of its x-dtype output.
+  const [normalized, rstd, normInput] = normForward(xt, weight, { eps: r.eps, residual: options.residual, outScale: r.outScale, backend: "cpu", out: normOut });
   const hn = onHost(normalized) as HostTensor;
   if (!pl.staged) {
     const given = {
@@ -200,13 +226,13 @@ function fusedCast(
       sf: (outSf as HostTensor | null) ?? undefined,
       outBf16: (outBf16 as HostTensor | null) ?? undefined,
     };
-    const r = castNormalizedRef(hn, args, withOutBf16, given);
-    return [[r.data, r.sf], r.outBf16, rstd, normInput];
+    const c = castNormalizedRef(hn, args, withOutBf16, given);
+    return [[c.data, c.sf], c.outBf16, rstd, normInput];
   }
-  const r = castNormalizedRef(hn, args, withOutBf16, {});
+  const c = castNormalizedRef(hn, args, withOutBf16, {});
   const device = pl.device;
-  const q: Quantized = [resultToDevice(op, r.data, outData, device), resultToDevice(op, r.sf, outSf, device)];
-  return [q, r.outBf16 ? resultToDevice(op, r.outBf16, outBf16, device) : null, rstd, normInput];
+  const q: Quantized = [resultToDevice(op, c.data, outData, device), resultToDevice(op, c.sf, outSf, device)];
+  return [q, c.outBf16 ? resultToDevice(op, c.outBf16, outBf16, device) : null, rstd, normInput];
 }
 
 /**
@@ -216,7 +242,7 @@ function fusedCast(
  * (spec/norm-rope-rand.md §A.4). `x` and `residual` are 2-D contiguous `[T, H]` of one dtype (fp32 or bf16) and do
  * not overlap; `weight` is required. Returns `[data, sf]`; `x` is unchanged.
  *
- * There is no CUDA kernel yet: host tensors run the CPU reference; device tensors need `backend: "cpu"`.
+ * Device inputs run the fused CUDA kernel of {@link normForwardAndPerTokenCast} (residual rewritten in place).
  *
  * @example
  * ```ts

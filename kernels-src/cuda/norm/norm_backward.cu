@@ -1,0 +1,253 @@
+// RMSNorm backward (spec/norm-rope-rand.md §A.5, D.2, D.3): normBackward.
+//
+// Symbols
+//   tk_norm_backward__<in>          in ∈ {fp32, bf16}: xGrad, and the weight-gradient partial sums of each token slot
+//   tk_norm_backward_weight_grad    the fixed-order fold of the 512 slots per column, + the accumulated gradient
+//
+// Launch geometry (the host follows this table; both kernels read everything they need from NormBackwardParams):
+//
+//   kernel                   block.x  grid.x                         work
+//   tk_norm_backward__<in>   256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
+//                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
+//   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
+//
+//   Static shared memory: 1 KiB each.
+//
+// Determinism (D.3): slot σ's partial sum A_σ,j starts at +0 and adds c_t,j = xh ⊗ g for t = σ, σ + 512, …
+// ascending, in the registers of the team thread that owns column j; the slot's team is the only writer of row σ
+// of the fp32 workspace [min(T, 512), H]. The second kernel folds the slots of a column by halving (distance 256
+// first): warp w computes the subtree of slots ≡ w (mod 8) recursively (distances 256 … 8), then warp 0 combines
+// the 8 subtrees with distances 4, 2, 1. Slots ≥ T are +0 leaves, as in the reference. Nothing depends on the grid
+// or the SM count.
+//
+// The row gradient: the row dot product Σ xh ⊗ gw by TREE (common/rms_tree.cuh), then
+// xGrad = RNx(((gw ⊖ xh ⊗ (dot ⊘ H)) ⊗ rstd) (⊕ residualOutGrad)). x and gradOut stay in registers between the two
+// passes; xh, g and gw are recomputed in the second (same operations, same bits).
+#include "../common/chunk.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/rms_tree.cuh"
+#include "../generated/norm_params.h"
+
+namespace tk {
+namespace {
+
+// NORM_BWD_FLAG of ops/norm/norm_backward.params.ts
+enum NormBwdFlag : uint32_t { kBwdWeight = 1, kBwdResidualOutGrad = 2, kBwdAccumulate = 4, kBwdWeightGradBf16 = 8 };
+
+// Token slots of the weight-gradient reduction (spec D.3): a constant of the algorithm.
+constexpr uint32_t kSlots = 512;
+// Slot subtrees of the fold kernel: one per warp.
+constexpr uint32_t kSubtrees = kRmsBlockThreads / kWarpSize;
+
+// Resident blocks per SM the register budget is sized for: a thread keeps 32 fp32 weight-gradient partials and its
+// row's x and gradOut words; with two blocks (128 registers) ptxas spills, so the budget is one block and the
+// kernels use what they need (~125 registers for bf16: still two blocks per SM on sm_100a).
+constexpr int kBwdMinBlocks = 1;
+// bf16 rows also hold the slot's next row in registers while the current one is reduced (the team walks its rows
+// one after another; without this its loads would not overlap its own reductions and stores). fp32 rows have no
+// registers left for it.
+template <Fmt kIn>
+constexpr bool kPrefetch = kIn == Fmt::kBf16;
+
+template <Fmt kIn>
+TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
+  using Chunk = RowChunk<kIn>;
+  constexpr int kL = kRmsChunksPerThread;
+  constexpr int kEb = FmtTraits<kIn>::kBits / 8;
+  __shared__ float smem[kRmsBlockThreads];
+
+  const uint32_t H = p.hidden, K = H / kRmsChunk;
+  const uint32_t T = p.num_tokens;
+  const uint32_t slots = T < kSlots ? T : kSlots;
+  const RmsTeam team(p.team_threads, K);
+  const bool has_w = p.flags & kBwdWeight, has_ro = p.flags & kBwdResidualOutGrad;
+  const bool x_al = view_aligned(p.x, 0, p.x_row_stride * kEb);
+  const bool dy_al = view_aligned(p.grad_out, 0, p.grad_out_row_stride * kEb);
+  const bool ro_al = view_aligned(p.residual_out_grad, 0, p.residual_out_grad_row_stride * kEb);
+  const bool dx_al = view_aligned(p.x_grad, 0, 0), w_al = view_aligned(p.weight, 0, 0);
+  const float os = p.out_scale;
+
+  uint32_t c[kL];
+  bool live[kL];
+#pragma unroll
+  for (int i = 0; i < kL; ++i) {
+    c[i] = team.p + i * team.threads;
+    live[i] = c[i] < K;
+  }
+  const uint32_t sigma = blockIdx.x * team.teams + team.team;
+  const uint32_t sigma_first = blockIdx.x * team.teams + team.warp_first_team();  // warp-uniform loop bound
+  const bool slot_live = sigma < slots;
+
+  float acc[kL][kRmsChunk];
+#pragma unroll
+  for (int i = 0; i < kL; ++i)
+#pragma unroll
+    for (int j = 0; j < kRmsChunk; ++j) acc[i][j] = 0.0f;
+
+  // Row t's x and gradOut chunks and rstd (zeros for an inactive team or a dead chunk).
+  auto fetch = [&](uint64_t t, bool active, Chunk (&xc)[kL], Chunk (&dyc)[kL], float& rs) {
+    const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + t * p.x_row_stride * kEb;
+    const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
+#pragma unroll
+    for (int i = 0; i < kL; ++i) {
+      xc[i].zero();
+      dyc[i].zero();
+      if (active && live[i]) {
+        xc[i].load(xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
+        dyc[i].load(dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
+      }
+    }
+    rs = active ? u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t)) : 0.0f;
+  };
+  const uint64_t off = sigma - sigma_first;
+  Chunk xc[kL], dyc[kL];
+  float rs;
+  if constexpr (kPrefetch<kIn>) fetch(sigma_first + off, slot_live && sigma_first + off < T, xc, dyc, rs);
+  for (uint64_t base = sigma_first; base < T; base += kSlots) {
+    const uint64_t t = base + off;
+    const bool active = slot_live && t < T;
+    // the next row of the slot is in flight while this one is reduced and written
+    Chunk xn[kL], dyn[kL];
+    float rsn;
+    if constexpr (kPrefetch<kIn>) {
+      fetch(t + kSlots, slot_live && t + kSlots < T, xn, dyn, rsn);
+#pragma unroll
+      for (int i = 0; i < kL; ++i)
+#pragma unroll
+        for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xn[i].w[k]), "+r"(dyn[i].w[k]));
+    } else {
+      fetch(t, active, xc, dyc, rs);
+    }
+
+    // dot = TREE(xh ⊗ gw), xh = x ⊗ rstd, g = dy ⊗ outScale, gw = g ⊗ w (or g)
+    float cs[kL];
+#pragma unroll
+    for (int i = 0; i < kL; ++i) {
+      Chunk wc;
+      wc.zero();
+      if (has_w && live[i]) wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+      float q[kRmsChunk];
+#pragma unroll
+      for (int j = 0; j < kRmsChunk; ++j) {
+        const float xh = mul_rn(xc[i].at(j), rs);
+        const float g = mul_rn(dyc[i].at(j), os);
+        const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
+        q[j] = mul_rn(xh, gw);
+      }
+      cs[i] = live[i] ? chunk_tree(q) : 0.0f;  // +0 pad (a dead chunk's products could be −0)
+    }
+    const float m = div_rn(team.reduce(cs[0], cs[1], smem), static_cast<float>(H));
+    // Recompute xh, g, gw below instead of keeping 3 × 32 values alive across the reduction: hide the words and
+    // the weight address from the optimizer so it cannot reuse the first pass's values.
+    const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight);
+    asm volatile("" : "+l"(wp));
+#pragma unroll
+    for (int i = 0; i < kL; ++i)
+#pragma unroll
+      for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xc[i].w[k]), "+r"(dyc[i].w[k]));
+
+    // d = (gw ⊖ xh ⊗ m) ⊗ rstd (⊕ ro); acc ⊕= xh ⊗ g
+    uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + t * H * kEb;
+    const uint8_t* ror = reinterpret_cast<const uint8_t*>(p.residual_out_grad) + t * p.residual_out_grad_row_stride * kEb;
+#pragma unroll
+    for (int i = 0; i < kL; ++i) {
+      Chunk wc, roc;
+      wc.zero();
+      roc.zero();
+      if (active && live[i]) {
+        if (has_w) wc.template load<false>(wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+        if (has_ro) roc.load(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
+      }
+      Chunk dc;
+#pragma unroll
+      for (int j = 0; j < kRmsChunk; ++j) {
+        const float xh = mul_rn(xc[i].at(j), rs);
+        const float g = mul_rn(dyc[i].at(j), os);
+        const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
+        float d = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
+        if (has_ro) d = add_rn(d, roc.at(j));
+        dc.set(j, d);
+        if (active) acc[i][j] = add_rn(acc[i][j], mul_rn(xh, g));
+      }
+      if (active && live[i]) dc.store(dxr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dx_al);
+    }
+    if constexpr (kPrefetch<kIn>) {
+#pragma unroll
+      for (int i = 0; i < kL; ++i) {
+        xc[i] = xn[i];
+        dyc[i] = dyn[i];
+      }
+      rs = rsn;
+    }
+  }
+
+  if (has_w && slot_live) {
+    uint8_t* ws = reinterpret_cast<uint8_t*>(p.workspace) + static_cast<uint64_t>(sigma) * H * 4;
+#pragma unroll
+    for (int i = 0; i < kL; ++i) {
+      if (!live[i]) continue;
+      RowChunk<Fmt::kFp32> a;
+#pragma unroll
+      for (int j = 0; j < kRmsChunk; ++j) a.w[j] = f2u(acc[i][j]);
+      a.store(ws + static_cast<uint64_t>(c[i]) * RowChunk<Fmt::kFp32>::kBytes, true);
+    }
+  }
+}
+
+// Node (σ, kD) of the slot fold: the sum over slots σ + kD·i folded by halving; leaves (kD = 512) are A_σ,j.
+template <uint32_t kD>
+TK_DEV float slot_node(const float* ws, uint32_t sigma, uint32_t slots, uint64_t H, uint32_t j) {
+  if constexpr (kD == kSlots) {
+    return sigma < slots ? u2f(ld_u32(ws + sigma * H + j)) : 0.0f;
+  } else {
+    return add_rn(slot_node<2 * kD>(ws, sigma, slots, H, j), slot_node<2 * kD>(ws, sigma + kD, slots, H, j));
+  }
+}
+
+TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
+  __shared__ float sub[kSubtrees][kWarpSize];
+  const uint32_t T = p.num_tokens, slots = T < kSlots ? T : kSlots;
+  const uint32_t warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const uint32_t j = blockIdx.x * kWarpSize + lane;  // H % 32 == 0: every lane has a column
+  const float* ws = reinterpret_cast<const float*>(p.workspace);
+  sub[warp][lane] = slot_node<kSubtrees>(ws, warp, slots, p.hidden, j);
+  __syncthreads();
+  if (warp != 0) return;
+  float a[kSubtrees];
+#pragma unroll
+  for (uint32_t i = 0; i < kSubtrees; ++i) a[i] = sub[i][lane];
+#pragma unroll
+  for (uint32_t h = kSubtrees / 2; h >= 1; h /= 2)
+#pragma unroll
+    for (uint32_t i = 0; i < h; ++i) a[i] = add_rn(a[i], a[i + h]);
+  float g = a[0];
+  const bool bf16 = p.flags & kBwdWeightGradBf16;
+  if (bf16) {
+    uint16_t* wg = reinterpret_cast<uint16_t*>(p.weight_grad) + j;
+    if (p.flags & kBwdAccumulate) g = add_rn(g, decode_bf16(*wg));
+    *wg = static_cast<uint16_t>(encode_bf16(g));
+  } else {
+    float* wg = reinterpret_cast<float*>(p.weight_grad) + j;
+    if (p.flags & kBwdAccumulate) g = add_rn(g, *wg);
+    *wg = canonical_nan(g);
+  }
+}
+
+}  // namespace
+}  // namespace tk
+
+#define TK_NORM_BACKWARD(in, IN)                                                                   \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kBwdMinBlocks)                \
+      tk_norm_backward__##in(const __grid_constant__ NormBackwardParams p) {                      \
+    tk::norm_backward_rows<tk::Fmt::IN>(p);                                                        \
+  }
+
+TK_NORM_BACKWARD(fp32, kFp32)
+TK_NORM_BACKWARD(bf16, kBf16)
+
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads)
+    tk_norm_backward_weight_grad(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_weight_grad(p);
+}

@@ -1,0 +1,240 @@
+// RMSNorm forward (spec/norm-rope-rand.md §A.3, D.2, D.4) and its fused per-token e4m3 cast (§A.4, D.5):
+// normForward, normForwardAndPerTokenCast, addRmsnormForwardAndPerTokenCast.
+//
+// Symbols
+//   tk_norm_forward__<in>              in ∈ {fp32, bf16}: out (x's dtype), rstd, residualOut
+//   tk_norm_forward__<in>_e4m3_g<N>    N ∈ {32, 128}: data + sf (+ outBf16), rstd, residualOut; no x-dtype out
+//
+// Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
+//
+//   block.x  dynamic smem  team P (threads per row)                 grid.x
+//   256      0             max(1, N/2), N = nextPow2(H / 16)         min(ceilDiv(B·T, 256 / P), 8 · SMs)
+//
+//   A thread owns the 16-element chunks p and p + P of its row and keeps them in registers from the load to the
+//   store: the row is read from HBM once, every output is written once. P ≤ 256 because H ≤ 8192 (N ≤ 512).
+//   Static shared memory: 1 KiB (the cross-warp step of the reduction tree, common/rms_tree.cuh).
+//   Any other power of two P in [max(1, N/2), 256] gives the same bits (the tests launch two).
+//
+// Per row (one team): s = x (+ residual, rounded to x's dtype and stored to residualOut), S = TREE(s ⊗ s),
+// rstd = 1 ⊘ √(S ⊘ H ⊕ eps), y = (s ⊗ rstd) ⊗ (w ⊗ outScale) rounded to x's dtype. The cast variants then cast
+// that x-dtype value exactly as tk_per_token_cast does (common/scale.cuh sf_and_inv, encode_e4m3x4): a group of
+// N columns is N / 16 chunks of adjacent team threads (or, for a row narrower than two teams' chunks, the whole
+// row), so its amax is an xor-shuffle max over those lanes.
+//
+// Unaligned views (a base or stride not a multiple of 16 bytes) take element-wide loads and byte-wide stores in the
+// same kernel; the alignment test is uniform over the launch.
+#include "../common/chunk.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/rms_tree.cuh"
+#include "../common/scale.cuh"
+#include "../generated/norm_params.h"
+
+namespace tk {
+namespace {
+
+// NORM_FWD_FLAG of ops/norm/norm_forward.params.ts (the sf bits are SfFlag's)
+enum NormFwdFlag : uint32_t { kFwdWeight = 8, kFwdResidual = 16, kFwdOutBf16 = 32 };
+
+// Resident blocks per SM the register budget is sized for (the largest count that compiles without spills for
+// both targets): fp32 rows hold twice the words of bf16 rows, and the cast keeps the row while it scales it.
+template <Fmt kIn, int kCastN>
+constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : (kCastN ? 3 : 4);
+
+// Element offset of row (b, t) of a row tensor.
+TK_DEV uint64_t row_offset(uint64_t b, uint64_t t, uint64_t batch_stride, uint64_t row_stride) {
+  return b * batch_stride + t * row_stride;
+}
+
+template <Fmt kIn, int kCastN>
+struct NormForward {
+  using Chunk = RowChunk<kIn>;
+  static constexpr int kL = kRmsChunksPerThread;
+  static constexpr int kEb = FmtTraits<kIn>::kBits / 8;
+  static constexpr bool kCast = kCastN != 0;
+
+  const NormForwardParams& p;
+  TK_DEV explicit NormForward(const NormForwardParams& params) : p(params) {}
+
+  TK_DEV void run() const {
+    __shared__ float smem[kRmsBlockThreads];
+    const uint32_t H = p.hidden, K = H / kRmsChunk;
+    const RmsTeam team(p.team_threads, K);
+    const uint32_t P = team.threads;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const bool has_w = p.flags & kFwdWeight, has_r = p.flags & kFwdResidual, with_bf16 = p.flags & kFwdOutBf16;
+    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool r_al = view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
+    const bool ro_al = view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
+    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool w_al = (p.weight % kVecBytes) == 0;
+    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
+    const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, H / (kCast ? kCastN : 1)};
+
+    uint32_t c[kL];
+    bool live[kL];
+#pragma unroll
+    for (int i = 0; i < kL; ++i) {
+      c[i] = team.p + i * P;
+      live[i] = c[i] < K;
+    }
+    const uint64_t step = static_cast<uint64_t>(gridDim.x) * team.teams;
+    // The loop bound is that of the warp's first team, so every lane of a shared warp takes part in the shuffles.
+    for (uint64_t first = static_cast<uint64_t>(blockIdx.x) * team.teams + team.warp_first_team(); first < rows;
+         first += step) {
+      const uint64_t row = first + (team.team - team.warp_first_team());
+      const bool active = row < rows;
+      const uint64_t b = active ? row / T : 0, t = active ? row % T : 0;
+
+      // s = x (+ residual, rounded to x's dtype → residualOut), kept in x's storage format
+      Chunk sv[kL];
+      {
+        Chunk rc[kL];
+        const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+        const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) +
+                            row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
+#pragma unroll
+        for (int i = 0; i < kL; ++i) {
+          sv[i].zero();
+          rc[i].zero();
+          if (active && live[i]) {
+            sv[i].load(xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
+            if (has_r) rc[i].load(rr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, r_al);
+          }
+        }
+        if (has_r) {
+          uint8_t* ror = reinterpret_cast<uint8_t*>(p.residual_out) +
+                         row_offset(b, t, p.residual_out_batch_stride, p.residual_out_row_stride) * kEb;
+#pragma unroll
+          for (int i = 0; i < kL; ++i) {
+#pragma unroll
+            for (int j = 0; j < kRmsChunk; ++j) sv[i].set(j, add_rn(sv[i].at(j), rc[i].at(j)));  // step 1
+            if (active && live[i]) sv[i].store(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
+          }
+        }
+      }
+
+      // steps 2–3: S = TREE(s ⊗ s); rstd = 1 ⊘ √((S ⊘ H) ⊕ eps)
+      float cs[kL];
+#pragma unroll
+      for (int i = 0; i < kL; ++i) {
+        float q[kRmsChunk];
+#pragma unroll
+        for (int j = 0; j < kRmsChunk; ++j) q[j] = mul_rn(sv[i].at(j), sv[i].at(j));
+        cs[i] = chunk_tree(q);  // a dead chunk holds +0s: the +0 pad of D.2
+      }
+      const float S = team.reduce(cs[0], cs[1], smem);
+      const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+      if (active && team.p == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
+
+      // step 4: y = RNx((s ⊗ rstd) ⊗ (w ⊗ outScale)), or RNx((s ⊗ rstd) ⊗ outScale); overwrites s
+#pragma unroll
+      for (int i = 0; i < kL; ++i) {
+        Chunk wc;
+        wc.zero();
+        if (has_w && live[i]) {
+          wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+        }
+#pragma unroll
+        for (int j = 0; j < kRmsChunk; ++j) {
+          const float f = has_w ? mul_rn(wc.at(j), p.out_scale) : p.out_scale;
+          sv[i].set(j, mul_rn(mul_rn(sv[i].at(j), rstd), f));
+        }
+      }
+      if constexpr (!kCast) {
+        uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+#pragma unroll
+        for (int i = 0; i < kL; ++i)
+          if (active && live[i]) sv[i].store(orow + static_cast<uint64_t>(c[i]) * Chunk::kBytes, o_al);
+      } else {
+        cast_row(team, row, t, b, active, c, live, sv, with_bf16, d_al, b_al, sf_out);
+      }
+    }
+    if constexpr (kCast) {
+      for (uint32_t b = 0; b < p.num_batches; ++b) {
+        SfOut o = sf_out;
+        o.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
+        o.zero_padding_rows(p.num_tokens, p.sf_rows);
+      }
+    }
+  }
+
+  // The per-token cast of the x-dtype row y (spec §A.4 = spec/quant.md §2 on y), and outBf16 = RNbf16(y).
+  TK_DEV void cast_row(const RmsTeam& team, uint64_t row, uint64_t t, uint64_t b, bool active, const uint32_t (&c)[kL],
+                       const bool (&live)[kL], const Chunk (&y)[kL], bool with_bf16, bool d_al, bool b_al,
+                       const SfOut& sf_out) const {
+    constexpr int kGroupChunks = kCastN / kRmsChunk;  // chunks per quantization group
+    const uint32_t H = p.hidden;
+    if (with_bf16) {
+      uint8_t* br = reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2;
+#pragma unroll
+      for (int i = 0; i < kL; ++i) {
+        RowChunk<Fmt::kBf16> o;
+#pragma unroll
+        for (int j = 0; j < kRmsChunk; ++j) o.set(j, y[i].at(j));
+        if (active && live[i]) o.store(br + static_cast<uint64_t>(c[i]) * RowChunk<Fmt::kBf16>::kBytes, b_al);
+      }
+    }
+    // group amax: over the chunk, then over the group's lanes (a row of one group narrower than the team's two
+    // chunks per thread also folds the thread's two chunks; dead chunks contribute 0, neutral after the clamp)
+    float amax[kL];
+#pragma unroll
+    for (int i = 0; i < kL; ++i) {
+      float m = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kRmsChunk; ++j) m = max_num(m, abs_f(y[i].at(j)));
+      amax[i] = m;
+    }
+    const uint32_t P = team.threads;
+    if (P < static_cast<uint32_t>(kGroupChunks)) amax[0] = amax[1] = max_num(amax[0], amax[1]);
+    const uint32_t lanes = P < static_cast<uint32_t>(kGroupChunks) ? P : kGroupChunks;
+#pragma unroll
+    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2)
+      if (m < lanes)
+#pragma unroll
+        for (int i = 0; i < kL; ++i) amax[i] = max_num(amax[i], __shfl_xor_sync(kFullWarpMask, amax[i], m));
+
+    uint8_t* dr = reinterpret_cast<uint8_t*>(p.data) + row * H;
+    SfOut so = sf_out;
+    so.base += 4 * b * p.sf_batch_stride;
+    // one chunk at a time (not unrolled: one copy of the scale arithmetic), picking its words by select
+#pragma unroll 1
+    for (int i = 0; i < kL; ++i) {
+      if (!(active && (i == 0 ? live[0] : live[1]))) continue;
+      const uint32_t ci = i == 0 ? c[0] : c[1];
+      const ScaleAndInv si = sf_and_inv(select_f32(i == 0, amax[0], amax[1]), p.amax_clamp, kE4m3Max, p.flags);
+      if (ci % kGroupChunks == 0) so.store(t, ci / kGroupChunks, si.stored);
+      Chunk yi;
+#pragma unroll
+      for (int k = 0; k < Chunk::kWords; ++k) yi.w[k] = select_u32(i == 0, y[0].w[k], y[1].w[k]);
+      float v[kRmsChunk];
+#pragma unroll
+      for (int j = 0; j < kRmsChunk; ++j) v[j] = mul_rn(yi.at(j), si.inv);
+      uint32_t o[kRmsChunk / 4];
+      encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
+      store_chunk<kRmsChunk>(dr + static_cast<uint64_t>(ci) * kRmsChunk, o, d_al);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace tk
+
+#define TK_NORM_FORWARD(in, IN)                                                                          \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kFwdMinBlocks<tk::Fmt::IN, 0>)   \
+      tk_norm_forward__##in(const __grid_constant__ NormForwardParams p) {                              \
+    tk::NormForward<tk::Fmt::IN, 0>(p).run();                                                            \
+  }
+#define TK_NORM_FORWARD_CAST(in, IN, n)                                                                  \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kFwdMinBlocks<tk::Fmt::IN, n>)   \
+      tk_norm_forward__##in##_e4m3_g##n(const __grid_constant__ NormForwardParams p) {                  \
+    tk::NormForward<tk::Fmt::IN, n>(p).run();                                                            \
+  }
+
+TK_NORM_FORWARD(fp32, kFp32)
+TK_NORM_FORWARD(bf16, kBf16)
+TK_NORM_FORWARD_CAST(fp32, kFp32, 32)
+TK_NORM_FORWARD_CAST(fp32, kFp32, 128)
+TK_NORM_FORWARD_CAST(bf16, kBf16, 32)
+TK_NORM_FORWARD_CAST(bf16, kBf16, 128)

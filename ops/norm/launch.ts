@@ -1,0 +1,41 @@
+/**
+ * Launch geometry shared by the RMSNorm kernels (`kernels-src/cuda/norm/*.cu`, `common/rms_tree.cuh`): the team
+ * of P threads per row that realizes the fixed reduction tree of spec/norm-rope-rand.md D.2, and the stream a
+ * device call runs on.
+ * @module
+ */
+import type { Placement } from "../../core/backend.ts";
+import { TkError } from "../../core/errors.ts";
+import { type Device, deviceRuntime, type Stream } from "../../core/tensor.ts";
+
+/** Threads of every norm kernel block. */
+export const NORM_BLOCK_THREADS = 256;
+
+/**
+ * Launch knobs for tests. `teamThreads`: 0 = the default team width, or a power of two that replaces it wherever
+ * it is legal (≥ N/2 and ≤ 256) — the bits must not change (spec D.2, D.11). Not part of the public API.
+ */
+export const normLaunchTuning = { teamThreads: 0 };
+
+/** N = nextPow2(H / 16): the tree's width in 16-element chunks. */
+function treeWidth(hidden: number): number {
+  let n = 1;
+  while (n < hidden / 16) n *= 2;
+  return n;
+}
+
+/** P: threads per row, max(1, N/2) (every thread owns two chunks), or the test override where legal. */
+export function teamThreads(hidden: number): number {
+  const n = treeWidth(hidden);
+  const p = Math.max(1, n / 2);
+  const o = normLaunchTuning.teamThreads;
+  return o >= p && o <= NORM_BLOCK_THREADS && (o & (o - 1)) === 0 ? o : p;
+}
+
+/** The stream of a device call: `options.stream` (on the inputs' device), else the device's default stream. */
+export function normStream(op: string, pl: Placement & { backend: "cuda" }, s: Stream | undefined): Stream {
+  if (s && (s.device.kind !== pl.device.kind || s.device.index !== pl.device.index)) {
+    throw new TkError(op, "stream", "DEVICE_MISMATCH", `the stream belongs to ${s.device.kind}:${s.device.index}, the inputs to ${pl.device.kind}:${pl.device.index}`);
+  }
+  return s ?? deviceRuntime(op).defaultStream(pl.device as Device);
+}

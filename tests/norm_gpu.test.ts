@@ -1,0 +1,556 @@
+/**
+ * The CUDA kernels of the RMSNorm family against the CPU reference, byte for byte on every byte of every output
+ * allocation, on fresh random inputs from printed seeds (spec/norm-rope-rand.md D.11): `normForward`,
+ * `normForwardAndPerTokenCast`, `addRmsnormForwardAndPerTokenCast`, `normBackward`; the fused cast equal to
+ * `perTokenCast(normForward(...)[0])` on the device; two launch shapes of the reduction and three SM counts giving
+ * the same bits; the conformance vectors through the device path; staging in both directions. Skipped, and
+ * counted as skipped, without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { encodeBf16 } from "../core/dtype.ts";
+import { config } from "../core/config.ts";
+import { contiguousHost } from "../core/tensor.ts";
+import { createStream, DeviceTensor, HostTensor, perTokenCast, type Quantized, tensor, toDevice, toHost } from "../mod.ts";
+import { launchCount } from "../ffi/cuda.ts";
+import {
+  addRmsnormForwardAndPerTokenCast,
+  normBackward,
+  type NormBackwardOptions,
+  normForward,
+  normForwardAndPerTokenCast,
+  type NormForwardAndPerTokenCastOptions,
+  type NormForwardOptions,
+} from "../ops/norm/mod.ts";
+import { normLaunchTuning } from "../ops/norm/launch.ts";
+import { loadGolden } from "./golden.ts";
+import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+
+type Dt = "fp32" | "bf16";
+
+function sameAllocation(gpu: unknown, cpu: unknown, label: string): void {
+  assertBytesEqual(readAllocation(gpu as DeviceTensor), storageBytes(cpu as HostTensor), label);
+}
+
+function dispose(...ts: unknown[]): void {
+  for (const t of ts.flat(2)) if (t instanceof DeviceTensor) t.dispose();
+}
+
+/** `[T, H]` rows (B = 0; row stride `stride`), or `[B, T, H]` over the same kind of storage (batch stride T·stride). */
+function rows(rand: () => number, B: number, T: number, H: number, dtype: Dt, stride = H): HostTensor {
+  const flat = randomInput(rand, Math.max(B, 1) * T, H, dtype, stride);
+  if (B === 0) return flat;
+  return new HostTensor(flat.data, dtype, [B, T, H], [T * stride, stride, 1]);
+}
+
+/** Moderate values (|v| ≤ 4): weights, gradients. */
+function moderate(rand: () => number, shape: number[], dtype: Dt): HostTensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const v = new Float32Array(n).map(() => Math.fround((rand() * 2 - 1) * 4));
+  if (dtype === "fp32") return tensor(v, shape, "fp32");
+  return tensor(new Uint16Array(n).map((_, i) => encodeBf16(v[i])), shape, "bf16");
+}
+
+/** Sets the team width of the next launches (0 = default) and restores it afterwards. */
+function withTeam<T>(p: number, f: () => T): T {
+  const prev = normLaunchTuning.teamThreads;
+  normLaunchTuning.teamThreads = p;
+  try {
+    return f();
+  } finally {
+    normLaunchTuning.teamThreads = prev;
+  }
+}
+
+// ---- normForward ------------------------------------------------------------------------------------------
+
+interface FwdCase {
+  B: number;
+  T: number;
+  H: number;
+  dtype: Dt;
+  weight: boolean;
+  residual: boolean;
+  outScale: number;
+  stride: number;
+}
+
+/** Runs normForward on both backends and compares out, rstd and residualOut allocations. */
+function compareForward(rand: () => number, c: FwdCase, label: string, team = 0): void {
+  const x = rows(rand, c.B, c.T, c.H, c.dtype, c.stride);
+  const r = c.residual ? rows(rand, c.B, c.T, c.H, c.dtype, c.stride + 16) : undefined;
+  const w = c.weight ? moderate(rand, [c.H], c.dtype) : null;
+  const o: NormForwardOptions = { eps: 1e-6, outScale: c.outScale, residual: r };
+  const [co, cr, cs] = normForward(x, w, o);
+  const dx = uploadView(x);
+  const dr = r ? uploadView(r) : undefined;
+  const dw = w ? uploadView(w) : null;
+  const [go, gr, gs] = withTeam(team, () => normForward(dx, dw, { ...o, residual: dr }));
+  try {
+    sameAllocation(go, co, `${label} out`);
+    sameAllocation(gr, cr, `${label} rstd`);
+    if (r) sameAllocation(gs, cs, `${label} residualOut`);
+    else assert.equal(gs, dx, `${label}: normInput is x`);
+  } finally {
+    dispose(go, gr, r ? gs : null, dx, dr, dw);
+  }
+}
+
+const HIDDEN = [16, 48, 512, 640, 4096, 5120, 7168, 8192];
+for (const dtype of ["fp32", "bf16"] as const) {
+  for (const weight of [false, true]) {
+    for (const residual of [false, true]) {
+      const seed = 7000 + (dtype === "bf16" ? 100 : 0) + (weight ? 10 : 0) + (residual ? 1 : 0);
+      gpuTest(`normForward kernel = reference: ${dtype}, weight ${weight}, residual ${residual}, outScale 1 and 0.3, 2-D and 3-D, hidden ${HIDDEN} (seed ${seed})`, () => {
+        const rand = rng(seed);
+        for (const H of HIDDEN) {
+          for (const outScale of [1, 0.3]) {
+            compareForward(rand, { B: 0, T: 5, H, dtype, weight, residual, outScale, stride: H }, `${H} 2-D outScale ${outScale}`);
+            compareForward(rand, { B: 2, T: 3, H, dtype, weight, residual, outScale, stride: H + 32 }, `${H} 3-D padded outScale ${outScale}`);
+          }
+          // unaligned row stride (not a multiple of 16 bytes): the element-wise path
+          compareForward(rand, { B: 0, T: 3, H, dtype, weight, residual, outScale: 1, stride: H + 1 }, `${H} stride H+1`);
+        }
+      });
+    }
+  }
+}
+
+gpuTest("normForward gives the same bits for every legal team width of the reduction (32 and 256 threads per row, …)", () => {
+  const seed = 7301;
+  for (const [H, teams] of [[512, [16, 32, 64, 256]], [7168, [256]], [4096, [128, 256]], [48, [2, 4, 32, 256]], [16, [1, 2, 64]]] as [number, number[]][]) {
+    for (const team of teams) {
+      for (const dtype of ["fp32", "bf16"] as const) {
+        compareForward(rng(seed), { B: 0, T: 37, H, dtype, weight: true, residual: true, outScale: 0.3, stride: H }, `seed ${seed} ${dtype} H ${H} team ${team}`, team);
+      }
+    }
+  }
+});
+
+gpuTest("normForward writes in place into residual or x (the in-place residualOut forms)", () => {
+  const rand = rng(7401);
+  for (const dtype of ["fp32", "bf16"] as const) {
+    for (const into of ["residual", "x"] as const) {
+      const x = rows(rand, 0, 65, 2048, dtype);
+      const r = rows(rand, 0, 65, 2048, dtype);
+      const w = moderate(rand, [2048], dtype);
+      const hx = contiguousHost(x);
+      const hr = contiguousHost(r);
+      const [co, cr] = normForward(hx, w, { eps: 1e-6, residual: hr, out: { residualOut: into === "x" ? hx : hr } });
+      const dx = uploadView(x);
+      const dr = uploadView(r);
+      const dw = uploadView(w);
+      const target = into === "x" ? dx : dr;
+      const [go, gr, gs] = normForward(dx, dw, { eps: 1e-6, residual: dr, out: { residualOut: target } });
+      assert.equal(gs, target);
+      sameAllocation(go, co, `seed 7401 ${dtype} into ${into}: out`);
+      sameAllocation(gr, cr, `seed 7401 ${dtype} into ${into}: rstd`);
+      sameAllocation(target, into === "x" ? hx : hr, `seed 7401 ${dtype} into ${into}: residualOut`);
+      dispose(go, gr, dx, dr, dw);
+    }
+  }
+});
+
+gpuTest("normForward at full size and many tokens: 4001 × 7168 and 16384 × 512 (seed 7501)", () => {
+  const rand = rng(7501);
+  compareForward(rand, { B: 0, T: 4001, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 }, "4001x7168 bf16");
+  compareForward(rand, { B: 0, T: 16384, H: 512, dtype: "fp32", weight: true, residual: false, outScale: 0.3, stride: 512 }, "16384x512 fp32");
+});
+
+gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not change the bits", () => {
+  for (const sms of [1, 7, null]) {
+    const prev = config.numSms;
+    config.numSms = sms;
+    try {
+      compareForward(rng(7601), { B: 3, T: 100, H: 1024, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 1024 }, `numSms ${sms}`);
+    } finally {
+      config.numSms = prev;
+    }
+  }
+});
+
+// ---- normForwardAndPerTokenCast ---------------------------------------------------------------------------
+
+type SfFlags = Pick<NormForwardAndPerTokenCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0">;
+const SF_CONFIGS: [string, SfFlags][] = [
+  ["fp32", {}],
+  ["fp32-round", { roundSf: true }],
+  ["fp32-col", { useTmaAlignedColMajorSf: true }],
+  ["fp32-col-round", { useTmaAlignedColMajorSf: true, roundSf: true }],
+  ["packed-row", { roundSf: true, usePackedUe8m0: true }],
+  ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
+];
+
+/** Runs the fused cast on both backends and compares data, sf, outBf16, rstd and residualOut allocations. */
+function compareCast(rand: () => number, c: FwdCase, o: Omit<NormForwardAndPerTokenCastOptions, "eps">, label: string): void {
+  const x = rows(rand, c.B, c.T, c.H, c.dtype, c.stride);
+  const r = c.residual ? rows(rand, c.B, c.T, c.H, c.dtype, c.stride) : undefined;
+  const w = c.weight ? moderate(rand, [c.H], c.dtype) : null;
+  const opts: NormForwardAndPerTokenCastOptions = { ...o, eps: 1e-6, outScale: c.outScale, residual: r };
+  const [[cd, cf], cb, cr, cs] = normForwardAndPerTokenCast(x, w, opts);
+  const dx = uploadView(x);
+  const dr = r ? uploadView(r) : undefined;
+  const dw = w ? uploadView(w) : null;
+  const [[gd, gf], gb, gr, gs] = normForwardAndPerTokenCast(dx, dw, { ...opts, residual: dr });
+  try {
+    sameAllocation(gd, cd, `${label} data`);
+    sameAllocation(gf, cf, `${label} sf`);
+    assert.deepEqual([...gf.strides], [...cf.strides], `${label} sf strides`);
+    if (cb) sameAllocation(gb, cb, `${label} outBf16`);
+    else assert.equal(gb, null);
+    sameAllocation(gr, cr, `${label} rstd`);
+    if (r) sameAllocation(gs, cs, `${label} residualOut`);
+    // the fused identity on the device itself: perTokenCast of the device normForward output
+    const [n] = normForward(dx, dw, { eps: 1e-6, outScale: c.outScale, residual: dr });
+    const n2 = c.B ? (n as DeviceTensor).view([c.B * c.T, c.H]) : n;
+    const flat = (t: DeviceTensor) => readAllocation(t);
+    if (c.B <= 1) {
+      const [pd, pf] = perTokenCast(n2, { fmt: "e4m3", numPerChannels: o.numPerChannels, ...sfOf(o) });
+      assertBytesEqual(flat(pd as DeviceTensor), flat(gd as DeviceTensor), `${label}: fused data = perTokenCast(normForward) data`);
+      assertBytesEqual(flat(pf as DeviceTensor), flat(gf as DeviceTensor), `${label}: fused sf = perTokenCast(normForward) sf`);
+      dispose(pd, pf);
+    }
+    dispose(n, n2 === n ? null : n2);
+  } finally {
+    dispose(gd, gf, gb, gr, r ? gs : null, dx, dr, dw);
+  }
+}
+
+function sfOf(o: SfFlags): SfFlags {
+  return { useTmaAlignedColMajorSf: o.useTmaAlignedColMajorSf, roundSf: o.roundSf, usePackedUe8m0: o.usePackedUe8m0 };
+}
+
+for (const dtype of ["fp32", "bf16"] as const) {
+  for (const npc of [32, 128] as const) {
+    const seed = 8000 + (dtype === "bf16" ? 100 : 0) + npc;
+    gpuTest(`normForwardAndPerTokenCast kernel = reference = perTokenCast(normForward): ${dtype}, ${npc} channels, every sf config, outBf16, 2-D and 3-D (seed ${seed})`, () => {
+      const rand = rng(seed);
+      for (const [name, sf] of SF_CONFIGS) {
+        for (const [B, T, H] of [[0, 1, 128], [0, 33, 640], [2, 5, 512], [0, 7, 7168], [3, 9, 128]]) {
+          if (H % npc) continue;
+          const withOutBf16 = rand() < 0.5;
+          const c: FwdCase = { B, T, H, dtype, weight: rand() < 0.7, residual: rand() < 0.5, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 64) };
+          compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `${name} ${B}x${T}x${H} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
+        }
+      }
+    });
+  }
+}
+
+gpuTest("normForwardAndPerTokenCast at full size: 4001 × 7168 bf16, packed UE8M0 as DeepGEMM, team widths 256 and default (seed 8301)", () => {
+  const c: FwdCase = { B: 0, T: 4001, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
+  compareCast(rng(8301), c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, "4001x7168 packed");
+  withTeam(32, () => compareCast(rng(8302), { ...c, T: 513, H: 512 }, { fmt: "e4m3", numPerChannels: 32, withOutBf16: true }, "513x512 team 32"));
+});
+
+gpuTest("normForwardAndPerTokenCast with preallocated data, sf, outBf16 and rstd writes them in place", () => {
+  const rand = rng(8401);
+  const x = rows(rand, 0, 64, 1024, "bf16");
+  const w = moderate(rand, [1024], "bf16");
+  const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: 128, withOutBf16: true } as const;
+  const [[cd, cf], cb, cr] = normForwardAndPerTokenCast(x, w, o);
+  const out = { data: toDevice(tensor(new Uint8Array(64 * 1024), [64, 1024], "e4m3")), sf: toDevice(tensor(new Float32Array(64 * 8), [64, 8], "fp32")), outBf16: toDevice(tensor(new Uint16Array(64 * 1024), [64, 1024], "bf16")), rstd: toDevice(tensor(new Float32Array(64), [64], "fp32")) };
+  const dx = uploadView(x);
+  const dw = uploadView(w);
+  const [[gd, gf], gb, gr] = normForwardAndPerTokenCast(dx, dw, { ...o, out });
+  assert.ok(gd === out.data && gf === out.sf && gb === out.outBf16 && gr === out.rstd);
+  sameAllocation(gd, cd, "data");
+  sameAllocation(gf, cf, "sf");
+  sameAllocation(gb, cb, "outBf16");
+  sameAllocation(gr, cr, "rstd");
+  dispose(Object.values(out), dx, dw);
+});
+
+gpuTest("addRmsnormForwardAndPerTokenCast kernel = reference, residual updated in place (seed 8501)", () => {
+  const rand = rng(8501);
+  for (const dtype of ["fp32", "bf16"] as const) {
+    for (const [T, H, npc] of [[1, 512, 128], [17, 640, 32], [300, 7168, 128]] as [number, number, 32 | 128][]) {
+      for (const [name, sf] of [SF_CONFIGS[0], SF_CONFIGS[5]]) {
+        const x = rows(rand, 0, T, H, dtype);
+        const r = rows(rand, 0, T, H, dtype);
+        const w = moderate(rand, [H], dtype);
+        const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: npc, ...sf } as const;
+        const dx = uploadView(x);
+        const dr = uploadView(r);
+        const dw = uploadView(w);
+        const [cd, cf] = addRmsnormForwardAndPerTokenCast(x, r, w, o);
+        const [gd, gf] = addRmsnormForwardAndPerTokenCast(dx, dr, dw, o);
+        const label = `${dtype} ${T}x${H}/${npc} ${name}`;
+        sameAllocation(gd, cd, `${label} data`);
+        sameAllocation(gf, cf, `${label} sf`);
+        sameAllocation(dr, r, `${label} residual`);
+        sameAllocation(dx, x, `${label} x unchanged`);
+        dispose(gd, gf, dx, dr, dw);
+      }
+    }
+  }
+});
+
+// ---- normBackward -----------------------------------------------------------------------------------------
+
+interface BwdCase {
+  T: number;
+  H: number;
+  dtype: Dt;
+  weight: boolean;
+  ro: boolean;
+  outScale: number;
+  wgDtype: "fp32" | "bf16";
+  accumulate: boolean;
+  stride: number;
+}
+
+/** Runs normBackward on both backends (rstd from the forward) and compares xGrad and weightGrad allocations. */
+function compareBackward(rand: () => number, c: BwdCase, label: string): void {
+  const x = rows(rand, 0, c.T, c.H, c.dtype, c.stride);
+  const w = c.weight ? moderate(rand, [c.H], c.dtype) : null;
+  const [, rstd] = normForward(x, w, { eps: 1e-6 });
+  const dy = moderate(rand, [c.T, c.H], c.dtype);
+  const ro = c.ro ? moderate(rand, [c.T, c.H], c.dtype) : undefined;
+  const wg0 = c.accumulate ? moderate(rand, [c.H], c.wgDtype) : undefined;
+  const o: NormBackwardOptions = { outScale: c.outScale, residualOutGrad: ro, weightGradDtype: c.wgDtype, accumulateWeightGrad: c.accumulate };
+  const hwg = wg0 ? contiguousHost(wg0) : undefined;
+  const dwg = wg0 ? uploadView(wg0) : undefined;
+  const [cx, cw] = normBackward(x, w, dy, rstd, { ...o, out: hwg ? { weightGrad: hwg } : undefined });
+  const d = [uploadView(x), w ? uploadView(w) : null, uploadView(dy), uploadView(rstd as HostTensor), ro ? uploadView(ro) : undefined] as const;
+  const [gx, gw] = normBackward(d[0], d[1], d[2], d[3], { ...o, residualOutGrad: d[4], out: dwg ? { weightGrad: dwg } : undefined });
+  try {
+    sameAllocation(gx, cx, `${label} xGrad`);
+    if (w) sameAllocation(gw, cw, `${label} weightGrad`);
+    else assert.equal(gw, null);
+  } finally {
+    dispose(gx, dwg ? null : gw, dwg, d);
+  }
+}
+
+for (const dtype of ["fp32", "bf16"] as const) {
+  for (const weight of [false, true]) {
+    const seed = 9000 + (dtype === "bf16" ? 100 : 0) + (weight ? 10 : 0);
+    gpuTest(`normBackward kernels = reference: ${dtype}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513} (seed ${seed})`, () => {
+      const rand = rng(seed);
+      for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168]]) {
+        for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
+          for (const accumulate of weight ? [false, true] : [false]) {
+            const c: BwdCase = { T, H, dtype, weight, ro: rand() < 0.5, outScale: rand() < 0.5 ? 1 : 0.3, wgDtype, accumulate, stride: H + (rand() < 0.3 ? 16 : 0) };
+            compareBackward(rand, c, `${T}x${H} ${JSON.stringify(c)}`);
+          }
+        }
+      }
+    });
+  }
+}
+
+gpuTest("normBackward: the weight gradient has the same bits for config.numSms 1, 7 and the device's, and team widths (seed 9301)", () => {
+  for (const sms of [1, 7, null]) {
+    const prev = config.numSms;
+    config.numSms = sms;
+    try {
+      compareBackward(rng(9301), { T: 1100, H: 1024, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: false, stride: 1024 }, `numSms ${sms}`);
+    } finally {
+      config.numSms = prev;
+    }
+  }
+  withTeam(256, () => compareBackward(rng(9302), { T: 700, H: 512, dtype: "fp32", weight: true, ro: false, outScale: 0.3, wgDtype: "bf16", accumulate: true, stride: 512 }, "team 256"));
+});
+
+gpuTest("normBackward at full size: 4001 × 7168 bf16 (seed 9401)", () => {
+  compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
+});
+
+gpuTest("normBackward with 0 tokens launches nothing: an allocated weight gradient is +0, an accumulated one untouched", async () => {
+  const x = toDevice(tensor(new Uint16Array(0), [0, 512], "bf16"));
+  const w = toDevice(moderate(rng(1), [512], "bf16"));
+  const rstd = toDevice(tensor(new Float32Array(0), [0], "fp32"));
+  const before = moderate(rng(2), [512], "fp32");
+  const acc = toDevice(before);
+  const n = launchCount();
+  const [dx, wg] = normBackward(x, w, x, rstd, {});
+  const [, wa] = normBackward(x, w, x, rstd, { accumulateWeightGrad: true, out: { weightGrad: acc } });
+  assert.equal(launchCount(), n);
+  assert.deepEqual([...dx.shape], [0, 512]);
+  assert.ok(readAllocation(wg as DeviceTensor).every((b) => b === 0));
+  assert.equal(wa, acc);
+  assertBytesEqual(readAllocation(acc), storageBytes(before), "accumulated gradient untouched");
+  dispose(x, w, rstd, acc, dx, wg);
+  await Promise.resolve();
+});
+
+// ---- zero rows, streams, staging -----------------------------------------------------------------------------
+
+gpuTest("0 tokens or 0 batches: the forward ops launch nothing and return empty outputs", () => {
+  const n = launchCount();
+  for (const shape of [[0, 512], [0, 4, 512], [2, 0, 512]]) {
+    const x = toDevice(tensor(new Uint16Array(0), shape, "bf16"));
+    const [o, r] = normForward(x, null, { eps: 1e-6 });
+    const [[d, f], , rs] = normForwardAndPerTokenCast(x, null, { eps: 1e-6, fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true });
+    assert.deepEqual([...o.shape], shape);
+    assert.deepEqual([...r.shape], shape.slice(0, -1));
+    assert.deepEqual([...d.shape], shape);
+    assert.equal(f.shape[f.shape.length - 1], 4);
+    dispose(x, o, r, d, f, rs);
+  }
+  assert.equal(launchCount(), n);
+});
+
+gpuTest("the norm ops run on a created stream", async () => {
+  const s = createStream(0);
+  const rand = rng(9501);
+  const hx = rows(rand, 0, 64, 2048, "bf16");
+  const hw = moderate(rand, [2048], "bf16");
+  const x = toDevice(hx, 0, { stream: s });
+  const w = toDevice(hw, 0, { stream: s });
+  const [o, r] = normForward(x, w, { eps: 1e-6, stream: s });
+  const [[d, f]] = normForwardAndPerTokenCast(x, w, { eps: 1e-6, fmt: "e4m3", numPerChannels: 128, stream: s });
+  const [gx, gw] = normBackward(x, w, o, r, { stream: s });
+  await s.synchronize();
+  const [co, cr] = normForward(hx, hw, { eps: 1e-6 });
+  const [[cd, cf]] = normForwardAndPerTokenCast(hx, hw, { eps: 1e-6, fmt: "e4m3", numPerChannels: 128 });
+  const [cgx, cgw] = normBackward(hx, hw, co, cr, {});
+  sameAllocation(o, co, "out");
+  sameAllocation(d, cd, "data");
+  sameAllocation(f, cf, "sf");
+  sameAllocation(gx, cgx, "xGrad");
+  sameAllocation(gw, cgw, "weightGrad");
+  dispose(x, w, o, r, d, f, gx, gw);
+  s[Symbol.dispose]();
+});
+
+gpuTest("host inputs with backend 'cuda' and device inputs with backend 'cpu' give the reference's bytes", async () => {
+  const rand = rng(9601);
+  const x = rows(rand, 2, 9, 640, "fp32", 672);
+  const r = rows(rand, 2, 9, 640, "fp32");
+  const w = moderate(rand, [640], "fp32");
+  const o = { eps: 1e-6, residual: r, outScale: 0.3 };
+  const [co, cr, cs] = normForward(x, w, o);
+  const [ho, hr, hs] = normForward(x, w, { ...o, backend: "cuda" });
+  assert.ok(ho instanceof HostTensor && hr instanceof HostTensor && hs instanceof HostTensor);
+  assertBytesEqual(storageBytes(ho as HostTensor), storageBytes(co as HostTensor), "staged to cuda: out");
+  assertBytesEqual(storageBytes(hr as HostTensor), storageBytes(cr as HostTensor), "staged to cuda: rstd");
+  assertBytesEqual(storageBytes(hs as HostTensor), storageBytes(cs as HostTensor), "staged to cuda: residualOut");
+  const co2 = { eps: 1e-6, fmt: "e4m3", numPerChannels: 32, withOutBf16: true, roundSf: true, usePackedUe8m0: true } as const;
+  const [[cd, cf], cb] = normForwardAndPerTokenCast(x, w, co2);
+  const [[hd, hf], hb] = normForwardAndPerTokenCast(x, w, { ...co2, backend: "cuda" });
+  assertBytesEqual(storageBytes(hd as HostTensor), storageBytes(cd as HostTensor), "staged to cuda: data");
+  assertBytesEqual(storageBytes(hf as HostTensor), storageBytes(cf as HostTensor), "staged to cuda: sf");
+  assertBytesEqual(storageBytes(hb as HostTensor), storageBytes(cb as HostTensor), "staged to cuda: outBf16");
+  const x2 = contiguousHost(rows(rand, 0, 33, 512, "bf16"));
+  const w2 = moderate(rand, [512], "bf16");
+  const [, rs2] = normForward(x2, w2, { eps: 1e-6 });
+  const dy = moderate(rand, [33, 512], "bf16");
+  const acc = moderate(rand, [512], "bf16");
+  const accH = contiguousHost(acc);
+  const [cx, cw] = normBackward(x2, w2, dy, rs2, { weightGradDtype: "bf16", accumulateWeightGrad: true, out: { weightGrad: accH } });
+  const acc2 = contiguousHost(acc);
+  const [hx2, hw2] = normBackward(x2, w2, dy, rs2, { weightGradDtype: "bf16", accumulateWeightGrad: true, out: { weightGrad: acc2 }, backend: "cuda" });
+  assert.equal(hw2, acc2);
+  assertBytesEqual(storageBytes(hx2 as HostTensor), storageBytes(cx as HostTensor), "staged to cuda: xGrad");
+  assertBytesEqual(storageBytes(acc2), storageBytes(cw as HostTensor), "staged to cuda: accumulated weightGrad");
+  const dx = uploadView(x);
+  const [dout] = normForward(dx, null, { eps: 1e-6, backend: "cpu" });
+  assert.ok(dout instanceof DeviceTensor);
+  const [ref] = normForward(x, null, { eps: 1e-6 });
+  assertBytesEqual(storageBytes(await toHost(dout)), storageBytes(ref as HostTensor), "staged to cpu: out");
+  dispose(dx, dout);
+});
+
+// ---- the conformance vectors through the device path ----------------------------------------------------------
+
+{
+  const fwd = loadGolden("norm", "norm_forward");
+  gpuTest("normForward kernels give the reference's bytes on every case of norm_forward", () => {
+    for (const c of fwd.cases) {
+      const t = (r: string) => fwd.tensors[`${c.id}.${r}`];
+      const x = contiguousHost(t("x"));
+      const r = c.inputs.includes("residual") ? contiguousHost(t("residual")) : undefined;
+      const w = c.inputs.includes("weight") ? t("weight") : null;
+      const o = { eps: c.params.eps as number, outScale: c.params.outScale as number };
+      const [co, cr, cs] = normForward(x, w, { ...o, residual: r });
+      const d = [uploadView(x), r ? uploadView(r) : undefined, w ? uploadView(w) : null] as const;
+      const [go, gr, gs] = normForward(d[0], d[2], { ...o, residual: d[1] });
+      sameAllocation(go, co, `${c.id} out`);
+      sameAllocation(gr, cr, `${c.id} rstd`);
+      if (r) sameAllocation(gs, cs, `${c.id} residualOut`);
+      dispose(go, gr, r ? gs : null, d);
+    }
+  });
+}
+
+{
+  const g = loadGolden("norm", "norm_forward_and_per_token_cast");
+  gpuTest("normForwardAndPerTokenCast kernels give the reference's bytes on every case of norm_forward_and_per_token_cast", () => {
+    for (const c of g.cases) {
+      const t = (r: string) => g.tensors[`${c.id}.${r}`];
+      const p = c.params as Record<string, unknown>;
+      const x = contiguousHost(t("x"));
+      const r = c.inputs.includes("residual") ? contiguousHost(t("residual")) : undefined;
+      const w = c.inputs.includes("weight") ? t("weight") : null;
+      const o: NormForwardAndPerTokenCastOptions = {
+        eps: p.eps as number,
+        outScale: p.outScale as number,
+        fmt: "e4m3",
+        numPerChannels: p.numPerChannels as 32 | 128,
+        useTmaAlignedColMajorSf: p.useTmaAlignedColMajorSf as boolean,
+        roundSf: p.roundSf as boolean,
+        usePackedUe8m0: p.usePackedUe8m0 as boolean,
+      };
+      const [[cd, cf], , cr] = normForwardAndPerTokenCast(x, w, { ...o, residual: r });
+      const d = [uploadView(x), r ? uploadView(r) : undefined, w ? uploadView(w) : null] as const;
+      const [[gd, gf], , gr, gs] = normForwardAndPerTokenCast(d[0], d[2], { ...o, residual: d[1] });
+      sameAllocation(gd, cd, `${c.id} data`);
+      sameAllocation(gf, cf, `${c.id} sf`);
+      sameAllocation(gr, cr, `${c.id} rstd`);
+      dispose(gd, gf, gr, r ? gs : null, d);
+    }
+  });
+}
+
+{
+  const g = loadGolden("norm", "add_rmsnorm_forward_and_per_token_cast");
+  gpuTest("addRmsnormForwardAndPerTokenCast kernels give the reference's bytes on every case of add_rmsnorm_forward_and_per_token_cast", () => {
+    for (const c of g.cases) {
+      const t = (r: string) => g.tensors[`${c.id}.${r}`];
+      const p = c.params as Record<string, unknown>;
+      const o = {
+        eps: p.eps as number,
+        fmt: "e4m3",
+        numPerChannels: p.numPerChannels as 32 | 128,
+        useTmaAlignedColMajorSf: p.useTmaAlignedColMajorSf as boolean,
+        roundSf: p.roundSf as boolean,
+        usePackedUe8m0: p.usePackedUe8m0 as boolean,
+      } as const;
+      const x = contiguousHost(t("x"));
+      const r = contiguousHost(t("residual"));
+      const w = t("weight");
+      const d = [uploadView(x), uploadView(r), uploadView(w)] as const;
+      const [cd, cf]: Quantized = addRmsnormForwardAndPerTokenCast(x, r, w, o);
+      const [gd, gf] = addRmsnormForwardAndPerTokenCast(d[0], d[1], d[2], o);
+      sameAllocation(gd, cd, `${c.id} data`);
+      sameAllocation(gf, cf, `${c.id} sf`);
+      sameAllocation(d[1], r, `${c.id} residual`);
+      dispose(gd, gf, d);
+    }
+  });
+}
+
+{
+  const g = loadGolden("norm", "norm_backward");
+  gpuTest("normBackward kernels give the reference's bytes on every case of norm_backward", () => {
+    for (const c of g.cases) {
+      const t = (r: string) => g.tensors[`${c.id}.${r}`];
+      const flat = (h: HostTensor) => (h.shape.length === 3 ? contiguousHost(h).view([h.shape[0] * h.shape[1], h.shape[2]]) : contiguousHost(h));
+      const x = flat(t("x"));
+      const rstd = contiguousHost(t("rstd")).view([x.shape[0]]);
+      const w = c.inputs.includes("weight") ? t("weight") : null;
+      const dy = flat(t("outGrad"));
+      const ro = c.inputs.includes("residualOutGrad") ? flat(t("residualOutGrad")) : undefined;
+      const o = { outScale: c.params.outScale as number };
+      const [cx, cw] = normBackward(x, w, dy, rstd, { ...o, residualOutGrad: ro });
+      const d = [uploadView(x), w ? uploadView(w) : null, uploadView(dy), uploadView(rstd), ro ? uploadView(ro) : undefined] as const;
+      const [gx, gw] = normBackward(d[0], d[1], d[2], d[3], { ...o, residualOutGrad: d[4] });
+      sameAllocation(gx, cx, `${c.id} xGrad`);
+      if (w) sameAllocation(gw, cw, `${c.id} weightGrad`);
+      dispose(gx, gw, d);
+    }
+  });
+}
