@@ -7,6 +7,7 @@
  *   deno task build            # everything
  *   deno task build --kernels  # headers + cubins only
  *   deno task build --shim     # shims only
+ *   deno task build --force    # rebuild cubins whose sources did not change too
  * @module
  */
 import { createHash } from "node:crypto";
@@ -66,7 +67,11 @@ function writeIfChanged(path: string, text: string): void {
   if (!existsSync(path) || readFileSync(path, "utf8") !== text) writeFileSync(path, text);
 }
 
-function buildKernels(binaries: Record<string, ManifestEntry>): void {
+/**
+ * Builds every cubin. With `reuse` (the previous manifest), a cubin whose source hashes, compiler and flags are
+ * unchanged and whose file still has the recorded sha256 is kept as is (`--force` rebuilds everything).
+ */
+function buildKernels(binaries: Record<string, ManifestEntry>, reuse: Manifest | null): void {
   for (const h of GENERATED_HEADERS) writeIfChanged(h.path, headerText(h));
   const nvccVersion = run("nvcc", ["--version"]).trim().split("\n").pop()!;
   for (const src of kernelSources()) {
@@ -75,6 +80,16 @@ function buildKernels(binaries: Record<string, ManifestEntry>): void {
       const rel = `cuda/${dir}/${cubinName(src)}`;
       mkdirSync(`prebuilt/cuda/${dir}`, { recursive: true });
       const flags = [...NVCC_FLAGS, `-arch=${arch}`];
+      const prev = reuse?.binaries[rel];
+      const srcHashes = hashes(deps);
+      if (
+        prev && prev.compiler === nvccVersion && JSON.stringify(prev.flags) === JSON.stringify(flags) &&
+        JSON.stringify(prev.sources) === JSON.stringify(srcHashes) && existsSync(`prebuilt/${rel}`) &&
+        sha(readFileSync(`prebuilt/${rel}`)) === prev.sha256
+      ) {
+        binaries[rel] = prev;
+        continue;
+      }
       console.log(`nvcc ${flags.join(" ")} ${src}`);
       run("nvcc", [...flags, "-o", `prebuilt/${rel}`, src]);
       const bytes = readFileSync(`prebuilt/${rel}`);
@@ -83,7 +98,7 @@ function buildKernels(binaries: Record<string, ManifestEntry>): void {
         size: bytes.length,
         kind: "cubin",
         arch,
-        sources: hashes(deps),
+        sources: srcHashes,
         compiler: nvccVersion,
         flags,
         symbols: elfFunctionSymbols(bytes).filter((s) => s.startsWith("tk_")),
@@ -122,7 +137,7 @@ if (import.meta.main) {
       if (only === "shim" && v.kind === "cubin") binaries[k] = v;
     }
   }
-  if (only !== "shim") buildKernels(binaries);
+  if (only !== "shim") buildKernels(binaries, args.includes("--force") ? null : old);
   if (only !== "kernels") buildShims(binaries);
   const sorted: Record<string, ManifestEntry> = {};
   for (const k of Object.keys(binaries).sort()) sorted[k] = binaries[k];

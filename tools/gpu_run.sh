@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One full device command on the GPU machine (no Deno/Bun/network there): unpacks the runtime that
+# ../shared/tools/device-runtime.sh packed into .device/, then runs the steps named in $STEPS (space separated)
+# and writes every log under $OUT. Run from the repository root with carry [".device"]:
+#
+#   STEPS="test bench" bash tools/gpu_run.sh          # deno (or bun: RT=bun)
+#
+# Steps: test (every GPU test file), memcheck / racecheck (compute-sanitizer over $SAN_FILES), peers
+# (bench/peers.py), bench (bench/roofline.ts with the peers file when present), variants (the roofline of each
+# prebuilt tree under .device/var/*).
+set -u
+RT=${RT:-deno}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -c "import lzma,shutil;shutil.copyfileobj(lzma.open('.device/$RT.xz'),open('/tmp/$RT','wb'))" && chmod +x /tmp/$RT
+export PATH=/tmp:$PATH NO_COLOR=1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$OUT/gpu.txt" 2>&1
+GPU_FILES=${GPU_FILES:-$(ls tests/*_gpu.test.ts)}
+run_tests() { # $1 label, rest: files
+  local label=$1; shift
+  local t0=$SECONDS
+  if [ "$RT" = deno ]; then deno test -A --no-check "$@" > "$OUT/$label.log" 2>&1; else bun test "$@" > "$OUT/$label.log" 2>&1; fi
+  echo "$label rc=$? $((SECONDS - t0)) s: $(grep -E '^(ok|FAILED) \||^ *[0-9]+ (pass|fail|skip)' "$OUT/$label.log" | tr '\n' ' ')"
+}
+for step in ${STEPS:-test}; do
+  case $step in
+    test) run_tests "test-$RT" $GPU_FILES ;;
+    memcheck | racecheck)
+      for f in ${SAN_FILES:-$GPU_FILES}; do
+        b=$(basename "$f" .test.ts)
+        if [ "$RT" = deno ]; then compute-sanitizer --tool $step --error-exitcode 9 deno test -A --no-check "$f" > "$OUT/$step-$b.log" 2>&1
+        else compute-sanitizer --tool $step --error-exitcode 9 bun test "$f" > "$OUT/$step-$b.log" 2>&1; fi
+        echo "$step $b rc=$? $(grep -E 'ERROR SUMMARY|^ok \||^FAILED|[0-9]+ (pass|fail)' "$OUT/$step-$b.log" | tr '\n' ' ')"
+      done ;;
+    peers) python3 bench/peers.py --json "$OUT/peers.json" --budget "${PEERS_BUDGET:-240}" ${PEERS_ARGS:-} > "$OUT/peers.log" 2>&1; echo "peers rc=$?" ;;
+    bench)
+      p=(); [ -f "$OUT/peers.json" ] && p=(--peers "$OUT/peers.json")
+      if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --json "$OUT/roofline-$RT.json" "${p[@]}" ${BENCH_ARGS:-} > "$OUT/roofline-$RT.log" 2>&1
+      else bun bench/roofline.ts --json "$OUT/roofline-$RT.json" "${p[@]}" ${BENCH_ARGS:-} > "$OUT/roofline-$RT.log" 2>&1; fi
+      echo "bench rc=$?"; tail -n 60 "$OUT/roofline-$RT.log" ;;
+    variants)
+      for v in .device/var/*/; do
+        n=$(basename "$v")
+        TK_PREBUILT_DIR=$PWD/$v deno run -A --no-check bench/roofline.ts --only none > "$OUT/variant-$n.log" 2>&1
+        echo "variant $n: $(grep -E '^tk ' "$OUT/variant-$n.log" | tr -s ' ' | tr '\n' '|')"
+      done ;;
+  esac
+done
