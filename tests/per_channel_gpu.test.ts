@@ -39,8 +39,10 @@ function up(t: Tensor | Quantized): DeviceTensor | [DeviceTensor, DeviceTensor] 
   return Array.isArray(t) ? [uploadView(t[0] as HostTensor), uploadView(t[1] as HostTensor)] : uploadView(t as HostTensor);
 }
 
-function sameAllocation(gpu: unknown, cpu: unknown, label: string): void {
-  assertBytesEqual(readAllocation(gpu as DeviceTensor), storageBytes(cpu as HostTensor), label);
+/** Compares a device result's whole allocation with the expected one (a host result, or another device result). */
+function sameAllocation(gpu: unknown, expected: unknown, label: string): void {
+  const want = expected instanceof DeviceTensor ? readAllocation(expected) : storageBytes(expected as HostTensor);
+  assertBytesEqual(readAllocation(gpu as DeviceTensor), want, label);
 }
 
 function dispose(...ts: unknown[]): void {
@@ -107,7 +109,7 @@ function compare(label: string, cpu: () => Quantized, gpu: () => Quantized, inpu
     sameAllocation(gs, cs, `${label} sf`);
     assert.deepEqual([...gd.shape, ...gd.strides, ...gs.shape, ...gs.strides], [...cd.shape, ...cd.strides, ...cs.shape, ...cs.strides], `${label} geometry`);
   } finally {
-    dispose(gd, gs, inputs);
+    dispose(gd, gs, cd, cs, inputs);
   }
 }
 

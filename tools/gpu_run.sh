@@ -5,7 +5,7 @@
 #
 #   STEPS="test bench" bash tools/gpu_run.sh          # deno (or bun: RT=bun)
 #
-# Steps: test (every GPU test file), memcheck / racecheck (compute-sanitizer over $SAN_FILES), peers
+# Steps: test (every GPU test file, each in its own process: a kernel fault poisons its CUDA context), memcheck / racecheck (compute-sanitizer over $SAN_FILES), peers
 # (bench/peers.py), bench (bench/roofline.ts with the peers file when present), variants (the roofline of each
 # prebuilt tree under .device/var/*).
 set -u
@@ -24,7 +24,7 @@ run_tests() { # $1 label, rest: files
 }
 for step in ${STEPS:-test}; do
   case $step in
-    test) run_tests "test-$RT" $GPU_FILES ;;
+    test) for f in $GPU_FILES; do run_tests "test-$RT-$(basename "$f" .test.ts)" "$f"; done ;;
     memcheck | racecheck)
       for f in ${SAN_FILES:-$GPU_FILES}; do
         b=$(basename "$f" .test.ts)
