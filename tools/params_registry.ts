@@ -7,6 +7,7 @@
 import { type ParamsLayout, paramsHeader } from "../core/params.ts";
 import { CastBackParams } from "../ops/quant/cast_back.params.ts";
 import { PerTokenCastParams } from "../ops/quant/per_token_cast.params.ts";
+import { CastAndCastBackParams, CastParams, UnpackParams } from "../ops/quant/elem.params.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 
 /** A generated header: its path, the declarations it comes from, and the structs. */
@@ -19,6 +20,7 @@ export interface GeneratedHeader {
 export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/quant_params.h", from: "ops/quant/*.params.ts", layouts: [PerTokenCastParams, CastBackParams] },
   { path: "kernels-src/cuda/generated/runtime_params.h", from: "ops/runtime/*.params.ts", layouts: [GuardSelftestParams] },
+  { path: "kernels-src/cuda/generated/elem_params.h", from: "ops/quant/elem.params.ts", layouts: [CastParams, CastAndCastBackParams, UnpackParams] },
   // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 
