@@ -27,8 +27,8 @@ export const CastAndCastBackParams = defineParams("CastAndCastBackParams", [
 export const UnpackParams = defineParams("UnpackParams", [
   ["x", "ptr"], // byte [0, 0] of the codes
   ["out", "ptr"], // contiguous [rows, 2K] fp32 / bf16
-  ["row_stride", "u64"], // bytes
-  ["col_stride", "u64"], // bytes
+  ["row_stride", "i64"], // bytes (views may have any strides)
+  ["col_stride", "i64"], // bytes
   ["rows", "u64"],
   ["cols", "u64"], // K: bytes per row
 ] as const);

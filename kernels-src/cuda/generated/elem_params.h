@@ -34,8 +34,8 @@ static_assert(sizeof(CastAndCastBackParams) == 32, "sizeof CastAndCastBackParams
 struct alignas(8) UnpackParams {
   uint64_t x;
   uint64_t out;
-  uint64_t row_stride;
-  uint64_t col_stride;
+  int64_t row_stride;
+  int64_t col_stride;
   uint64_t rows;
   uint64_t cols;
 };
