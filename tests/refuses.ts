@@ -36,3 +36,17 @@ export function fakeDevice(dtype: DType, shape: number[], index = 0): DeviceTens
   const strides = shape.map((_, i) => shape.slice(i + 1).reduce((a, b) => a * b, 1));
   return new DeviceTensor(new DeviceStorage(device, 0x10000, 0, stream), dtype, shape, strides);
 }
+
+/**
+ * For ops with a CUDA kernel called with `backend: "cuda"` on host tensors: `f` runs (on the device) where a device
+ * runtime is loaded, and answers `TkError(op, "backend", BACKEND_UNAVAILABLE)` where none is.
+ */
+export function runsOnDeviceOrUnavailable(op: string, f: () => unknown): void {
+  try {
+    f();
+  } catch (e) {
+    assert.ok(e instanceof TkError, `expected TkError, got ${String(e)}`);
+    assert.equal(e.op, op, e.message);
+    assert.equal(e.code, "BACKEND_UNAVAILABLE", e.message);
+  }
+}
