@@ -28,5 +28,6 @@ export type CaseFactory = () => BenchCase[];
 
 /** Families, in table order: module path (relative to bench/) → loaded lazily. */
 export const FAMILIES: readonly string[] = [
+  "cases_elem.ts",
   // one line per family: "cases_<family>.ts",
 ];
