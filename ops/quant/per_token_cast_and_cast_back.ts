@@ -75,7 +75,7 @@ export function perTokenCastAndCastBack(x: Tensor, options: PerTokenCastAndCastB
   if (pl.backend === "cuda") {
     // host x on a device backend: run on a copy of the view's storage span, then write the span back
     const h = t as HostTensor;
-    const span = uploadSpan(op, h, pl.device);
+    const span = uploadSpan(h, pl.device);
     try {
       const local = { fmt, numPerChannels: N, roundSf, useE4m3Sf: e4m3Sf } as const;
       perTokenCastAndCastBack(span, local);
@@ -123,7 +123,7 @@ function launchCastAndCastBack(op: string, device: Device, stream: Stream, x: Te
 }
 
 /** A device copy of the storage span a host `[T, H]` view touches, viewed with the same strides. */
-function uploadSpan(op: string, h: HostTensor, device: Device): DeviceTensor {
+function uploadSpan(h: HostTensor, device: Device): DeviceTensor {
   const [T, H] = h.shape;
   const n = T === 0 ? 0 : (T - 1) * h.strides[0] + H;
   const flat = new HostTensor(h.data, h.dtype, [n], [1], h.offset);
