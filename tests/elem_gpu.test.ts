@@ -353,6 +353,7 @@ gpuTest("unpackFromE2m1fnX2 kernel = reference: e2m1x2/uint8/int8, fp32/bf16, co
       const data = src === "int8" ? new Int8Array(b.buffer) : b;
       const m = new HostTensor(data, src, [6, 5, 40], [200, 40, 1]);
       views.push(m, m.slice(2, 3, 37), m.slice(1, 1, 4), m.transpose(), new HostTensor(data, src, [6, 20], [40, 2]));
+      views.push(new HostTensor(data, src, [4, 1, 5, 8], [50, 999, 10, 1]), new HostTensor(data, src, [3, 2, 4], [-40, 100, 1], 120));
       for (const v of views) {
         compareElementwise(v, dtype, (t) => unpackFromE2m1fnX2(t, { dtype }), `${src}→${dtype} [${v.shape}] strides [${v.strides}] +${v.offset}`);
       }

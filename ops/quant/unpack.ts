@@ -100,8 +100,13 @@ function launchUnpack(op: string, device: Device, stream: Stream, x: Tensor, out
   const K = x.shape[n - 1];
   const cs = x.strides[n - 1];
   // fold dims [0, n−1) into rows as far as the strides allow: dims [0, lead) are launched one index at a time
+  // (dim d folds when stepping it is stepping `next` rows: its stride is the folded block's stride × its rows)
   let lead = n - 2;
-  while (lead > 0 && (x.shape[lead - 1] === 1 || x.strides[lead - 1] === x.strides[lead] * x.shape[lead])) lead--;
+  let next = n >= 2 ? x.strides[n - 2] * x.shape[n - 2] : 0;
+  while (lead > 0 && (x.shape[lead - 1] === 1 || x.strides[lead - 1] === next)) {
+    lead--;
+    next *= x.shape[lead];
+  }
   const rows = n === 1 ? 1 : x.shape.slice(Math.max(lead, 0), n - 1).reduce((a, b) => a * b, 1);
   const rs = n === 1 ? K : x.strides[n - 2];
   const fn = kernelFunction(op, device, `tk_unpack_e2m1x2__${out.dtype}`);
