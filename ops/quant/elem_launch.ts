@@ -32,14 +32,14 @@ export function contiguousOut(op: string, device: Device, stream: Stream, shape:
 
 /**
  * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`. grid.x =
- * max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 8 · SMs)), U = 2 for fp32 sources, 4 otherwise. Nothing for 0 elements.
+ * max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32 sources, 4 otherwise. Nothing for 0 elements.
  */
 export function launchElementCast(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor, sr: boolean, idxBase: number): void {
   const n = x.numel;
   if (n === 0) return;
   const fn = kernelFunction(op, device, `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}`);
   const u = x.dtype === "fp32" ? 2 : 4;
-  const grid = Math.max(1, Math.min(Math.ceil(Math.ceil(n / CHUNK) / (THREADS * u)), 8 * config.getNumSms(device)));
+  const grid = Math.max(1, Math.min(Math.ceil(Math.ceil(n / CHUNK) / (THREADS * u)), 4 * config.getNumSms(device)));
   const p = packet;
   p.u64(W.x, (x as DeviceTensor).addr);
   p.u64(W.out, (out as DeviceTensor).addr);

@@ -91,7 +91,7 @@ const THREADS = 256;
 
 /**
  * unpack.cu's launches: `tk_unpack_e2m1x2__<dtype>` over `[rows, K]` views of the codes, grid.x =
- * max(1, min(⌈⌈rows·K / 8⌉ / 256⌉, 8 · SMs)). The leading dimensions are folded into rows when their strides allow;
+ * max(1, min(⌈⌈rows·K / 8⌉ / 256⌉, 4 · SMs)). The leading dimensions are folded into rows when their strides allow;
  * otherwise one launch per index of the dimensions before the last two. Nothing for 0 elements.
  */
 function launchUnpack(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor): void {
@@ -110,7 +110,7 @@ function launchUnpack(op: string, device: Device, stream: Stream, x: Tensor, out
   const rows = n === 1 ? 1 : x.shape.slice(Math.max(lead, 0), n - 1).reduce((a, b) => a * b, 1);
   const rs = n === 1 ? K : x.strides[n - 2];
   const fn = kernelFunction(op, device, `tk_unpack_e2m1x2__${out.dtype}`);
-  const grid = Math.max(1, Math.min(Math.ceil(Math.ceil((rows * K) / 8) / THREADS), 8 * config.getNumSms(device)));
+  const grid = Math.max(1, Math.min(Math.ceil(Math.ceil((rows * K) / 8) / THREADS), 4 * config.getNumSms(device)));
   const outBytes = 2 * K * rows * (out.dtype === "fp32" ? 4 : 2);
   const outer = lead > 0 ? x.shape.slice(0, lead) : [];
   const idx = new Array<number>(outer.length).fill(0);

@@ -8,7 +8,7 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernel is grid-stride):
 //
 //   kernel      block.x  dynamic smem  grid.x
-//   tk_cast__*  256      0             max(1, min(ceilDiv(ceilDiv(numel, 8), 256 · U), 8 · SMs))
+//   tk_cast__*  256      0             max(1, min(ceilDiv(ceilDiv(numel, 8), 256 · U), 4 · SMs))
 //
 //   A thread chunk is 8 consecutive elements (two stochastic quads): 8–32 bytes in and out. A thread loads U chunks
 //   (U = 2 for fp32 sources, 4 otherwise: 32–64 bytes in flight per thread) before it converts and stores them;

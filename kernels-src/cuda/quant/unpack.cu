@@ -6,7 +6,7 @@
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             max(1, min(ceilDiv(ceilDiv(rows · K, 8), 256), 8 · SMs))
+//   all      256      0             max(1, min(ceilDiv(ceilDiv(rows · K, 8), 256), 4 · SMs))
 //
 //   Contiguous codes (col_stride 1, row_stride K): a thread chunk is 8 code bytes (one 8-byte load) → 16 values
 //   (64 bytes fp32 / 32 bytes bf16, 16-byte stores); codes or outputs off that alignment load and store byte-wide;
@@ -85,9 +85,9 @@ struct Unpack {
 }  // namespace
 }  // namespace tk
 
-extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_unpack_e2m1x2__fp32(const __grid_constant__ UnpackParams p) {
+extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4) tk_unpack_e2m1x2__fp32(const __grid_constant__ UnpackParams p) {
   tk::Unpack<false>::run(p);
 }
-extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_unpack_e2m1x2__bf16(const __grid_constant__ UnpackParams p) {
+extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4) tk_unpack_e2m1x2__bf16(const __grid_constant__ UnpackParams p) {
   tk::Unpack<true>::run(p);
 }
