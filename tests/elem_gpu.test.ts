@@ -146,12 +146,9 @@ for (const [from, to] of SR_PAIRS) {
   });
 }
 
-gpuTest("stochasticCast kernel = reference at full size: bf16 → e4m3 and fp32 → bf16, 4001 × 7168 (seed 7400)", () => {
-  const rand = rng(7400);
-  for (const [from, to] of [["bf16", "e4m3"], ["fp32", "bf16"]] as const) {
-    const x = randomElements(rand, from, 4001 * 7168).view([4001, 7168]);
-    compareElementwise(x, to, (t) => stochasticCast(t, { dtype: to, seed: 99n }), `SR ${from}→${to} 4001x7168`);
-  }
+gpuTest("stochasticCast kernel = reference at full size: bf16 → e4m3, 4001 × 7168 (seed 7400)", () => {
+  const x = randomElements(rng(7400), "bf16", 4001 * 7168).view([4001, 7168]);
+  compareElementwise(x, "e4m3", (t) => stochasticCast(t, { dtype: "e4m3", seed: 99n }), "SR bf16→e4m3 4001x7168");
 });
 
 gpuTest("stochasticCast on the device: chunks cast with their offsets give the bytes of the whole (seed 7401)", () => {
