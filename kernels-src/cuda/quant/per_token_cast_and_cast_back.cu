@@ -16,7 +16,8 @@
 //   thread stages its next unit (2 chunks) with cp.async while it computes the current one (as per_token_cast.cu).
 //   Every lane of a group computes the group's (sf, inv) itself (no shuffle of the result).
 //   In place: a chunk is read and written by the same thread, the read staged before the write, and no other
-//   thread touches it. Rows whose base or stride is not 16-byte aligned stage element-wide and store byte-wide.
+//   thread touches it. Rows whose base or stride is not 16-byte aligned stage element-wide (plain coherent loads,
+//   not the .nc path: x is written by this kernel) and store byte-wide.
 #include "../common/chunk.cuh"
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
@@ -59,6 +60,19 @@ struct CastAndCastBack {
     } else {
 #pragma unroll
       for (int i = 0; i < kVec; ++i) v[i] = decode_e2m1(encode_e2m1(v[i]));
+    }
+  }
+
+  // A chunk of an unaligned row, one element at a time (fp32 rows are 4-byte aligned, bf16 rows 2-byte aligned).
+  TK_DEV static void load_elements(const uint8_t* p, uint32_t (&w)[kWords]) {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      if constexpr (kIn == Fmt::kFp32) {
+        w[i] = *reinterpret_cast<const uint32_t*>(p + 4 * i);
+      } else {
+        const uint16_t* h = reinterpret_cast<const uint16_t*>(p + 4 * i);
+        w[i] = h[0] | (static_cast<uint32_t>(h[1]) << 16);
+      }
     }
   }
 
@@ -107,9 +121,15 @@ struct CastAndCastBack {
       for (int u = 0; u < kU; ++u) {
         const uint32_t c = base + u * team.threads + lane;
         const bool live = c < chunks;
-        stage_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(smem_addr(stage_buf[st][u][threadIdx.x]),
-                                                             live ? xr + static_cast<uint64_t>(c) * kVecBytes : xr, live,
-                                                             aligned);
+        const uint32_t dst = smem_addr(stage_buf[st][u][threadIdx.x]);
+        if (aligned) {
+          cp_async<kVecBytes>(dst, live ? xr + static_cast<uint64_t>(c) * kVecBytes : xr, live);
+        } else {
+          // element-wide coherent loads: x is written by this kernel, so not the read-only (.nc) path of ldst.cuh
+          uint32_t w[kWords] = {};
+          if (live) load_elements(xr + static_cast<uint64_t>(c) * kVecBytes, w);
+          st_shared(dst, w);
+        }
       }
     };
     pipelined_units<kU, false>(team, p.num_tokens, chunks, prefetch, [&](int st, uint64_t row, uint32_t base) {
