@@ -30,6 +30,7 @@ export type CaseFactory = () => BenchCase[];
 export const FAMILIES: readonly string[] = [
   "cases_per_channel.ts",
   "cases_rope_randn.ts",
+  "cases_elem.ts",
   // one line per family: "cases_<family>.ts",
   "cases_per_block.ts",
   "cases_norm.ts",

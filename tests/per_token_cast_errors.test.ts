@@ -32,7 +32,6 @@ test("perTokenCast refuses a non-boolean flag", () => refuses("perTokenCast", "r
 test("perTokenCast refuses an unknown option", () => refuses("perTokenCast", "numPerChannel", "VALUE", () => perTokenCast(x, { ...OK, numPerChannel: 128 } as never)));
 test("perTokenCast refuses an unknown backend", () => refuses("perTokenCast", "backend", "VALUE", () => perTokenCast(x, { ...OK, backend: "tpu" as never })));
 test("perTokenCast answers BACKEND_UNAVAILABLE for Ascend", () => refuses("perTokenCast", "backend", "BACKEND_UNAVAILABLE", () => perTokenCast(x, { ...OK, backend: "ascend" })));
-test("perTokenCast refuses stochasticCast on a device until its kernel exists", () => refuses("perTokenCast", "stochasticCast", "UNSUPPORTED", () => perTokenCast(fakeDevice("bf16", [4, 128]), { ...OK, stochasticCast: true })));
 test("perTokenCast refuses a quantized input without xBlockSize", () => refuses("perTokenCast", "xBlockSize", "VALUE", () => perTokenCast([codes, sf], OK)));
 test("perTokenCast refuses an illegal xBlockSize", () => refuses("perTokenCast", "xBlockSize", "VALUE", () => perTokenCast([codes, sf], { ...OK, xBlockSize: [2, 128] })));
 test("perTokenCast refuses xBlockSize on a plain input", () => refuses("perTokenCast", "xBlockSize", "VALUE", () => perTokenCast(x, { ...OK, xBlockSize: [1, 128] })));

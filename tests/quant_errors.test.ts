@@ -1,14 +1,15 @@
 /**
  * Bad inputs to perBlockCast (+ WithSfOnly, WithPrecomputedSf), perTokenCastAndCastBack, cast and
  * unpackFromE2m1fnX2: each is a TkError naming op and argument, raised before anything is launched or written
- * (host inputs are byte-identical afterwards, the launch counter does not move). The ops without a CUDA kernel
- * refuse a call that would run on a device as UNSUPPORTED (the per-block casts run on the device:
- * tests/per_block_gpu.test.ts).
+ * (host inputs are byte-identical afterwards, the launch counter does not move). The block-scaled cast has no
+ * CUDA kernel yet: a call of it that would run on a device is UNSUPPORTED. The per-block casts
+ * (tests/per_block_gpu.test.ts), perTokenCastAndCastBack, the element cast and unpackFromE2m1fnX2
+ * (tests/elem_gpu.test.ts) run on devices.
  * @module
  */
 import { cast, perBlockCast, perBlockCastWithPrecomputedSf, perBlockCastWithSfOnly, perTokenCastAndCastBack, type Tensor, tensor, unpackFromE2m1fnX2 } from "../mod.ts";
-import { test } from "./harness.ts";
-import { fakeDevice, refuses as refusesWith } from "./refuses.ts";
+import { hasGpu, test } from "./harness.ts";
+import { cudaOrUnavailable, fakeDevice, refuses as refusesWith } from "./refuses.ts";
 
 /** {@link refusesWith} with this file's inputs as the ones that must stay unchanged. */
 function refuses(op: string, arg: string, code: string, f: () => unknown, inputs: Tensor[] = [x, sf, packed]): void {
@@ -71,14 +72,12 @@ test("perTokenCastAndCastBack refuses overlapping rows", () => refuses("perToken
 test("perTokenCastAndCastBack refuses an e4m3 tensor", () => refuses("perTokenCastAndCastBack", "x", "DTYPE", () => perTokenCastAndCastBack(tensor(new Uint8Array(128), [1, 128], "e4m3"), CB), [xc]));
 test("perTokenCastAndCastBack refuses out (it writes x in place)", () => refuses("perTokenCastAndCastBack", "out", "VALUE", () => perTokenCastAndCastBack(xc, { ...CB, out: xc } as never), [xc]));
 test("perTokenCastAndCastBack refuses usePackedUe8m0 (an unknown option here)", () => refuses("perTokenCastAndCastBack", "usePackedUe8m0", "VALUE", () => perTokenCastAndCastBack(xc, { ...CB, usePackedUe8m0: true } as never), [xc]));
-test("perTokenCastAndCastBack has no CUDA kernel", () => refuses("perTokenCastAndCastBack", "backend", "UNSUPPORTED", () => perTokenCastAndCastBack(xc, { ...CB, backend: "cuda" }), [xc]));
-test("perTokenCastAndCastBack has no CUDA kernel: a device input is UNSUPPORTED", () => refuses("perTokenCastAndCastBack", "backend", "UNSUPPORTED", () => perTokenCastAndCastBack(fakeDevice("fp32", [4, 128]), CB), [xc]));
+test("perTokenCastAndCastBack with backend cuda runs on the device, or answers BACKEND_UNAVAILABLE without one", () => cudaOrUnavailable("perTokenCastAndCastBack", () => perTokenCastAndCastBack(tensor(new Float32Array(4 * 128).fill(1.03), [4, 128], "fp32"), { ...CB, backend: "cuda" }), hasGpu));
 
 // ---- cast ---------------------------------------------------------------------------------------------------
 
 test("cast refuses an unknown dtype", () => refuses("cast", "dtype", "VALUE", () => cast(x, { dtype: "fp8" as never })));
 test("cast refuses an int32 target", () => refuses("cast", "dtype", "VALUE", () => cast(x, { dtype: "int32" })));
-test("cast refuses stochastic rounding on a device until its kernel exists", () => refuses("cast", "backend", "UNSUPPORTED", () => cast(fakeDevice("fp32", [128, 256]), { dtype: "bf16", stochasticRounding: true })));
 test("cast refuses a seed without stochastic rounding", () => refuses("cast", "seed", "VALUE", () => cast(x, { dtype: "bf16", seed: 1n })));
 test("cast refuses a non-contiguous input", () => refuses("cast", "x", "LAYOUT", () => cast(x.transpose(), { dtype: "bf16" })));
 test("cast refuses an int8 input", () => refuses("cast", "x", "DTYPE", () => cast(tensor(new Int8Array(4), [4], "int8"), { dtype: "fp32" })));
@@ -91,7 +90,8 @@ test("cast refuses a precomputed sf of the wrong shape", () => refuses("cast", "
 test("cast refuses a quantized input without xBlockSize", () => refuses("cast", "xBlockSize", "VALUE", () => cast([tensor(new Uint8Array(128), [1, 128], "e4m3"), tensor([1], [1, 1], "fp32")], { dtype: "e4m3" })));
 test("cast refuses xBlockSize on a plain input", () => refuses("cast", "xBlockSize", "VALUE", () => cast(x, { dtype: "e4m3", xBlockSize: [1, 128] })));
 test("cast refuses an out of the wrong dtype", () => refuses("cast", "out", "OUT_MISMATCH", () => cast(x, { dtype: "bf16", out: tensor(new Float32Array(128 * 256), [128, 256], "fp32") })));
-test("cast has no CUDA kernel", () => refuses("cast", "backend", "UNSUPPORTED", () => cast(x, { dtype: "bf16", backend: "cuda" })));
+test("cast's element conversion with backend cuda runs on the device, or answers BACKEND_UNAVAILABLE without one", () => cudaOrUnavailable("cast", () => cast(x, { dtype: "bf16", backend: "cuda" }), hasGpu));
+test("cast's block-scaled form has no CUDA kernel", () => refuses("cast", "backend", "UNSUPPORTED", () => cast(x, { dtype: "e4m3", blockSize: [32, 32], backend: "cuda" })));
 
 // ---- unpackFromE2m1fnX2 -------------------------------------------------------------------------------------
 
@@ -101,5 +101,5 @@ test("unpackFromE2m1fnX2 refuses dtype fp16", () => refuses("unpackFromE2m1fnX2"
 test("unpackFromE2m1fnX2 refuses an unknown option", () => refuses("unpackFromE2m1fnX2", "fmt", "VALUE", () => unpackFromE2m1fnX2(packed, { fmt: "fp32" } as never)));
 test("unpackFromE2m1fnX2 refuses an out of the wrong shape", () => refuses("unpackFromE2m1fnX2", "out", "OUT_MISMATCH", () => unpackFromE2m1fnX2(packed, { out: tensor(new Float32Array(3), [3], "fp32") })));
 test("unpackFromE2m1fnX2 refuses a plain array", () => refuses("unpackFromE2m1fnX2", "x", "VALUE", () => unpackFromE2m1fnX2([1, 2] as never)));
-test("unpackFromE2m1fnX2 has no CUDA kernel: a device input is UNSUPPORTED", () => refuses("unpackFromE2m1fnX2", "backend", "UNSUPPORTED", () => unpackFromE2m1fnX2(fakeDevice("e2m1x2", [3]))));
+test("unpackFromE2m1fnX2 with backend cuda runs on the device, or answers BACKEND_UNAVAILABLE without one", () => cudaOrUnavailable("unpackFromE2m1fnX2", () => unpackFromE2m1fnX2(packed, { backend: "cuda" }), hasGpu));
 test("unpackFromE2m1fnX2 refuses tensors on two devices", () => refuses("unpackFromE2m1fnX2", "device", "DEVICE_MISMATCH", () => unpackFromE2m1fnX2(fakeDevice("e2m1x2", [3], 0), { out: fakeDevice("fp32", [6], 1) as never })));

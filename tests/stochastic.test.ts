@@ -21,8 +21,8 @@ import {
 } from "../mod.ts";
 import { f32Bits } from "../core/dtype.ts";
 import { mix } from "../ops/quant/stochastic.ref.ts";
-import { assertBytesEqual, rng, test } from "./harness.ts";
-import { fakeDevice, refuses } from "./refuses.ts";
+import { assertBytesEqual, hasGpu, rng, test } from "./harness.ts";
+import { cudaOrUnavailable, refuses } from "./refuses.ts";
 
 const SEED = 20261130;
 
@@ -319,7 +319,7 @@ test("stochasticCast refuses a non-contiguous input", () => {
 });
 test("stochasticCast refuses an out of the wrong shape", () => refuses(SC, "out", "SHAPE", () => stochasticCast(x8, { dtype: "bf16", out: tensor(new Uint16Array(4), [4], "bf16") }), [x8]));
 test("stochasticCast refuses an unknown option", () => refuses(SC, "offst", "VALUE", () => stochasticCast(x8, { dtype: "e4m3", offst: 4n } as never), [x8]));
-test("stochasticCast has no CUDA kernel: a device input is UNSUPPORTED", () => refuses(SC, "backend", "UNSUPPORTED", () => stochasticCast(fakeDevice("fp32", [8]), { dtype: "e4m3" }), []));
+test("stochasticCast with backend cuda runs on the device, or answers BACKEND_UNAVAILABLE without one", () => cudaOrUnavailable(SC, () => stochasticCast(tensor(new Float32Array(8).fill(1.03), [8], "fp32"), { dtype: "e4m3", backend: "cuda" }), hasGpu));
 
 test("cast with stochasticRounding refuses an element count that is not a multiple of 4", () => refuses("cast", "x", "SHAPE", () => cast(x6, { dtype: "bf16", stochasticRounding: true }), [x6]));
 test("cast with stochasticRounding refuses the pair bf16 → fp16", () => refuses("cast", "dtype", "VALUE", () => cast(bf8, { dtype: "fp16", stochasticRounding: true }), [bf8]));
@@ -331,12 +331,10 @@ test("cast with stochasticRounding refuses the block-scaled form", () => {
   refuses("cast", "stochasticRounding", "VALUE", () => cast(m, { dtype: "e2m1x2", stochasticRounding: true }), [m]);
 });
 test("cast refuses a non-boolean stochasticRounding", () => refuses("cast", "stochasticRounding", "VALUE", () => cast(x8, { dtype: "bf16", stochasticRounding: 1 as never }), [x8]));
-test("cast with stochasticRounding has no CUDA kernel: a device input is UNSUPPORTED", () => refuses("cast", "backend", "UNSUPPORTED", () => cast(fakeDevice("fp32", [8]), { dtype: "bf16", stochasticRounding: true }), []));
 
 const xt = tensor(randomValues(2 * 128, SEED + 9), [2, 128], "fp32");
 const PT = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true } as const;
-test("perTokenCast with stochasticCast refuses a device input (no kernel yet)", () => refuses("perTokenCast", "stochasticCast", "UNSUPPORTED", () => perTokenCast(fakeDevice("fp32", [2, 128]), PT), []));
-test("perTokenCast with stochasticCast refuses backend cuda for host tensors", () => refuses("perTokenCast", "stochasticCast", "UNSUPPORTED", () => perTokenCast(xt, { ...PT, backend: "cuda" }), [xt]));
+test("perTokenCast with stochasticCast and backend cuda runs on the device, or answers BACKEND_UNAVAILABLE without one", () => cudaOrUnavailable("perTokenCast", () => perTokenCast(xt, { ...PT, backend: "cuda" }), hasGpu));
 test("perTokenCast refuses a non-boolean stochasticCast", () => refuses("perTokenCast", "stochasticCast", "VALUE", () => perTokenCast(xt, { ...PT, stochasticCast: "yes" as never }), [xt]));
 test("perTokenCast with stochasticCast still refuses a width that is not a multiple of 64", () => {
   const w = tensor(new Float32Array(96), [1, 96], "fp32");

@@ -11,6 +11,7 @@ import { CastBackParams } from "../ops/quant/cast_back.params.ts";
 import { PerTokenCastParams } from "../ops/quant/per_token_cast.params.ts";
 import { PerChannelCastParams, TransposeWeightSfParams } from "../ops/quant/per_channel_cast.params.ts";
 import { PerBlockCastLosslessParams, PerBlockCastParams } from "../ops/quant/per_block_cast.params.ts";
+import { CastAndCastBackParams, CastParams, UnpackParams } from "../ops/quant/elem.params.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 import { RandnParams } from "../ops/rand/randn.params.ts";
 import { RopeParams } from "../ops/transform/rope.params.ts";
@@ -29,6 +30,7 @@ export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/per_block_params.h", from: "ops/quant/per_block_cast.params.ts", layouts: [PerBlockCastParams, PerBlockCastLosslessParams] },
   { path: "kernels-src/cuda/generated/rope_randn_params.h", from: "ops/transform/rope.params.ts, ops/rand/randn.params.ts", layouts: [RopeParams, RandnParams] },
   { path: "kernels-src/cuda/generated/norm_params.h", from: "ops/norm/*.params.ts", layouts: [NormForwardParams, NormBackwardParams] },
+  { path: "kernels-src/cuda/generated/elem_params.h", from: "ops/quant/elem.params.ts", layouts: [CastParams, CastAndCastBackParams, UnpackParams] },
   // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 

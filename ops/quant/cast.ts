@@ -3,15 +3,16 @@
  * element conversion among fp32 / bf16 / fp16 / e4m3 (round to nearest), and the 2-D block-scaled cast to e4m3 /
  * e2m1x2 of upstream's reference `tile_kernels/torch/cast.py:cast` (any block shape, partial edge blocks, an
  * optional precomputed `sf`, an optional quantized input). Checks, then dispatch to the CPU references
- * (`cast.ref.ts`, `per_block_cast.ref.ts`). There is no CUDA kernel yet: a call that would run on a device is
- * refused.
+ * (`cast.ref.ts`, `per_block_cast.ref.ts`). The element conversion (RN and stochastic) runs on CUDA devices
+ * (`kernels-src/cuda/quant/cast.cu`); the block-scaled form has no CUDA kernel yet, so a call of it that would run
+ * on a device is refused.
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place, placeWithoutKernel } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import type { DType } from "../../core/dtype.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, resultToDevice } from "../../core/stage.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
 import { type CastDtype, castRef } from "./cast.ref.ts";
 import { checkBlockSize, checkOutData, checkOutSf, checkPrecomputedSf } from "./per_block_cast.ts";
@@ -20,6 +21,7 @@ import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 import type { QuantizedInput } from "./per_token_cast.ref.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { castStochastically } from "./stochastic_cast.ts";
+import { contiguousOut, launchElementCast, streamFor } from "./elem_launch.ts";
 import { type SfInput, sfGeometry, sfInput } from "./sf_layout.ts";
 
 /** Options of {@link cast}. */
@@ -72,7 +74,8 @@ const PER_TOKEN_COLS = [16, 32, 64, 128];
  *   `blockSize` block (default `[32, 32]`, any shape; edge blocks may be partial), exactly as {@link perBlockCast}.
  *   Returns `[data, sf]`, or only `data` when `sf` is given (`data = encode(x · (1/sf))`).
  *
- * Host inputs run the CPU reference; there is no CUDA kernel yet (device inputs need `backend: "cpu"`).
+ * Host inputs run the CPU reference; device inputs run the element conversion on the device (the block-scaled form
+ * has no CUDA kernel yet: device inputs need `backend: "cpu"` there).
  *
  * @example
  * ```ts
@@ -97,7 +100,7 @@ export function cast(x: Tensor | Quantized, options: CastOptions): Tensor | Quan
     o.useTmaAlignedColMajorSf !== undefined || o.roundSf !== undefined || o.usePackedUe8m0 !== undefined || o.useE4m3Sf !== undefined;
   if (sr) {
     if (blocked) throw new TkError(op, "stochasticRounding", "VALUE", "applies to the element conversion only (targets bf16, fp16, e4m3; no block options, no quantized input)");
-    return castStochastically(op, x as Tensor, dtype, { seed: o.seed, out: o.out as Tensor | undefined, backend: o.backend });
+    return castStochastically(op, x as Tensor, dtype, { seed: o.seed, out: o.out as Tensor | undefined, backend: o.backend, stream: o.stream });
   }
   if (!blocked) return castElements(op, x as Tensor, dtype as CastDtype, o);
   if (dtype !== "e4m3" && dtype !== "e2m1x2") {
@@ -118,7 +121,17 @@ function castElements(op: string, x: Tensor, dtype: CastDtype, o: CastOptions): 
     if (!out.isContiguous()) throw new TkError(op, "out", "OUT_MISMATCH", "must be contiguous");
     if (overlaps(out, t)) throw new TkError(op, "out", "OUT_MISMATCH", "overlaps an input");
   }
-  const pl = placeWithoutKernel(op, o.backend, t, out);
+  const pl = place(op, o.backend, t, out);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const s = streamFor(op, pl.device, o.stream);
+    const y = contiguousOut(op, pl.device, s, t.shape, dtype, out);
+    launchElementCast(op, pl.device, s, t, y, false, 0);
+    return y;
+  }
+  if (pl.backend === "cuda") {
+    const local = { dtype, backend: "auto", stream: undefined } as const;
+    return runOnDeviceStaged(op, pl.device, [t], [out], ([dx]) => [castElements(op, dx!, dtype, local)])[0];
+  }
   const res = castRef(onHost(t) as HostTensor, dtype, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
   return pl.staged ? resultToDevice(op, res, out, pl.device) : res;
 }

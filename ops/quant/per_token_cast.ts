@@ -44,8 +44,8 @@ export interface PerTokenCastOptions extends OpOptions, SfOptions {
   /** Block size `[rows, cols]` of a quantized input's scales (required iff `x` is `[data, sf]`). */
   xBlockSize?: readonly [number, number];
   /**
-   * Stochastic rounding of the data (spec/quant.md §2.5, §7.3–§7.4); the scales are those of the RN call. CPU
-   * reference only: refused (`UNSUPPORTED`) where the call would run the CUDA kernel.
+   * Stochastic rounding of the data (spec/quant.md §2.5, §7.3–§7.4); the scales are those of the RN call. The
+   * CUDA kernels (`…_sr` variants) use the same software rounding and give the same bytes as the CPU reference.
    */
   stochasticCast?: boolean;
   /** Preallocated outputs. `data` contiguous; `sf` with exactly the layout the options select. */
@@ -184,14 +184,14 @@ const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
 /** Function handles per device and variant ((in · 2 + out) · 5 + group), filled on first use. */
 const fnCache: number[][] = [];
 
-function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n: number): number {
+function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n: number, sr: boolean): number {
   const g = GROUP_INDEX[n] ?? 4;
   const i = IN_INDEX[inDtype];
-  const key = (i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g;
+  const key = ((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0);
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
-  const sym = `tk_per_token_cast__${IN_NAME[i]}_${fmt}_${g === 4 ? "row" : `g${n}`}`;
+  const sym = `tk_per_token_cast__${IN_NAME[i]}_${fmt}_${g === 4 ? "row" : `g${n}`}${sr ? "_sr" : ""}`;
   return (cache[key] = kernelFunction(op, device, sym));
 }
 
@@ -272,11 +272,12 @@ function launchPerToken(
   data: Tensor | null,
   sf: Tensor | null,
   xSf: { t: Tensor; lay: SfInput; rows: number; cols: number } | null,
+  sr = false,
 ): void {
   const a = r.args;
   const sfRows = mode === PER_TOKEN_MODE.precomputedSf ? a.tokens : g.paddedRows;
   if (a.tokens === 0 && sfRows === 0) return;
-  const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels);
+  const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr);
   packetGen++;
   const p = packet;
   p.u64(W.x, addrOf(r.x));
@@ -395,17 +396,14 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
   if (outSf) checkNoOverlap(op, "out.sf", outSf, inputs);
   if (outData && outSf && overlaps(outData, outSf)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
   const sc = options.stochasticCast === true;
-  // No kernel does stochastic rounding yet: refused before the device runtime is asked for anything.
-  if (sc && (options.backend === "cuda" || (r.x instanceof DeviceTensor && options.backend !== "cpu"))) refuseStochasticOnDevice(op);
   const pl = place(op, options.backend, r.x, r.q?.sf, outData, outSf);
-  if (sc && pl.backend === "cuda") refuseStochasticOnDevice(op);
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = streamOf(pl, options.stream);
     const dg = dataGeometry(a);
     const data = outData ?? allocData(op, pl.device, stream, dg);
     const sf = outSf ?? allocSf(op, pl.device, stream, r.g);
     const xSf = r.q ? { t: r.q.sf, lay: r.q.sfIn, rows: r.q.blockRows, cols: r.q.blockCols } : null;
-    launchPerToken(op, pl.device, stream, r, r.g, PER_TOKEN_MODE.cast, data, sf, xSf);
+    launchPerToken(op, pl.device, stream, r, r.g, PER_TOKEN_MODE.cast, data, sf, xSf, sc);
     if (a.tokens > 0) {
       const bs = options.xBlockSize;
       replay = {
@@ -454,10 +452,6 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
   const res = sc ? perTokenStochasticCastRef(q ?? hx, a, hostOut) : perTokenCastRef(q ?? hx, a, true, hostOut);
   if (!pl.staged) return [res.data!, res.sf];
   return [resultToDevice(op, res.data!, outData, pl.device!), resultToDevice(op, res.sf, outSf, pl.device!)];
-}
-
-function refuseStochasticOnDevice(op: string): never {
-  throw new TkError(op, "stochasticCast", "UNSUPPORTED", "stochastic rounding has no CUDA kernel yet; run it with host tensors or backend: \"cpu\"");
 }
 
 /**

@@ -1,15 +1,20 @@
 /**
  * `perTokenCastAndCastBack` — simulated per-token quantization, in place (spec/API.md §3.1; numerics and legal
  * arguments: spec/quant.md §2.5, §11.1). Checks, then dispatch to the CPU reference
- * (`per_token_cast_and_cast_back.ref.ts`). There is no CUDA kernel yet: a call that would run on a device is
- * refused.
+ * (`per_token_cast_and_cast_back.ref.ts`) or the fused CUDA kernel
+ * (`kernels-src/cuda/quant/per_token_cast_and_cast_back.cu`: the row is read once and written once).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkTensor, oneOf, optBool } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, writeBackSpan } from "../../core/stage.ts";
-import type { DeviceTensor, HostTensor, Tensor } from "../../core/tensor.ts";
+import { config } from "../../core/config.ts";
+import { copyInto, onHost, writeBackSpan } from "../../core/stage.ts";
+import { type Device, DeviceTensor, HostTensor, type Stream, type Tensor, toDevice } from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket, rowsPerBlock } from "../../ffi/cuda.ts";
+import { CastAndCastBackParams } from "./elem.params.ts";
+import { streamFor } from "./elem_launch.ts";
+import { PER_TOKEN_FLAG } from "./per_token_cast.params.ts";
 import type { PerTokenArgs } from "./per_token_cast.ref.ts";
 import { perTokenCastAndCastBackRef } from "./per_token_cast_and_cast_back.ref.ts";
 import { amaxClampFor, type QuantFmt } from "./scale.ref.ts";
@@ -34,7 +39,8 @@ const KEYS = ["fmt", "numPerChannels", "roundSf", "useE4m3Sf"];
  * §2.5). `x` is fp32/bf16 `[T, H]` with last stride 1 and any row stride, `H % 64 == 0`, `H % numPerChannels == 0`.
  * Returns `x`.
  *
- * Host inputs run the CPU reference; there is no CUDA kernel yet (device inputs need `backend: "cpu"`).
+ * Host inputs run the CPU reference (or the device with `backend: "cuda"`); device inputs run the CUDA kernel on
+ * `options.stream`, in place.
  *
  * @example
  * ```ts
@@ -61,7 +67,25 @@ export function perTokenCastAndCastBack(x: Tensor, options: PerTokenCastAndCastB
   if (T > 1 && t.strides[0] < H) throw new TkError(op, "x", "LAYOUT", `row stride must be ≥ ${H}, got ${t.strides[0]}`);
   const N = oneOf(op, "numPerChannels", options.numPerChannels, [16, 32, 64, 128]);
   if (H % N !== 0) throw new TkError(op, "x", "SHAPE", `hidden size must be a multiple of numPerChannels ${N} (got ${H})`);
-  const pl = placeWithoutKernel(op, options.backend, t);
+  const pl = place(op, options.backend, t);
+  if (pl.backend === "cuda" && !pl.staged) {
+    launchCastAndCastBack(op, pl.device, streamFor(op, pl.device, options.stream), t, fmt, N, roundSf, e4m3Sf);
+    return t;
+  }
+  if (pl.backend === "cuda") {
+    // host x on a device backend: run on a copy of the view's storage span, then write the span back
+    const h = t as HostTensor;
+    const span = uploadSpan(h, pl.device);
+    try {
+      const local = { fmt, numPerChannels: N, roundSf, useE4m3Sf: e4m3Sf } as const;
+      perTokenCastAndCastBack(span, local);
+      const back = onHost(span) as HostTensor;
+      copyInto(op, h, back);
+    } finally {
+      span.dispose();
+    }
+    return t;
+  }
   const args: PerTokenArgs = {
     tokens: T,
     hidden: H,
@@ -72,4 +96,39 @@ export function perTokenCastAndCastBack(x: Tensor, options: PerTokenCastAndCastB
   const h = perTokenCastAndCastBackRef(onHost(t) as HostTensor, args);
   if (pl.staged) writeBackSpan(op, t as DeviceTensor, h);
   return t;
+}
+
+const packet = new LaunchPacket(CastAndCastBackParams);
+const W = packet.w;
+const THREADS = 256;
+
+/**
+ * per_token_cast_and_cast_back.cu's launch: `tk_per_token_cast_and_cast_back__<in>_<fmt>_g<N>`, grid.x =
+ * min(⌈T / R⌉, 4 · SMs) with R = rowsPerBlock(H, V), V = 4 (fp32) or 8 (bf16). Nothing for 0 rows.
+ */
+function launchCastAndCastBack(op: string, device: Device, stream: Stream, x: Tensor, fmt: QuantFmt, n: number, roundSf: boolean, e4m3Sf: boolean): void {
+  const [T, H] = x.shape;
+  if (T === 0) return;
+  const fn = kernelFunction(op, device, `tk_per_token_cast_and_cast_back__${x.dtype}_${fmt}_g${n}`);
+  const grid = Math.max(1, Math.min(Math.ceil(T / rowsPerBlock(H, x.dtype === "fp32" ? 4 : 8)), 4 * config.getNumSms(device)));
+  const p = packet;
+  p.u64(W.x, (x as DeviceTensor).addr);
+  p.u64(W.x_row_stride, T > 1 ? x.strides[0] : H);
+  p.u32(W.num_tokens, T);
+  p.u32(W.hidden, H);
+  p.u32(W.flags, (roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0));
+  p.f32(W.amax_clamp, amaxClampFor(fmt, e4m3Sf));
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+  p.launch(op);
+}
+
+/** A device copy of the storage span a host `[T, H]` view touches, viewed with the same strides. */
+function uploadSpan(h: HostTensor, device: Device): DeviceTensor {
+  const [T, H] = h.shape;
+  const n = T === 0 ? 0 : (T - 1) * h.strides[0] + H;
+  const flat = new HostTensor(h.data, h.dtype, [n], [1], h.offset);
+  const whole = toDevice(flat, device);
+  const v = new DeviceTensor(whole.storage, h.dtype, h.shape, T > 1 ? h.strides : [H, 1], 0);
+  whole.dispose();
+  return v;
 }

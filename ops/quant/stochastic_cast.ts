@@ -1,13 +1,14 @@
 /**
  * `stochasticCast` (spec/API.md §3.1; numerics and legal arguments: spec/quant.md §7.1–§7.4, §11.1), also the
- * `stochasticRounding: true` form of `cast`. Checks, then dispatch to the CPU reference (`stochastic.ref.ts`).
- * There is no CUDA kernel yet: a call that would run on a device is refused.
+ * `stochasticRounding: true` form of `cast`. Checks, then dispatch to the CPU reference (`stochastic.ref.ts`) or
+ * the CUDA kernel (`kernels-src/cuda/quant/cast.cu`, the same software rounding: identical bytes).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkOutTensor, checkShapeIs, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, resultToDevice } from "../../core/stage.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
+import { contiguousOut, launchElementCast, streamFor } from "./elem_launch.ts";
 import type { HostTensor, Tensor } from "../../core/tensor.ts";
 import { stochasticCastRef, type StochasticDtype } from "./stochastic.ref.ts";
 
@@ -41,7 +42,8 @@ const SOURCES: Readonly<Record<StochasticDtype, readonly ("fp32" | "bf16" | "fp1
  * fp16, e4m3; bf16 → e4m3; fp16 → e4m3. `x` is contiguous with `numel % 4 == 0`; e4m3 saturates at ±448. The
  * result depends only on the values, their positions, `seed` and `offset`.
  *
- * Host inputs run the CPU reference; there is no CUDA kernel yet (device inputs need `backend: "cpu"`).
+ * Host inputs run the CPU reference (or the device with `backend: "cuda"`); device inputs run the CUDA kernel,
+ * which gives the same bytes.
  *
  * @example
  * ```ts
@@ -82,7 +84,17 @@ export function castStochastically(op: string, x: Tensor, target: unknown, o: Om
     checkContiguous(op, "out", out);
     if (overlaps(out, t)) throw new TkError(op, "out", "OUT_MISMATCH", "overlaps an input");
   }
-  const pl = placeWithoutKernel(op, o.backend, t, out);
+  const pl = place(op, o.backend, t, out);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const s = streamFor(op, pl.device, o.stream);
+    const y = contiguousOut(op, pl.device, s, t.shape, dtype, out);
+    launchElementCast(op, pl.device, s, t, y, true, Number(BigInt.asUintN(32, offset / 4n + seed)));
+    return y;
+  }
+  if (pl.backend === "cuda") {
+    const local = { seed, offset, backend: "auto", stream: undefined } as const;
+    return runOnDeviceStaged(op, pl.device, [t], [out], ([dx]) => [castStochastically(op, dx!, dtype, local)])[0];
+  }
   const res = stochasticCastRef(onHost(t) as HostTensor, dtype, seed, offset, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
   return pl.staged ? resultToDevice(op, res, out, pl.device) : res;
 }

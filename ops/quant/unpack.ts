@@ -1,15 +1,19 @@
 /**
- * `unpackFromE2m1fnX2` — decodes packed FP4 codes (spec/API.md §3.1; spec/quant.md §9.2). A CPU helper for
- * debugging: there is no CUDA kernel (device inputs need `backend: "cpu"`). The decode is exact, so the numerics
- * fit in this file (the E2M1 table of `core/dtype.ts`).
+ * `unpackFromE2m1fnX2` — decodes packed FP4 codes (spec/API.md §3.1; spec/quant.md §9.2). Device tensors run the
+ * CUDA kernel (`kernels-src/cuda/quant/unpack.cu`); the decode is exact, so the CPU numerics fit in this file (the
+ * E2M1 table of `core/dtype.ts`).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
+import { config } from "../../core/config.ts";
 import { checkOptions, checkOutTensor, checkTensor, oneOf, overlaps } from "../../core/checks.ts";
 import { decodeE2m1, encodeBf16 } from "../../core/dtype.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, resultToDevice } from "../../core/stage.ts";
-import { type HostTensor, hostZeros, type Tensor } from "../../core/tensor.ts";
+import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
+import { type Device, type DeviceTensor, type HostTensor, hostZeros, type Stream, type Tensor } from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { UnpackParams } from "./elem.params.ts";
+import { contiguousOut, streamFor } from "./elem_launch.ts";
 
 /** Options of {@link unpackFromE2m1fnX2}. */
 export interface UnpackFromE2m1fnX2Options extends OpOptions {
@@ -48,7 +52,17 @@ export function unpackFromE2m1fnX2(x: Tensor, options?: UnpackFromE2m1fnX2Option
     if (!out.isContiguous()) throw new TkError(op, "out", "OUT_MISMATCH", "must be contiguous");
     if (overlaps(out, t)) throw new TkError(op, "out", "OUT_MISMATCH", "overlaps an input");
   }
-  const pl = placeWithoutKernel(op, options?.backend, t, out);
+  const pl = place(op, options?.backend, t, out);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const s = streamFor(op, pl.device, options?.stream);
+    const y = contiguousOut(op, pl.device, s, shape, dtype, out);
+    launchUnpack(op, pl.device, s, t, y);
+    return y;
+  }
+  if (pl.backend === "cuda") {
+    const local = { dtype, backend: "auto", stream: undefined } as const;
+    return runOnDeviceStaged(op, pl.device, [t], [out], ([dx]) => [unpackFromE2m1fnX2(dx!, local)])[0];
+  }
   const h = onHost(t) as HostTensor;
   const o = pl.staged || out === null ? hostZeros(shape, dtype) : (out as HostTensor);
   const n = h.shape.length;
@@ -69,4 +83,60 @@ export function unpackFromE2m1fnX2(x: Tensor, options?: UnpackFromE2m1fnX2Option
     }
   }
   return pl.staged ? resultToDevice(op, o, out, pl.device) : o;
+}
+
+const packet = new LaunchPacket(UnpackParams);
+const W = packet.w;
+const THREADS = 256;
+
+/**
+ * unpack.cu's launches: `tk_unpack_e2m1x2__<dtype>` over `[rows, K]` views of the codes, grid.x =
+ * max(1, min(⌈⌈rows·K / 8⌉ / 256⌉, 4 · SMs)). The leading dimensions are folded into rows when their strides allow;
+ * otherwise one launch per index of the dimensions before the last two. Nothing for 0 elements.
+ */
+function launchUnpack(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor): void {
+  if (x.numel === 0) return;
+  const n = x.shape.length;
+  const K = x.shape[n - 1];
+  const cs = x.strides[n - 1];
+  // fold dims [0, n−1) into rows as far as the strides allow: dims [0, lead) are launched one index at a time
+  // (dim d folds when stepping it is stepping `next` rows: its stride is the folded block's stride × its rows)
+  let lead = n - 2;
+  let next = n >= 2 ? x.strides[n - 2] * x.shape[n - 2] : 0;
+  while (lead > 0 && (x.shape[lead - 1] === 1 || x.strides[lead - 1] === next)) {
+    lead--;
+    next *= x.shape[lead];
+  }
+  const rows = n === 1 ? 1 : x.shape.slice(Math.max(lead, 0), n - 1).reduce((a, b) => a * b, 1);
+  const rs = n === 1 ? K : x.strides[n - 2];
+  const fn = kernelFunction(op, device, `tk_unpack_e2m1x2__${out.dtype}`);
+  const grid = Math.max(1, Math.min(Math.ceil(Math.ceil((rows * K) / 8) / THREADS), 4 * config.getNumSms(device)));
+  const outBytes = 2 * K * rows * (out.dtype === "fp32" ? 4 : 2);
+  const outer = lead > 0 ? x.shape.slice(0, lead) : [];
+  const idx = new Array<number>(outer.length).fill(0);
+  const p = packet;
+  i64(p, W.row_stride, rs);
+  i64(p, W.col_stride, cs);
+  p.u64(W.rows, rows);
+  p.u64(W.cols, K);
+  for (let slice = 0;; slice++) {
+    let off = 0;
+    for (let d = 0; d < outer.length; d++) off += idx[d] * x.strides[d];
+    p.u64(W.x, (x as DeviceTensor).addr + off);
+    p.u64(W.out, (out as DeviceTensor).addr + slice * outBytes);
+    p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+    p.launch(op);
+    let d = outer.length - 1;
+    for (; d >= 0; d--) {
+      if (++idx[d] < outer[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+/** A signed 64-bit field (views may have negative strides): two's complement of an integer below 2^53. */
+function i64(p: LaunchPacket<string>, word: number, v: number): void {
+  p.u32(word, v >>> 0);
+  p.u32(word + 1, Math.floor(v / 4294967296) >>> 0);
 }

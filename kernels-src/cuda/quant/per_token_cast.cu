@@ -5,6 +5,9 @@
 //   tk_per_token_cast__<in>_<out>_g<N>   in ∈ {fp32, bf16, e4m3, e2m1}, out ∈ {e4m3, e2m1}, N ∈ {16, 32, 64, 128}
 //                                        (e4m3 / e2m1 input = re-quantization of [codes, sf], §4.4)
 //   tk_per_token_cast__<in>_<out>_row    in ∈ {fp32, bf16}: one scale per row (numPerChannels == H)
+//   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
+//                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
+//                                        scales, geometry and every other step identical
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is still correct, the kernels are grid-stride):
 //
@@ -35,6 +38,7 @@
 #include "../common/ldst.cuh"
 #include "../common/reduce.cuh"
 #include "../common/scale.cuh"
+#include "../common/sr_chunk.cuh"
 #include "../common/work.cuh"
 #include "../generated/quant_params.h"
 
@@ -93,7 +97,7 @@ template <Fmt kOut>
 constexpr float kQmaxOf = kOut == Fmt::kE4m3 ? kE4m3Max : kE2m1Max;
 
 // ---- groups of N ≤ 128 columns ----------------------------------------------------------------------------------
-template <Fmt kIn, Fmt kOut, int kN>
+template <Fmt kIn, Fmt kOut, int kN, bool kSr>
 struct GroupCast {
   using S = GroupShape<kIn, kOut, kN>;
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
@@ -227,7 +231,11 @@ struct GroupCast {
             for (int i = 0; i < S::kSubElems; ++i) v[b * S::kSubElems + i] = mul_rn(v[b * S::kSubElems + i], f);
           }
           uint32_t o[S::kOutWords];
-          encode_chunk<kOut, S::kVec>(v, o);
+          if constexpr (kSr) {
+            encode_chunk_sr<kOut, S::kVec>(v, o, c[u] * S::kVec);
+          } else {
+            encode_chunk<kOut, S::kVec>(v, o);
+          }
           store_chunk<S::kOutBytes>(dr + static_cast<uint64_t>(c[u]) * S::kOutBytes, o, data_aligned);
         }
       }
@@ -269,7 +277,7 @@ struct GroupCast {
 // ---- one group per row (numPerChannels == H) ---------------------------------------------------------------------
 // A block per row: pass 1 reduces |x| over the row (block-wide), pass 2 re-reads the row (L1/L2 hits: pass 1 loads
 // allocate in L1) and encodes it.
-template <Fmt kIn, Fmt kOut>
+template <Fmt kIn, Fmt kOut, bool kSr>
 __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
   constexpr int kVec = kVecBytes * 8 / FmtTraits<kIn>::kBits;
   constexpr int kWords = kVecBytes / 4;
@@ -325,7 +333,11 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
 #pragma unroll
         for (int i = 0; i < kVec; ++i) v[i] = mul_rn(element<kIn>(w, i), inv);
         uint32_t o[(kOutBytes + 3) / 4];
-        encode_chunk<kOut, kVec>(v, o);
+        if constexpr (kSr) {
+          encode_chunk_sr<kOut, kVec>(v, o, c * kVec);
+        } else {
+          encode_chunk<kOut, kVec>(v, o);
+        }
         store_chunk<kOutBytes>(data + out_offset<kOut>(row, hidden, c * kVec), o, data_aligned);
       }
     }
@@ -336,21 +348,27 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
 }  // namespace
 }  // namespace tk
 
-#define TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, n)                                                   \
+#define TK_PER_TOKEN_CAST_GROUP_AS(in, IN, out, OUT, n, sr, SR)                                        \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
-      tk_per_token_cast__##in##_##out##_g##n(const __grid_constant__ PerTokenCastParams p) {          \
-    tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n>(p).run();                                                  \
+      tk_per_token_cast__##in##_##out##_g##n##sr(const __grid_constant__ PerTokenCastParams p) {      \
+    tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, SR>(p).run();                                              \
   }
+#define TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, n)          \
+  TK_PER_TOKEN_CAST_GROUP_AS(in, IN, out, OUT, n, , false) \
+  TK_PER_TOKEN_CAST_GROUP_AS(in, IN, out, OUT, n, _sr, true)
 #define TK_PER_TOKEN_CAST_GROUPS(in, IN, out, OUT) \
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 16)    \
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 32)    \
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 64)    \
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 128)
-#define TK_PER_TOKEN_CAST_ROW(in, IN, out, OUT)                                                        \
+#define TK_PER_TOKEN_CAST_ROW_AS(in, IN, out, OUT, sr, SR)                                             \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
-      tk_per_token_cast__##in##_##out##_row(const __grid_constant__ PerTokenCastParams p) {           \
-    tk::cast_rows<tk::Fmt::IN, tk::Fmt::OUT>(p);                                                       \
+      tk_per_token_cast__##in##_##out##_row##sr(const __grid_constant__ PerTokenCastParams p) {       \
+    tk::cast_rows<tk::Fmt::IN, tk::Fmt::OUT, SR>(p);                                                   \
   }
+#define TK_PER_TOKEN_CAST_ROW(in, IN, out, OUT)          \
+  TK_PER_TOKEN_CAST_ROW_AS(in, IN, out, OUT, , false) \
+  TK_PER_TOKEN_CAST_ROW_AS(in, IN, out, OUT, _sr, true)
 
 TK_PER_TOKEN_CAST_GROUPS(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_GROUPS(fp32, kFp32, e2m1, kE2m1)

@@ -1,0 +1,128 @@
+// Stochastic rounding in software (spec/quant.md §7.3) with upstream's quad hash (§7.4), and the fp16 codec the
+// generic cast needs (§1.5). The PTX cvt.rs instruction is never used: the software rule is the definition on
+// every architecture, so CPU and GPU give the same bytes. All integer: no floating-point rounding happens here
+// except exact scalings by powers of two.
+#pragma once
+#include <stdint.h>
+#include "codec.cuh"
+#include "fp.cuh"
+
+namespace tk {
+
+// ---- fp16 ---------------------------------------------------------------------------------------------------
+// §1.5: binary32 → binary16, RNE; |v| ≥ 65520 and ±Inf → ±Inf; subnormals kept; NaN → 0x7E00 | sign.
+TK_HD uint32_t encode_fp16(float v) {
+  const uint32_t u = f2u(v);
+  const uint32_t s = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x7e00u | s;
+  if (a >= 0x477ff000u) return 0x7c00u | s;  // 65520 = halfway between 65504 and 2^16: ties-to-even goes up
+  if (a < 0x38800000u) {
+    // |v| < 2^-14: grid 2^-24; |v|·2^24 < 1024 is exact, and adding 2^23 rounds it to an integer (ties to even);
+    // 1024 lands on the smallest normal's code, 0x400
+    return s | (f2u(add_rn(mul_rn(u2f(a), 0x1p24f), 8388608.0f)) - 0x4b000000u);
+  }
+  // round 23 mantissa bits to 10 (ties to even; a carry bumps the exponent), rebias 127 → 15
+  return s | (((a + 0xfffu + ((a >> 13) & 1u)) >> 13) - (112u << 10));
+}
+
+// fp16 → binary32 pattern, exact; a NaN keeps its sign and payload and is quieted (the widening the stochastic
+// hash sees, stochastic.ref.ts widenBits).
+TK_HD uint32_t widen_fp16_bits(uint32_t h) {
+  const uint32_t s = (h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 31u) return s | (m == 0u ? 0x7f800000u : (0x7fc00000u | (m << 13)));
+  if (e == 0u) return s | f2u(mul_rn(static_cast<float>(m), 0x1p-24f));  // m·2^-24: exact
+  return s | ((e + 112u) << 23) | (m << 13);
+}
+
+// ---- the quad hash (§7.4) -------------------------------------------------------------------------------------
+struct SrBits {
+  uint32_t r0, r1;
+};
+
+TK_HD SrBits sr_mix(uint32_t v0, uint32_t v1, uint32_t v2, uint32_t v3, uint32_t idx) {
+  uint32_t h = v0 * 0x5671d42bu + v1 * 0x9995e499u + v2 * 0xace1b8a5u + v3 * 0xe153538du + idx;
+  h ^= h >> 23;
+  h *= 0x7feb352du;
+  h ^= h >> 16;
+  SrBits r;
+  r.r0 = h * 0x846ca68bu;
+  r.r0 ^= r.r0 >> 11;
+  r.r1 = h * 0xd35a2d97u;
+  r.r1 ^= r.r1 >> 11;
+  return r;
+}
+
+// ---- srEncode (§7.3) ------------------------------------------------------------------------------------------
+enum class SrTarget { kE4m3, kE2m1, kBf16, kFp16 };
+
+// n random bits, mantissa bits and the exponent of the smallest normal of each target: the quantum of |v| is
+// 2^(max(E, kMinExp) − kMant), E = floor(log2 |v|) (for binary32 subnormals E < kMinExp of every target).
+template <SrTarget kT>
+struct SrRule;
+template <>
+struct SrRule<SrTarget::kE4m3> {
+  static constexpr int kN = 8, kMant = 3, kMinExp = -6;
+};
+template <>
+struct SrRule<SrTarget::kE2m1> {
+  static constexpr int kN = 8, kMant = 1, kMinExp = 0;
+};
+template <>
+struct SrRule<SrTarget::kBf16> {
+  static constexpr int kN = 16, kMant = 7, kMinExp = -126;
+};
+template <>
+struct SrRule<SrTarget::kFp16> {
+  static constexpr int kN = 16, kMant = 10, kMinExp = -14;
+};
+
+// srEncode(v, R) with v given by its binary32 pattern u and R ∈ [0, 2^n): |v| truncated to a multiple of the
+// quantum q (k = ⌊|v|/q⌋), one quantum up iff D + R ≥ 2^n with D the n bits below q, then the exact encode of
+// ±(k + up)·q (e4m3/e2m1 saturate at 448/6 through their encoders, fp16 overflows to ±Inf through its own).
+template <SrTarget kT>
+TK_HD uint32_t sr_encode(uint32_t u, uint32_t R) {
+  using Rule = SrRule<kT>;
+  const uint32_t s = u >> 31;
+  const uint32_t mag = u & 0x7fffffffu;
+  if constexpr (kT == SrTarget::kBf16) {
+    // q is the bf16 LSB and the n = 16 dropped bits are the low half of the pattern: (bits + R) >> 16, Inf on
+    // overflow. ±Inf must not take the sum (it would become a NaN pattern).
+    if (mag > 0x7f800000u) return 0x7fc0u;
+    if (mag == 0x7f800000u) return (s << 15) | 0x7f80u;
+    return (s << 15) | ((mag + R) >> 16);
+  } else {
+    if (mag > 0x7f800000u) {
+      if constexpr (kT == SrTarget::kE4m3) return 0x7fu;
+      if constexpr (kT == SrTarget::kE2m1) return (s << 3) | 7u;
+      return 0x7e00u | (s << 15);
+    }
+    if (mag == 0x7f800000u) {
+      if constexpr (kT == SrTarget::kE4m3) return (s << 7) | 0x7eu;
+      if constexpr (kT == SrTarget::kE2m1) return (s << 3) | 7u;
+      return (s << 15) | 0x7c00u;
+    }
+    // |v| = M · 2^e0 with M < 2^24 (binary32 subnormals: M = mag, e0 = −149)
+    const bool normal = mag >= 0x00800000u;
+    const uint64_t M = normal ? ((mag & 0x7fffffu) | 0x800000u) : mag;
+    const int e0 = normal ? static_cast<int>(mag >> 23) - 150 : -149;
+    const int E = e0 + 23;
+    const int qe = (normal && E >= Rule::kMinExp ? E : Rule::kMinExp) - Rule::kMant;
+    int sh = qe - e0;  // bits of M below the quantum, ≥ 23 − kMant ≥ 13
+    if (sh > 63) sh = 63;  // then k = 0 and D = M >> (63 − n) = 0, as for the exact shift
+    const uint64_t k = M >> sh;
+    const uint64_t frac = M & ((1ull << sh) - 1ull);
+    const uint64_t D = sh >= Rule::kN ? frac >> (sh - Rule::kN) : frac << (Rule::kN - sh);
+    const uint32_t m_int = static_cast<uint32_t>(k) + ((D + R >= (1ull << Rule::kN)) ? 1u : 0u);
+    // (k + up)·2^qe: m_int ≤ 2^(kMant+1) is exact in binary32 and 2^qe is a normal binary32 (qe ∈ [−24, 124]), so
+    // the product is exact or overflows to +Inf (which every encoder below saturates or keeps as Inf)
+    const float m = mul_rn(static_cast<float>(m_int), u2f(static_cast<uint32_t>(qe + 127) << 23));
+    const float sv = u2f(f2u(m) | (s << 31));
+    if constexpr (kT == SrTarget::kE4m3) return encode_e4m3(sv);
+    if constexpr (kT == SrTarget::kE2m1) return encode_e2m1(sv);
+    return encode_fp16(sv);
+  }
+}
+
+}  // namespace tk

@@ -1,0 +1,161 @@
+// perTokenCastAndCastBack (spec/quant.md §2.5): simulated per-token quantization, in place. Per group of N
+// columns of a row: (sf, inv) = sfAndInv(amax) (§2.3, the shared sf_and_inv), q = RN code of fl(x·inv) (§2.4), then
+// x ← convert(fl(decode(q)·s)) (§2.6) with s the binary32 scale (2^e, sfRaw or decodeE4m3(c)). Data is read once
+// and written once; no scale is stored.
+//
+// Symbols: tk_per_token_cast_and_cast_back__<in>_<fmt>_g<N>, in ∈ {fp32, bf16}, fmt ∈ {e4m3, e2m1},
+//          N ∈ {16, 32, 64, 128}.
+//
+// Launch geometry (any grid.x ≥ 1 is correct: grid-stride over rows):
+//
+//   kernel   block.x  dynamic smem  grid.x
+//   all      256      0             min(ceilDiv(T, R), 4 · SMs)      R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
+//
+//   V = elements per 16-byte thread chunk (fp32 4, bf16 8); w warps share a row (common/work.cuh); a group of N
+//   columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly. Static shared memory 16 KiB: each
+//   thread stages its next unit (2 chunks) with cp.async while it computes the current one (as per_token_cast.cu).
+//   Every lane of a group computes the group's (sf, inv) itself (no shuffle of the result).
+//   In place: a chunk is read and written by the same thread, the read staged before the write, and no other
+//   thread touches it. Rows whose base or stride is not 16-byte aligned stage element-wide (plain coherent loads,
+//   not the .nc path: x is written by this kernel) and store byte-wide.
+#include "../common/chunk.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
+#include "../common/scale.cuh"
+#include "../common/work.cuh"
+#include "../generated/elem_params.h"
+
+namespace tk {
+namespace {
+
+constexpr int kBlockThreads = 256;
+constexpr int kStages = 2;
+constexpr int kU = 2;  // chunks per thread per unit
+
+template <Fmt kIn, Fmt kFmt, int kN>
+struct CastAndCastBack {
+  static constexpr int kVec = kVecBytes * 8 / FmtTraits<kIn>::kBits;  // 4 fp32, 8 bf16
+  static constexpr int kWords = kVecBytes / 4;
+  static constexpr int kLanes = kN / kVec;
+  static constexpr float kQmax = kFmt == Fmt::kE4m3 ? kE4m3Max : kE2m1Max;
+  static_assert(kLanes >= 1 && kLanes <= kWarpSize, "a group spans at most one warp");
+
+  const CastAndCastBackParams& p;
+  uint32_t chunks;
+
+  TK_DEV explicit CastAndCastBack(const CastAndCastBackParams& params) : p(params), chunks(params.hidden / kVec) {}
+
+  // decode(RN code of v), exact: e4m3 through the hardware conversion pair (both checked equal to the spec's codec
+  // for every input), e2m1 through the software codec.
+  TK_DEV static void quantize_dequantize(float (&v)[kVec]) {
+    if constexpr (kFmt == Fmt::kE4m3) {
+#pragma unroll
+      for (int i = 0; i < kVec / 4; ++i) {
+        const uint32_t c = encode_e4m3x4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+        decode_e4m3x2(c, v[4 * i], v[4 * i + 1]);
+        decode_e4m3x2(c >> 16, v[4 * i + 2], v[4 * i + 3]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) v[i] = decode_e2m1(encode_e2m1(v[i]));
+    }
+  }
+
+  // A chunk of an unaligned row, one element at a time (fp32 rows are 4-byte aligned, bf16 rows 2-byte aligned).
+  TK_DEV static void load_elements(const uint8_t* p, uint32_t (&w)[kWords]) {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      if constexpr (kIn == Fmt::kFp32) {
+        w[i] = *reinterpret_cast<const uint32_t*>(p + 4 * i);
+      } else {
+        const uint16_t* h = reinterpret_cast<const uint16_t*>(p + 4 * i);
+        w[i] = h[0] | (static_cast<uint32_t>(h[1]) << 16);
+      }
+    }
+  }
+
+  TK_DEV void step(uint8_t* xr, uint32_t base, uint32_t threads, bool aligned, const uint32_t (&w)[kU][kWords]) const {
+    const uint32_t lane = threadIdx.x % kWarpSize;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const uint32_t c = base + u * threads + lane;
+      float x[kVec];
+      decode_chunk<kIn, kVec>(w[u], x);
+      float m = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) m = max_num(m, abs_f(x[i]));
+      // every lane takes part in the shuffles; a dead chunk (c ≥ chunks) is a whole dead group (H % N == 0)
+      const float amax = group_max<kLanes>(m);
+      if (c < chunks) {
+        const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kQmax, p.flags);
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) x[i] = mul_rn(x[i], si.inv);
+        quantize_dequantize(x);
+        uint32_t o[kWords];
+        if constexpr (kIn == Fmt::kFp32) {
+          // one NaN pattern, as the CPU reference writes it (a NaN code decodes to NaN; 0·Inf with an Inf scale)
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) o[i] = f2u(canonical_nan(mul_rn(x[i], si.scale)));
+        } else {
+#pragma unroll
+          for (int i = 0; i < kVec / 2; ++i)
+            o[i] = encode_bf16(mul_rn(x[2 * i], si.scale)) | (encode_bf16(mul_rn(x[2 * i + 1], si.scale)) << 16);
+        }
+        store_chunk<kVecBytes>(xr + static_cast<uint64_t>(c) * kVecBytes, o, aligned);
+      }
+    }
+  }
+
+  TK_DEV void run() const {
+    __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][kVecBytes];
+    const uint32_t lane = threadIdx.x % kWarpSize;
+    const uint64_t stride = p.x_row_stride * (FmtTraits<kIn>::kBits / 8);
+    const bool aligned = rows_aligned(p.x, stride, kVecBytes);
+    uint8_t* x = reinterpret_cast<uint8_t*>(p.x);
+    const RowTeam team(chunks);
+    auto prefetch = [&](auto st, uint64_t row, uint32_t base) {
+      const uint8_t* xr = x + row * stride;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint32_t c = base + u * team.threads + lane;
+        const bool live = c < chunks;
+        const uint32_t dst = smem_addr(stage_buf[st][u][threadIdx.x]);
+        if (aligned) {
+          cp_async<kVecBytes>(dst, live ? xr + static_cast<uint64_t>(c) * kVecBytes : xr, live);
+        } else {
+          // element-wide coherent loads: x is written by this kernel, so not the read-only (.nc) path of ldst.cuh
+          uint32_t w[kWords] = {};
+          if (live) load_elements(xr + static_cast<uint64_t>(c) * kVecBytes, w);
+          st_shared(dst, w);
+        }
+      }
+    };
+    pipelined_units<kU, false>(team, p.num_tokens, chunks, prefetch, [&](int st, uint64_t row, uint32_t base) {
+      uint32_t w[kU][kWords];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[st][u][threadIdx.x]), w[u]);
+      step(x + row * stride, base, team.threads, aligned, w);
+    });
+  }
+};
+
+}  // namespace
+}  // namespace tk
+
+#define TK_CAST_AND_CAST_BACK(in, IN, fmt, FMT, n)                                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)                                              \
+      tk_per_token_cast_and_cast_back__##in##_##fmt##_g##n(const __grid_constant__ CastAndCastBackParams p) {  \
+    tk::CastAndCastBack<tk::Fmt::IN, tk::Fmt::FMT, n>(p).run();                                                   \
+  }
+#define TK_CAST_AND_CAST_BACK_GROUPS(in, IN, fmt, FMT) \
+  TK_CAST_AND_CAST_BACK(in, IN, fmt, FMT, 16)          \
+  TK_CAST_AND_CAST_BACK(in, IN, fmt, FMT, 32)          \
+  TK_CAST_AND_CAST_BACK(in, IN, fmt, FMT, 64)          \
+  TK_CAST_AND_CAST_BACK(in, IN, fmt, FMT, 128)
+
+TK_CAST_AND_CAST_BACK_GROUPS(fp32, kFp32, e4m3, kE4m3)
+TK_CAST_AND_CAST_BACK_GROUPS(fp32, kFp32, e2m1, kE2m1)
+TK_CAST_AND_CAST_BACK_GROUPS(bf16, kBf16, e4m3, kE4m3)
+TK_CAST_AND_CAST_BACK_GROUPS(bf16, kBf16, e2m1, kE2m1)

@@ -1,0 +1,50 @@
+/**
+ * Launches of the element-wise cast kernels (`kernels-src/cuda/quant/cast.cu`): the RN element conversion of
+ * `cast` and the stochastic rounding of `stochasticCast` / `cast` with `stochasticRounding`.
+ * @module
+ */
+import { config } from "../../core/config.ts";
+import { type Device, type DeviceTensor, deviceEmptyStrided, deviceRuntime, type Stream, type Tensor } from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { CastParams } from "./elem.params.ts";
+
+const packet = new LaunchPacket(CastParams);
+const W = packet.w;
+const THREADS = 256;
+const CHUNK = 8;
+
+/** The stream of a device call: the caller's, else the device's default stream. */
+export function streamFor(op: string, device: Device, stream: Stream | undefined): Stream {
+  return stream ?? deviceRuntime(op).defaultStream(device);
+}
+
+/** A contiguous device output of `x`'s shape in `dtype` (or the caller's `out`). */
+export function contiguousOut(op: string, device: Device, stream: Stream, shape: readonly number[], dtype: Tensor["dtype"], out: Tensor | null): DeviceTensor {
+  if (out) return out as DeviceTensor;
+  const strides = new Array<number>(shape.length);
+  let n = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    strides[i] = n;
+    n *= shape[i];
+  }
+  return deviceEmptyStrided(op, device, shape, strides, dtype, n, stream);
+}
+
+/**
+ * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`. grid.x =
+ * max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32 sources, 4 otherwise. Nothing for 0 elements.
+ */
+export function launchElementCast(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor, sr: boolean, idxBase: number): void {
+  const n = x.numel;
+  if (n === 0) return;
+  const fn = kernelFunction(op, device, `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}`);
+  const u = x.dtype === "fp32" ? 2 : 4;
+  const grid = Math.max(1, Math.min(Math.ceil(Math.ceil(n / CHUNK) / (THREADS * u)), 4 * config.getNumSms(device)));
+  const p = packet;
+  p.u64(W.x, (x as DeviceTensor).addr);
+  p.u64(W.out, (out as DeviceTensor).addr);
+  p.u64(W.numel, n);
+  p.u32(W.idx_base, idxBase >>> 0);
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+  p.launch(op);
+}
