@@ -1,0 +1,283 @@
+/**
+ * The CUDA kernels of the SwiGLU family against the CPU reference, byte for byte (every byte of every output
+ * allocation; the forward's padding rows, which §8.4 leaves unwritten, are masked), on fresh random inputs from
+ * printed seeds; the device expf against the JS one; the counters; and the psum guard (DESIGN §6). Skipped, and
+ * counted as skipped, without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  DeviceTensor,
+  HostTensor,
+  swigluBackward,
+  swigluBackwardAndPerTokenCast,
+  swigluForward,
+  swigluForwardAndPerTokenCast,
+  tensor,
+  TkError,
+  toDevice,
+  toHost,
+} from "../mod.ts";
+import { deviceRuntime } from "../core/tensor.ts";
+import { encodeBf16 } from "../core/dtype.ts";
+import { expf } from "../ops/quant/expf.ref.ts";
+import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
+import { launchExpfCheck } from "../ops/quant/swiglu_launch.ts";
+import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+
+const SEED = Number(Date.now() % 1_000_000);
+
+function dispose(...ts: unknown[]): void {
+  for (const t of ts.flat(3)) if (t instanceof DeviceTensor) t.dispose();
+}
+
+/** A random [T, W] fp32 / bf16 input: normal values of mixed magnitude with ±0, large gates, NaN and ±Inf. */
+function randomX(rand: () => number, T: number, W: number, dtype: "fp32" | "bf16"): HostTensor {
+  const v = new Float32Array(T * W);
+  for (let i = 0; i < v.length; i++) {
+    const r = rand();
+    const scale = [1, 4, 20, 100, 1e-3][i % 5];
+    v[i] = r < 0.002 ? NaN : r < 0.004 ? Infinity : r < 0.006 ? -Infinity : r < 0.02 ? 0 : r < 0.03 ? -0 : Math.fround((rand() * 2 - 1) * scale);
+  }
+  if (dtype === "fp32") return tensor(v, [T, W], "fp32");
+  const b = new Uint16Array(v.length);
+  for (let i = 0; i < v.length; i++) b[i] = encodeBf16(v[i]);
+  return tensor(b, [T, W], "bf16");
+}
+
+/** Expert prefix sums over T rows with random counts (some empty), alignment A. */
+function randomPsum(rand: () => number, T: number, E: number, A: number): HostTensor {
+  const p = new Int32Array(E);
+  let start = 0;
+  for (let e = 0; e < E; e++) {
+    const room = Math.max(0, T - start);
+    const n = rand() < 0.2 ? 0 : Math.floor(rand() * Math.min(room, Math.ceil((2 * T) / E) + 1));
+    p[e] = Math.min(T, start + n);
+    start = Math.ceil(p[e] / A) * A;
+  }
+  return tensor(p, [E], "int32");
+}
+
+function weights(rand: () => number, T: number): HostTensor {
+  return tensor(Float32Array.from({ length: T }, () => Math.fround(rand() * 2)), [T], "fp32");
+}
+
+/** Compares the rows `real` of a [T, …] allocation (element bytes `eb`, `rowElems` per row). */
+function sameRows(gpu: Uint8Array, cpu: Uint8Array, real: Uint8Array, rowBytes: number, label: string): void {
+  for (let t = 0; t < real.length; t++) {
+    if (!real[t]) continue;
+    assertBytesEqual(gpu.subarray(t * rowBytes, (t + 1) * rowBytes), cpu.subarray(t * rowBytes, (t + 1) * rowBytes), `${label} row ${t}`);
+  }
+}
+
+/** Compares the sf entries of rows `real` (any strides; storage elements of 4 bytes). */
+function sameSfRows(gpu: Uint8Array, cpu: HostTensor, real: Uint8Array, label: string): void {
+  const c = storageBytes(cpu);
+  const [s0, s1] = cpu.strides;
+  for (let t = 0; t < real.length; t++) {
+    if (!real[t]) continue;
+    for (let k = 0; k < cpu.shape[1]; k++) {
+      const o = 4 * (t * s0 + k * s1);
+      assertBytesEqual(gpu.subarray(o, o + 4), c.subarray(o, o + 4), `${label} sf [${t}, ${k}]`);
+    }
+  }
+}
+
+gpuTest("the device expf equals the JS expf on a large random sample and on dense ranges", () => {
+  const rand = rng(SEED);
+  console.log(`swiglu expf seed ${SEED}`);
+  const xs: number[] = [];
+  const u = new Uint32Array(1 << 22);
+  for (let i = 0; i < u.length; i++) u[i] = (rand() * 2 ** 32) >>> 0;
+  const f = new Float32Array(u.buffer);
+  const dense = [0, 1, -1, 0.34657, -0.34657, 1.03972, -1.03972, 88.72, -87.33, -103.97, 3.7e-9, -3.7e-9, 20, -20];
+  const b = new Float32Array(1), bu = new Uint32Array(b.buffer);
+  for (const c of dense) {
+    b[0] = c;
+    for (let i = -(1 << 17); i < 1 << 17; i++) {
+      bu[0] = (new Uint32Array(Float32Array.of(c).buffer)[0] + i) >>> 0;
+      xs.push(b[0]);
+    }
+  }
+  const all = new Float32Array(f.length + xs.length);
+  all.set(f);
+  all.set(xs, f.length);
+  const x = toDevice(tensor(all, [all.length], "fp32"));
+  const y = toDevice(tensor(new Float32Array(all.length), [all.length], "fp32"));
+  launchExpfCheck(x.device, deviceRuntime("test").defaultStream(x.device), x, y);
+  const got = new Uint32Array(readAllocation(y).buffer);
+  const want = new Float32Array(all.length);
+  for (let i = 0; i < all.length; i++) want[i] = expf(all[i]);
+  const wu = new Uint32Array(want.buffer);
+  let bad = 0;
+  for (let i = 0; i < all.length; i++) {
+    const nan = (wu[i] & 0x7fffffff) > 0x7f800000;
+    if (nan ? (got[i] & 0x7fffffff) <= 0x7f800000 : got[i] !== wu[i]) {
+      if (bad++ < 5) console.log(`expf(${all[i]}) device ${got[i].toString(16)} js ${wu[i].toString(16)}`);
+    }
+  }
+  dispose(x, y);
+  assert.equal(bad, 0, `${bad} expf mismatches`);
+});
+
+const SHAPES: [number, number][] = [[0, 128], [1, 64], [37, 192], [133, 1024]];
+
+interface Opts {
+  psum?: boolean;
+  weights?: boolean;
+  scale?: boolean;
+  clamp?: boolean;
+}
+const OPTS: Opts[] = [{}, { psum: true }, { weights: true, scale: true }, { clamp: true }, { psum: true, weights: true, scale: true, clamp: true }];
+
+function common(rand: () => number, T: number, o: Opts, A: number) {
+  return {
+    psumNumTokensPerExpert: o.psum && T > 0 ? randomPsum(rand, T, 5, A) : undefined,
+    tokenAlignment: A,
+    topkWeights: o.weights ? weights(rand, T) : undefined,
+    routedScalingFactor: o.scale ? 1.5 : undefined,
+    clampValue: o.clamp ? 7 : undefined,
+  };
+}
+
+function onDevice<T extends Record<string, unknown>>(o: T): T {
+  const r: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) r[k] = v instanceof HostTensor ? uploadView(v) : v;
+  return r as T;
+}
+
+gpuTest("swigluForward and swigluForwardAndPerTokenCast equal the CPU reference byte for byte (real rows), counters too", () => {
+  const seed = SEED + 1;
+  console.log(`swiglu forward seed ${seed}`);
+  const rand = rng(seed);
+  for (const [T, H] of SHAPES) {
+    for (const dt of ["fp32", "bf16"] as const) {
+      for (const o of OPTS) {
+        const A = [1, 4, 16][Math.floor(rand() * 3)];
+        const x = randomX(rand, T, 2 * H, dt);
+        const co = common(rand, T, o, A);
+        const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
+        const dx = uploadView(x);
+        const dco = onDevice(co);
+        for (const fmt of ["fp32", "bf16"] as const) {
+          const label = `fwd ${dt}→${fmt} T=${T} H=${H} ${JSON.stringify(o)} A=${A}`;
+          const hc = o.clamp ? tensor(new BigInt64Array([1n, 2n, 3n, 4n]), [4], "int64") : undefined;
+          const dc = hc ? uploadView(hc) : undefined;
+          const cpu = swigluForward(x, { fmt, ...co, clampedCount: hc }) as HostTensor;
+          const gpu = swigluForward(dx, { fmt, ...dco, clampedCount: dc }) as DeviceTensor;
+          sameRows(readAllocation(gpu), storageBytes(cpu), real, H * (fmt === "fp32" ? 4 : 2), label);
+          if (hc && dc) assertBytesEqual(readAllocation(dc), storageBytes(hc), `${label} counts`);
+          dispose(gpu, dc);
+        }
+        for (const N of [32, 128] as const) {
+          if (H % N) continue;
+          for (const sfo of [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }]) {
+            const label = `fwd+cast ${dt} N=${N} ${JSON.stringify(sfo)} T=${T} H=${H} ${JSON.stringify(o)} A=${A}`;
+            const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: N, ...sfo, ...co });
+            const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: N, ...sfo, ...dco });
+            sameRows(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), real, H, `${label} data`);
+            const gsb = readAllocation(gs as DeviceTensor);
+            sameSfRows(gsb, cs as HostTensor, real, label);
+            // column-major alignment rows beyond T are 0 on both sides
+            const cb = storageBytes(cs as HostTensor);
+            if (!o.psum) assertBytesEqual(gsb, cb, `${label} sf allocation`);
+            dispose(gd, gs);
+          }
+        }
+        dispose(dx, Object.values(dco));
+      }
+    }
+  }
+});
+
+gpuTest("swigluBackward and swigluBackwardAndPerTokenCast equal the CPU reference on every byte of every output", () => {
+  const seed = SEED + 2;
+  console.log(`swiglu backward seed ${seed}`);
+  const rand = rng(seed);
+  for (const [T, H] of SHAPES) {
+    for (const o of OPTS) {
+      for (const rec of [false, true]) {
+        const A = [1, 4, 16][Math.floor(rand() * 3)];
+        const co = { ...common(rand, T, o, A), doRecompute: rec };
+        const dco = onDevice(co);
+        for (const dt of ["fp32", "bf16"] as const) {
+          const x = randomX(rand, T, 2 * H, dt);
+          const dy = randomX(rand, T, H, dt);
+          const dx = uploadView(x), ddy = uploadView(dy);
+          for (const fmt of ["fp32", "bf16"] as const) {
+            const label = `bwd ${dt}→${fmt} T=${T} H=${H} ${JSON.stringify(o)} rec=${rec} A=${A}`;
+            const c = swigluBackward(x, dy, { fmt, ...co });
+            const g = swigluBackward(dx, ddy, { fmt, ...dco });
+            for (let i = 0; i < 3; i++) {
+              assert.equal(g[i] === null, c[i] === null, `${label} output ${i} presence`);
+              if (c[i]) assertBytesEqual(readAllocation(g[i] as DeviceTensor), storageBytes(c[i] as HostTensor), `${label} output ${i}`);
+            }
+            dispose(g);
+          }
+          dispose(dx, ddy);
+        }
+        // e4m3 input with fp32 row scales
+        for (const N of [32, 128] as const) {
+          if (H % N) continue;
+          const q = tensor(Uint8Array.from({ length: T * 2 * H }, () => Math.floor(rand() * 256)), [T, 2 * H], "e4m3");
+          const qsf = tensor(Float32Array.from({ length: (T * 2 * H) / N }, () => Math.fround(2 ** (rand() * 8 - 4))), [T, (2 * H) / N], "fp32");
+          const dq = uploadView(q), dqsf = uploadView(qsf);
+          for (const gdt of ["bf16", "fp32"] as const) {
+            const dy = randomX(rand, T, H, gdt);
+            const ddy = uploadView(dy);
+            for (const sfo of [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }]) {
+              const label = `bwd+cast dy=${gdt} N=${N} ${JSON.stringify(sfo)} T=${T} H=${H} ${JSON.stringify(o)} rec=${rec}`;
+              const [cx, [cq, cs], cw, ca] = swigluBackwardAndPerTokenCast([q, qsf], dy, { fmt: "e4m3", numPerChannels: N, ...sfo, ...co });
+              const [gx, [gq, gs], gw, ga] = swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { fmt: "e4m3", numPerChannels: N, ...sfo, ...dco });
+              const pairs: [unknown, unknown, string][] = [[gx, cx, "xGrad"], [gq, cq, "xGradQ"], [gs, cs, "xGradSf"], [gw, cw, "weightGrad"], [ga, ca, "actOut"]];
+              for (const [gg, cc, name] of pairs) {
+                assert.equal(gg === null, cc === null, `${label} ${name} presence`);
+                if (cc) assertBytesEqual(readAllocation(gg as DeviceTensor), storageBytes(cc as HostTensor), `${label} ${name}`);
+              }
+              dispose(gx, gq, gs, gw, ga);
+            }
+            dispose(ddy);
+          }
+          dispose(dq, dqsf);
+        }
+        dispose(Object.values(dco));
+      }
+    }
+  }
+});
+
+gpuTest("full-size samples: 4001 tokens × 7168, bf16, 64 experts, weights and clamp", () => {
+  const seed = SEED + 3;
+  console.log(`swiglu full-size seed ${seed}`);
+  const rand = rng(seed);
+  const T = 4001, H = 7168;
+  const x = randomX(rand, T, 2 * H, "bf16");
+  const co = common(rand, T, { psum: true, weights: true, scale: true, clamp: true }, 128);
+  const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, 128);
+  const dx = uploadView(x), dco = onDevice(co);
+  const [cd] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...co });
+  const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...dco });
+  sameRows(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), real, H, "full fwd+cast data");
+  const dy = randomX(rand, T, H, "bf16");
+  const ddy = uploadView(dy);
+  const c = swigluBackward(x, dy, { fmt: "bf16", ...co, doRecompute: true });
+  const g = swigluBackward(dx, ddy, { fmt: "bf16", ...dco, doRecompute: true });
+  for (let i = 0; i < 3; i++) assertBytesEqual(readAllocation(g[i] as DeviceTensor), storageBytes(c[i] as HostTensor), `full bwd output ${i}`);
+  dispose(dx, ddy, gd, gs, g, Object.values(dco));
+});
+
+gpuTest("a broken psum raises DEVICE_VALUE at the next sync, and the kernels stay in bounds", async () => {
+  const x = toDevice(randomX(rng(7), 8, 128, "fp32"));
+  const dy = toDevice(randomX(rng(8), 8, 64, "fp32"));
+  for (const bad of [[4, 2], [3, 100], [-5, 4], [0x7fffffff, -0x80000000]]) {
+    const psum = toDevice(tensor(new Int32Array(bad), [2], "int32"));
+    const out = swigluForward(x, { fmt: "fp32", psumNumTokensPerExpert: psum, tokenAlignment: 4 });
+    await assert.rejects(toHost(out), (e: unknown) => e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "swigluForward");
+    const [gx] = swigluBackward(x, dy, { fmt: "fp32", psumNumTokensPerExpert: psum, tokenAlignment: 4 });
+    await assert.rejects(toHost(gx), (e: unknown) => e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "swigluBackward");
+    await toHost(gx); // the word was cleared
+    dispose(psum, out, gx);
+  }
+  dispose(x, dy);
+});
