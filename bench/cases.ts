@@ -29,4 +29,5 @@ export type CaseFactory = () => BenchCase[];
 /** Families, in table order: module path (relative to bench/) → loaded lazily. */
 export const FAMILIES: readonly string[] = [
   // one line per family: "cases_<family>.ts",
+  "cases_swiglu.ts",
 ];
