@@ -7,7 +7,9 @@
  */
 import assert from "node:assert/strict";
 import {
+  createStream,
   DeviceTensor,
+  type Tensor,
   HostTensor,
   swigluBackward,
   swigluBackwardAndPerTokenCast,
@@ -23,6 +25,7 @@ import { encodeBf16 } from "../core/dtype.ts";
 import { expf } from "../ops/quant/expf.ref.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { launchExpfCheck } from "../ops/quant/swiglu_launch.ts";
+import { asCodes, caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
@@ -280,4 +283,113 @@ gpuTest("a broken psum raises DEVICE_VALUE at the next sync, and the kernels sta
     dispose(psum, out, gx);
   }
   dispose(x, dy);
+});
+
+// ---- the conformance vectors through the device path (host tensors, backend "cuda": the staged path) -----------
+
+const SETUP = ["tokens", "hidden", "inDtype", "experts", "actXGradDtype"];
+
+/** Op options of a case on the CUDA backend: params minus setup keys, tensor options, a fresh clampedCount. */
+function goldenOptions(g: GoldenFile, c: GoldenCase): Record<string, unknown> {
+  const o: Record<string, unknown> = { backend: "cuda" };
+  for (const [k, v] of Object.entries(c.params)) if (!SETUP.includes(k)) o[k] = v;
+  for (const role of ["psumNumTokensPerExpert", "topkWeights"]) if (c.inputs.includes(role)) o[role] = g.tensors[`${c.id}.${role}`];
+  if (c.inputs.includes("clampedCount")) {
+    const t = g.tensors[`${c.id}.clampedCount`];
+    o.clampedCount = tensor((t.data as BigInt64Array).slice(t.offset, t.offset + 4), [4], "int64");
+  }
+  return o;
+}
+
+/** Logical bytes of `t` with the rows the case excludes (padding rows the forward leaves unwritten) zeroed. */
+function goldenMasked(g: GoldenFile, c: GoldenCase, role: string, t: HostTensor): Uint8Array {
+  const b = logicalBytes(t).slice();
+  const ex = (c as GoldenCase & { excludeRows?: { mask: string; outputs: string[] } }).excludeRows;
+  if (!ex || !ex.outputs.includes(role)) return b;
+  const mask = g.tensors[`${c.id}.${ex.mask}`].data as Uint8Array;
+  const rowBytes = t.shape[0] === 0 ? 0 : b.length / t.shape[0];
+  for (let r = 0; r < t.shape[0]; r++) if (mask[r]) b.fill(0, r * rowBytes, (r + 1) * rowBytes);
+  return b;
+}
+
+function goldenCheck(g: GoldenFile, c: GoldenCase, role: string, got: Tensor | null): void {
+  assert.ok(got instanceof HostTensor, `${c.id} ${role}: expected a host result`);
+  assertBytesEqual(goldenMasked(g, c, role, got), logicalBytes(g.tensors[`${c.id}.${role}`]), `device ${c.id} ${role}`);
+}
+
+gpuTest("the SwiGLU vectors pass through the device path (forward, forward+cast, backward, backward+cast)", () => {
+  const fwd = loadGolden("quant", "quant_swiglu_forward");
+  for (const c of fwd.cases) {
+    const o = goldenOptions(fwd, c);
+    goldenCheck(fwd, c, "out", swigluForward(fwd.tensors[`${c.id}.x`], o as never));
+    if (o.clampedCount) goldenCheck(fwd, c, "clampedCountOut", o.clampedCount as Tensor);
+  }
+  const fcast = loadGolden("quant", "quant_swiglu_forward_and_per_token_cast");
+  for (const c of fcast.cases) {
+    const o = goldenOptions(fcast, c);
+    const [data, sf] = swigluForwardAndPerTokenCast(fcast.tensors[`${c.id}.x`], o as never);
+    goldenCheck(fcast, c, "data", data);
+    goldenCheck(fcast, c, "sf", sf);
+    if (o.clampedCount) goldenCheck(fcast, c, "clampedCountOut", o.clampedCount as Tensor);
+  }
+  const bwd = loadGolden("quant", "quant_swiglu_backward");
+  for (const c of bwd.cases) {
+    const [xGrad, weightGrad, actOut] = swigluBackward(bwd.tensors[`${c.id}.x`], bwd.tensors[`${c.id}.actXGrad`], goldenOptions(bwd, c) as never);
+    goldenCheck(bwd, c, "xGrad", xGrad);
+    assert.equal(weightGrad === null, !c.outputs.includes("weightGrad"), `${caseName(c)}: weightGrad presence`);
+    assert.equal(actOut === null, !c.outputs.includes("actOut"), `${caseName(c)}: actOut presence`);
+    if (weightGrad) goldenCheck(bwd, c, "weightGrad", weightGrad);
+    if (actOut) goldenCheck(bwd, c, "actOut", actOut);
+  }
+  const bcast = loadGolden("quant", "quant_swiglu_backward_and_per_token_cast");
+  for (const c of bcast.cases) {
+    const x: [Tensor, Tensor] = [asCodes(bcast.tensors[`${c.id}.xData`], "e4m3"), bcast.tensors[`${c.id}.xSf`]];
+    const [xGrad, [q, sf], weightGrad, actOut] = swigluBackwardAndPerTokenCast(x, bcast.tensors[`${c.id}.actXGrad`], goldenOptions(bcast, c) as never);
+    goldenCheck(bcast, c, "xGrad", xGrad);
+    goldenCheck(bcast, c, "xGradQ", q);
+    goldenCheck(bcast, c, "xGradSf", sf);
+    assert.equal(weightGrad === null, !c.outputs.includes("weightGrad"), `${caseName(c)}: weightGrad presence`);
+    assert.equal(actOut === null, !c.outputs.includes("actOut"), `${caseName(c)}: actOut presence`);
+    if (weightGrad) goldenCheck(bcast, c, "weightGrad", weightGrad);
+    if (actOut) goldenCheck(bcast, c, "actOut", actOut);
+  }
+});
+
+gpuTest("staged calls (host tensors, backend cuda) add to a host clampedCount and keep a given out's padding rows", () => {
+  const rand = rng(SEED + 4);
+  const T = 20, H = 128;
+  const x = randomX(rand, T, 2 * H, "fp32");
+  const psum = tensor(new Int32Array([5, 13]), [2], "int32");
+  const o = { psumNumTokensPerExpert: psum, tokenAlignment: 8, clampValue: 3 };
+  const hc = tensor(new BigInt64Array([10n, 20n, 30n, 40n]), [4], "int64");
+  const hc2 = tensor(new BigInt64Array([10n, 20n, 30n, 40n]), [4], "int64");
+  const out = tensor(new Float32Array(T * H).fill(7), [T, H], "fp32");
+  const out2 = tensor(new Float32Array(T * H).fill(7), [T, H], "fp32");
+  swigluForward(x, { fmt: "fp32", ...o, clampedCount: hc, out });
+  swigluForward(x, { fmt: "fp32", ...o, clampedCount: hc2, out: out2, backend: "cuda" });
+  assertBytesEqual(storageBytes(out2), storageBytes(out), "staged out");
+  assertBytesEqual(storageBytes(hc2), storageBytes(hc), "staged counts");
+});
+
+gpuTest("a device output with a row stride, an unaligned device x and a stream: same bytes as the CPU", async () => {
+  const rand = rng(SEED + 5);
+  const T = 33, H = 192;
+  const x = randomX(rand, T, 2 * H, "bf16");
+  // an x view one element into its storage: not 16-byte aligned, so the element-wise fallback runs
+  const pad = new Uint16Array(T * 2 * H + 1);
+  pad.set(x.data as Uint16Array, 1);
+  const xv = uploadView(new HostTensor(pad, "bf16", [T, 2 * H], [2 * H, 1], 1));
+  const wide = tensor(new Float32Array(T * (H + 64)).fill(5), [T, H + 64], "fp32");
+  const view = new HostTensor(wide.data, "fp32", [T, H], [H + 64, 1], 0);
+  const dview = uploadView(view);
+  const cpu = swigluForward(x, { fmt: "fp32", out: view });
+  const stream = createStream(0);
+  swigluForward(xv, { fmt: "fp32", out: dview, stream });
+  await stream.synchronize();
+  assertBytesEqual(readAllocation(dview), storageBytes(cpu as HostTensor), "strided out");
+  const [cd] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 32 });
+  const [gd, gs] = swigluForwardAndPerTokenCast(xv, { fmt: "e4m3", numPerChannels: 32 });
+  assertBytesEqual(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), "unaligned x cast data");
+  dispose(xv, dview, gd, gs);
+  stream[Symbol.dispose]();
 });
