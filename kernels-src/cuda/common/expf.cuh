@@ -6,7 +6,7 @@
 // explicit round-to-nearest intrinsic so that no contraction or reassociation can change a bit. Its binary64
 // result therefore equals V8's Math.exp for every input, and expf_cr rounds it to binary32 once, like fround.
 // Host builds use the same code with plain double operations (compile with -ffp-contract=off), which is how the
-// port is checked against Deno's Math.exp without a GPU.
+// port is checked without a GPU. expf_cr adds a division-free fast path in front of it (see there).
 #pragma once
 #include <stdint.h>
 #include "fp.cuh"
@@ -39,6 +39,13 @@ TK_HD double ddiv_rn(double a, double b) {
   return __ddiv_rn(a, b);
 #else
   return a / b;
+#endif
+}
+TK_HD double dfma_rn(double a, double b, double c) {
+#if defined(__CUDA_ARCH__)
+  return __fma_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
 #endif
 }
 TK_HD uint64_t d2u(double v) {
@@ -133,12 +140,54 @@ TK_HD double exp_fdlibm(double x) {
   return dmul_rn(dmul_rn(y, twopk), kTwoM1000);
 }
 
-// §1.1-4: the binary32 e^x, one rounding of exp_fdlibm (the expf.ref.ts patch table is empty).
-TK_HD float expf_cr(float x) {
+// §1.1-4: the binary32 e^x. Fast path: e^x in binary64 without a division (k = rint(x / ln2) by the 1.5·2^52
+// shifter, r = x − k·ln2 in two fused steps, a degree-12 Taylor polynomial in fused Horner form, 2^k added to the
+// exponent), with a relative error below 2^-50 for x ∈ [−87, 88], where e^x is a normal binary32. Its
+// rounding to binary32 is certain unless the binary64 value lies within 2^10 binary64 ulps of a binary32 rounding
+// midpoint (the low 29 mantissa bits near 0x10000000); those inputs (about 4 in 10^6), and every x outside the
+// fast range or NaN, take exp_fdlibm. tools/expf_proof.cpp checks the composite function against a correctly
+// rounded oracle for all 2^32 inputs (the same source compiles for the host; every step is an explicit RN
+// operation, so host and device compute the same bits).
+TK_HD float expf_cr(float xf) {
+  const double x = static_cast<double>(xf);
+  if (x >= -87.0 && x <= 88.0) {
+    constexpr double kLog2e = 1.4426950408889634;            // 0x3FF71547652B82FE
+    constexpr double kShifter = 6755399441055744.0;           // 1.5 · 2^52: adding it rounds to an integer
+    constexpr double kLn2Hi = 6.93147180369123816490e-01;     // 0x3FE62E42FEE00000 (k · kLn2Hi exact, |k| ≤ 128)
+    constexpr double kLn2Lo = 1.90821492927058770002e-10;     // 0x3DEA39EF35793C76
+    const double kd = dfma_rn(x, kLog2e, kShifter);
+    const int32_t k = static_cast<int32_t>(static_cast<uint32_t>(d2u(kd)));  // low word: the integer, two's complement
+    const double kf = dsub_rn(kd, kShifter);
+    const double r = dfma_rn(-kf, kLn2Lo, dfma_rn(-kf, kLn2Hi, x));
+    // 1/n!, n = 12 … 2
+    double p = 2.08767569878681e-09;
+    p = dfma_rn(p, r, 2.505210838544172e-08);
+    p = dfma_rn(p, r, 2.755731922398589e-07);
+    p = dfma_rn(p, r, 2.755731922398589e-06);
+    p = dfma_rn(p, r, 2.48015873015873e-05);
+    p = dfma_rn(p, r, 1.984126984126984e-04);
+    p = dfma_rn(p, r, 1.388888888888889e-03);
+    p = dfma_rn(p, r, 8.333333333333333e-03);
+    p = dfma_rn(p, r, 4.1666666666666664e-02);
+    p = dfma_rn(p, r, 1.6666666666666666e-01);
+    p = dfma_rn(p, r, 0.5);
+    p = dfma_rn(p, r, 1.0);
+    p = dfma_rn(p, r, 1.0);
+    const uint64_t y = d2u(p) + (static_cast<uint64_t>(static_cast<int64_t>(k)) << 52);  // p · 2^k, exact
+    const uint32_t low = static_cast<uint32_t>(y) & 0x1fffffffu;
+    const uint32_t dist = low > 0x10000000u ? low - 0x10000000u : 0x10000000u - low;
+    if (dist > 1024u) {
 #if defined(__CUDA_ARCH__)
-  return __double2float_rn(exp_fdlibm(static_cast<double>(x)));
+      return __double2float_rn(u2d(y));
 #else
-  return static_cast<float>(exp_fdlibm(static_cast<double>(x)));
+      return static_cast<float>(u2d(y));
+#endif
+    }
+  }
+#if defined(__CUDA_ARCH__)
+  return __double2float_rn(exp_fdlibm(x));
+#else
+  return static_cast<float>(exp_fdlibm(x));
 #endif
 }
 

@@ -237,8 +237,9 @@ TK_DEV void forward(const SwigluParams& p) {
   const bool out_aligned = rows_aligned(kN ? p.data : p.out, out_row, vec_align(kN ? 8 : kChunk * kOutElem));
   const bool clamp = p.flags & kHasClamp, counting = p.flags & kHasCounts, weighted = p.flags & kHasWeights;
   const float c = p.clamp;
-  const SfOut sf_out = make_sf_out(p, kN ? H / (kN ? kN : 1) : 1);
-  const GroupCast<kN ? kN : 32> cast{sf_out, p.amax_clamp, p.sf_flags};
+  constexpr int kGroup = kN ? kN : 32;  // the plain output has no groups (GroupCast unused)
+  const SfOut sf_out = make_sf_out(p, H / kGroup);
+  const GroupCast<kGroup> cast{sf_out, p.amax_clamp, p.sf_flags};
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
   for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
@@ -292,7 +293,7 @@ TK_DEV void forward(const SwigluParams& p) {
         for (int s = 0; s < 2; ++s) {
           if (!live[s]) continue;  // a group is live in all its lanes or in none (H % N == 0)
           const uint32_t k = col[s] / kN;
-          const bool owner = kN == 128 ? (r == 0 && s == 0) : (r % GroupCast<kN ? kN : 32>::kLanes == 0);
+          const bool owner = kN == 128 ? (r == 0 && s == 0) : (r % GroupCast<kGroup>::kLanes == 0);
           const float inv = cast.inv_and_store(am[s], row, k, owner);
           uint32_t o[2];
           cast.encode(val[s], inv, o);
