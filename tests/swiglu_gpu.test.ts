@@ -7,10 +7,12 @@
  */
 import assert from "node:assert/strict";
 import {
+  castBack,
   createStream,
   DeviceTensor,
   type Tensor,
   HostTensor,
+  perTokenCast,
   swigluBackward,
   swigluBackwardAndPerTokenCast,
   swigluForward,
@@ -98,8 +100,9 @@ gpuTest("the device expf equals the JS expf on a large random sample and on dens
   const b = new Float32Array(1), bu = new Uint32Array(b.buffer);
   for (const c of dense) {
     b[0] = c;
+    const base = bu[0];
     for (let i = -(1 << 17); i < 1 << 17; i++) {
-      bu[0] = (new Uint32Array(Float32Array.of(c).buffer)[0] + i) >>> 0;
+      bu[0] = (base + i) >>> 0;
       xs.push(b[0]);
     }
   }
@@ -392,4 +395,43 @@ gpuTest("a device output with a row stride, an unaligned device x and a stream: 
   assertBytesEqual(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), "unaligned x cast data");
   dispose(xv, dview, gd, gs);
   stream[Symbol.dispose]();
+});
+
+gpuTest("on the device, the fused ops equal the composition of their parts", () => {
+  const seed = SEED + 6;
+  console.log(`swiglu device composition seed ${seed}`);
+  const rand = rng(seed);
+  const T = 77, H = 512;
+  const dx = uploadView(randomX(rand, T, 2 * H, "bf16"));
+  const dw = uploadView(weights(rand, T));
+  const o = { topkWeights: dw, routedScalingFactor: 0.75, clampValue: 5 };
+  for (const N of [32, 128] as const) {
+    for (const sfo of [{}, { roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }]) {
+      const [fd, fs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: N, ...sfo, ...o });
+      const v = swigluForward(dx, { fmt: "fp32", ...o });
+      const [pd, ps] = perTokenCast(v, { fmt: "e4m3", numPerChannels: N, ...sfo });
+      assertBytesEqual(readAllocation(fd as DeviceTensor), readAllocation(pd as DeviceTensor), `fwd N=${N} data`);
+      assertBytesEqual(readAllocation(fs as DeviceTensor), readAllocation(ps as DeviceTensor), `fwd N=${N} sf`);
+      dispose(fd, fs, v, pd, ps);
+    }
+  }
+  // backward: castBack(x) → swigluBackward(fp32) → perTokenCast over the 2H columns
+  for (const N of [32, 128] as const) {
+    const q = uploadView(tensor(Uint8Array.from({ length: T * 2 * H }, () => Math.floor(rand() * 256)), [T, 2 * H], "e4m3"));
+    const qsf = uploadView(tensor(Float32Array.from({ length: (T * 2 * H) / N }, () => Math.fround(2 ** (rand() * 6 - 3))), [T, (2 * H) / N], "fp32"));
+    const dy = uploadView(randomX(rand, T, H, "fp32"));
+    const [gx, [gq, gs], gw, ga] = swigluBackwardAndPerTokenCast([q, qsf], dy, { fmt: "e4m3", numPerChannels: N, roundSf: true, doRecompute: true, ...o });
+    const xf = castBack([q, qsf], { fmt: "fp32", xBlockSize: [1, N] });
+    const [px, pw, pa] = swigluBackward(xf, dy, { fmt: "fp32", doRecompute: true, ...o });
+    const [bx] = swigluBackward(xf, dy, { fmt: "bf16", ...o });
+    const [pq, ps] = perTokenCast(px, { fmt: "e4m3", numPerChannels: N, roundSf: true });
+    assertBytesEqual(readAllocation(gx as DeviceTensor), readAllocation(bx as DeviceTensor), `bwd N=${N} xGrad`);
+    assertBytesEqual(readAllocation(gq as DeviceTensor), readAllocation(pq as DeviceTensor), `bwd N=${N} xGradQ`);
+    assertBytesEqual(readAllocation(gs as DeviceTensor), readAllocation(ps as DeviceTensor), `bwd N=${N} xGradSf`);
+    assertBytesEqual(readAllocation(gw as DeviceTensor), readAllocation(pw as DeviceTensor), `bwd N=${N} weightGrad`);
+    const [ba] = swigluBackward(xf, dy, { fmt: "bf16", doRecompute: true, ...o }).slice(2);
+    assertBytesEqual(readAllocation(ga as DeviceTensor), readAllocation(ba as DeviceTensor), `bwd N=${N} actOut`);
+    dispose(q, qsf, dy, gx, gq, gs, gw, ga, xf, px, pw, pa, bx, pq, ps, ba);
+  }
+  dispose(dx, dw);
 });

@@ -9,12 +9,12 @@ import { checkContiguous, checkInt, checkOptions, checkOutTensor, checkTensor, d
 import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { deliverHostResult, onHost, runOnDeviceStaged, writeBackSpan } from "../../core/stage.ts";
-import { deviceEmptyStrided, deviceRuntime, DeviceTensor, hostZeros, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
+import { deviceEmptyStrided, DeviceTensor, hostZeros, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { type SfLayout, sfGeometry } from "./sf_layout.ts";
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 import { type SwigluArgs, swigluForwardAndPerTokenCastRef, swigluForwardRef } from "./swiglu.ref.ts";
-import { callStream, launchSwiglu } from "./swiglu_launch.ts";
+import { callStream, launchSwiglu, type SwigluLaunchCommon } from "./swiglu_launch.ts";
 
 /** Expert layout, row weights and clamp shared by the SwiGLU ops (spec/quant.md §8.1, §8.2, §8.4). */
 export interface SwigluCommonOptions extends OpOptions {
@@ -132,6 +132,11 @@ function refArgs(c: Checked): SwigluArgs {
   };
 }
 
+/** The launch fields of the checked common options (device tensors). */
+function launchFields(c: Checked): SwigluLaunchCommon & { counts: Tensor | null } {
+  return { tokens: c.T, hidden: c.H, x: c.x, weights: c.weights, psum: c.psum, tokenAlignment: c.A, scale: c.scale, clamp: c.clamp, counts: c.counts };
+}
+
 /** Adds the counter increments to `clampedCount` in place (host, or a device tensor staged through the host). */
 function addCounts(op: string, t: Tensor | null, inc: readonly number[]): void {
   if (t === null) return;
@@ -175,22 +180,9 @@ export function swigluForward(x: Tensor, options: SwigluForwardOptions): Tensor 
   if (out) place(op, options.backend, c.x, out);
   if (pl.backend === "cuda" && !pl.staged) {
     if (out && c.T > 1 && c.H > 1 && out.strides[1] !== 1) throw new TkError(op, "out", "LAYOUT", "a device out needs unit column stride");
-    const s = callStream(op, pl.device, options.stream, (d) => deviceRuntime(op).defaultStream(d));
+    const s = callStream(op, pl.device, options.stream);
     const o = out ?? deviceEmptyStrided(op, pl.device, [c.T, c.H], [c.H, 1], fmt, c.T * c.H, s);
-    launchSwiglu(pl.device, s, {
-      op,
-      symbol: `tk_swiglu_forward__${c.x.dtype}_${fmt}`,
-      tokens: c.T,
-      hidden: c.H,
-      x: c.x,
-      weights: c.weights,
-      psum: c.psum,
-      tokenAlignment: c.A,
-      scale: c.scale,
-      clamp: c.clamp,
-      out: o,
-      counts: c.counts,
-    });
+    launchSwiglu(pl.device, s, { ...launchFields(c), op, symbol: `tk_swiglu_forward__${c.x.dtype}_${fmt}`, out: o });
     return o;
   }
   if (pl.backend === "cuda") {
@@ -242,26 +234,11 @@ export function swigluForwardAndPerTokenCast(x: Tensor, options: SwigluForwardAn
   const layout: SfLayout = { kind: sfo.packed ? "packed" : "fp32", colMajor: sfo.colMajor };
   const g = sfGeometry(c.T, c.H / N, layout);
   if (pl.backend === "cuda" && !pl.staged) {
-    const s = callStream(op, pl.device, options.stream, (d) => deviceRuntime(op).defaultStream(d));
+    const s = callStream(op, pl.device, options.stream);
     const data = deviceEmptyStrided(op, pl.device, [c.T, c.H], [c.H, 1], "e4m3", c.T * c.H, s);
     const sf = deviceEmptyStrided(op, pl.device, g.shape, g.strides, g.dtype, g.storage, s);
-    launchSwiglu(pl.device, s, {
-      op,
-      symbol: `tk_swiglu_forward__${c.x.dtype}_e4m3_g${N}`,
-      tokens: c.T,
-      hidden: c.H,
-      x: c.x,
-      weights: c.weights,
-      psum: c.psum,
-      tokenAlignment: c.A,
-      scale: c.scale,
-      clamp: c.clamp,
-      data,
-      sf,
-      sfGeometry: g,
-      sfFlags: { roundSf: sfo.roundSf, packed: sfo.packed },
-      counts: c.counts,
-    });
+    const sfFlags = { roundSf: sfo.roundSf, packed: sfo.packed };
+    launchSwiglu(pl.device, s, { ...launchFields(c), op, symbol: `tk_swiglu_forward__${c.x.dtype}_e4m3_g${N}`, data, sf, sfGeometry: g, sfFlags });
     return [data, sf];
   }
   if (pl.backend === "cuda") {

@@ -10,13 +10,13 @@ import { checkContiguous, checkOptions, checkOutTensor, checkTensor, describe, o
 import type { DType } from "../../core/dtype.ts";
 import { TkError } from "../../core/errors.ts";
 import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
-import { type Device, deviceEmptyStrided, deviceRuntime, type HostTensor, type Quantized, type Stream, type Tensor } from "../../core/tensor.ts";
+import { contiguousStrides, type Device, deviceEmptyStrided, type HostTensor, type Quantized, type Stream, type Tensor } from "../../core/tensor.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { type SfLayout, sfGeometry } from "./sf_layout.ts";
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 import { checkExpertOptions, type SwigluCommonOptions } from "./swiglu.ts";
 import { type SwigluBackwardArgs, swigluBackwardAndPerTokenCastRef, swigluBackwardRef } from "./swiglu_backward.ref.ts";
-import { callStream, launchSwiglu } from "./swiglu_launch.ts";
+import { callStream, launchSwiglu, type SwigluLaunchCommon } from "./swiglu_launch.ts";
 
 /** Expert layout, row weights, clamp and recompute shared by the SwiGLU backward ops (spec/quant.md §8.5). */
 export interface SwigluBackwardCommonOptions extends Omit<SwigluCommonOptions, "clampedCount"> {
@@ -92,11 +92,27 @@ function refArgs(c: Checked): SwigluBackwardArgs {
 
 /** Device outputs of a backward call: the optional weight gradient and recomputed activation. */
 function deviceExtras(op: string, device: Device, s: Stream, c: Checked, fmt: "fp32" | "bf16"): { wg: Tensor | null; act: Tensor | null } {
-  const lead = c.x.shape.slice(0, -1);
+  const actShape = [...c.x.shape.slice(0, -1), c.H];
   const wg = c.weights ? deviceEmptyStrided(op, device, [c.T], [1], "fp32", c.T, s) : null;
-  const actShape = [...lead, c.H];
-  const act = c.args.doRecompute ? deviceEmptyStrided(op, device, actShape, actShape.map((_, i) => actShape.slice(i + 1).reduce((a, b) => a * b, 1)), fmt, c.T * c.H, s) : null;
+  const act = c.args.doRecompute ? deviceEmptyStrided(op, device, actShape, contiguousStrides(actShape), fmt, c.T * c.H, s) : null;
   return { wg, act };
+}
+
+/** The launch fields shared by both backward kernels (device tensors). */
+function launchFields(c: Checked): SwigluLaunchCommon & { dy: Tensor; recompute: boolean } {
+  const a = c.args;
+  return {
+    tokens: c.T,
+    hidden: c.H,
+    x: c.x,
+    dy: c.actXGrad,
+    weights: c.weights,
+    psum: c.psum,
+    tokenAlignment: a.tokenAlignment,
+    scale: a.routedScalingFactor,
+    clamp: a.clampValue,
+    recompute: a.doRecompute,
+  };
 }
 
 /** A device actXGrad must be contiguous (the kernels read it by rows of H). */
@@ -147,27 +163,10 @@ export function swigluBackward(x: Tensor, actXGrad: Tensor, options: SwigluBackw
   if (pl.backend === "cuda" && !pl.staged) {
     checkDeviceGrad(op, c);
     if (out && !out.isContiguous()) throw new TkError(op, "out", "LAYOUT", "a device out must be contiguous");
-    const s = callStream(op, pl.device, options.stream, (d) => deviceRuntime(op).defaultStream(d));
-    const shape = c.x.shape;
-    const xGrad = out ?? deviceEmptyStrided(op, pl.device, shape, shape.map((_, i) => shape.slice(i + 1).reduce((a, b) => a * b, 1)), fmt, 2 * c.T * c.H, s);
+    const s = callStream(op, pl.device, options.stream);
+    const xGrad = out ?? deviceEmptyStrided(op, pl.device, c.x.shape, contiguousStrides(c.x.shape), fmt, 2 * c.T * c.H, s);
     const { wg, act } = deviceExtras(op, pl.device, s, c, fmt);
-    launchSwiglu(pl.device, s, {
-      op,
-      symbol: `tk_swiglu_backward__${c.x.dtype}_${fmt}`,
-      tokens: c.T,
-      hidden: c.H,
-      x: c.x,
-      dy: c.actXGrad,
-      weights: c.weights,
-      psum: c.psum,
-      tokenAlignment: c.args.tokenAlignment,
-      scale: c.args.routedScalingFactor,
-      clamp: c.args.clampValue,
-      out: xGrad,
-      actOut: act,
-      weightGrad: wg,
-      recompute: c.args.doRecompute,
-    });
+    launchSwiglu(pl.device, s, { ...launchFields(c), op, symbol: `tk_swiglu_backward__${c.x.dtype}_${fmt}`, out: xGrad, actOut: act, weightGrad: wg });
     return [xGrad, wg, act];
   }
   if (pl.backend === "cuda") {
@@ -237,26 +236,17 @@ export function swigluBackwardAndPerTokenCast(
   const g = sfGeometry(c.T, (2 * c.H) / N, layout);
   if (pl.backend === "cuda" && !pl.staged) {
     checkDeviceGrad(op, c);
-    const s = callStream(op, pl.device, options.stream, (d) => deviceRuntime(op).defaultStream(d));
-    const shape = c.x.shape;
-    const strides = shape.map((_, i) => shape.slice(i + 1).reduce((a, b) => a * b, 1));
-    const xGrad = deviceEmptyStrided(op, pl.device, shape, strides, "bf16", 2 * c.T * c.H, s);
-    const xGradQ = deviceEmptyStrided(op, pl.device, shape, strides, "e4m3", 2 * c.T * c.H, s);
+    const s = callStream(op, pl.device, options.stream);
+    const strides = contiguousStrides(c.x.shape);
+    const xGrad = deviceEmptyStrided(op, pl.device, c.x.shape, strides, "bf16", 2 * c.T * c.H, s);
+    const xGradQ = deviceEmptyStrided(op, pl.device, c.x.shape, strides, "e4m3", 2 * c.T * c.H, s);
     const xGradSf = deviceEmptyStrided(op, pl.device, g.shape, g.strides, g.dtype, g.storage, s);
     const { wg, act } = deviceExtras(op, pl.device, s, c, "bf16");
     launchSwiglu(pl.device, s, {
+      ...launchFields(c),
       op,
       symbol: `tk_swiglu_backward__e4m3_${c.actXGrad.dtype}_g${N}`,
-      tokens: c.T,
-      hidden: c.H,
-      x: c.x,
       xSf,
-      dy: c.actXGrad,
-      weights: c.weights,
-      psum: c.psum,
-      tokenAlignment: c.args.tokenAlignment,
-      scale: c.args.routedScalingFactor,
-      clamp: c.args.clampValue,
       out: xGrad,
       data: xGradQ,
       sf: xGradSf,
@@ -264,7 +254,6 @@ export function swigluBackwardAndPerTokenCast(
       sfFlags: { roundSf: sfo.roundSf, packed: sfo.packed },
       actOut: act,
       weightGrad: wg,
-      recompute: c.args.doRecompute,
     });
     return [xGrad, [xGradQ, xGradSf], wg, act];
   }

@@ -6,7 +6,7 @@
  */
 import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import type { Device, DeviceTensor, Stream, Tensor } from "../../core/tensor.ts";
+import { type Device, type DeviceTensor, deviceRuntime, type Stream, type Tensor } from "../../core/tensor.ts";
 import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { registerOpId } from "../../ffi/op_ids.ts";
 import { PER_TOKEN_FLAG } from "./per_token_cast.params.ts";
@@ -32,6 +32,9 @@ const ROWS_PER_BLOCK = THREADS / 8;
 
 const packet = new LaunchPacket(SwigluParams);
 const W = packet.w;
+
+/** The expert-layout, weight and clamp fields every SwiGLU launch has. */
+export type SwigluLaunchCommon = Pick<SwigluLaunch, "tokens" | "hidden" | "x" | "weights" | "psum" | "tokenAlignment" | "scale" | "clamp">;
 
 /** Everything one SwiGLU launch needs (device tensors; null = absent). */
 export interface SwigluLaunch {
@@ -124,9 +127,9 @@ export function launchExpfCheck(device: Device, stream: Stream, x: Tensor, out: 
 }
 
 /** The device stream of a call: `stream` when given (same device), else the device's default stream. */
-export function callStream(op: string, device: Device, stream: Stream | undefined, dflt: (d: Device) => Stream): Stream {
+export function callStream(op: string, device: Device, stream: Stream | undefined): Stream {
   if (stream && (stream.device.kind !== device.kind || stream.device.index !== device.index)) {
     throw new TkError(op, "stream", "DEVICE_MISMATCH", `the stream belongs to ${stream.device.kind}:${stream.device.index}, the inputs to ${device.kind}:${device.index}`);
   }
-  return stream ?? dflt(device);
+  return stream ?? deviceRuntime(op).defaultStream(device);
 }

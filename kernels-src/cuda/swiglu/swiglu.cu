@@ -51,10 +51,8 @@ constexpr int kTeam = 8;        // lanes per row
 constexpr int kChunk = 8;       // columns per chunk
 constexpr int kBlockCols = 128;  // columns per step of a team: 2 chunks per lane
 constexpr int kRowsPerWarp = kWarpSize / kTeam;
-// Resident blocks per SM the register budget is sized for (no spills): 2 (≤ 128 registers); the e4m3 backward
-// keeps two halves of gradients, their group maxima and the decoded scales live and gets 1 (≤ 255).
+// Resident blocks per SM the register budget is sized for: 2 (≤ 128 registers, no spills on sm_90a / sm_100a).
 constexpr int kMinBlocks = 2;
-constexpr int kMinBlocksBwdCast = 1;
 
 enum class RowState { kDead, kPadding, kReal };
 
@@ -494,7 +492,7 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_c
     tk::backward<tk::Fmt::IN, tk::Fmt::IN, tk::Fmt::OUT, 0>(p);                                                 \
   }
 #define TK_SWIGLU_BWD_CAST(dy, DY, n)                                                                               \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksBwdCast) tk_swiglu_backward__e4m3_##dy##_g##n(        \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_backward__e4m3_##dy##_g##n(        \
       const __grid_constant__ SwigluParams p) {                                                                 \
     tk::backward<tk::Fmt::kE4m3, tk::Fmt::DY, tk::Fmt::kBf16, n>(p);                                            \
   }
