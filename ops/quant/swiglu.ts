@@ -151,7 +151,8 @@ function addCounts(op: string, t: Tensor | null, inc: readonly number[]): void {
  * `out[t][j] = ((g / (1 + expf(−g))) · u) · w` in `fmt`, with the optional clamp, row weights and expert layout.
  * Padding rows of the expert layout are not written: a fresh output holds +0 there, a given `out` keeps its
  * contents. `clampedCount` is added to in place. A `psumNumTokensPerExpert` that breaks §11.2 throws
- * `DEVICE_VALUE`.
+ * `DEVICE_VALUE` (on a device: at the next sync). Device inputs run the CUDA kernel on `stream`; a device `out`
+ * needs unit column stride.
  *
  * @example
  * ```ts

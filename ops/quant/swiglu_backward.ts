@@ -127,7 +127,8 @@ function checkDeviceGrad(op: string, c: Checked): void {
  * fp32 `[T]` (only with `topkWeights`; fixed summation order of §8.5), `actOut` in `fmt` `[…, H]` (only with
  * `doRecompute`). The silu is the FMA-corrected reciprocal of §8.5, `expf` is correctly rounded. Padding rows of
  * the expert layout are written +0 in every output. A `psumNumTokensPerExpert` that breaks §11.2 throws
- * `DEVICE_VALUE`.
+ * `DEVICE_VALUE` (on a device: at the next sync). Device inputs run the CUDA kernel on `stream`; there `actXGrad`
+ * and a given `out` must be contiguous.
  *
  * @example
  * ```ts
