@@ -21,7 +21,8 @@
 // meets exactly the columns j ≡ 8r … 8r + 7 (mod 64), in increasing j: the 64 partial sums of the weight gradient
 // (§8.5's fixed order) are 8 registers per lane, and the halving tree is 3 xor shuffles plus 3 in-lane steps.
 // A group of 32 columns is 4 lanes of one chunk slot, a group of 128 the 16 chunks of a block (8 lanes × 2).
-// Chunks are 16-byte vector loads/stores when the views are aligned (fp32 uses two), element-wide otherwise.
+// Chunks are 16-byte vector loads/stores when the views are aligned (fp32 uses two, e4m3 codes one 8-byte access),
+// element-wide otherwise.
 //
 // Rows of the expert layout (§8.1): row t is real when t ≥ align(psum[e−1], A) for the first e with psum[e] > t.
 // Block 0 also checks the contract of §11.2 and reports a breach in the error word; whatever psum holds, every
@@ -43,7 +44,7 @@ namespace {
 
 // SWIGLU_FLAG of ops/quant/swiglu.params.ts
 enum SwigluFlag : uint32_t { kHasWeights = 1, kHasScale = 2, kHasClamp = 4, kHasCounts = 8, kRecompute = 16 };
-// Condition bits of the error word (registered in ops/quant/swiglu.ts)
+// Condition bits of the error word (registered with their texts in ops/quant/swiglu_launch.ts)
 enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
 
 constexpr int kBlockThreads = 256;
@@ -57,7 +58,7 @@ constexpr int kMinBlocks = 2;
 enum class RowState { kDead, kPadding, kReal };
 
 TK_DEV int64_t align_up(int64_t v, int64_t a) {
-  // ceilDiv for v ≥ 0; a negative v (only in a psum that breaks §11.2) gives some value ≤ 0, never used to index
+  // align(v, a) for v ≥ 0; a negative v (only in a psum that breaks §11.2) gives 0, which is never used to index
   return v >= 0 ? (v + a - 1) / a * a : 0;
 }
 
