@@ -34,4 +34,5 @@ export const FAMILIES: readonly string[] = [
   // one line per family: "cases_<family>.ts",
   "cases_per_block.ts",
   "cases_norm.ts",
+  "cases_swiglu.ts",
 ];

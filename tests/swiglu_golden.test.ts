@@ -132,7 +132,7 @@ test("swigluForward refuses bad inputs, naming the argument", () => {
   refuses(op, "psumNumTokensPerExpert", "SHAPE", () => swigluForward(x, { fmt: "fp32", psumNumTokensPerExpert: tensor([], [0], "int32") }), [x]);
   refuses(op, "tokenAlignment", "VALUE", () => swigluForward(x, { fmt: "fp32", tokenAlignment: 0 }), [x]);
   refuses(op, "out", "OUT_MISMATCH", () => swigluForward(x, { fmt: "fp32", out: tensor(new Array(4 * 32).fill(0), [4, 32], "fp32") }), [x]);
-  refuses(op, "backend", "UNSUPPORTED", () => swigluForward(fakeDevice("fp32", [4, 128]), { fmt: "fp32" }), []);
+  refuses(op, "backend", "BACKEND_UNAVAILABLE", () => swigluForward(fakeDevice("fp32", [4, 128], 0), { fmt: "fp32", backend: "ascend" }), []);
 });
 
 test("swigluForwardAndPerTokenCast refuses bad inputs, naming the argument", () => {
@@ -147,5 +147,5 @@ test("swigluForwardAndPerTokenCast refuses bad inputs, naming the argument", () 
   refuses(op, "routedScalingFactor", "VALUE", () => f(x, { fmt: "e4m3", numPerChannels: 32, routedScalingFactor: 2 }), [x]);
   refuses(op, "topkWeights", "DTYPE", () => f(x, { fmt: "e4m3", numPerChannels: 32, topkWeights: tensor([1, 1, 1, 1], [4], "bf16") }), [x]);
   refuses(op, "clampedCount", "SHAPE", () => f(x, { fmt: "e4m3", numPerChannels: 32, topkWeights: w4, clampValue: 1, clampedCount: tensor([0, 0, 0], [3], "int64") }), [x, w4]);
-  refuses(op, "backend", "UNSUPPORTED", () => f(x, { fmt: "e4m3", numPerChannels: 32, backend: "cuda" }), [x]);
+  refuses(op, "backend", "BACKEND_UNAVAILABLE", () => f(x, { fmt: "e4m3", numPerChannels: 32, backend: "ascend" }), [x]);
 });

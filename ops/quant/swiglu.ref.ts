@@ -123,7 +123,7 @@ export function swigluForwardRef(op: string, x: HostTensor, a: SwigluArgs, out: 
     for (let j = 0; j < H; j++) {
       const i = out.offset + t * out.strides[0] + j * out.strides[1];
       if (bf) (out.data as Uint16Array)[i] = encodeBf16(v.val[t * H + j]);
-      else (out.data as Float32Array)[i] = v.val[t * H + j];
+      else (out.data as Float32Array)[i] = v.val[t * H + j] === v.val[t * H + j] ? v.val[t * H + j] : NaN; // canonical NaN 0x7FC00000
     }
   }
   return v.counts;

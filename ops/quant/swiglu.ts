@@ -1,19 +1,20 @@
 /**
  * SwiGLU forward ops: `swigluForward`, `swigluForwardAndPerTokenCast` (spec/API.md §3.1; numerics and legal
- * arguments: spec/quant.md §8.1–§8.4, §11.1, §11.2). Checks, then the CPU reference (`swiglu.ref.ts`). There is no
- * CUDA kernel yet: a call that would run on a device is refused (`placeWithoutKernel`).
+ * arguments: spec/quant.md §8.1–§8.4, §11.1, §11.2). Checks, then the CPU reference (`swiglu.ref.ts`) or the CUDA
+ * kernels (`kernels-src/cuda/swiglu/swiglu.cu`, launched by `swiglu_launch.ts`).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkContiguous, checkInt, checkOptions, checkOutTensor, checkTensor, describe, oneOf, overlaps } from "../../core/checks.ts";
 import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { deliverHostResult, onHost, writeBackSpan } from "../../core/stage.ts";
-import { DeviceTensor, hostZeros, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
+import { deliverHostResult, onHost, runOnDeviceStaged, writeBackSpan } from "../../core/stage.ts";
+import { deviceEmptyStrided, DeviceTensor, hostZeros, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { type SfLayout, sfGeometry } from "./sf_layout.ts";
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 import { type SwigluArgs, swigluForwardAndPerTokenCastRef, swigluForwardRef } from "./swiglu.ref.ts";
+import { callStream, launchSwiglu, type SwigluLaunchCommon } from "./swiglu_launch.ts";
 
 /** Expert layout, row weights and clamp shared by the SwiGLU ops (spec/quant.md §8.1, §8.2, §8.4). */
 export interface SwigluCommonOptions extends OpOptions {
@@ -131,6 +132,11 @@ function refArgs(c: Checked): SwigluArgs {
   };
 }
 
+/** The launch fields of the checked common options (device tensors). */
+function launchFields(c: Checked): SwigluLaunchCommon & { counts: Tensor | null } {
+  return { tokens: c.T, hidden: c.H, x: c.x, weights: c.weights, psum: c.psum, tokenAlignment: c.A, scale: c.scale, clamp: c.clamp, counts: c.counts };
+}
+
 /** Adds the counter increments to `clampedCount` in place (host, or a device tensor staged through the host). */
 function addCounts(op: string, t: Tensor | null, inc: readonly number[]): void {
   if (t === null) return;
@@ -145,7 +151,8 @@ function addCounts(op: string, t: Tensor | null, inc: readonly number[]): void {
  * `out[t][j] = ((g / (1 + expf(−g))) · u) · w` in `fmt`, with the optional clamp, row weights and expert layout.
  * Padding rows of the expert layout are not written: a fresh output holds +0 there, a given `out` keeps its
  * contents. `clampedCount` is added to in place. A `psumNumTokensPerExpert` that breaks §11.2 throws
- * `DEVICE_VALUE`.
+ * `DEVICE_VALUE` (on a device: at the next sync). Device inputs run the CUDA kernel on `stream`; a device `out`
+ * needs unit column stride.
  *
  * @example
  * ```ts
@@ -170,8 +177,24 @@ export function swigluForward(x: Tensor, options: SwigluForwardOptions): Tensor 
     }
     for (const t of [c.x, c.psum, c.weights, c.counts]) if (t && overlaps(out, t)) throw new TkError(op, "out", "OUT_MISMATCH", "overlaps an input");
   }
-  const pl = placeWithoutKernel(op, options.backend, c.x, c.psum, c.weights, c.counts);
-  if (out) placeWithoutKernel(op, options.backend, c.x, out);
+  const pl = place(op, options.backend, c.x, c.psum, c.weights, c.counts);
+  if (out) place(op, options.backend, c.x, out);
+  if (pl.backend === "cuda" && !pl.staged) {
+    if (out && c.T > 1 && c.H > 1 && out.strides[1] !== 1) throw new TkError(op, "out", "LAYOUT", "a device out needs unit column stride");
+    const s = callStream(op, pl.device, options.stream);
+    const o = out ?? deviceEmptyStrided(op, pl.device, [c.T, c.H], [c.H, 1], fmt, c.T * c.H, s);
+    launchSwiglu(pl.device, s, { ...launchFields(c), op, symbol: `tk_swiglu_forward__${c.x.dtype}_${fmt}`, out: o });
+    return o;
+  }
+  if (pl.backend === "cuda") {
+    // Host tensors on a forced device backend: staged; the counters come back into the host clampedCount.
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined, psumNumTokensPerExpert: undefined, topkWeights: undefined, clampedCount: undefined } as const;
+    const [o] = runOnDeviceStaged(op, pl.device, [c.x, out, c.psum, c.weights, c.counts], [out, c.counts], ([dx, dout, dp, dw, dc]) => {
+      const r = swigluForward(dx!, { ...local, out: dout ?? undefined, psumNumTokensPerExpert: dp ?? undefined, topkWeights: dw ?? undefined, clampedCount: dc ?? undefined });
+      return dc ? [r, dc] : [r];
+    });
+    return o;
+  }
   // Padding rows keep the given out's contents: start from (a host copy of) it.
   const res = out ? (onHost(out) as HostTensor) : hostZeros([c.T, c.H], fmt);
   const inc = swigluForwardRef(op, onHost(c.x) as HostTensor, refArgs(c), res);
@@ -208,9 +231,25 @@ export function swigluForwardAndPerTokenCast(x: Tensor, options: SwigluForwardAn
   const c = checkCommon(op, x, options);
   const N = oneOf(op, "numPerChannels", options.numPerChannels, [32, 128] as const);
   if (c.H % N !== 0) throw new TkError(op, "x", "SHAPE", `H = ${c.H} must be a multiple of numPerChannels ${N}`);
-  const pl = placeWithoutKernel(op, options.backend, c.x, c.psum, c.weights, c.counts);
+  const pl = place(op, options.backend, c.x, c.psum, c.weights, c.counts);
   const layout: SfLayout = { kind: sfo.packed ? "packed" : "fp32", colMajor: sfo.colMajor };
-  sfGeometry(c.T, c.H / N, layout);
+  const g = sfGeometry(c.T, c.H / N, layout);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const s = callStream(op, pl.device, options.stream);
+    const data = deviceEmptyStrided(op, pl.device, [c.T, c.H], [c.H, 1], "e4m3", c.T * c.H, s);
+    const sf = deviceEmptyStrided(op, pl.device, g.shape, g.strides, g.dtype, g.storage, s);
+    const sfFlags = { roundSf: sfo.roundSf, packed: sfo.packed };
+    launchSwiglu(pl.device, s, { ...launchFields(c), op, symbol: `tk_swiglu_forward__${c.x.dtype}_e4m3_g${N}`, data, sf, sfGeometry: g, sfFlags });
+    return [data, sf];
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, backend: "auto", stream: undefined, psumNumTokensPerExpert: undefined, topkWeights: undefined, clampedCount: undefined } as const;
+    const [d, sf] = runOnDeviceStaged(op, pl.device, [c.x, c.psum, c.weights, c.counts], [null, null, c.counts], ([dx, dp, dw, dc]) => {
+      const r = swigluForwardAndPerTokenCast(dx!, { ...local, psumNumTokensPerExpert: dp ?? undefined, topkWeights: dw ?? undefined, clampedCount: dc ?? undefined });
+      return dc ? [r[0], r[1], dc] : [r[0], r[1]];
+    });
+    return [d, sf];
+  }
   const cast = {
     tokens: c.T,
     hidden: c.H,

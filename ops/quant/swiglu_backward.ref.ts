@@ -120,11 +120,17 @@ export function swigluBackwardValues(op: string, x: SwigluBackwardX, actXGrad: H
   return { grad, weightGrad, actOut, real };
 }
 
-/** A contiguous host tensor of `shape` in `dtype` (fp32 or bf16) holding binary32 `v`. */
+/**
+ * A contiguous host tensor of `shape` in `dtype` (fp32 or bf16) holding binary32 `v`. fp32 NaN is written as the
+ * one pattern 0x7FC00000 (the kernels' canonical NaN; an arithmetic NaN's sign is platform dependent in JS).
+ */
 export function binary32To(v: Float32Array, shape: readonly number[], dtype: "fp32" | "bf16"): HostTensor {
   const out = hostZeros(shape, dtype);
-  if (dtype === "fp32") (out.data as Float32Array).set(v);
-  else {
+  if (dtype === "fp32") {
+    const d = out.data as Float32Array;
+    d.set(v);
+    for (let i = 0; i < d.length; i++) if (d[i] !== d[i]) d[i] = NaN;
+  } else {
     const d = out.data as Uint16Array;
     for (let i = 0; i < v.length; i++) d[i] = encodeBf16(v[i]);
   }

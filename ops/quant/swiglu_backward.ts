@@ -1,21 +1,22 @@
 /**
  * SwiGLU backward ops: `swigluBackward`, `swigluBackwardAndPerTokenCast` (spec/API.md §3.1; numerics and legal
  * arguments: spec/quant.md §8.1, §8.2, §8.5, §11.1, §11.2). Checks, then the CPU reference
- * (`swiglu_backward.ref.ts`). There is no CUDA kernel yet: a call that would run on a device is refused
- * (`placeWithoutKernel`).
+ * (`swiglu_backward.ref.ts`) or the CUDA kernels (`kernels-src/cuda/swiglu/swiglu.cu`, launched by
+ * `swiglu_launch.ts`).
  * @module
  */
-import { placeWithoutKernel } from "../../core/backend.ts";
+import { place } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import type { DType } from "../../core/dtype.ts";
 import { TkError } from "../../core/errors.ts";
-import { deliverHostResult, onHost } from "../../core/stage.ts";
-import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
+import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
+import { contiguousStrides, type Device, deviceEmptyStrided, type HostTensor, type Quantized, type Stream, type Tensor } from "../../core/tensor.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { type SfLayout, sfGeometry } from "./sf_layout.ts";
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 import { checkExpertOptions, type SwigluCommonOptions } from "./swiglu.ts";
 import { type SwigluBackwardArgs, swigluBackwardAndPerTokenCastRef, swigluBackwardRef } from "./swiglu_backward.ref.ts";
+import { callStream, launchSwiglu, type SwigluLaunchCommon } from "./swiglu_launch.ts";
 
 /** Expert layout, row weights, clamp and recompute shared by the SwiGLU backward ops (spec/quant.md §8.5). */
 export interface SwigluBackwardCommonOptions extends Omit<SwigluCommonOptions, "clampedCount"> {
@@ -89,6 +90,36 @@ function refArgs(c: Checked): SwigluBackwardArgs {
   return { ...c.args, psum: onHost(c.psum), topkWeights: onHost(c.weights) };
 }
 
+/** Device outputs of a backward call: the optional weight gradient and recomputed activation. */
+function deviceExtras(op: string, device: Device, s: Stream, c: Checked, fmt: "fp32" | "bf16"): { wg: Tensor | null; act: Tensor | null } {
+  const actShape = [...c.x.shape.slice(0, -1), c.H];
+  const wg = c.weights ? deviceEmptyStrided(op, device, [c.T], [1], "fp32", c.T, s) : null;
+  const act = c.args.doRecompute ? deviceEmptyStrided(op, device, actShape, contiguousStrides(actShape), fmt, c.T * c.H, s) : null;
+  return { wg, act };
+}
+
+/** The launch fields shared by both backward kernels (device tensors). */
+function launchFields(c: Checked): SwigluLaunchCommon & { dy: Tensor; recompute: boolean } {
+  const a = c.args;
+  return {
+    tokens: c.T,
+    hidden: c.H,
+    x: c.x,
+    dy: c.actXGrad,
+    weights: c.weights,
+    psum: c.psum,
+    tokenAlignment: a.tokenAlignment,
+    scale: a.routedScalingFactor,
+    clamp: a.clampValue,
+    recompute: a.doRecompute,
+  };
+}
+
+/** A device actXGrad must be contiguous (the kernels read it by rows of H). */
+function checkDeviceGrad(op: string, c: Checked): void {
+  if (!c.actXGrad.isContiguous()) throw new TkError(op, "actXGrad", "LAYOUT", "must be contiguous for the CUDA kernels");
+}
+
 /**
  * SwiGLU backward (spec/quant.md §8.5): `x` fp32/bf16 `[T, 2H]` or `[B, M, 2H]` contiguous (gate left, up
  * right, `H % 64 == 0`) and `actXGrad` of the same dtype `[T, H]`. Returns `[xGrad, weightGrad | null,
@@ -96,7 +127,8 @@ function refArgs(c: Checked): SwigluBackwardArgs {
  * fp32 `[T]` (only with `topkWeights`; fixed summation order of §8.5), `actOut` in `fmt` `[…, H]` (only with
  * `doRecompute`). The silu is the FMA-corrected reciprocal of §8.5, `expf` is correctly rounded. Padding rows of
  * the expert layout are written +0 in every output. A `psumNumTokensPerExpert` that breaks §11.2 throws
- * `DEVICE_VALUE`.
+ * `DEVICE_VALUE` (on a device: at the next sync). Device inputs run the CUDA kernel on `stream`; there `actXGrad`
+ * and a given `out` must be contiguous.
  *
  * @example
  * ```ts
@@ -127,8 +159,27 @@ export function swigluBackward(x: Tensor, actXGrad: Tensor, options: SwigluBackw
     }
     for (const t of [c.x, c.actXGrad, c.psum, c.weights]) if (t && overlaps(out, t)) throw new TkError(op, "out", "OUT_MISMATCH", "overlaps an input");
   }
-  const pl = placeWithoutKernel(op, options.backend, c.x, c.actXGrad, c.psum, c.weights);
-  if (out) placeWithoutKernel(op, options.backend, c.x, out);
+  const pl = place(op, options.backend, c.x, c.actXGrad, c.psum, c.weights);
+  if (out) place(op, options.backend, c.x, out);
+  if (pl.backend === "cuda" && !pl.staged) {
+    checkDeviceGrad(op, c);
+    if (out && !out.isContiguous()) throw new TkError(op, "out", "LAYOUT", "a device out must be contiguous");
+    const s = callStream(op, pl.device, options.stream);
+    const xGrad = out ?? deviceEmptyStrided(op, pl.device, c.x.shape, contiguousStrides(c.x.shape), fmt, 2 * c.T * c.H, s);
+    const { wg, act } = deviceExtras(op, pl.device, s, c, fmt);
+    launchSwiglu(pl.device, s, { ...launchFields(c), op, symbol: `tk_swiglu_backward__${c.x.dtype}_${fmt}`, out: xGrad, actOut: act, weightGrad: wg });
+    return [xGrad, wg, act];
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined, psumNumTokensPerExpert: undefined, topkWeights: undefined } as const;
+    const r = runOnDeviceStaged(op, pl.device, [c.x, c.actXGrad, c.psum, c.weights], [out], ([dx, dg, dp, dw]) => {
+      const [a, b, d] = swigluBackward(dx!, dg!, { ...local, psumNumTokensPerExpert: dp ?? undefined, topkWeights: dw ?? undefined });
+      return [a, ...(b ? [b] : []), ...(d ? [d] : [])];
+    });
+    let i = 1;
+    const wg = c.weights ? r[i++] : null;
+    return [r[0], wg, c.args.doRecompute ? r[i] : null];
+  }
   const res = swigluBackwardRef(op, onHost(c.x) as HostTensor, onHost(c.actXGrad) as HostTensor, refArgs(c), fmt);
   return [
     deliverHostResult(op, res.xGrad, out, pl),
@@ -180,10 +231,43 @@ export function swigluBackwardAndPerTokenCast(
     throw new TkError(op, "xSf", "SHAPE", `expected shape [${c.T}, ${(2 * c.H) / N}], got [${xSf.shape.join(", ")}]`);
   }
   checkContiguous(op, "xSf", xSf);
-  const pl = placeWithoutKernel(op, options.backend, c.x, xSf, c.actXGrad, c.psum);
-  placeWithoutKernel(op, options.backend, c.x, c.weights);
+  const pl = place(op, options.backend, c.x, xSf, c.actXGrad, c.psum);
+  place(op, options.backend, c.x, c.weights);
   const layout: SfLayout = { kind: sfo.packed ? "packed" : "fp32", colMajor: sfo.colMajor };
-  sfGeometry(c.T, (2 * c.H) / N, layout);
+  const g = sfGeometry(c.T, (2 * c.H) / N, layout);
+  if (pl.backend === "cuda" && !pl.staged) {
+    checkDeviceGrad(op, c);
+    const s = callStream(op, pl.device, options.stream);
+    const strides = contiguousStrides(c.x.shape);
+    const xGrad = deviceEmptyStrided(op, pl.device, c.x.shape, strides, "bf16", 2 * c.T * c.H, s);
+    const xGradQ = deviceEmptyStrided(op, pl.device, c.x.shape, strides, "e4m3", 2 * c.T * c.H, s);
+    const xGradSf = deviceEmptyStrided(op, pl.device, g.shape, g.strides, g.dtype, g.storage, s);
+    const { wg, act } = deviceExtras(op, pl.device, s, c, "bf16");
+    launchSwiglu(pl.device, s, {
+      ...launchFields(c),
+      op,
+      symbol: `tk_swiglu_backward__e4m3_${c.actXGrad.dtype}_g${N}`,
+      xSf,
+      out: xGrad,
+      data: xGradQ,
+      sf: xGradSf,
+      sfGeometry: g,
+      sfFlags: { roundSf: sfo.roundSf, packed: sfo.packed },
+      actOut: act,
+      weightGrad: wg,
+    });
+    return [xGrad, [xGradQ, xGradSf], wg, act];
+  }
+  if (pl.backend === "cuda") {
+    const local = { ...options, backend: "auto", stream: undefined, psumNumTokensPerExpert: undefined, topkWeights: undefined } as const;
+    const r = runOnDeviceStaged(op, pl.device, [c.x, xSf, c.actXGrad, c.psum, c.weights], [], ([dx, ds, dg, dp, dw]) => {
+      const [a, [q, qs], b, d] = swigluBackwardAndPerTokenCast([dx!, ds!], dg!, { ...local, psumNumTokensPerExpert: dp ?? undefined, topkWeights: dw ?? undefined });
+      return [a, q, qs, ...(b ? [b] : []), ...(d ? [d] : [])];
+    });
+    let i = 3;
+    const wg = c.weights ? r[i++] : null;
+    return [r[0], [r[1], r[2]], wg, c.args.doRecompute ? r[i] : null];
+  }
   const cast = {
     tokens: c.T,
     hidden: 2 * c.H,

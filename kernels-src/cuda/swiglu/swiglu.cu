@@ -1,0 +1,516 @@
+// SwiGLU family (spec/quant.md §8.1–§8.5): swigluForward, swigluForwardAndPerTokenCast, swigluBackward,
+// swigluBackwardAndPerTokenCast, and the device expf check kernel.
+//
+// Symbols
+//   tk_swiglu_forward__<in>_<out>             in ∈ {fp32, bf16}, out ∈ {fp32, bf16}        (swigluForward)
+//   tk_swiglu_forward__<in>_e4m3_g<N>         in ∈ {fp32, bf16}, N ∈ {32, 128}             (+ per-token cast)
+//   tk_swiglu_backward__<in>_<out>            in = x = actXGrad ∈ {fp32, bf16}, out ∈ {fp32, bf16}
+//   tk_swiglu_backward__e4m3_<dy>_g<N>        dy ∈ {fp32, bf16}, N ∈ {32, 128}             (e4m3 x, + cast)
+//   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests)
+//
+// Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
+//
+//   kernel                 block.x  dynamic smem  grid.x
+//   forward / backward     256      0             min(ceilDiv(T, 32), 8 · SMs)
+//   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
+//
+// Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
+// grid-stride by whole warps, so every loop bound is warp-uniform and the quantization groups can reduce with
+// xor shuffles inside a team. A row is cut into blocks of 128 columns; in block b team lane r takes the chunks of
+// 8 columns starting at 128b + 8r and 128b + 64 + 8r (gate and up: the same columns of both halves). So lane r
+// meets exactly the columns j ≡ 8r … 8r + 7 (mod 64), in increasing j: the 64 partial sums of the weight gradient
+// (§8.5's fixed order) are 8 registers per lane, and the halving tree is 3 xor shuffles plus 3 in-lane steps.
+// A group of 32 columns is 4 lanes of one chunk slot, a group of 128 the 16 chunks of a block (8 lanes × 2).
+// Chunks are 16-byte vector loads/stores when the views are aligned (fp32 uses two, e4m3 codes one 8-byte access),
+// element-wide otherwise.
+//
+// Rows of the expert layout (§8.1): row t is real when t ≥ align(psum[e−1], A) for the first e with psum[e] > t.
+// Block 0 also checks the contract of §11.2 and reports a breach in the error word; whatever psum holds, every
+// access stays inside [0, T) rows (the walk never leaves it) and inside psum ([0, E)).
+// Forward skips padding rows; backward writes them 0 (every output, sf entries included).
+#include "../common/chunk.cuh"
+#include "../common/codec.cuh"
+#include "../common/error_word.cuh"
+#include "../common/expf.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
+#include "../common/scale.cuh"
+#include "../generated/swiglu_params.h"
+
+namespace tk {
+namespace {
+
+// SWIGLU_FLAG of ops/quant/swiglu.params.ts
+enum SwigluFlag : uint32_t { kHasWeights = 1, kHasScale = 2, kHasClamp = 4, kHasCounts = 8, kRecompute = 16 };
+// Condition bits of the error word (registered with their texts in ops/quant/swiglu_launch.ts)
+enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
+
+constexpr int kBlockThreads = 256;
+constexpr int kTeam = 8;        // lanes per row
+constexpr int kChunk = 8;       // columns per chunk
+constexpr int kBlockCols = 128;  // columns per step of a team: 2 chunks per lane
+constexpr int kRowsPerWarp = kWarpSize / kTeam;
+// Resident blocks per SM the register budget is sized for: 2 (≤ 128 registers, no spills on sm_90a / sm_100a).
+constexpr int kMinBlocks = 2;
+
+enum class RowState { kDead, kPadding, kReal };
+
+TK_DEV int64_t align_up(int64_t v, int64_t a) {
+  // align(v, a) for v ≥ 0; a negative v (only in a psum that breaks §11.2) gives 0, which is never used to index
+  return v >= 0 ? (v + a - 1) / a * a : 0;
+}
+
+TK_DEV int32_t psum_at(const SwigluParams& p, uint32_t e) {
+  return static_cast<int32_t>(ld_u32(reinterpret_cast<const uint8_t*>(p.psum) + 4ull * e));
+}
+
+// Whether row t (< T) is real: binary search of the first e with psum[e] > t (reads only [0, E)).
+TK_DEV bool row_is_real(const SwigluParams& p, int64_t t) {
+  if (p.num_experts == 0) return true;
+  uint32_t lo = 0, hi = p.num_experts;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (psum_at(p, mid) > t) hi = mid;
+    else lo = mid + 1;
+  }
+  if (lo == p.num_experts) return false;  // at or beyond psum[E−1]
+  const int64_t start = lo == 0 ? 0 : align_up(psum_at(p, lo - 1), p.token_alignment);
+  return t >= start;
+}
+
+// §11.2 contract of psum, checked by block 0: psum[e] ≥ align(psum[e−1], A) and psum[e] ≤ T.
+TK_DEV void check_psum(const SwigluParams& p) {
+  if (blockIdx.x != 0 || p.num_experts == 0) return;
+  for (uint32_t e = threadIdx.x; e < p.num_experts; e += blockDim.x) {
+    const int64_t end = psum_at(p, e);
+    const int64_t start = e == 0 ? 0 : align_up(psum_at(p, e - 1), p.token_alignment);
+    const uint32_t cond = (end < start ? kPsumBelowStart : 0u) | (end > static_cast<int64_t>(p.num_tokens) ? kPsumBeyondRows : 0u);
+    if (cond) report_fault(p.error_word, p.op_id, cond);
+  }
+}
+
+// Row weight w (§8.2): topkWeights[t], times fl32(routedScalingFactor) if given; 1 without weights.
+TK_DEV float row_weight(const SwigluParams& p, uint64_t t) {
+  if (!(p.flags & kHasWeights)) return 1.0f;
+  const float w = u2f(ld_u32(reinterpret_cast<const uint8_t*>(p.weights) + 4 * t));
+  return (p.flags & kHasScale) ? mul_rn(w, p.scale) : w;
+}
+
+// 8 consecutive elements of a row, widened to binary32 (codes decoded, not scaled). `aligned`: the element
+// address is a multiple of the chunk's bytes.
+template <Fmt kFmt>
+TK_DEV void load8(const uint8_t* p, bool aligned, float (&v)[kChunk]) {
+  constexpr int kBytes = kChunk * FmtTraits<kFmt>::kBits / 8;
+  if constexpr (kBytes == 32) {
+    uint32_t w[2][4];
+    load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p, w[0], aligned);
+    load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p + 16, w[1], aligned);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[i] = element<kFmt>(w[0], i);
+      v[4 + i] = element<kFmt>(w[1], i);
+    }
+  } else {
+    uint32_t w[kBytes / 4];
+    load_chunk<kBytes, FmtTraits<kFmt>::kAccessBytes>(p, w, aligned);
+    decode_chunk<kFmt, kChunk>(w, v);
+  }
+}
+
+// Store 8 binary32 values as fp32 (NaN canonical) or bf16 (§1.5).
+template <Fmt kFmt>
+TK_DEV void store8(uint8_t* p, bool aligned, const float (&v)[kChunk]) {
+  if constexpr (kFmt == Fmt::kFp32) {
+    uint32_t w[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = f2u(canonical_nan(v[i]));
+    store_chunk<32>(p, w, aligned);
+  } else {
+    static_assert(kFmt == Fmt::kBf16, "store8: fp32 or bf16");
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = encode_bf16(v[2 * i]) | (encode_bf16(v[2 * i + 1]) << 16);
+    store_chunk<16>(p, w, aligned);
+  }
+}
+
+// 8 zero elements of kFmt (fp32 or bf16).
+template <Fmt kFmt>
+TK_DEV void store8_zero(uint8_t* p, bool aligned) {
+  const uint32_t z[8] = {};
+  store_chunk<kChunk * FmtTraits<kFmt>::kBits / 8>(p, z, aligned);
+}
+
+// Alignment a view needs for the vector form of a chunk access of `bytes` (16-byte accesses at most).
+TK_HD constexpr uint32_t vec_align(int bytes) { return bytes < kVecBytes ? bytes : kVecBytes; }
+
+// Clamp by selects (§8.3: NaN passes unchanged).
+TK_DEV float clamp_gate(float g, float c) { return select_f32(g > c, c, g); }
+TK_DEV float clamp_up(float u, float c) { return select_f32(u > c, c, select_f32(u < -c, -c, u)); }
+
+// Per-token cast of one item (8 values) of a row: group amax over kN / 8 lanes (× 2 chunk slots for N = 128),
+// (sf, inv) by §2.3, the owner lane stores the sf entry, every lane its 8 codes.
+template <int kN>
+struct GroupCast {
+  static constexpr int kLanes = kN == 128 ? kTeam : kN / kChunk;  // 4 or 8
+  const SfOut& sf_out;
+  float amax_clamp;
+  uint32_t sf_flags;
+
+  TK_DEV static float local_amax(const float (&v)[kChunk]) {
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) m = max_num(m, abs_f(v[i]));
+    return m;
+  }
+
+  // Encode 8 values with `inv` into 2 words of e4m3 codes.
+  TK_DEV static void encode(const float (&v)[kChunk], float inv, uint32_t (&o)[2]) {
+    float s[kChunk];
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) s[i] = mul_rn(v[i], inv);
+    encode_chunk<Fmt::kE4m3, kChunk>(s, o);
+  }
+
+  // amax over the group of each item (`a0`, `a1`: this lane's two items). Every lane of the warp calls it.
+  TK_DEV void group_amax(float& a0, float& a1) const {
+    if constexpr (kN == 128) {
+      a0 = a1 = group_max<kLanes>(max_num(a0, a1));
+    } else {
+      a0 = group_max<kLanes>(a0);
+      a1 = group_max<kLanes>(a1);
+    }
+  }
+
+  TK_DEV float inv_and_store(float amax, uint64_t row, uint32_t k, bool owner) const {
+    const ScaleAndInv si = sf_and_inv(amax, amax_clamp, kE4m3Max, sf_flags);
+    if (owner) sf_out.store(row, k, si.stored);
+    return si.inv;
+  }
+};
+
+TK_DEV SfOut make_sf_out(const SwigluParams& p, uint32_t nbk) {
+  return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.sf_flags, nbk};
+}
+
+// Sum of a u64 over the warp, added atomically to counts[i] by lane 0.
+TK_DEV void add_count(const SwigluParams& p, int i, uint64_t v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m >= 1; m /= 2) v += __shfl_xor_sync(kFullWarpMask, v, m);
+  if (threadIdx.x % kWarpSize == 0 && v != 0) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p.counts + 8 * i * p.counts_stride), static_cast<unsigned long long>(v));
+  }
+}
+
+// The walk shared by all kernels: body(row, state, lane_in_team) once per row slot of the warp, warp-uniformly.
+template <class Body>
+TK_DEV void for_rows(const SwigluParams& p, Body&& body) {
+  const uint32_t lane = threadIdx.x % kWarpSize;
+  const uint64_t warps = static_cast<uint64_t>(gridDim.x) * (blockDim.x / kWarpSize);
+  const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
+  const uint64_t T = p.num_tokens;
+  for (uint64_t row0 = warp * kRowsPerWarp; row0 < T; row0 += warps * kRowsPerWarp) {
+    const uint64_t row = row0 + lane / kTeam;
+    const RowState st = row >= T ? RowState::kDead : row_is_real(p, static_cast<int64_t>(row)) ? RowState::kReal
+                                                                                                : RowState::kPadding;
+    body(row, st, lane % kTeam);
+  }
+}
+
+// ---- forward -----------------------------------------------------------------------------------------------------
+// kN = 0: plain output kOut; kN ∈ {32, 128}: e4m3 codes + sf.
+template <Fmt kIn, Fmt kOut, int kN>
+TK_DEV void forward(const SwigluParams& p) {
+  check_psum(p);
+  constexpr int kInBytes = kChunk * FmtTraits<kIn>::kBits / 8;
+  const uint32_t H = p.hidden, chunks = H / kChunk;
+  const uint32_t steps = (H + kBlockCols - 1) / kBlockCols;
+  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+  const uint64_t x_row = 2ull * H * (FmtTraits<kIn>::kBits / 8);
+  const bool x_aligned = (p.x % vec_align(kInBytes)) == 0;  // rows are multiples of 128 elements
+  constexpr int kOutElem = kN ? 1 : FmtTraits<kOut>::kBits / 8;
+  const uint64_t out_row = kN ? H : p.out_row_stride * kOutElem;
+  uint8_t* out = reinterpret_cast<uint8_t*>(kN ? p.data : p.out);
+  const bool out_aligned = rows_aligned(kN ? p.data : p.out, out_row, vec_align(kN ? 8 : kChunk * kOutElem));
+  const bool clamp = p.flags & kHasClamp, counting = p.flags & kHasCounts, weighted = p.flags & kHasWeights;
+  const float c = p.clamp;
+  constexpr int kGroup = kN ? kN : 32;  // the plain output has no groups (GroupCast unused)
+  const SfOut sf_out = make_sf_out(p, H / kGroup);
+  const GroupCast<kGroup> cast{sf_out, p.amax_clamp, p.sf_flags};
+  uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+
+  for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
+    const bool real = st == RowState::kReal;
+    const float w = real ? row_weight(p, row) : 1.0f;
+    if (real && r == 0) n3 += H;
+    const uint8_t* xr = x + (real ? row : 0) * x_row;
+    for (uint32_t b = 0; b < steps; ++b) {
+      float val[2][kChunk];
+      bool live[2];
+      uint32_t col[2];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        const uint32_t ch = b * (kBlockCols / kChunk) + s * kTeam + r;
+        col[s] = ch * kChunk;
+        live[s] = real && ch < chunks;
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) val[s][i] = 0.0f;
+        if (live[s]) {
+          float g[kChunk], u[kChunk];
+          load8<kIn>(xr + static_cast<uint64_t>(col[s]) * (FmtTraits<kIn>::kBits / 8), x_aligned, g);
+          load8<kIn>(xr + static_cast<uint64_t>(H + col[s]) * (FmtTraits<kIn>::kBits / 8), x_aligned, u);
+#pragma unroll
+          for (int i = 0; i < kChunk; ++i) {
+            float gi = g[i], ui = u[i];
+            if (clamp) {
+              n0 += gi > c;
+              n1 += ui > c;
+              n2 += ui < -c;
+              gi = clamp_gate(gi, c);
+              ui = clamp_up(ui, c);
+            }
+            const float e = expf_cr(-gi);
+            const float den = add_rn(1.0f, e);
+            const float sl = div_rn(gi, den);
+            float v = mul_rn(sl, ui);
+            if (weighted) v = mul_rn(v, w);
+            val[s][i] = v;
+          }
+        }
+      }
+      if constexpr (kN == 0) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s)
+          if (live[s]) store8<kOut>(out + row * out_row + static_cast<uint64_t>(col[s]) * kOutElem, out_aligned, val[s]);
+      } else {
+        float a0 = cast.local_amax(val[0]), a1 = cast.local_amax(val[1]);
+        cast.group_amax(a0, a1);
+        const float am[2] = {a0, a1};
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          if (!live[s]) continue;  // a group is live in all its lanes or in none (H % N == 0)
+          const uint32_t k = col[s] / kN;
+          const bool owner = kN == 128 ? (r == 0 && s == 0) : (r % GroupCast<kGroup>::kLanes == 0);
+          const float inv = cast.inv_and_store(am[s], row, k, owner);
+          uint32_t o[2];
+          cast.encode(val[s], inv, o);
+          store_chunk<8>(out + row * out_row + col[s], o, out_aligned);
+        }
+      }
+    }
+  });
+  if constexpr (kN != 0) sf_out.zero_padding_rows(p.num_tokens, p.sf_rows);
+  if (counting) {
+    add_count(p, 0, n0);
+    add_count(p, 1, n1);
+    add_count(p, 2, n2);
+    add_count(p, 3, n3);
+  }
+}
+
+// ---- backward ----------------------------------------------------------------------------------------------------
+// kIn fp32 / bf16: plain form, outputs kOut. kIn e4m3: cast form (kOut = bf16 xGrad / actOut, e4m3 + sf of groups kN).
+template <Fmt kIn, Fmt kDy, Fmt kOut, int kN>
+TK_DEV void backward(const SwigluParams& p) {
+  check_psum(p);
+  constexpr bool kCast = kIn == Fmt::kE4m3;
+  constexpr int kInElem = FmtTraits<kIn>::kBits / 8, kDyElem = FmtTraits<kDy>::kBits / 8;
+  constexpr int kOutElem = FmtTraits<kOut>::kBits / 8;
+  const uint32_t H = p.hidden, chunks = H / kChunk;
+  const uint32_t steps = (H + kBlockCols - 1) / kBlockCols;
+  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+  const uint8_t* dy = reinterpret_cast<const uint8_t*>(p.dy);
+  const bool x_aligned = (p.x % vec_align(kChunk * kInElem)) == 0;  // rows are multiples of 64 elements
+  const bool dy_aligned = (p.dy % vec_align(kChunk * kDyElem)) == 0;
+  uint8_t* gout = reinterpret_cast<uint8_t*>(p.out);
+  uint8_t* act = reinterpret_cast<uint8_t*>(p.act_out);
+  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
+  const bool out_aligned = (p.out % vec_align(kChunk * kOutElem)) == 0;
+  const bool act_aligned = (p.act_out % vec_align(kChunk * kOutElem)) == 0;
+  const bool data_aligned = (p.data % 8) == 0;
+  const bool clamp = p.flags & kHasClamp, weighted = p.flags & kHasWeights, recompute = p.flags & kRecompute;
+  const bool need_act = weighted || recompute;
+  const float c = p.clamp;
+  constexpr int kNc = kCast ? kN : 32;
+  const uint32_t nbk = kCast ? 2 * H / kNc : 1;
+  const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
+  const SfOut sf_out = make_sf_out(p, nbk);
+  const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
+
+  for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
+    const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
+    const float w = real ? row_weight(p, row) : 1.0f;
+    float part[kChunk];  // P_l for l = 8r + i (§8.5)
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) part[i] = 0.0f;
+    const uint64_t rr = real ? row : 0;
+    const uint8_t* xr = x + rr * 2 * H * kInElem;
+    const uint8_t* dyr = dy + rr * H * kDyElem;
+    const float* sfr = reinterpret_cast<const float*>(p.x_sf) + rr * sf_cols;
+    for (uint32_t b = 0; b < steps; ++b) {
+      float gx[2][kChunk], gu[2][kChunk];
+      bool live[2];
+      uint32_t col[2];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        const uint32_t ch = b * (kBlockCols / kChunk) + s * kTeam + r;
+        col[s] = ch * kChunk;
+        live[s] = (real || pad) && ch < chunks;
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) gx[s][i] = gu[s][i] = 0.0f;
+        if (real && ch < chunks) {
+          float g[kChunk], u[kChunk], d[kChunk], a[kChunk];
+          load8<kIn>(xr + static_cast<uint64_t>(col[s]) * kInElem, x_aligned, g);
+          load8<kIn>(xr + static_cast<uint64_t>(H + col[s]) * kInElem, x_aligned, u);
+          load8<kDy>(dyr + static_cast<uint64_t>(col[s]) * kDyElem, dy_aligned, d);
+          if constexpr (kCast) {
+            const float sg = u2f(ld_u32(sfr + col[s] / kN));
+            const float su = u2f(ld_u32(sfr + (H + col[s]) / kN));
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              g[i] = mul_rn(g[i], sg);
+              u[i] = mul_rn(u[i], su);
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < kChunk; ++i) {
+            float gi = g[i], ui = u[i];
+            bool cg = false, cu = false;
+            if (clamp) {
+              cg = gi > c;
+              cu = ui > c || ui < -c;
+              gi = clamp_gate(gi, c);
+              ui = clamp_up(ui, c);
+            }
+            const float tmp = add_rn(1.0f, expf_cr(-gi));
+            const float sg = div_rn(1.0f, tmp);
+            float ac = 0.0f;
+            if (need_act) {
+              const float est = mul_rn(gi, sg);
+              const float tmpf = fminf(tmp, 3.40282346638528859812e+38f);  // minimumNumber: NaN → FLT_MAX
+              const float res = __fmaf_rn(est, tmpf, -gi);
+              const float sl = __fmaf_rn(-res, sg, est);
+              ac = mul_rn(sl, ui);
+            }
+            const float ws = mul_rn(mul_rn(d[i], w), sg);
+            gx[s][i] = cg ? 0.0f : mul_rn(mul_rn(ws, ui), __fmaf_rn(gi, __fsub_rn(1.0f, sg), 1.0f));
+            gu[s][i] = cu ? 0.0f : mul_rn(ws, gi);
+            if (weighted) part[i] = add_rn(part[i], mul_rn(d[i], ac));
+            a[i] = mul_rn(ac, w);
+          }
+          if (recompute) store8<kOut>(act + row * H * kOutElem + static_cast<uint64_t>(col[s]) * kOutElem, act_aligned, a);
+        } else if (pad && ch < chunks && recompute) {
+          store8_zero<kOut>(act + row * H * kOutElem + static_cast<uint64_t>(col[s]) * kOutElem, act_aligned);
+        }
+        if (live[s]) {
+          uint8_t* orow = gout + row * 2 * H * kOutElem;
+          store8<kOut>(orow + static_cast<uint64_t>(col[s]) * kOutElem, out_aligned, gx[s]);
+          store8<kOut>(orow + static_cast<uint64_t>(H + col[s]) * kOutElem, out_aligned, gu[s]);
+        }
+      }
+      if constexpr (kCast) {
+        // gate half: groups k = col / N; up half: H / N + col / N (groups never straddle the halves). Padding rows
+        // have all-zero values: their codes are 0x00 and their sf entries are written 0 below instead.
+        float ax0 = cast.local_amax(gx[0]), ax1 = cast.local_amax(gx[1]);
+        float au0 = cast.local_amax(gu[0]), au1 = cast.local_amax(gu[1]);
+        cast.group_amax(ax0, ax1);
+        cast.group_amax(au0, au1);
+        const float amx[2] = {ax0, ax1}, amu[2] = {au0, au1};
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          if (!live[s]) continue;
+          const uint32_t k = col[s] / kN;
+          const bool owner = kN == 128 ? (r == 0 && s == 0) : (r % GroupCast<kNc>::kLanes == 0);
+          float ix, iu;
+          if (real) {
+            ix = cast.inv_and_store(amx[s], row, k, owner);
+            iu = cast.inv_and_store(amu[s], row, H / kN + k, owner);
+          } else {
+            ix = iu = 0.0f;
+            if (owner) {
+              sf_out.store(row, k, 0);
+              sf_out.store(row, H / kN + k, 0);
+            }
+          }
+          uint32_t o[2];
+          cast.encode(gx[s], ix, o);
+          store_chunk<8>(data + row * 2 * H + col[s], o, data_aligned);
+          cast.encode(gu[s], iu, o);
+          store_chunk<8>(data + row * 2 * H + H + col[s], o, data_aligned);
+        }
+      }
+    }
+    if (weighted) {
+      // halving tree of §8.5: P_l += P_{l+32}, +16, +8 across lanes (l = 8r + i), then +4, +2, +1 inside lane 0
+#pragma unroll
+      for (int m = 4; m >= 1; m /= 2) {
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) {
+          const float o = __shfl_xor_sync(kFullWarpMask, part[i], m);
+          part[i] = add_rn(part[i], o);
+        }
+      }
+#pragma unroll
+      for (int step = 4; step >= 1; step /= 2)
+#pragma unroll
+        for (int i = 0; i < step; ++i) part[i] = add_rn(part[i], part[i + step]);
+      if (r == 0 && (real || pad)) {
+        float acc = real ? part[0] : 0.0f;
+        if (real && (p.flags & kHasScale)) acc = mul_rn(acc, p.scale);
+        st_u32(reinterpret_cast<uint8_t*>(p.weight_grad) + 4 * row, f2u(canonical_nan(acc)));
+      }
+    }
+  });
+  if constexpr (kCast) sf_out.zero_padding_rows(p.num_tokens, p.sf_rows);
+}
+
+}  // namespace
+}  // namespace tk
+
+extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_check(const __grid_constant__ SwigluParams p) {
+  const float* x = reinterpret_cast<const float*>(p.x);
+  float* y = reinterpret_cast<float*>(p.out);
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.num_tokens;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    y[i] = tk::expf_cr(x[i]);
+}
+
+#define TK_SWIGLU_FWD(in, IN, out, OUT)                                                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_forward__##in##_##out(             \
+      const __grid_constant__ SwigluParams p) {                                                                 \
+    tk::forward<tk::Fmt::IN, tk::Fmt::OUT, 0>(p);                                                               \
+  }
+#define TK_SWIGLU_FWD_CAST(in, IN, n)                                                                               \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_forward__##in##_e4m3_g##n(         \
+      const __grid_constant__ SwigluParams p) {                                                                 \
+    tk::forward<tk::Fmt::IN, tk::Fmt::kE4m3, n>(p);                                                             \
+  }
+#define TK_SWIGLU_BWD(in, IN, out, OUT)                                                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_backward__##in##_##out(            \
+      const __grid_constant__ SwigluParams p) {                                                                 \
+    tk::backward<tk::Fmt::IN, tk::Fmt::IN, tk::Fmt::OUT, 0>(p);                                                 \
+  }
+#define TK_SWIGLU_BWD_CAST(dy, DY, n)                                                                               \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_backward__e4m3_##dy##_g##n(        \
+      const __grid_constant__ SwigluParams p) {                                                                 \
+    tk::backward<tk::Fmt::kE4m3, tk::Fmt::DY, tk::Fmt::kBf16, n>(p);                                            \
+  }
+
+TK_SWIGLU_FWD(fp32, kFp32, fp32, kFp32)
+TK_SWIGLU_FWD(fp32, kFp32, bf16, kBf16)
+TK_SWIGLU_FWD(bf16, kBf16, fp32, kFp32)
+TK_SWIGLU_FWD(bf16, kBf16, bf16, kBf16)
+TK_SWIGLU_FWD_CAST(fp32, kFp32, 32)
+TK_SWIGLU_FWD_CAST(fp32, kFp32, 128)
+TK_SWIGLU_FWD_CAST(bf16, kBf16, 32)
+TK_SWIGLU_FWD_CAST(bf16, kBf16, 128)
+TK_SWIGLU_BWD(fp32, kFp32, fp32, kFp32)
+TK_SWIGLU_BWD(fp32, kFp32, bf16, kBf16)
+TK_SWIGLU_BWD(bf16, kBf16, fp32, kFp32)
+TK_SWIGLU_BWD(bf16, kBf16, bf16, kBf16)
+TK_SWIGLU_BWD_CAST(bf16, kBf16, 32)
+TK_SWIGLU_BWD_CAST(bf16, kBf16, 128)
+TK_SWIGLU_BWD_CAST(fp32, kFp32, 32)
+TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)

@@ -1,0 +1,135 @@
+/**
+ * CUDA launches of the SwiGLU family (`kernels-src/cuda/swiglu/swiglu.cu`): kernel choice, the parameter packet
+ * and the launch geometry of the .cu's table. Used by `swiglu.ts` and `swiglu_backward.ts`; tensors are checked
+ * and placed by the callers.
+ * @module
+ */
+import { config } from "../../core/config.ts";
+import { TkError } from "../../core/errors.ts";
+import { type Device, type DeviceTensor, deviceRuntime, type Stream, type Tensor } from "../../core/tensor.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { registerOpId } from "../../ffi/op_ids.ts";
+import { PER_TOKEN_FLAG } from "./per_token_cast.params.ts";
+import type { SfGeometry } from "./sf_layout.ts";
+import { SWIGLU_FLAG, SwigluParams } from "./swiglu.params.ts";
+
+const PSUM_CONDITIONS = {
+  1: "psumNumTokensPerExpert[e] is below the aligned start of expert e (spec/quant.md §8.1)",
+  2: "psumNumTokensPerExpert[e] exceeds the rows of x",
+};
+
+/** Op ids of the SwiGLU ops (reserved in ffi/op_ids.ts) with the condition bits of the psum guard. */
+export const SWIGLU_OP_ID = {
+  swigluForward: registerOpId(16, "swigluForward", PSUM_CONDITIONS),
+  swigluForwardAndPerTokenCast: registerOpId(17, "swigluForwardAndPerTokenCast", PSUM_CONDITIONS),
+  swigluBackward: registerOpId(18, "swigluBackward", PSUM_CONDITIONS),
+  swigluBackwardAndPerTokenCast: registerOpId(19, "swigluBackwardAndPerTokenCast", PSUM_CONDITIONS),
+} as const;
+
+const THREADS = 256;
+/** Rows a block works on at once (8 lanes per row). */
+const ROWS_PER_BLOCK = THREADS / 8;
+
+const packet = new LaunchPacket(SwigluParams);
+const W = packet.w;
+
+/** The expert-layout, weight and clamp fields every SwiGLU launch has. */
+export type SwigluLaunchCommon = Pick<SwigluLaunch, "tokens" | "hidden" | "x" | "weights" | "psum" | "tokenAlignment" | "scale" | "clamp">;
+
+/** Everything one SwiGLU launch needs (device tensors; null = absent). */
+export interface SwigluLaunch {
+  readonly op: keyof typeof SWIGLU_OP_ID;
+  readonly symbol: string;
+  readonly tokens: number;
+  readonly hidden: number;
+  readonly x: Tensor;
+  readonly xSf?: Tensor | null;
+  readonly dy?: Tensor | null;
+  readonly weights: Tensor | null;
+  readonly psum: Tensor | null;
+  readonly tokenAlignment: number;
+  readonly scale: number | null;
+  readonly clamp: number | null;
+  readonly out?: Tensor | null;
+  readonly data?: Tensor | null;
+  readonly sf?: Tensor | null;
+  readonly sfGeometry?: SfGeometry | null;
+  readonly sfFlags?: { roundSf: boolean; packed: boolean };
+  readonly actOut?: Tensor | null;
+  readonly weightGrad?: Tensor | null;
+  readonly counts?: Tensor | null;
+  readonly recompute?: boolean;
+}
+
+function addr(t: Tensor | null | undefined): number {
+  return t ? (t as DeviceTensor).addr : 0;
+}
+
+/** Enqueues one kernel of swiglu.cu on `stream`. 0 rows (and no sf padding rows) launch nothing. */
+export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): void {
+  const g = a.sfGeometry ?? null;
+  const sfRows = g ? g.paddedRows : 0;
+  if (a.tokens === 0 && sfRows === 0) return;
+  const op = a.op;
+  const fn = kernelFunction(op, device, a.symbol);
+  const p = packet;
+  p.u64(W.x, addr(a.x));
+  p.u64(W.x_sf, addr(a.xSf));
+  p.u64(W.dy, addr(a.dy));
+  p.u64(W.weights, addr(a.weights));
+  p.u64(W.psum, addr(a.psum));
+  p.u64(W.out, addr(a.out));
+  p.u64(W.data, addr(a.data));
+  p.u64(W.sf, addr(a.sf));
+  p.u64(W.act_out, addr(a.actOut));
+  p.u64(W.weight_grad, addr(a.weightGrad));
+  p.u64(W.counts, addr(a.counts));
+  p.u64(W.error_word, errorWordPtr(op, device));
+  p.u64(W.out_row_stride, a.out ? a.out.strides[0] : 0);
+  p.u64(W.sf_stride0, g ? g.strides[0] : 0);
+  p.u64(W.sf_stride1, g ? g.strides[1] : 0);
+  p.u64(W.counts_stride, a.counts ? a.counts.strides[0] : 0);
+  p.u32(W.num_tokens, a.tokens);
+  p.u32(W.hidden, a.hidden);
+  p.u32(W.num_experts, a.psum ? a.psum.shape[0] : 0);
+  p.u32(W.token_alignment, a.tokenAlignment);
+  p.u32(W.sf_rows, sfRows);
+  p.u32(W.sf_flags, (a.sfFlags?.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.sfFlags?.packed ? PER_TOKEN_FLAG.packedUe8m0 : 0));
+  p.u32(
+    W.flags,
+    (a.weights ? SWIGLU_FLAG.weights : 0) | (a.scale !== null ? SWIGLU_FLAG.scale : 0) | (a.clamp !== null ? SWIGLU_FLAG.clamp : 0) |
+      (a.counts ? SWIGLU_FLAG.counts : 0) | (a.recompute ? SWIGLU_FLAG.recompute : 0),
+  );
+  p.f32(W.clamp, a.clamp ?? 0);
+  p.f32(W.scale, a.scale ?? 1);
+  p.f32(W.amax_clamp, config.amaxClamp.e4m3);
+  p.u32(W.op_id, SWIGLU_OP_ID[op]);
+  const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK), 8 * config.getNumSms(device)));
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+  p.launch(op);
+}
+
+/**
+ * Runs `tk_swiglu_expf_check` (tests): `out[i] = expf(x[i])` on the device for fp32 device tensors of n elements.
+ */
+export function launchExpfCheck(device: Device, stream: Stream, x: Tensor, out: Tensor): void {
+  const n = x.numel;
+  if (n === 0) return;
+  if (n >= 2 ** 32) throw new TkError("expfCheck", "x", "SHAPE", "at most 2^32 − 1 elements");
+  const fn = kernelFunction("expfCheck", device, "tk_swiglu_expf_check");
+  const p = packet;
+  p.u64(W.x, addr(x));
+  p.u64(W.out, addr(out));
+  p.u64(W.error_word, errorWordPtr("expfCheck", device));
+  p.u32(W.num_tokens, n);
+  p.setLaunch(fn, stream.handle, Math.max(1, Math.min(Math.ceil(n / THREADS), 8 * config.getNumSms(device))), THREADS, 0, false, device.index);
+  p.launch("expfCheck");
+}
+
+/** The device stream of a call: `stream` when given (same device), else the device's default stream. */
+export function callStream(op: string, device: Device, stream: Stream | undefined): Stream {
+  if (stream && (stream.device.kind !== device.kind || stream.device.index !== device.index)) {
+    throw new TkError(op, "stream", "DEVICE_MISMATCH", `the stream belongs to ${stream.device.kind}:${stream.device.index}, the inputs to ${device.kind}:${device.index}`);
+  }
+  return stream ?? deviceRuntime(op).defaultStream(device);
+}

@@ -1,0 +1,437 @@
+/**
+ * The CUDA kernels of the SwiGLU family against the CPU reference, byte for byte (every byte of every output
+ * allocation; the forward's padding rows, which §8.4 leaves unwritten, are masked), on fresh random inputs from
+ * printed seeds; the device expf against the JS one; the counters; and the psum guard (DESIGN §6). Skipped, and
+ * counted as skipped, without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  castBack,
+  createStream,
+  DeviceTensor,
+  type Tensor,
+  HostTensor,
+  perTokenCast,
+  swigluBackward,
+  swigluBackwardAndPerTokenCast,
+  swigluForward,
+  swigluForwardAndPerTokenCast,
+  tensor,
+  TkError,
+  toDevice,
+  toHost,
+} from "../mod.ts";
+import { deviceRuntime } from "../core/tensor.ts";
+import { encodeBf16 } from "../core/dtype.ts";
+import { expf } from "../ops/quant/expf.ref.ts";
+import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
+import { launchExpfCheck } from "../ops/quant/swiglu_launch.ts";
+import { asCodes, caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes } from "./golden.ts";
+import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+
+const SEED = Number(Date.now() % 1_000_000);
+
+function dispose(...ts: unknown[]): void {
+  for (const t of ts.flat(3)) if (t instanceof DeviceTensor) t.dispose();
+}
+
+/** A random [T, W] fp32 / bf16 input: normal values of mixed magnitude with ±0, large gates, NaN and ±Inf. */
+function randomX(rand: () => number, T: number, W: number, dtype: "fp32" | "bf16"): HostTensor {
+  const v = new Float32Array(T * W);
+  for (let i = 0; i < v.length; i++) {
+    const r = rand();
+    const scale = [1, 4, 20, 100, 1e-3][i % 5];
+    v[i] = r < 0.002 ? NaN : r < 0.004 ? Infinity : r < 0.006 ? -Infinity : r < 0.02 ? 0 : r < 0.03 ? -0 : Math.fround((rand() * 2 - 1) * scale);
+  }
+  if (dtype === "fp32") return tensor(v, [T, W], "fp32");
+  const b = new Uint16Array(v.length);
+  for (let i = 0; i < v.length; i++) b[i] = encodeBf16(v[i]);
+  return tensor(b, [T, W], "bf16");
+}
+
+/** Expert prefix sums over T rows with random counts (some empty), alignment A. */
+function randomPsum(rand: () => number, T: number, E: number, A: number): HostTensor {
+  const p = new Int32Array(E);
+  let start = 0;
+  for (let e = 0; e < E; e++) {
+    const room = Math.max(0, T - start);
+    const n = rand() < 0.2 ? 0 : Math.floor(rand() * Math.min(room, Math.ceil((2 * T) / E) + 1));
+    p[e] = Math.min(T, start + n);
+    start = Math.ceil(p[e] / A) * A;
+  }
+  return tensor(p, [E], "int32");
+}
+
+function weights(rand: () => number, T: number): HostTensor {
+  return tensor(Float32Array.from({ length: T }, () => Math.fround(rand() * 2)), [T], "fp32");
+}
+
+/** Compares the rows `real` of a [T, …] allocation (element bytes `eb`, `rowElems` per row). */
+function sameRows(gpu: Uint8Array, cpu: Uint8Array, real: Uint8Array, rowBytes: number, label: string): void {
+  for (let t = 0; t < real.length; t++) {
+    if (!real[t]) continue;
+    assertBytesEqual(gpu.subarray(t * rowBytes, (t + 1) * rowBytes), cpu.subarray(t * rowBytes, (t + 1) * rowBytes), `${label} row ${t}`);
+  }
+}
+
+/** Compares the sf entries of rows `real` (any strides; storage elements of 4 bytes). */
+function sameSfRows(gpu: Uint8Array, cpu: HostTensor, real: Uint8Array, label: string): void {
+  const c = storageBytes(cpu);
+  const [s0, s1] = cpu.strides;
+  for (let t = 0; t < real.length; t++) {
+    if (!real[t]) continue;
+    for (let k = 0; k < cpu.shape[1]; k++) {
+      const o = 4 * (t * s0 + k * s1);
+      assertBytesEqual(gpu.subarray(o, o + 4), c.subarray(o, o + 4), `${label} sf [${t}, ${k}]`);
+    }
+  }
+}
+
+gpuTest("the device expf equals the JS expf on a large random sample and on dense ranges", () => {
+  const rand = rng(SEED);
+  console.log(`swiglu expf seed ${SEED}`);
+  const xs: number[] = [];
+  const u = new Uint32Array(1 << 22);
+  for (let i = 0; i < u.length; i++) u[i] = (rand() * 2 ** 32) >>> 0;
+  const f = new Float32Array(u.buffer);
+  const dense = [0, 1, -1, 0.34657, -0.34657, 1.03972, -1.03972, 88.72, -87.33, -103.97, 3.7e-9, -3.7e-9, 20, -20];
+  const b = new Float32Array(1), bu = new Uint32Array(b.buffer);
+  for (const c of dense) {
+    b[0] = c;
+    const base = bu[0];
+    for (let i = -(1 << 17); i < 1 << 17; i++) {
+      bu[0] = (base + i) >>> 0;
+      xs.push(b[0]);
+    }
+  }
+  const all = new Float32Array(f.length + xs.length);
+  all.set(f);
+  all.set(xs, f.length);
+  const x = toDevice(tensor(all, [all.length], "fp32"));
+  const y = toDevice(tensor(new Float32Array(all.length), [all.length], "fp32"));
+  launchExpfCheck(x.device, deviceRuntime("test").defaultStream(x.device), x, y);
+  const got = new Uint32Array(readAllocation(y).buffer);
+  const want = new Float32Array(all.length);
+  for (let i = 0; i < all.length; i++) want[i] = expf(all[i]);
+  const wu = new Uint32Array(want.buffer);
+  let bad = 0;
+  for (let i = 0; i < all.length; i++) {
+    const nan = (wu[i] & 0x7fffffff) > 0x7f800000;
+    if (nan ? (got[i] & 0x7fffffff) <= 0x7f800000 : got[i] !== wu[i]) {
+      if (bad++ < 5) console.log(`expf(${all[i]}) device ${got[i].toString(16)} js ${wu[i].toString(16)}`);
+    }
+  }
+  dispose(x, y);
+  assert.equal(bad, 0, `${bad} expf mismatches`);
+});
+
+const SHAPES: [number, number][] = [[0, 128], [1, 64], [37, 192], [133, 1024]];
+
+interface Opts {
+  psum?: boolean;
+  weights?: boolean;
+  scale?: boolean;
+  clamp?: boolean;
+}
+const OPTS: Opts[] = [{}, { psum: true }, { weights: true, scale: true }, { clamp: true }, { psum: true, weights: true, scale: true, clamp: true }];
+
+function common(rand: () => number, T: number, o: Opts, A: number) {
+  return {
+    psumNumTokensPerExpert: o.psum && T > 0 ? randomPsum(rand, T, 5, A) : undefined,
+    tokenAlignment: A,
+    topkWeights: o.weights ? weights(rand, T) : undefined,
+    routedScalingFactor: o.scale ? 1.5 : undefined,
+    clampValue: o.clamp ? 7 : undefined,
+  };
+}
+
+function onDevice<T extends Record<string, unknown>>(o: T): T {
+  const r: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) r[k] = v instanceof HostTensor ? uploadView(v) : v;
+  return r as T;
+}
+
+gpuTest("swigluForward and swigluForwardAndPerTokenCast equal the CPU reference byte for byte (real rows), counters too", () => {
+  const seed = SEED + 1;
+  console.log(`swiglu forward seed ${seed}`);
+  const rand = rng(seed);
+  for (const [T, H] of SHAPES) {
+    for (const dt of ["fp32", "bf16"] as const) {
+      for (const o of OPTS) {
+        const A = [1, 4, 16][Math.floor(rand() * 3)];
+        const x = randomX(rand, T, 2 * H, dt);
+        const co = common(rand, T, o, A);
+        const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
+        const dx = uploadView(x);
+        const dco = onDevice(co);
+        for (const fmt of ["fp32", "bf16"] as const) {
+          const label = `fwd ${dt}→${fmt} T=${T} H=${H} ${JSON.stringify(o)} A=${A}`;
+          const hc = o.clamp ? tensor(new BigInt64Array([1n, 2n, 3n, 4n]), [4], "int64") : undefined;
+          const dc = hc ? uploadView(hc) : undefined;
+          const cpu = swigluForward(x, { fmt, ...co, clampedCount: hc }) as HostTensor;
+          const gpu = swigluForward(dx, { fmt, ...dco, clampedCount: dc }) as DeviceTensor;
+          sameRows(readAllocation(gpu), storageBytes(cpu), real, H * (fmt === "fp32" ? 4 : 2), label);
+          if (hc && dc) assertBytesEqual(readAllocation(dc), storageBytes(hc), `${label} counts`);
+          dispose(gpu, dc);
+        }
+        for (const N of [32, 128] as const) {
+          if (H % N) continue;
+          for (const sfo of [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }]) {
+            const label = `fwd+cast ${dt} N=${N} ${JSON.stringify(sfo)} T=${T} H=${H} ${JSON.stringify(o)} A=${A}`;
+            const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: N, ...sfo, ...co });
+            const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: N, ...sfo, ...dco });
+            sameRows(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), real, H, `${label} data`);
+            const gsb = readAllocation(gs as DeviceTensor);
+            sameSfRows(gsb, cs as HostTensor, real, label);
+            // column-major alignment rows beyond T are 0 on both sides
+            const cb = storageBytes(cs as HostTensor);
+            if (!o.psum) assertBytesEqual(gsb, cb, `${label} sf allocation`);
+            dispose(gd, gs);
+          }
+        }
+        dispose(dx, Object.values(dco));
+      }
+    }
+  }
+});
+
+gpuTest("swigluBackward and swigluBackwardAndPerTokenCast equal the CPU reference on every byte of every output", () => {
+  const seed = SEED + 2;
+  console.log(`swiglu backward seed ${seed}`);
+  const rand = rng(seed);
+  for (const [T, H] of SHAPES) {
+    for (const o of OPTS) {
+      for (const rec of [false, true]) {
+        const A = [1, 4, 16][Math.floor(rand() * 3)];
+        const co = { ...common(rand, T, o, A), doRecompute: rec };
+        const dco = onDevice(co);
+        for (const dt of ["fp32", "bf16"] as const) {
+          const x = randomX(rand, T, 2 * H, dt);
+          const dy = randomX(rand, T, H, dt);
+          const dx = uploadView(x), ddy = uploadView(dy);
+          for (const fmt of ["fp32", "bf16"] as const) {
+            const label = `bwd ${dt}→${fmt} T=${T} H=${H} ${JSON.stringify(o)} rec=${rec} A=${A}`;
+            const c = swigluBackward(x, dy, { fmt, ...co });
+            const g = swigluBackward(dx, ddy, { fmt, ...dco });
+            for (let i = 0; i < 3; i++) {
+              assert.equal(g[i] === null, c[i] === null, `${label} output ${i} presence`);
+              if (c[i]) assertBytesEqual(readAllocation(g[i] as DeviceTensor), storageBytes(c[i] as HostTensor), `${label} output ${i}`);
+            }
+            dispose(g);
+          }
+          dispose(dx, ddy);
+        }
+        // e4m3 input with fp32 row scales
+        for (const N of [32, 128] as const) {
+          if (H % N) continue;
+          const q = tensor(Uint8Array.from({ length: T * 2 * H }, () => Math.floor(rand() * 256)), [T, 2 * H], "e4m3");
+          const qsf = tensor(Float32Array.from({ length: (T * 2 * H) / N }, () => Math.fround(2 ** (rand() * 8 - 4))), [T, (2 * H) / N], "fp32");
+          const dq = uploadView(q), dqsf = uploadView(qsf);
+          for (const gdt of ["bf16", "fp32"] as const) {
+            const dy = randomX(rand, T, H, gdt);
+            const ddy = uploadView(dy);
+            for (const sfo of [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }]) {
+              const label = `bwd+cast dy=${gdt} N=${N} ${JSON.stringify(sfo)} T=${T} H=${H} ${JSON.stringify(o)} rec=${rec}`;
+              const [cx, [cq, cs], cw, ca] = swigluBackwardAndPerTokenCast([q, qsf], dy, { fmt: "e4m3", numPerChannels: N, ...sfo, ...co });
+              const [gx, [gq, gs], gw, ga] = swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { fmt: "e4m3", numPerChannels: N, ...sfo, ...dco });
+              const pairs: [unknown, unknown, string][] = [[gx, cx, "xGrad"], [gq, cq, "xGradQ"], [gs, cs, "xGradSf"], [gw, cw, "weightGrad"], [ga, ca, "actOut"]];
+              for (const [gg, cc, name] of pairs) {
+                assert.equal(gg === null, cc === null, `${label} ${name} presence`);
+                if (cc) assertBytesEqual(readAllocation(gg as DeviceTensor), storageBytes(cc as HostTensor), `${label} ${name}`);
+              }
+              dispose(gx, gq, gs, gw, ga);
+            }
+            dispose(ddy);
+          }
+          dispose(dq, dqsf);
+        }
+        dispose(Object.values(dco));
+      }
+    }
+  }
+});
+
+gpuTest("full-size samples: 4001 tokens × 7168, bf16, 5 experts (alignment 128), weights, scaling and clamp", () => {
+  const seed = SEED + 3;
+  console.log(`swiglu full-size seed ${seed}`);
+  const rand = rng(seed);
+  const T = 4001, H = 7168;
+  const x = randomX(rand, T, 2 * H, "bf16");
+  const co = common(rand, T, { psum: true, weights: true, scale: true, clamp: true }, 128);
+  const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, 128);
+  const dx = uploadView(x), dco = onDevice(co);
+  const [cd] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...co });
+  const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...dco });
+  sameRows(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), real, H, "full fwd+cast data");
+  const dy = randomX(rand, T, H, "bf16");
+  const ddy = uploadView(dy);
+  const c = swigluBackward(x, dy, { fmt: "bf16", ...co, doRecompute: true });
+  const g = swigluBackward(dx, ddy, { fmt: "bf16", ...dco, doRecompute: true });
+  for (let i = 0; i < 3; i++) assertBytesEqual(readAllocation(g[i] as DeviceTensor), storageBytes(c[i] as HostTensor), `full bwd output ${i}`);
+  dispose(dx, ddy, gd, gs, g, Object.values(dco));
+});
+
+gpuTest("a broken psum raises DEVICE_VALUE at the next sync, and the kernels stay in bounds", async () => {
+  const x = toDevice(randomX(rng(7), 8, 128, "fp32"));
+  const dy = toDevice(randomX(rng(8), 8, 64, "fp32"));
+  for (const bad of [[4, 2], [3, 100], [-5, 4], [0x7fffffff, -0x80000000]]) {
+    const psum = toDevice(tensor(new Int32Array(bad), [2], "int32"));
+    const out = swigluForward(x, { fmt: "fp32", psumNumTokensPerExpert: psum, tokenAlignment: 4 });
+    await assert.rejects(toHost(out), (e: unknown) => e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "swigluForward");
+    const [gx] = swigluBackward(x, dy, { fmt: "fp32", psumNumTokensPerExpert: psum, tokenAlignment: 4 });
+    await assert.rejects(toHost(gx), (e: unknown) => e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "swigluBackward");
+    await toHost(gx); // the word was cleared
+    dispose(psum, out, gx);
+  }
+  dispose(x, dy);
+});
+
+// ---- the conformance vectors through the device path (host tensors, backend "cuda": the staged path) -----------
+
+const SETUP = ["tokens", "hidden", "inDtype", "experts", "actXGradDtype"];
+
+/** Op options of a case on the CUDA backend: params minus setup keys, tensor options, a fresh clampedCount. */
+function goldenOptions(g: GoldenFile, c: GoldenCase): Record<string, unknown> {
+  const o: Record<string, unknown> = { backend: "cuda" };
+  for (const [k, v] of Object.entries(c.params)) if (!SETUP.includes(k)) o[k] = v;
+  for (const role of ["psumNumTokensPerExpert", "topkWeights"]) if (c.inputs.includes(role)) o[role] = g.tensors[`${c.id}.${role}`];
+  if (c.inputs.includes("clampedCount")) {
+    const t = g.tensors[`${c.id}.clampedCount`];
+    o.clampedCount = tensor((t.data as BigInt64Array).slice(t.offset, t.offset + 4), [4], "int64");
+  }
+  return o;
+}
+
+/** Logical bytes of `t` with the rows the case excludes (padding rows the forward leaves unwritten) zeroed. */
+function goldenMasked(g: GoldenFile, c: GoldenCase, role: string, t: HostTensor): Uint8Array {
+  const b = logicalBytes(t).slice();
+  const ex = (c as GoldenCase & { excludeRows?: { mask: string; outputs: string[] } }).excludeRows;
+  if (!ex || !ex.outputs.includes(role)) return b;
+  const mask = g.tensors[`${c.id}.${ex.mask}`].data as Uint8Array;
+  const rowBytes = t.shape[0] === 0 ? 0 : b.length / t.shape[0];
+  for (let r = 0; r < t.shape[0]; r++) if (mask[r]) b.fill(0, r * rowBytes, (r + 1) * rowBytes);
+  return b;
+}
+
+function goldenCheck(g: GoldenFile, c: GoldenCase, role: string, got: Tensor | null): void {
+  assert.ok(got instanceof HostTensor, `${c.id} ${role}: expected a host result`);
+  assertBytesEqual(goldenMasked(g, c, role, got), logicalBytes(g.tensors[`${c.id}.${role}`]), `device ${c.id} ${role}`);
+}
+
+gpuTest("the SwiGLU vectors pass through the device path (forward, forward+cast, backward, backward+cast)", () => {
+  const fwd = loadGolden("quant", "quant_swiglu_forward");
+  for (const c of fwd.cases) {
+    const o = goldenOptions(fwd, c);
+    goldenCheck(fwd, c, "out", swigluForward(fwd.tensors[`${c.id}.x`], o as never));
+    if (o.clampedCount) goldenCheck(fwd, c, "clampedCountOut", o.clampedCount as Tensor);
+  }
+  const fcast = loadGolden("quant", "quant_swiglu_forward_and_per_token_cast");
+  for (const c of fcast.cases) {
+    const o = goldenOptions(fcast, c);
+    const [data, sf] = swigluForwardAndPerTokenCast(fcast.tensors[`${c.id}.x`], o as never);
+    goldenCheck(fcast, c, "data", data);
+    goldenCheck(fcast, c, "sf", sf);
+    if (o.clampedCount) goldenCheck(fcast, c, "clampedCountOut", o.clampedCount as Tensor);
+  }
+  const bwd = loadGolden("quant", "quant_swiglu_backward");
+  for (const c of bwd.cases) {
+    const [xGrad, weightGrad, actOut] = swigluBackward(bwd.tensors[`${c.id}.x`], bwd.tensors[`${c.id}.actXGrad`], goldenOptions(bwd, c) as never);
+    goldenCheck(bwd, c, "xGrad", xGrad);
+    assert.equal(weightGrad === null, !c.outputs.includes("weightGrad"), `${caseName(c)}: weightGrad presence`);
+    assert.equal(actOut === null, !c.outputs.includes("actOut"), `${caseName(c)}: actOut presence`);
+    if (weightGrad) goldenCheck(bwd, c, "weightGrad", weightGrad);
+    if (actOut) goldenCheck(bwd, c, "actOut", actOut);
+  }
+  const bcast = loadGolden("quant", "quant_swiglu_backward_and_per_token_cast");
+  for (const c of bcast.cases) {
+    const x: [Tensor, Tensor] = [asCodes(bcast.tensors[`${c.id}.xData`], "e4m3"), bcast.tensors[`${c.id}.xSf`]];
+    const [xGrad, [q, sf], weightGrad, actOut] = swigluBackwardAndPerTokenCast(x, bcast.tensors[`${c.id}.actXGrad`], goldenOptions(bcast, c) as never);
+    goldenCheck(bcast, c, "xGrad", xGrad);
+    goldenCheck(bcast, c, "xGradQ", q);
+    goldenCheck(bcast, c, "xGradSf", sf);
+    assert.equal(weightGrad === null, !c.outputs.includes("weightGrad"), `${caseName(c)}: weightGrad presence`);
+    assert.equal(actOut === null, !c.outputs.includes("actOut"), `${caseName(c)}: actOut presence`);
+    if (weightGrad) goldenCheck(bcast, c, "weightGrad", weightGrad);
+    if (actOut) goldenCheck(bcast, c, "actOut", actOut);
+  }
+});
+
+gpuTest("staged calls (host tensors, backend cuda) add to a host clampedCount and keep a given out's padding rows", () => {
+  const rand = rng(SEED + 4);
+  const T = 20, H = 128;
+  const x = randomX(rand, T, 2 * H, "fp32");
+  const psum = tensor(new Int32Array([5, 13]), [2], "int32");
+  const o = { psumNumTokensPerExpert: psum, tokenAlignment: 8, clampValue: 3 };
+  const hc = tensor(new BigInt64Array([10n, 20n, 30n, 40n]), [4], "int64");
+  const hc2 = tensor(new BigInt64Array([10n, 20n, 30n, 40n]), [4], "int64");
+  const out = tensor(new Float32Array(T * H).fill(7), [T, H], "fp32");
+  const out2 = tensor(new Float32Array(T * H).fill(7), [T, H], "fp32");
+  swigluForward(x, { fmt: "fp32", ...o, clampedCount: hc, out });
+  swigluForward(x, { fmt: "fp32", ...o, clampedCount: hc2, out: out2, backend: "cuda" });
+  assertBytesEqual(storageBytes(out2), storageBytes(out), "staged out");
+  assertBytesEqual(storageBytes(hc2), storageBytes(hc), "staged counts");
+});
+
+gpuTest("a device output with a row stride, an unaligned device x and a stream: same bytes as the CPU", async () => {
+  const rand = rng(SEED + 5);
+  const T = 33, H = 192;
+  const x = randomX(rand, T, 2 * H, "bf16");
+  // an x view one element into its storage: not 16-byte aligned, so the element-wise fallback runs
+  const pad = new Uint16Array(T * 2 * H + 1);
+  pad.set(x.data as Uint16Array, 1);
+  const xv = uploadView(new HostTensor(pad, "bf16", [T, 2 * H], [2 * H, 1], 1));
+  const wide = tensor(new Float32Array(T * (H + 64)).fill(5), [T, H + 64], "fp32");
+  const view = new HostTensor(wide.data, "fp32", [T, H], [H + 64, 1], 0);
+  const dview = uploadView(view);
+  const cpu = swigluForward(x, { fmt: "fp32", out: view });
+  const stream = createStream(0);
+  swigluForward(xv, { fmt: "fp32", out: dview, stream });
+  await stream.synchronize();
+  assertBytesEqual(readAllocation(dview), storageBytes(cpu as HostTensor), "strided out");
+  const [cd] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 32 });
+  const [gd, gs] = swigluForwardAndPerTokenCast(xv, { fmt: "e4m3", numPerChannels: 32 });
+  assertBytesEqual(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), "unaligned x cast data");
+  dispose(xv, dview, gd, gs);
+  stream[Symbol.dispose]();
+});
+
+gpuTest("on the device, the fused ops equal the composition of their parts", () => {
+  const seed = SEED + 6;
+  console.log(`swiglu device composition seed ${seed}`);
+  const rand = rng(seed);
+  const T = 77, H = 512;
+  const dx = uploadView(randomX(rand, T, 2 * H, "bf16"));
+  const dw = uploadView(weights(rand, T));
+  const o = { topkWeights: dw, routedScalingFactor: 0.75, clampValue: 5 };
+  for (const N of [32, 128] as const) {
+    for (const sfo of [{}, { roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }]) {
+      const [fd, fs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: N, ...sfo, ...o });
+      const v = swigluForward(dx, { fmt: "fp32", ...o });
+      const [pd, ps] = perTokenCast(v, { fmt: "e4m3", numPerChannels: N, ...sfo });
+      assertBytesEqual(readAllocation(fd as DeviceTensor), readAllocation(pd as DeviceTensor), `fwd N=${N} data`);
+      assertBytesEqual(readAllocation(fs as DeviceTensor), readAllocation(ps as DeviceTensor), `fwd N=${N} sf`);
+      dispose(fd, fs, v, pd, ps);
+    }
+  }
+  // backward: castBack(x) → swigluBackward(fp32) → perTokenCast over the 2H columns
+  for (const N of [32, 128] as const) {
+    const q = uploadView(tensor(Uint8Array.from({ length: T * 2 * H }, () => Math.floor(rand() * 256)), [T, 2 * H], "e4m3"));
+    const qsf = uploadView(tensor(Float32Array.from({ length: (T * 2 * H) / N }, () => Math.fround(2 ** (rand() * 6 - 3))), [T, (2 * H) / N], "fp32"));
+    const dy = uploadView(randomX(rand, T, H, "fp32"));
+    const [gx, [gq, gs], gw, ga] = swigluBackwardAndPerTokenCast([q, qsf], dy, { fmt: "e4m3", numPerChannels: N, roundSf: true, doRecompute: true, ...o });
+    const xf = castBack([q, qsf], { fmt: "fp32", xBlockSize: [1, N] });
+    const [px, pw, pa] = swigluBackward(xf, dy, { fmt: "fp32", doRecompute: true, ...o });
+    const [bx] = swigluBackward(xf, dy, { fmt: "bf16", ...o });
+    const [pq, ps] = perTokenCast(px, { fmt: "e4m3", numPerChannels: N, roundSf: true });
+    assertBytesEqual(readAllocation(gx as DeviceTensor), readAllocation(bx as DeviceTensor), `bwd N=${N} xGrad`);
+    assertBytesEqual(readAllocation(gq as DeviceTensor), readAllocation(pq as DeviceTensor), `bwd N=${N} xGradQ`);
+    assertBytesEqual(readAllocation(gs as DeviceTensor), readAllocation(ps as DeviceTensor), `bwd N=${N} xGradSf`);
+    assertBytesEqual(readAllocation(gw as DeviceTensor), readAllocation(pw as DeviceTensor), `bwd N=${N} weightGrad`);
+    const [ba] = swigluBackward(xf, dy, { fmt: "bf16", doRecompute: true, ...o }).slice(2);
+    assertBytesEqual(readAllocation(ga as DeviceTensor), readAllocation(ba as DeviceTensor), `bwd N=${N} actOut`);
+    dispose(q, qsf, dy, gx, gq, gs, gw, ga, xf, px, pw, pa, bx, pq, ps, ba);
+  }
+  dispose(dx, dw);
+});
