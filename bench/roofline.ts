@@ -13,7 +13,7 @@ import { deviceInfo, type DeviceTensor, devices, empty, perTokenCast, synchroniz
 import { driverVersion, kernelFunction, LaunchPacket } from "../ffi/cuda.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 import { runtimeName } from "../core/env.ts";
-import { type CaseFactory, FAMILIES } from "./cases.ts";
+import { type BenchCase, type CaseFactory, FAMILIES } from "./cases.ts";
 import { CASES, castBytes, copyRateGBs, DEV, deviceTimeUs, randomBf16 } from "./common.ts";
 
 const args = process.argv.slice(2);
@@ -46,11 +46,18 @@ for (const T of [4096, 16384]) {
   x.dispose();
 }
 
-// Every other family's cases (bench/cases.ts): `--only <op,op>` restricts them.
+// Every other family's cases (bench/cases.ts): `--only <op,op>` restricts them (`--only none`: none at all).
 const only = argOf("--only")?.split(",");
 for (const fam of FAMILIES) {
+  if (only?.includes("none")) break;
   const mod = await import(`./${fam}`) as { cases: CaseFactory };
-  for (const c of mod.cases()) {
+  let cases: BenchCase[] = [];
+  try {
+    cases = mod.cases();
+  } catch (e) {
+    console.log(`${fam}: setup failed: ${(e as Error).message}`);
+  }
+  for (const c of cases) {
     if (only && !only.includes(c.op)) {
       c.dispose();
       continue;
