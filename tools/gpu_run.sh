@@ -16,11 +16,16 @@ python3 -c "import lzma,shutil;shutil.copyfileobj(lzma.open('.device/$RT.xz'),op
 export PATH=/tmp:$PATH NO_COLOR=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$OUT/gpu.txt" 2>&1
 GPU_FILES=${GPU_FILES:-$(ls tests/*_gpu.test.ts)}
+# Logs are appended to a few files (a run brings back only a handful): tests-$RT.log, sanitizer-$RT.log, bench.
+LOGS=/tmp/gpu-run-logs
+mkdir -p $LOGS
 run_tests() { # $1 label, rest: files
   local label=$1; shift
-  local t0=$SECONDS
-  if [ "$RT" = deno ]; then deno test -A --no-check "$@" > "$OUT/$label.log" 2>&1; else bun test "$@" > "$OUT/$label.log" 2>&1; fi
-  echo "$label rc=$? $((SECONDS - t0)) s: $(grep -E '^(ok|FAILED) \||^ *[0-9]+ (pass|fail|skip)' "$OUT/$label.log" | tr '\n' ' ')"
+  local t0=$SECONDS rc
+  if [ "$RT" = deno ]; then deno test -A --no-check "$@" > "$LOGS/$label.log" 2>&1; else bun test "$@" > "$LOGS/$label.log" 2>&1; fi
+  rc=$?
+  { echo "===== $label rc=$rc"; cat "$LOGS/$label.log"; } >> "$OUT/tests-$RT.log"
+  echo "$label rc=$rc $((SECONDS - t0)) s: $(grep -E '^(ok|FAILED) \||^ *[0-9]+ (pass|fail|skip)' "$LOGS/$label.log" | tr '\n' ' ')"
 }
 for step in ${STEPS:-test}; do
   case $step in
@@ -28,9 +33,11 @@ for step in ${STEPS:-test}; do
     memcheck | racecheck)
       for f in ${SAN_FILES:-$GPU_FILES}; do
         b=$(basename "$f" .test.ts)
-        if [ "$RT" = deno ]; then compute-sanitizer --tool $step --error-exitcode 9 deno test -A --no-check "$f" > "$OUT/$step-$b.log" 2>&1
-        else compute-sanitizer --tool $step --error-exitcode 9 bun test "$f" > "$OUT/$step-$b.log" 2>&1; fi
-        echo "$step $b rc=$? $(grep -E 'ERROR SUMMARY|^ok \||^FAILED|[0-9]+ (pass|fail)' "$OUT/$step-$b.log" | tr '\n' ' ')"
+        if [ "$RT" = deno ]; then compute-sanitizer --tool $step --error-exitcode 9 deno test -A --no-check "$f" ${SAN_ARGS:-} > "$LOGS/$step-$b.log" 2>&1
+        else compute-sanitizer --tool $step --error-exitcode 9 bun test "$f" ${SAN_ARGS:-} > "$LOGS/$step-$b.log" 2>&1; fi
+        rc=$?
+        { echo "===== $step $b rc=$rc"; cat "$LOGS/$step-$b.log"; } >> "$OUT/sanitizer-$RT.log"
+        echo "$step $b rc=$rc $(grep -E 'ERROR SUMMARY|^ok \||^FAILED|[0-9]+ (pass|fail)' "$LOGS/$step-$b.log" | tr '\n' ' ')"
       done ;;
     peers) python3 bench/peers.py --json "$OUT/peers.json" --budget "${PEERS_BUDGET:-240}" ${PEERS_ARGS:-} > "$OUT/peers.log" 2>&1; echo "peers rc=$?" ;;
     bench)
@@ -41,8 +48,9 @@ for step in ${STEPS:-test}; do
     variants)
       for v in .device/var/*/; do
         n=$(basename "$v")
-        TK_PREBUILT_DIR=$PWD/$v deno run -A --no-check bench/roofline.ts --only none > "$OUT/variant-$n.log" 2>&1
-        echo "variant $n: $(grep -E '^tk ' "$OUT/variant-$n.log" | tr -s ' ' | tr '\n' '|')"
+        TK_PREBUILT_DIR=$PWD/$v deno run -A --no-check bench/roofline.ts --only none > "$LOGS/variant-$n.log" 2>&1
+        { echo "===== variant $n"; cat "$LOGS/variant-$n.log"; } >> "$OUT/variants.log"
+        echo "variant $n: $(grep -E '^tk ' "$LOGS/variant-$n.log" | tr -s ' ' | tr '\n' '|')"
       done ;;
   esac
 done

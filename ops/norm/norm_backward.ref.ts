@@ -88,7 +88,10 @@ export function normBackwardRef(
   const o = weightGrad.offset;
   if (weightGrad.dtype === "fp32") {
     const wg = weightGrad.data as Float32Array;
-    for (let j = 0; j < H; j++) wg[o + j] = a.accumulateWeightGrad ? fr(A[j] + wg[o + j]) : A[j];
+    for (let j = 0; j < H; j++) {
+      const v = a.accumulateWeightGrad ? fr(A[j] + wg[o + j]) : A[j];
+      wg[o + j] = v === v ? v : NaN; // one NaN pattern, as storeRow
+    }
   } else {
     const wg = weightGrad.data as Uint16Array;
     for (let j = 0; j < H; j++) wg[o + j] = encodeBf16(a.accumulateWeightGrad ? fr(A[j] + decodeBf16(wg[o + j])) : A[j]);

@@ -57,11 +57,15 @@ export function loadRow(t: HostTensor, base: number, H: number, dst: Float32Arra
   }
 }
 
-/** Stores binary32 values at `base` in the tensor's dtype: as is for fp32, `RNbf16` for bf16 (§0 `RNx`). */
+/**
+ * Stores binary32 values at `base` in the tensor's dtype: as is for fp32, `RNbf16` for bf16 (§0 `RNx`). A NaN is
+ * stored as the one pattern 0x7FC00000 (bf16 0x7FC0), as the kernels store it: any NaN conforms (spec "NaN"), and
+ * one pattern keeps CPU and GPU bytes equal in every runtime (V8 keeps the sign of an arithmetic NaN).
+ */
 export function storeRow(t: HostTensor, base: number, H: number, src: Float32Array): void {
   if (t.dtype === "fp32") {
     const d = t.data as Float32Array;
-    for (let j = 0; j < H; j++) d[base + j] = src[j];
+    for (let j = 0; j < H; j++) d[base + j] = src[j] === src[j] ? src[j] : NaN;
   } else {
     const d = t.data as Uint16Array;
     for (let j = 0; j < H; j++) d[base + j] = encodeBf16(src[j]);
@@ -125,7 +129,7 @@ export function normForwardRef(
     const mean = fr(S / H);
     const v = fr(mean + eps32);
     const rstd = fr(1 / fr(Math.sqrt(v)));
-    rstdData[rstdT.offset + i] = rstd;
+    rstdData[rstdT.offset + i] = rstd === rstd ? rstd : NaN; // one NaN pattern, as storeRow
     // Step 4: y_j = (s_j ⊗ rstd) ⊗ w'_j, or (s_j ⊗ rstd) ⊗ os32; out_j = RNx(y_j).
     if (weight) for (let j = 0; j < H; j++) y[j] = fr(fr(s[j] * rstd) * w[j]);
     else for (let j = 0; j < H; j++) y[j] = fr(fr(s[j] * rstd) * os32);

@@ -50,7 +50,7 @@ TK_DEV uint32_t ld_inplace_u32(const void* p) {
 // Read-only 64-bit scalar (int64 positions).
 TK_DEV uint64_t ld_u64(const void* p) {
   uint64_t v;
-  asm("ld.global.nc.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  asm volatile("ld.global.nc.u64 %0, [%1];" : "=l"(v) : "l"(p));
   return v;
 }
 #endif

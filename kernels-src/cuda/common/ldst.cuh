@@ -1,5 +1,8 @@
 // Global-memory access of the memory-bound kernels: one thin wrapper per instruction form, and a chunk loader
 // that falls back to element-wide accesses when a view's base or row stride is not a multiple of the vector width.
+// Every load is `asm volatile`: a plain `asm` counts as side-effect free, and the compiler then hoists it out of
+// the branch that guards it (an absent optional tensor's null pointer was read that way); volatile loads run
+// exactly where the source puts them.
 #pragma once
 #include <stdint.h>
 #include "fp.cuh"
@@ -10,44 +13,44 @@ namespace tk {
 // Streamed input: read once, through the non-coherent path, without allocating in L1 (the data is not reused by
 // this SM, and keeping L1 free leaves room for the scale tables that are). DeepGEMM's ld_nc pattern.
 TK_DEV void ld_stream(const void* p, uint32_t (&w)[4]) {
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
                : "l"(p));
 }
 TK_DEV void ld_stream(const void* p, uint32_t (&w)[2]) {
-  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
 }
 TK_DEV void ld_stream(const void* p, uint32_t (&w)[1]) {
-  asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(w[0]) : "l"(p));
+  asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(w[0]) : "l"(p));
 }
 
 // Input that is read twice by the same CTA (the one-scale-per-row cast): allocate in L1 so the second pass hits.
 TK_DEV void ld_cached(const void* p, uint32_t (&w)[4]) {
-  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
                : "l"(p));
 }
 TK_DEV void ld_cached(const void* p, uint32_t (&w)[2]) {
-  asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
+  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
 }
 TK_DEV void ld_cached(const void* p, uint32_t (&w)[1]) {
-  asm("ld.global.nc.u32 %0, [%1];" : "=r"(w[0]) : "l"(p));
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(w[0]) : "l"(p));
 }
 
 // Read-only scalars (scales, indices): plain non-coherent loads, cached, since neighbouring lanes share them.
 TK_DEV uint32_t ld_u8(const void* p) {
   uint32_t v;
-  asm("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(p));
+  asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
 TK_DEV uint32_t ld_u16(const void* p) {
   uint16_t v;
-  asm("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
   return v;
 }
 TK_DEV uint32_t ld_u32(const void* p) {
   uint32_t v;
-  asm("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
 

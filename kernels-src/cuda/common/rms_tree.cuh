@@ -101,37 +101,6 @@ struct RmsTeam {
   }
 };
 
-// ---- guarded loads -----------------------------------------------------------------------------------------------
-// The norm kernels load under conditions that protect the address itself: a dead chunk (c ≥ K) lies past the row
-// and past the weight, an absent tensor (weight, residual, residualOutGrad) has address 0, rstd[t] and the
-// workspace rows exist only for t < T and σ < min(T, 512). The loads of ldst.cuh are `asm` without `volatile`,
-// i.e. pure functions of the address to the compiler, which may then execute them unconditionally: NVVM hoisted the
-// weight loads of tk_norm_forward__* out of the row loop and out of `has_w && live[i]`, so an absent weight was read
-// at address 0 + 64 (CUDA_ERROR_ILLEGAL_ADDRESS on the first launch). These forms are `asm volatile`: executed
-// exactly where the source puts them, under their guard.
-template <bool kStream>
-TK_DEV void ld_guarded_v4(const void* p, uint32_t (&w)[4]) {
-  if constexpr (kStream) {
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                 : "l"(p));
-  } else {
-    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                 : "l"(p));
-  }
-}
-TK_DEV uint32_t ld_guarded_u32(const void* p) {
-  uint32_t v;
-  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
-}
-TK_DEV uint32_t ld_guarded_u16(const void* p) {
-  uint16_t v;
-  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
-  return v;
-}
-
 // ---- row chunks ---------------------------------------------------------------------------------------------------
 // A chunk of 16 fp32 / bf16 elements as 32-bit words (little-endian pairs for bf16).
 template <Fmt kIn>
@@ -143,22 +112,23 @@ struct RowChunk {
   TK_DEV float at(int i) const { return element<kIn>(w, i); }
 
   // 16-byte loads when `aligned` (the view's base and strides allow them), element loads otherwise. `kStream`:
-  // read-once data skips L1; data read again by the same SM (weights) is cached. Guarded loads (below): every call
-  // sits under a condition (a live chunk, an active row, a tensor that is present).
+  // read-once data skips L1; data read again by the same SM (weights) is cached. Every call sits under a condition
+  // (a live chunk, an active row, a tensor that is present); the loads of ldst.cuh are volatile, so they stay there.
   template <bool kStream = true>
   TK_DEV void load(const uint8_t* p, bool aligned) {
 #pragma unroll
     for (int s = 0; s < kWords / 4; ++s) {
       uint32_t q[4];
       if (aligned) {
-        ld_guarded_v4<kStream>(p + 16 * s, q);
+        if constexpr (kStream) ld_stream(p + 16 * s, q);
+        else ld_cached(p + 16 * s, q);
       } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           if constexpr (FmtTraits<kIn>::kAccessBytes == 4) {
-            q[i] = ld_guarded_u32(p + 16 * s + 4 * i);
+            q[i] = ld_u32(p + 16 * s + 4 * i);
           } else {
-            q[i] = ld_guarded_u16(p + 16 * s + 4 * i) | (ld_guarded_u16(p + 16 * s + 4 * i + 2) << 16);
+            q[i] = ld_u16(p + 16 * s + 4 * i) | (ld_u16(p + 16 * s + 4 * i + 2) << 16);
           }
         }
       }

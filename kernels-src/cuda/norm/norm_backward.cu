@@ -100,7 +100,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       }
     }
     rs = 0.0f;
-    if (active) rs = u2f(ld_guarded_u32(reinterpret_cast<const float*>(p.rstd) + t));  // t < T only
+    if (active) rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));  // t < T only
   };
   const uint64_t off = sigma - sigma_first;
   Chunk xc[kL], dyc[kL];
@@ -202,7 +202,7 @@ template <uint32_t kD>
 TK_DEV float slot_node(const float* ws, uint32_t sigma, uint32_t slots, uint64_t H, uint32_t j) {
   if constexpr (kD == kSlots) {
     float v = 0.0f;
-    if (sigma < slots) v = u2f(ld_guarded_u32(ws + sigma * H + j));  // the workspace has min(T, 512) rows
+    if (sigma < slots) v = u2f(ld_u32(ws + sigma * H + j));  // the workspace has min(T, 512) rows
     return v;
   } else {
     return add_rn(slot_node<2 * kD>(ws, sigma, slots, H, j), slot_node<2 * kD>(ws, sigma + kD, slots, H, j));
