@@ -35,4 +35,5 @@ export const FAMILIES: readonly string[] = [
   "cases_per_block.ts",
   "cases_norm.ts",
   "cases_swiglu.ts",
+  "cases_swiglu_per_channel.ts",
 ];
