@@ -37,9 +37,9 @@ function dispose(...ts: unknown[]): void {
 
 /**
  * A random bf16 `[T, 2H]` input. Each column (gate and up alike) has its own magnitude (2^-30 … 2^10), so per-channel
- * scales differ; columns cycle through edge cases: all ±0, gates around the ends of the expf table's window
- * (|g| near 2^-25 and near 128, beyond ±128), exact e4m3 rounding ties, sparse NaN and ±Inf, and large values
- * that the clamp cuts.
+ * scales differ; columns cycle through edge cases: all ±0, gates around the ends of the kernel's e^(−g) table
+ * window (|g| from 2^-26 to 2^-22, and from 60 to 260), exact e4m3 rounding ties, sparse NaN and ±Inf, and large
+ * values that the clamp cuts.
  */
 function randomX(rand: () => number, T: number, H: number): HostTensor {
   const W = 2 * H;

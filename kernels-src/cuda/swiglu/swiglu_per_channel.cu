@@ -19,9 +19,9 @@
 //   A tile is R rows (one scale block) × C columns, C = 8 · 1024 / R (64 for R = 128, 256 for R = 32). A thread
 //   owns 4 consecutive rows × 8 columns: per row one 16-byte chunk of gate and one of up (128 bytes of loads in
 //   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent because
-//   every CTA first fills its shared-memory expf table (common/expf_bf16.cuh: 8192 expf_cr, about the arithmetic
-//   of one tile); after that e^(−g) is one shared-memory load instead of ~17 binary64 operations, which would
-//   otherwise cost about as much time as the memory traffic. Static shared memory: the table (32 KiB), the
+//   every CTA first fills its shared-memory table of e^(−g) (common/expf_bf16.cuh: 8704 expf_cr, about the
+//   arithmetic of one tile); after that e^(−g) is one shared-memory load instead of ~17 binary64 operations, which
+//   would otherwise cost about as much time as the memory traffic. Static shared memory: the table (34 KiB), the
 //   column-amax exchange or (its lifetime does not overlap) the transposed tile of codes (R · C bytes = 8 KiB),
 //   and the tile's inverses (4 · C bytes).
 //
@@ -67,7 +67,7 @@ struct SwigluPerChannel {
   static_assert(kCols <= kBlockThreads, "one reducing thread per column");
 
   struct Smem {
-    float exp_table[kExpBf16TableSize];
+    float exp_table[kExpNegBf16TableSize];  // e^(−g) of every bf16 gate (common/expf_bf16.cuh)
     union {
       float red[kRowGroups * kCols];      // partial column maxima, [row group][piece-major column position]
       uint32_t codes[kR * kWordsPerRow];  // transposed: the tile's codes, row-major, word index swizzled
@@ -124,8 +124,8 @@ struct SwigluPerChannel {
 
   TK_DEV void run() const {
     __shared__ __align__(16) Smem s;
-    for (uint32_t i = threadIdx.x; i < static_cast<uint32_t>(kExpBf16TableSize); i += kBlockThreads) {
-      s.exp_table[i] = expf_bf16_entry(i);
+    for (uint32_t i = threadIdx.x; i < static_cast<uint32_t>(kExpNegBf16TableSize); i += kBlockThreads) {
+      s.exp_table[i] = exp_neg_bf16_entry(i);
     }
     const bool clamp = p.flags & kClamp;
     const float c = p.clamp;
@@ -173,7 +173,7 @@ struct SwigluPerChannel {
           const uint32_t gb = (gw[i][e / 2] >> (16 * (e % 2))) & 0xffffu;
           float g = u2f(gb << 16);
           float u = u2f(((uw[i][e / 2] >> (16 * (e % 2))) & 0xffffu) << 16);
-          float ex = expf_bf16(gb ^ 0x8000u, s.exp_table);  // e^(−g): −g is the bf16 with the sign bit flipped
+          float ex = exp_neg_bf16(gb, s.exp_table);  // expf(−g); any value for a NaN g, whose result is NaN anyway
           if (clamp) {
             const bool clamped = g > c;
             g = select_f32(clamped, c, g);
