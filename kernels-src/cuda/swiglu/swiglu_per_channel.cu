@@ -35,6 +35,7 @@
 // (rows are multiples of 256 bytes); the outputs are fresh allocations, checked all the same.
 // No value inside a device tensor steers an access: there is nothing to guard (DESIGN §6).
 #include "../common/chunk.cuh"
+#include "../common/code_tile.cuh"
 #include "../common/codec.cuh"
 #include "../common/expf.cuh"
 #include "../common/expf_bf16.cuh"
@@ -54,7 +55,8 @@ static_assert(kRoundSf == kSfRound, "roundSf is passed to sf_and_inv as is");
 constexpr int kBlockThreads = 256;
 constexpr int kRowsPerThread = 4;
 constexpr int kV = kVecBytes / 2;  // columns per thread: one 16-byte chunk of bf16
-// Resident CTAs per SM the register budget is sized for: 2 (≤ 128 registers; 64 KiB of loads in flight per SM).
+// Resident CTAs per SM the register budget is sized for: 3 (≤ 80 registers, 3 × 43 KiB of shared memory; 96 KiB of
+// loads in flight per SM while all three load).
 constexpr int kMinBlocks = 3;
 
 template <int kR, bool kTranspose>
@@ -63,14 +65,14 @@ struct SwigluPerChannel {
   static constexpr int kColGroups = kBlockThreads / kRowGroups;  // 8 or 32
   static constexpr int kCols = kColGroups * kV;                  // tile columns C: 64 or 256
   static constexpr int kPieceStride = kColGroups * 4;            // floats between a thread's 4-column pieces
-  static constexpr int kWordsPerRow = kCols / 4;                 // words of codes per tile row
+  using Codes = CodeTile<kR, kCols, kBlockThreads>;
   static_assert(kCols <= kBlockThreads, "one reducing thread per column");
 
   struct Smem {
     float exp_table[kExpNegBf16TableSize];  // e^(−g) of every bf16 gate (common/expf_bf16.cuh)
     union {
       float red[kRowGroups * kCols];      // partial column maxima, [row group][piece-major column position]
-      uint32_t codes[kR * kWordsPerRow];  // transposed: the tile's codes, row-major, word index swizzled
+      uint32_t codes[Codes::kWords];      // transposed: the tile's codes (common/code_tile.cuh)
     };
     float inv[kCols];  // inverse scale per column position
   };
@@ -82,45 +84,6 @@ struct SwigluPerChannel {
   // Column (inside the tile) of column position q: positions are piece-major so that the exchange through shared
   // memory is conflict-free (a quarter-warp writes 8 consecutive 16-byte pieces).
   static TK_DEV uint32_t column_of(uint32_t q) { return (q % kPieceStride) / 4 * kV + (q / kPieceStride) * 4 + q % 4; }
-
-  // Word swizzle of tile row `row` (a multiple of 4, so a thread's 2-word write stays contiguous): the 16-row
-  // segments of one column quad land in different banks when the write-out reads them.
-  static TK_DEV uint32_t swizzle(uint32_t row) { return ((row / 16) * (kWordsPerRow >= 64 ? 16 : 4)) & (kWordsPerRow - 1); }
-
-  // Transposed write-out: unit (column quad cq, 16-row segment rs) reads the 16 rows × 4 codes of its quad,
-  // transposes them 4 × 4 at a time with byte permutes, and stores 16 consecutive tokens of each of its 4 columns.
-  TK_DEV void transpose_out(const Smem& s, uint32_t m, uint32_t col0, bool out_aligned) const {
-    constexpr int kRowSegs = kR / 16;  // 16-token segments of a transposed column
-    for (uint32_t unit = threadIdx.x; unit < static_cast<uint32_t>(kWordsPerRow * kRowSegs); unit += kBlockThreads) {
-      const uint32_t rs = unit % kRowSegs, cq = unit / kRowSegs;
-      uint32_t o[4][4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        uint32_t a[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const uint32_t row = 16 * rs + 4 * q + j;
-          a[j] = s.codes[row * kWordsPerRow + (cq ^ swizzle(row))];
-        }
-        // byte b of a[j] is (row j, column b); o[b] gathers byte b of a[0..3]
-        const uint32_t lo01 = __byte_perm(a[0], a[1], 0x5140), hi01 = __byte_perm(a[0], a[1], 0x7362);
-        const uint32_t lo23 = __byte_perm(a[2], a[3], 0x5140), hi23 = __byte_perm(a[2], a[3], 0x7362);
-        o[0][q] = __byte_perm(lo01, lo23, 0x5410);
-        o[1][q] = __byte_perm(lo01, lo23, 0x7632);
-        o[2][q] = __byte_perm(hi01, hi23, 0x5410);
-        o[3][q] = __byte_perm(hi01, hi23, 0x7632);
-      }
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        const uint32_t col = col0 + 4 * cq + b;
-        if (col < p.hidden) {
-          uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(col) * p.num_tokens +
-                         static_cast<uint64_t>(m) * kR + 16 * rs;
-          store_chunk<16>(dst, o[b], out_aligned);
-        }
-      }
-    }
-  }
 
   TK_DEV void run() const {
     __shared__ __align__(16) Smem s;
@@ -228,14 +191,17 @@ struct SwigluPerChannel {
         if constexpr (kTranspose) {
           // columns ≥ H hold codes of zeros; the write-out skips them
           const uint32_t row = kRowsPerThread * rg + i;
-          st_shared(smem_addr(&s.codes[row * kWordsPerRow + ((cg * (kV / 4)) ^ swizzle(row))]), o);
+          st_shared(smem_addr(&s.codes[Codes::word(row, cg * (kV / 4))]), o);  // 2 adjacent words
         } else if (live) {
           store_chunk<kV>(reinterpret_cast<uint8_t*>(p.data) + (row0 + i) * H + col, o, out_aligned);
         }
       }
       if constexpr (kTranspose) {
         __syncthreads();
-        transpose_out(s, m, col0, out_aligned);
+        uint8_t* base = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(m) * kR;
+        const uint32_t valid = H - col0 < static_cast<uint32_t>(kCols) ? H - col0 : kCols;
+        Codes::store_transposed(s.codes, valid, [&](uint32_t c) { return base + static_cast<uint64_t>(col0 + c) * p.num_tokens; },
+                                out_aligned);
       }
     }
   }
