@@ -35,4 +35,5 @@ export const FAMILIES: readonly string[] = [
   "cases_norm.ts",
   "cases_rope_randn.ts",
   // one line per family: "cases_<family>.ts",
+  "cases_swiglu_per_channel.ts",
 ];

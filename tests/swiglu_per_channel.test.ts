@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { type HostTensor, perChannelCastAndTranspose, swigluForward, tensor } from "../mod.ts";
 import { swigluForwardAndPerChannelCastAndTranspose } from "../ops/quant/swiglu_per_channel.ts";
 import { logicalBytes } from "./golden.ts";
-import { assertBytesEqual, rng, test } from "./harness.ts";
-import { fakeDevice, refuses } from "./refuses.ts";
+import { assertBytesEqual, hasGpu, rng, test } from "./harness.ts";
+import { cudaOrUnavailable, fakeDevice, refuses } from "./refuses.ts";
 
 test("swigluForwardAndPerChannelCastAndTranspose equals perChannelCastAndTranspose of the bf16 swigluForward; withoutTranspose is its transpose", () => {
   const seed = 20261130;
@@ -52,6 +52,10 @@ test("swigluForwardAndPerChannelCastAndTranspose refuses bad inputs, naming the 
   refuses(op, "clampValue", "VALUE", () => f(x, { ...o, clampValue: NaN }), [x]);
   refuses(op, "withoutTranspose", "VALUE", () => f(x, { ...o, withoutTranspose: 1 as never }), [x]);
   refuses(op, "out", "VALUE", () => f(x, { ...o, out: x } as never), [x]);
-  refuses(op, "backend", "UNSUPPORTED", () => f(fakeDevice("bf16", [128, 128]), o), []);
-  refuses(op, "backend", "UNSUPPORTED", () => f(x, { ...o, backend: "cuda" }), [x]);
+  refuses(op, "x", "SHAPE", () => f(fakeDevice("bf16", [64, 128]), o), []);
+});
+
+test("swigluForwardAndPerChannelCastAndTranspose with backend cuda runs its kernel on host inputs (BACKEND_UNAVAILABLE without a device)", () => {
+  const x = tensor(new Uint16Array(128 * 128), [128, 128], "bf16");
+  cudaOrUnavailable("swigluForwardAndPerChannelCastAndTranspose", () => swigluForwardAndPerChannelCastAndTranspose(x, { fmt: "e4m3", numPerTokens: 32, backend: "cuda" }), hasGpu);
 });

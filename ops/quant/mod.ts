@@ -63,3 +63,7 @@ export {
   type SwigluBackwardCommonOptions,
   type SwigluBackwardOptions,
 } from "./swiglu_backward.ts";
+export {
+  swigluForwardAndPerChannelCastAndTranspose,
+  type SwigluForwardAndPerChannelCastAndTransposeOptions,
+} from "./swiglu_per_channel.ts";

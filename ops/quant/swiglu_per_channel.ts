@@ -1,16 +1,20 @@
 /**
  * `swigluForwardAndPerChannelCastAndTranspose` (spec/API.md §3.1; numerics spec/quant.md §8.6, 1.0 semantics):
- * checks, then the CPU reference (`swiglu_per_channel.ref.ts`). There is no CUDA kernel yet: a call that would run
- * on a device is refused (`placeWithoutKernel`).
+ * checks, then the CPU reference (`swiglu_per_channel.ref.ts`) or the CUDA kernels
+ * (`kernels-src/cuda/swiglu/swiglu_per_channel.cu`).
  * @module
  */
-import { type OpOptions, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkTensor, oneOf, optBool } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
-import { deliverHostResult, onHost } from "../../core/stage.ts";
-import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
+import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
+import { type Device, type DeviceTensor, deviceEmptyStrided, type HostTensor, type Quantized, type Stream, type Tensor } from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { optNumber } from "./swiglu.ts";
+import { callStream } from "./swiglu_launch.ts";
+import { SWIGLU_PER_CHANNEL_FLAG, SwigluPerChannelParams } from "./swiglu_per_channel.params.ts";
 import { swigluForwardAndPerChannelCastAndTransposeRef } from "./swiglu_per_channel.ref.ts";
 
 /** Options of {@link swigluForwardAndPerChannelCastAndTranspose}. */
@@ -34,6 +38,8 @@ const KEYS = ["fmt", "numPerTokens", "roundSf", "withoutTranspose", "clampValue"
  * up right; `T % 128 == 0`, `H % 64 == 0`), activation `(g / (1 + expf(−g))) · u` with the optional clamp, rounded
  * to bf16, then cast per block of `numPerTokens` rows × 1 column (amax, scale and codes of §5.1). Returns
  * `[data, sf]`: data e4m3 `[H, T]` (`data[j][t]`), or `[T, H]` with `withoutTranspose`; sf fp32 `[T / r, H]`.
+ * Device inputs run the CUDA kernel on their device (enqueued on `stream`); host inputs run the CPU reference
+ * unless `backend` / `TK_BACKEND` says otherwise. The op allocates its outputs (`out` is not accepted).
  *
  * @example
  * ```ts
@@ -61,8 +67,65 @@ export function swigluForwardAndPerChannelCastAndTranspose(x: Tensor, options: S
   if (T % 128 !== 0) throw new TkError(op, "x", "SHAPE", `number of tokens must be a multiple of 128 (got ${T})`);
   if (H2 % 128 !== 0) throw new TkError(op, "x", "SHAPE", `last dimension must be 2H with H % 64 == 0 (got ${H2})`);
   const H = H2 / 2;
-  const pl = placeWithoutKernel(op, options.backend, xt);
+  const pl = place(op, options.backend, xt);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = callStream(op, pl.device, options.stream);
+    const data = deviceEmptyStrided(op, pl.device, withoutTranspose ? [T, H] : [H, T], withoutTranspose ? [H, 1] : [T, 1], "e4m3", T * H, stream);
+    const sf = deviceEmptyStrided(op, pl.device, [T / r, H], [H, 1], "fp32", (T / r) * H, stream);
+    launch(pl.device, stream, { x: xt, data, sf, T, H, r, roundSf, withoutTranspose, clampValue });
+    return [data, sf];
+  }
+  if (pl.backend === "cuda") {
+    // Host input on a forced device backend: the same call on a device copy, results copied back.
+    const local = { ...options, backend: "auto", stream: undefined } as const;
+    const [d, s] = runOnDeviceStaged(op, pl.device, [xt], [null, null], ([dx]) => swigluForwardAndPerChannelCastAndTranspose(dx!, local));
+    return [d, s];
+  }
   const cast = { tokens: T, hidden: H, numPerTokens: r, rule: { fmt: "e4m3" as const, roundSf, packedUe8m0: false, e4m3Sf: false, clamp: amaxClampFor("e4m3", false) } };
   const res = swigluForwardAndPerChannelCastAndTransposeRef(op, onHost(xt) as HostTensor, { tokens: T, hidden: H, clampValue, withoutTranspose, cast });
   return [deliverHostResult(op, res.data, null, pl), deliverHostResult(op, res.sf, null, pl)];
+}
+
+// ---- CUDA launch ------------------------------------------------------------------------------------------
+
+const OP = "swigluForwardAndPerChannelCastAndTranspose";
+const packet = new LaunchPacket(SwigluPerChannelParams);
+const W = packet.w;
+const THREADS = 256;
+/** Resident CTAs per SM the kernels are built for (`__launch_bounds__` of swiglu_per_channel.cu). */
+const BLOCKS_PER_SM = 3;
+
+/** One launch: device tensors and the checked options. */
+interface Launch {
+  readonly x: Tensor;
+  readonly data: Tensor;
+  readonly sf: Tensor;
+  readonly T: number;
+  readonly H: number;
+  readonly r: number;
+  readonly roundSf: boolean;
+  readonly withoutTranspose: boolean;
+  readonly clampValue: number | null;
+}
+
+/**
+ * Enqueues the kernel of swiglu_per_channel.cu's launch table: a persistent grid of min(tiles, 3 · SMs) CTAs over
+ * tiles of R rows × C columns, C = 8 · 1024 / R. 0 rows or 0 columns launch nothing.
+ */
+function launch(device: Device, stream: Stream, a: Launch): void {
+  if (a.T === 0 || a.H === 0) return;
+  const sym = a.withoutTranspose ? `tk_swiglu_per_channel_cast__bf16_r${a.r}` : `tk_swiglu_per_channel_cast_and_transpose__bf16_r${a.r}`;
+  const fn = kernelFunction(OP, device, sym);
+  const p = packet;
+  p.u64(W.x, (a.x as DeviceTensor).addr);
+  p.u64(W.data, (a.data as DeviceTensor).addr);
+  p.u64(W.sf, (a.sf as DeviceTensor).addr);
+  p.u32(W.num_tokens, a.T);
+  p.u32(W.hidden, a.H);
+  p.u32(W.flags, (a.roundSf ? SWIGLU_PER_CHANNEL_FLAG.roundSf : 0) | (a.clampValue !== null ? SWIGLU_PER_CHANNEL_FLAG.clamp : 0));
+  p.f32(W.clamp, a.clampValue ?? 0);
+  p.f32(W.amax_clamp, amaxClampFor("e4m3", false));
+  const tiles = (a.T / a.r) * Math.ceil(a.H / ((8 * 1024) / a.r));
+  p.setLaunch(fn, stream.handle, Math.max(1, Math.min(tiles, BLOCKS_PER_SM * config.getNumSms(device))), THREADS, 0, false, device.index);
+  p.launch(OP);
 }

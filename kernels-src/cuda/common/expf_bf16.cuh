@@ -1,0 +1,44 @@
+// e^(−g) for a gate g that is a bf16 value, equal to expf_cr(−g) (expf.cuh, spec/quant.md §1.1-4), by a table
+// lookup: the SwiGLU of bf16 inputs needs nothing else. Of the 65536 bf16 patterns only the magnitudes with exponent
+// field in [kExpNegBf16Lo, kExpNegBf16Hi] matter: below the window e^(−g) rounds to 1 (|e^(−g) − 1| < 2^-25, inside
+// half an ulp of 1 on either side), above it e^(−g) is +0 (g ≥ 128) or +Inf (g ≤ −128), and the table's first and
+// last exponent rows already hold exactly 1 and exactly +0 / +Inf. So the lookup clamps the magnitude pattern into
+// the window and needs no other case: 2 signs × 34 exponents × 128 mantissas = 8704 binary32 entries (34 KiB of
+// shared memory), filled by the kernel with expf_cr itself, so each entry is the reference value by construction.
+// A NaN gate reads some finite entry: its e^(−g) is unspecified, which is harmless where the caller's result is NaN
+// anyway (SwiGLU: g / (1 + e) is NaN for a NaN g whatever e is). tools/expf_bf16_check.cpp checks every non-NaN
+// pattern against expf_cr on the host, and that every pattern's index is inside the table.
+//
+// Why: expf_cr costs about 17 binary64 operations per element, about as much time on an H200 as the memory traffic
+// of a SwiGLU row; the lookup costs one shared-memory load and four integer operations.
+#pragma once
+#include <stdint.h>
+#include "expf.cuh"
+#include "fp.cuh"
+
+namespace tk {
+
+constexpr uint32_t kExpNegBf16Lo = 101;  // exponent field of 2^-26: e^(−g) rounds to 1 here and below
+constexpr uint32_t kExpNegBf16Hi = 134;  // exponent field of 128: e^(−g) is +0 or +Inf here and above
+constexpr uint32_t kExpNegBf16MagLo = kExpNegBf16Lo << 7;                // smallest tabled magnitude pattern
+constexpr uint32_t kExpNegBf16MagHi = (kExpNegBf16Hi << 7) | 127u;       // largest tabled magnitude pattern
+constexpr int kExpNegBf16TableSize = 2 * (kExpNegBf16MagHi - kExpNegBf16MagLo + 1);  // 8704 entries
+
+// Table index of the gate pattern b (low 16 bits): the clamped magnitude, times 2, plus the sign bit.
+TK_HD uint32_t exp_neg_bf16_index(uint32_t b) {
+  uint32_t mag = b & 0x7fffu;
+  mag = mag < kExpNegBf16MagLo ? kExpNegBf16MagLo : mag;
+  mag = mag > kExpNegBf16MagHi ? kExpNegBf16MagHi : mag;
+  return ((mag - kExpNegBf16MagLo) << 1) | ((b >> 15) & 1u);
+}
+
+// Table entry i: expf_cr(−g) for the gate pattern the index maps back to.
+TK_HD float exp_neg_bf16_entry(uint32_t i) {
+  const uint32_t g = ((i & 1u) << 15) | ((i >> 1) + kExpNegBf16MagLo);
+  return expf_cr(-u2f(g << 16));
+}
+
+// e^(−g) for the gate pattern b = expf_cr(−g) for every non-NaN g (unspecified for NaN, see above).
+TK_HD float exp_neg_bf16(uint32_t b, const float* table) { return table[exp_neg_bf16_index(b)]; }
+
+}  // namespace tk

@@ -1,0 +1,222 @@
+// swigluForwardAndPerChannelCastAndTranspose (spec/quant.md §8.6, 1.0 semantics): the SwiGLU forward value of
+// §8.3 (clamp by selects, no weights, no expert layout) rounded to bf16, then the per-channel e4m3 cast of §5.1
+// on that activation, data written transposed (§5.3) or not. For row t and column j < H of x bf16 [T, 2H]:
+//
+//   g, u = x[t][j], x[t][H + j];  with clampValue c: g = (g > c) ? c : g;  u = (u > c) ? c : ((u < −c) ? −c : u)
+//   a    = bf16(fl(fl(g / fl(1 + expf(−g))) · u))                          (§8.3, then §1.5)
+//   per column j and block m of R = numPerTokens rows: amax = max |a|, (sf, inv) = sfAndInv(amax) (§2.3),
+//   data = encodeE4m3(fl(a · inv)),  sf[m][j] fp32
+//
+// Symbols
+//   tk_swiglu_per_channel_cast__bf16_r<R>                R ∈ {32, 128}: data [T, H]   (withoutTranspose)
+//   tk_swiglu_per_channel_cast_and_transpose__bf16_r<R>  R ∈ {32, 128}: data [H, T]
+//
+// Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
+//
+//   kernel   block.x  dynamic smem  grid.x
+//   all      256      0             min(tiles, 2 · SMs),  tiles = (T / R) · ceilDiv(H, C)
+//
+//   A tile is R rows (one scale block) × C columns, C = 8 · 1024 / R (64 for R = 128, 256 for R = 32). A thread
+//   owns 4 consecutive rows × 8 columns: per row one 16-byte chunk of gate and one of up (128 bytes of loads in
+//   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent because
+//   every CTA first fills its shared-memory table of e^(−g) (common/expf_bf16.cuh: 8704 expf_cr, about the
+//   arithmetic of one tile); after that e^(−g) is one shared-memory load instead of ~17 binary64 operations, which
+//   would otherwise cost about as much time as the memory traffic. Static shared memory: the table (34 KiB), the
+//   column-amax exchange or (its lifetime does not overlap) the transposed tile of codes (R · C bytes = 8 KiB),
+//   and the tile's inverses (4 · C bytes).
+//
+// The activation stays in registers (as bf16) between the amax and the quantization. The column amax crosses
+// row groups through shared memory: each thread writes its 8 column maxima, one thread per column reduces the R/4
+// partials, computes (sf, inv), stores sf and publishes inv. Transposed, the codes go through shared memory and
+// are written 16 tokens × 4 columns per thread after 4 × 4 byte transposes.
+//
+// Tails: T % R == 0 (T % 128 == 0), so every row of a tile exists; columns ≥ H (H % 64 == 0 but C may be 256)
+// read nothing, compute zeros and store nothing. x views whose base is not 16-byte aligned take element loads
+// (rows are multiples of 256 bytes); the outputs are fresh allocations, checked all the same.
+// No value inside a device tensor steers an access: there is nothing to guard (DESIGN §6).
+#include "../common/chunk.cuh"
+#include "../common/code_tile.cuh"
+#include "../common/codec.cuh"
+#include "../common/expf.cuh"
+#include "../common/expf_bf16.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/scale.cuh"
+#include "../generated/swiglu_per_channel_params.h"
+
+namespace tk {
+namespace {
+
+// SWIGLU_PER_CHANNEL_FLAG of ops/quant/swiglu_per_channel.params.ts (roundSf is SfFlag's kSfRound bit)
+enum SwigluPerChannelFlag : uint32_t { kRoundSf = 1, kClamp = 2 };
+static_assert(kRoundSf == kSfRound, "roundSf is passed to sf_and_inv as is");
+
+constexpr int kBlockThreads = 256;
+constexpr int kRowsPerThread = 4;
+constexpr int kV = kVecBytes / 2;  // columns per thread: one 16-byte chunk of bf16
+// Resident CTAs per SM the register budget is sized for: 3 (≤ 80 registers, 3 × 43 KiB of shared memory; 96 KiB of
+// loads in flight per SM while all three load).
+constexpr int kMinBlocks = 3;
+
+template <int kR, bool kTranspose>
+struct SwigluPerChannel {
+  static constexpr int kRowGroups = kR / kRowsPerThread;         // 32 or 8
+  static constexpr int kColGroups = kBlockThreads / kRowGroups;  // 8 or 32
+  static constexpr int kCols = kColGroups * kV;                  // tile columns C: 64 or 256
+  static constexpr int kPieceStride = kColGroups * 4;            // floats between a thread's 4-column pieces
+  using Codes = CodeTile<kR, kCols, kBlockThreads>;
+  static_assert(kCols <= kBlockThreads, "one reducing thread per column");
+
+  struct Smem {
+    float exp_table[kExpNegBf16TableSize];  // e^(−g) of every bf16 gate (common/expf_bf16.cuh)
+    union {
+      float red[kRowGroups * kCols];      // partial column maxima, [row group][piece-major column position]
+      uint32_t codes[Codes::kWords];      // transposed: the tile's codes (common/code_tile.cuh)
+    };
+    float inv[kCols];  // inverse scale per column position
+  };
+
+  const SwigluPerChannelParams& p;
+
+  TK_DEV explicit SwigluPerChannel(const SwigluPerChannelParams& params) : p(params) {}
+
+  // Column (inside the tile) of column position q: positions are piece-major so that the exchange through shared
+  // memory is conflict-free (a quarter-warp writes 8 consecutive 16-byte pieces).
+  static TK_DEV uint32_t column_of(uint32_t q) { return (q % kPieceStride) / 4 * kV + (q / kPieceStride) * 4 + q % 4; }
+
+  TK_DEV void run() const {
+    __shared__ __align__(16) Smem s;
+    for (uint32_t i = threadIdx.x; i < static_cast<uint32_t>(kExpNegBf16TableSize); i += kBlockThreads) {
+      s.exp_table[i] = exp_neg_bf16_entry(i);
+    }
+    const bool clamp = p.flags & kClamp;
+    const float c = p.clamp;
+    const float e_clamped = clamp ? expf_cr(-c) : 0.0f;  // e^(−g) of a clamped gate (g = c, any binary32)
+    const uint32_t H = p.hidden;
+    const uint32_t col_tiles = (H + kCols - 1) / kCols;
+    const uint64_t tiles = static_cast<uint64_t>(p.num_tokens / kR) * col_tiles;
+    const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+    const uint64_t x_row = 4ull * H;  // bytes of one row of x (2H bf16)
+    const bool x_aligned = (p.x % kVecBytes) == 0;
+    const bool out_aligned = (p.data % kVecBytes) == 0;
+    const uint32_t rg = threadIdx.x / kColGroups, cg = threadIdx.x % kColGroups;
+    __syncthreads();  // the table is filled
+
+    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const uint32_t m = static_cast<uint32_t>(tile / col_tiles);
+      const uint32_t col0 = static_cast<uint32_t>(tile % col_tiles) * kCols;
+      const uint32_t col = col0 + cg * kV;
+      const bool live = col < H;
+      const uint64_t row0 = static_cast<uint64_t>(m) * kR + kRowsPerThread * rg;
+
+      uint32_t gw[kRowsPerThread][4], uw[kRowsPerThread][4];
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) gw[i][k] = uw[i][k] = 0;
+        if (live) {
+          const uint8_t* gp = x + (row0 + i) * x_row + 2ull * col;
+          load_chunk<kVecBytes, 2>(gp, gw[i], x_aligned);
+          load_chunk<kVecBytes, 2>(gp + 2ull * H, uw[i], x_aligned);
+        }
+      }
+
+      // the bf16 activation (§8.6) and the column maxima over the thread's rows (maximumNumber: NaN ignored)
+      uint32_t aw[kRowsPerThread][kV / 2];
+      float cm[kV];
+#pragma unroll
+      for (int e = 0; e < kV; ++e) cm[e] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+#pragma unroll
+        for (int k = 0; k < kV / 2; ++k) aw[i][k] = 0;
+#pragma unroll
+        for (int e = 0; e < kV; ++e) {
+          const uint32_t gb = (gw[i][e / 2] >> (16 * (e % 2))) & 0xffffu;
+          float g = u2f(gb << 16);
+          float u = u2f(((uw[i][e / 2] >> (16 * (e % 2))) & 0xffffu) << 16);
+          float ex = exp_neg_bf16(gb, s.exp_table);  // expf(−g); any value for a NaN g, whose result is NaN anyway
+          if (clamp) {
+            const bool clamped = g > c;
+            g = select_f32(clamped, c, g);
+            ex = select_f32(clamped, e_clamped, ex);
+            u = select_f32(u > c, c, select_f32(u < -c, -c, u));
+          }
+          const uint32_t ab = encode_bf16(mul_rn(div_rn(g, add_rn(1.0f, ex)), u));
+          aw[i][e / 2] |= ab << (16 * (e % 2));
+          cm[e] = max_num(cm[e], abs_f(u2f(ab << 16)));
+        }
+      }
+
+      __syncthreads();  // the previous tile's readers of s.codes and s.inv are done
+#pragma unroll
+      for (int q = 0; q < kV / 4; ++q) {
+        const uint32_t pos = rg * kCols + q * kPieceStride + cg * 4;
+        const uint32_t pw[4] = {f2u(cm[4 * q]), f2u(cm[4 * q + 1]), f2u(cm[4 * q + 2]), f2u(cm[4 * q + 3])};
+        st_shared(smem_addr(&s.red[pos]), pw);
+      }
+      __syncthreads();
+      if (threadIdx.x < static_cast<uint32_t>(kCols)) {
+        const uint32_t q = threadIdx.x;
+        float a = 0.0f;
+#pragma unroll 8
+        for (int r = 0; r < kRowGroups; ++r) a = max_num(a, s.red[r * kCols + q]);
+        const uint32_t jc = col0 + column_of(q);
+        float inv = 0.0f;
+        if (jc < H) {
+          const ScaleAndInv si = sf_and_inv(a, p.amax_clamp, kE4m3Max, p.flags & kRoundSf);
+          st_u32(reinterpret_cast<uint8_t*>(p.sf) + 4 * (static_cast<uint64_t>(m) * H + jc), si.stored);
+          inv = si.inv;
+        }
+        s.inv[q] = inv;
+      }
+      __syncthreads();  // s.inv is published; s.red is dead (s.codes may be written)
+
+      float inv[kV];
+#pragma unroll
+      for (int q = 0; q < kV / 4; ++q) {
+        uint32_t iw[4];
+        ld_shared(smem_addr(&s.inv[q * kPieceStride + cg * 4]), iw);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) inv[4 * q + e] = u2f(iw[e]);
+      }
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        float v[kV];
+#pragma unroll
+        for (int e = 0; e < kV; ++e) v[e] = mul_rn(element<Fmt::kBf16>(aw[i], e), inv[e]);
+        uint32_t o[kV / 4];
+        encode_chunk<Fmt::kE4m3, kV>(v, o);
+        if constexpr (kTranspose) {
+          // columns ≥ H hold codes of zeros; the write-out skips them
+          const uint32_t row = kRowsPerThread * rg + i;
+          st_shared(smem_addr(&s.codes[Codes::word(row, cg * (kV / 4))]), o);  // 2 adjacent words
+        } else if (live) {
+          store_chunk<kV>(reinterpret_cast<uint8_t*>(p.data) + (row0 + i) * H + col, o, out_aligned);
+        }
+      }
+      if constexpr (kTranspose) {
+        __syncthreads();
+        uint8_t* base = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(m) * kR;
+        const uint32_t valid = H - col0 < static_cast<uint32_t>(kCols) ? H - col0 : kCols;
+        Codes::store_transposed(s.codes, valid, [&](uint32_t c) { return base + static_cast<uint64_t>(col0 + c) * p.num_tokens; },
+                                out_aligned);
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace tk
+
+#define TK_SWIGLU_PER_CHANNEL(name, r, transpose)                                                           \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) name##_r##r(             \
+      const __grid_constant__ SwigluPerChannelParams p) {                                                   \
+    tk::SwigluPerChannel<r, transpose>(p).run();                                                            \
+  }
+
+TK_SWIGLU_PER_CHANNEL(tk_swiglu_per_channel_cast__bf16, 32, false)
+TK_SWIGLU_PER_CHANNEL(tk_swiglu_per_channel_cast__bf16, 128, false)
+TK_SWIGLU_PER_CHANNEL(tk_swiglu_per_channel_cast_and_transpose__bf16, 32, true)
+TK_SWIGLU_PER_CHANNEL(tk_swiglu_per_channel_cast_and_transpose__bf16, 128, true)
