@@ -14,7 +14,8 @@
 //   tk_cast_block_sf__*  256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))     one warp per block
 //   tk_cast_block_data_* 256      0             max(1, min(ceilDiv(ceilDiv(bytes, 4), 256), 8 · SMs))
 //
-//   nbm · nbk = scale blocks, bytes = data bytes (T · H e4m3, T · H / 2 e2m1x2). No shared memory.
+//   nbm · nbk = scale blocks, bytes = data bytes (T · H e4m3, T · H / 2 e2m1x2). No shared memory. Registers are
+//   bounded for 4 resident CTAs per SM.
 //
 // Two passes because a block's inverse is needed by elements the block does not own: with an odd c, one
 // e2m1x2 byte holds the last column of one block and the first of the next, and a byte is written by one
@@ -46,6 +47,9 @@ enum CastBlockMode : uint32_t { kCastBlockModeCast = 0, kCastBlockModePrecompute
 enum class BlockIn { kFp32, kBf16, kFp16, kE4m3, kE2m1 };
 
 constexpr int kBlockThreads = 256;
+// Resident CTAs per SM the registers are sized for (≤ 64 registers). Also what keeps ptxas from spilling around the
+// slow-path call of the IEEE division (without a bound it settles on 32 registers and spills on sm_90a).
+constexpr int kMinBlocksPerSm = 4;
 constexpr int kWarpsPerBlock = kBlockThreads / kWarpSize;
 constexpr int kLoadsInFlight = 4;  // scale pass: element loads a lane issues before it reduces them
 constexpr int kItemBytes = 4;      // data pass: output bytes per thread item (one 32-bit store)
@@ -79,6 +83,25 @@ TK_DEV uint32_t ceil_div(uint32_t a, uint32_t b) {
   return static_cast<uint32_t>((static_cast<uint64_t>(a) + b - 1) / b);
 }
 
+// n / d and n % d by restoring division on 32-bit halves (no 64-bit division routine, whose call spills). Exact
+// when the quotient fits 32 bits (n < d · 2^32); otherwise the results are unspecified, and the callers' grid-stride
+// arithmetic never uses them (such an n is past the last item: n ≥ d · 2^32 > T · H).
+TK_DEV void divmod_u64_u32(uint64_t n, uint32_t d, uint32_t& q, uint32_t& rem) {
+  uint64_t r = n >> 32;
+  const uint32_t lo = static_cast<uint32_t>(n);
+  q = 0;
+#pragma unroll 1
+  for (int i = 31; i >= 0; --i) {
+    r = (r << 1) | ((lo >> i) & 1u);
+    q <<= 1;
+    if (r >= d) {
+      r -= d;
+      q |= 1u;
+    }
+  }
+  rem = static_cast<uint32_t>(r);
+}
+
 TK_DEV float warp_max(float v) {
 #pragma unroll
   for (int b = kWarpSize / 2; b >= 1; b >>= 1) v = max_num(v, __shfl_xor_sync(kFullWarpMask, v, b));
@@ -96,8 +119,12 @@ TK_DEV void block_scales(const CastBlockParams& p) {
   const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
   uint8_t* inv_out = reinterpret_cast<uint8_t*>(p.inv);
 
-  for (uint64_t b = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize; b < blocks; b += warps) {
-    const uint32_t m = static_cast<uint32_t>(b / nbk), k = static_cast<uint32_t>(b % nbk);
+  // (m, k) of block b, advanced by the grid stride without a division in the loop
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  uint32_t m, k, dm, dk;
+  divmod_u64_u32(first, nbk, m, k);
+  divmod_u64_u32(warps, nbk, dm, dk);
+  for (uint64_t b = first; b < blocks; b += warps) {
     const uint32_t t0 = m * r, j0 = k * c;  // < T, < H
     const uint32_t rows = min(r, T - t0), cols = min(c, H - j0);
     // element e = i·cols + j of the block; a lane starts at e = lane and steps by 32 = dr·cols + dc
@@ -131,6 +158,12 @@ TK_DEV void block_scales(const CastBlockParams& p) {
       sf_out.store(m, k, si.stored);
       st_u32(inv_out + 4 * b, f2u(si.inv));
     }
+    m += dm;
+    k += dk;
+    if (k >= nbk) {
+      k -= nbk;
+      ++m;
+    }
   }
   sf_out.zero_padding_rows(nbm, p.sf_rows);
 }
@@ -150,16 +183,22 @@ TK_DEV void block_data(const CastBlockParams& p) {
   const uint8_t* inv_in = reinterpret_cast<const uint8_t*>(p.inv);
   uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
   const uint64_t threads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  // (row, column) of an item's first element, advanced by the grid stride without a division in the loop; rows
+  // fit 32 bits (T does)
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  uint32_t row, col, drow, dcol;
+  divmod_u64_u32(first * kElems, H, row, col);
+  divmod_u64_u32(threads * kElems, H, drow, dcol);
 
-  for (uint64_t it = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; it < items; it += threads) {
+  for (uint64_t it = first; it < items; it += threads) {
     const uint64_t f0 = it * kElems;
-    uint32_t t = static_cast<uint32_t>(f0 / H);  // rows and block rows fit 32 bits (T does)
-    uint32_t j = static_cast<uint32_t>(f0 - static_cast<uint64_t>(t) * H);
+    uint32_t t = row, j = col;
     uint32_t m = t / r;
     uint32_t k = j / c, jr = j - k * c;  // block column of j and j's column inside it
-    uint32_t o = 0;
+    float v[kElems];  // scaled values; 0 past the end (encoded, never stored)
 #pragma unroll
     for (int e = 0; e < kElems; ++e) {
+      v[e] = 0.0f;
       if (f0 + e < elems) {
         float inv;
         if (precomputed) {
@@ -167,16 +206,14 @@ TK_DEV void block_data(const CastBlockParams& p) {
         } else {
           inv = u2f(ld_u32(inv_in + 4 * (static_cast<uint64_t>(m) * nbk + k)));
         }
-        float v = load_element<kIn>(p.x, f0 + e);
+        const float x = load_element<kIn>(p.x, f0 + e);
         if constexpr (kCodeIn<kIn>) {
           const float s_in = input_scale(p, t, j);
           // [r, 1] blocks dequantize first (§5.1); every other block multiplies the scales first (§4.4)
-          v = p.dequantize_first ? mul_rn(mul_rn(v, s_in), inv) : mul_rn(v, mul_rn(s_in, inv));
+          v[e] = p.dequantize_first ? mul_rn(mul_rn(x, s_in), inv) : mul_rn(x, mul_rn(s_in, inv));
         } else {
-          v = mul_rn(v, inv);
+          v[e] = mul_rn(x, inv);
         }
-        const uint32_t code = kOut == Fmt::kE4m3 ? encode_e4m3(v) : encode_e2m1(v);
-        o |= code << (kOut == Fmt::kE4m3 ? 8 * e : 4 * e);
       }
       ++j;
       if (++jr == c) {
@@ -191,6 +228,8 @@ TK_DEV void block_data(const CastBlockParams& p) {
         m = t / r;
       }
     }
+    uint32_t o;
+    encode_chunk<kOut, kElems>(v, &o);  // e4m3: the hardware RN conversion checked equal to §1.2 (common/codec.cuh)
     uint8_t* dst = data + it * kItemBytes;
     if (aligned && (it + 1) * kItemBytes <= bytes) {
       st_u32(dst, o);
@@ -199,6 +238,12 @@ TK_DEV void block_data(const CastBlockParams& p) {
       for (int i = 0; i < kItemBytes; ++i)
         if (it * kItemBytes + i < bytes) st_u8(dst + i, (o >> (8 * i)) & 0xffu);
     }
+    row += drow;
+    col += dcol;
+    if (col >= H) {
+      col -= H;
+      ++row;
+    }
   }
 }
 
@@ -206,12 +251,12 @@ TK_DEV void block_data(const CastBlockParams& p) {
 }  // namespace tk
 
 #define TK_CAST_BLOCK_SF(in, IN)                                                                 \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads)                                \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm)                              \
       tk_cast_block_sf__##in(const __grid_constant__ CastBlockParams p) {                        \
     tk::block_scales<tk::BlockIn::IN>(p);                                                         \
   }
 #define TK_CAST_BLOCK_DATA(in, IN, out, OUT)                                                     \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads)                                \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm)                              \
       tk_cast_block_data__##in##_##out(const __grid_constant__ CastBlockParams p) {              \
     tk::block_data<tk::BlockIn::IN, tk::Fmt::OUT>(p);                                             \
   }
