@@ -32,6 +32,7 @@ export const FAMILIES: readonly string[] = [
   "cases_rope_randn.ts",
   "cases_elem.ts",
   // one line per family: "cases_<family>.ts",
+  "cases_cast_block.ts",
   "cases_per_block.ts",
   "cases_norm.ts",
   "cases_swiglu.ts",
