@@ -9,7 +9,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { cast, type CastOptions, DeviceTensor, HostTensor, type Quantized, type Tensor, tensor, zeros } from "../mod.ts";
+import { cast, type CastOptions, createStream, DeviceTensor, HostTensor, type Quantized, type Tensor, tensor, toDevice, zeros } from "../mod.ts";
 import { toHostSync } from "../core/tensor.ts";
 import { encodeFp16 } from "../core/dtype.ts";
 import { caseName, type GoldenCase, loadGolden, logicalBytes, opOptions } from "./golden.ts";
@@ -230,6 +230,38 @@ gpuTest("cast of host inputs with backend cuda (staged) equals the CPU reference
     const c = [cast(inp, o)].flat() as HostTensor[];
     const s = [cast(inp, { ...o, backend: "cuda" })].flat() as HostTensor[];
     for (let i = 0; i < c.length; i++) assertBytesEqual(storageBytes(s[i]), storageBytes(c[i]), `staged ${JSON.stringify(o.blockSize)} output ${i}`);
+  }
+});
+
+gpuTest("cast of device inputs with backend cpu runs the reference, and a given stream carries the device call (seed 7350)", async () => {
+  const rand = rng(7350);
+  const x = valueInput(rand, 33, 130, "bf16");
+  const stream = createStream(0);
+  const dx = uploadView(x);
+  const sx = toDevice(x, 0, { stream });
+  try {
+    for (const bs of [[3, 96], [1, 32]] as [number, number][]) {
+      const o: CastOptions = { dtype: "e2m1x2", blockSize: bs, roundSf: true, useTmaAlignedColMajorSf: true };
+      const [cd, cs] = cast(x, o) as Quantized;
+      const viaCpu = cast(dx, { ...o, backend: "cpu" }) as Quantized;
+      const onStream = cast(sx, { ...o, stream }) as Quantized;
+      await stream.synchronize();
+      try {
+        assert.ok([...viaCpu, ...onStream].every((t) => t instanceof DeviceTensor), "device inputs give device results");
+        sameAllocation(onStream[0], cd, `[${bs}] stream data`);
+        sameAllocation(onStream[1], cs, `[${bs}] stream sf`);
+        // the host-staged result comes back as a contiguous copy of the logical tensor
+        for (let i = 0; i < 2; i++) {
+          const want = logicalBytes([cd, cs][i] as HostTensor);
+          assertBytesEqual(logicalBytes(toHostSync(viaCpu[i] as DeviceTensor)), want, `[${bs}] backend cpu output ${i}`);
+        }
+      } finally {
+        dispose(viaCpu, onStream);
+      }
+    }
+  } finally {
+    dispose(dx, sx);
+    stream[Symbol.dispose]();
   }
 });
 
