@@ -9,7 +9,18 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { cast, type CastOptions, createStream, DeviceTensor, HostTensor, type Quantized, type Tensor, tensor, toDevice, zeros } from "../mod.ts";
+import {
+  cast,
+  type CastOptions,
+  createStream,
+  DeviceTensor,
+  HostTensor,
+  type Quantized,
+  type Tensor,
+  tensor,
+  toDevice,
+  zeros,
+} from "../mod.ts";
 import { toHostSync } from "../core/tensor.ts";
 import { encodeFp16 } from "../core/dtype.ts";
 import { caseName, type GoldenCase, loadGolden, logicalBytes, opOptions } from "./golden.ts";
@@ -36,8 +47,23 @@ const SF_CONFIGS: [string, SfConfig][] = [
  * blocks larger than the tensor, [1, 1].
  */
 const BLOCKS: [number, number][] = [
-  [1, 32], [1, 128], [1, 16], [32, 32], [128, 128], [32, 128], [32, 1], [128, 1],
-  [16, 64], [64, 16], [3, 96], [5, 7], [7, 1], [1, 48], [200, 3], [1000, 1000], [1, 1],
+  [1, 32],
+  [1, 128],
+  [1, 16],
+  [32, 32],
+  [128, 128],
+  [32, 128],
+  [32, 1],
+  [128, 1],
+  [16, 64],
+  [64, 16],
+  [3, 96],
+  [5, 7],
+  [7, 1],
+  [1, 48],
+  [200, 3],
+  [1000, 1000],
+  [1, 1],
 ];
 /** Small shapes: empty, partial edge blocks, a whole-128 shape the dedicated kernels take. */
 const SHAPES: [number, number][] = [[0, 128], [1, 64], [7, 96], [33, 130], [128, 256]];
@@ -96,8 +122,18 @@ function compare(x: Input, o: CastOptions, label: string): void {
 }
 
 /** A quantized input `[codes, sf]` made by the CPU cast of a random input, its sf in the layout `sfo` selects. */
-function quantizedInput(rand: () => number, T: number, H: number, fmt: "e4m3" | "e2m1x2", xBlockSize: [number, number], sfo: SfConfig): [HostTensor, HostTensor] {
-  const [d, s] = cast(randomInput(rand, T, H, "fp32"), { dtype: fmt, blockSize: xBlockSize, ...sfo }) as [HostTensor, HostTensor];
+function quantizedInput(
+  rand: () => number,
+  T: number,
+  H: number,
+  fmt: "e4m3" | "e2m1x2",
+  xBlockSize: [number, number],
+  sfo: SfConfig,
+): [HostTensor, HostTensor] {
+  const [d, s] = cast(randomInput(rand, T, H, "fp32"), { dtype: fmt, blockSize: xBlockSize, ...sfo }) as [
+    HostTensor,
+    HostTensor,
+  ];
   return [d, s];
 }
 
@@ -106,23 +142,42 @@ function quantizedInput(rand: () => number, T: number, H: number, fmt: "e4m3" | 
 for (const dtype of ["fp32", "bf16", "fp16"] as const) {
   for (const fmt of ["e4m3", "e2m1x2"] as const) {
     const seed = (dtype === "fp32" ? 1 : dtype === "bf16" ? 2 : 3) * 1000 + (fmt === "e4m3" ? 1 : 2) * 100;
-    gpuTest(`cast kernels = reference: ${dtype} → ${fmt}, blocks ${BLOCKS.map((b) => `[${b}]`).join(" ")}, every sf layout, shapes ${SHAPES.map((s) => s.join("x"))} (seed ${seed})`, () => {
-      const rand = rng(seed);
-      for (const bs of BLOCKS) {
-        for (const [T, H] of SHAPES) {
-          for (const [name, sfo] of SF_CONFIGS) {
-            if (!legal(bs, sfo)) continue;
-            compare(valueInput(rand, T, H, dtype), { dtype: fmt, blockSize: bs, ...sfo }, `[${bs}] ${name} ${T}x${H}`);
+    gpuTest(
+      `cast kernels = reference: ${dtype} → ${fmt}, blocks ${
+        BLOCKS.map((b) => `[${b}]`).join(" ")
+      }, every sf layout, shapes ${SHAPES.map((s) => s.join("x"))} (seed ${seed})`,
+      () => {
+        const rand = rng(seed);
+        for (const bs of BLOCKS) {
+          for (const [T, H] of SHAPES) {
+            for (const [name, sfo] of SF_CONFIGS) {
+              if (!legal(bs, sfo)) continue;
+              compare(
+                valueInput(rand, T, H, dtype),
+                { dtype: fmt, blockSize: bs, ...sfo },
+                `[${bs}] ${name} ${T}x${H}`,
+              );
+            }
+          }
+          // medium: one option set per block shape
+          const [name, sfo] = SF_CONFIGS[Math.floor(rand() * SF_CONFIGS.length)];
+          if (legal(bs, sfo)) {
+            compare(
+              valueInput(rand, 384, 1280, dtype),
+              { dtype: fmt, blockSize: bs, ...sfo },
+              `[${bs}] ${name} medium 384x1280`,
+            );
           }
         }
-        // medium: one option set per block shape
-        const [name, sfo] = SF_CONFIGS[Math.floor(rand() * SF_CONFIGS.length)];
-        if (legal(bs, sfo)) compare(valueInput(rand, 384, 1280, dtype), { dtype: fmt, blockSize: bs, ...sfo }, `[${bs}] ${name} medium 384x1280`);
-      }
-      // one scale per row ([1, H]: the per-token row kernel for H % 64 == 0)
-      compare(valueInput(rand, 9, 640, dtype), { dtype: fmt, blockSize: [1, 640] }, "[1, H] 9x640");
-      compare(valueInput(rand, 9, 640, dtype), { dtype: fmt, blockSize: [1, 4096], roundSf: true }, "[1, 4096] 9x640");
-    });
+        // one scale per row ([1, H]: the per-token row kernel for H % 64 == 0)
+        compare(valueInput(rand, 9, 640, dtype), { dtype: fmt, blockSize: [1, 640] }, "[1, H] 9x640");
+        compare(
+          valueInput(rand, 9, 640, dtype),
+          { dtype: fmt, blockSize: [1, 4096], roundSf: true },
+          "[1, 4096] 9x640",
+        );
+      },
+    );
   }
 }
 
@@ -137,49 +192,68 @@ const X_SF: [string, SfConfig][] = [
   ["packed-row", { roundSf: true, usePackedUe8m0: true }],
   ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
 ];
-const Q_BLOCKS: [number, number][] = [[1, 32], [1, 128], [32, 1], [128, 1], [16, 64], [3, 96], [5, 1], [32, 32], [1, 48]];
+const Q_BLOCKS: [number, number][] = [[1, 32], [1, 128], [32, 1], [128, 1], [16, 64], [3, 96], [5, 1], [32, 32], [
+  1,
+  48,
+]];
 
 for (const inFmt of ["e4m3", "e2m1x2"] as const) {
   for (const fmt of ["e4m3", "e2m1x2"] as const) {
     const seed = 5000 + (inFmt === "e4m3" ? 1 : 2) * 100 + (fmt === "e4m3" ? 1 : 2) * 10;
-    gpuTest(`cast kernels = reference on quantized ${inFmt} inputs → ${fmt}: every input block and sf layout, blocks ${Q_BLOCKS.map((b) => `[${b}]`).join(" ")} (seed ${seed})`, () => {
-      const rand = rng(seed);
-      for (const [T, H] of [[128, 256], [33, 192]] as const) {
-        for (const xbs of X_BLOCKS) {
-          for (const [xname, xsfo] of X_SF) {
-            const x = quantizedInput(rand, T, H, inFmt, xbs, xsfo);
-            for (const bs of Q_BLOCKS) {
-              const [name, sfo] = SF_CONFIGS[Math.floor(rand() * SF_CONFIGS.length)];
-              if (!legal(bs, sfo)) continue;
-              compare(x, { dtype: fmt, blockSize: bs, xBlockSize: xbs, ...sfo }, `in [${xbs}] ${xname} → [${bs}] ${name} ${T}x${H}`);
+    gpuTest(
+      `cast kernels = reference on quantized ${inFmt} inputs → ${fmt}: every input block and sf layout, blocks ${
+        Q_BLOCKS.map((b) => `[${b}]`).join(" ")
+      } (seed ${seed})`,
+      () => {
+        const rand = rng(seed);
+        for (const [T, H] of [[128, 256], [33, 192]] as const) {
+          for (const xbs of X_BLOCKS) {
+            for (const [xname, xsfo] of X_SF) {
+              const x = quantizedInput(rand, T, H, inFmt, xbs, xsfo);
+              for (const bs of Q_BLOCKS) {
+                const [name, sfo] = SF_CONFIGS[Math.floor(rand() * SF_CONFIGS.length)];
+                if (!legal(bs, sfo)) continue;
+                compare(
+                  x,
+                  { dtype: fmt, blockSize: bs, xBlockSize: xbs, ...sfo },
+                  `in [${xbs}] ${xname} → [${bs}] ${name} ${T}x${H}`,
+                );
+              }
             }
           }
         }
-      }
-    });
+      },
+    );
   }
 }
 
 // ---- precomputed scales -----------------------------------------------------------------------------------------
 
-gpuTest("cast kernels = reference with a precomputed sf: every input dtype and target, routed and generic blocks (seed 7100)", () => {
-  const rand = rng(7100);
-  const blocks: [number, number][] = [[1, 32], [1, 256], [32, 128], [128, 128], [3, 96], [16, 64], [7, 1], [1, 1]];
-  for (const dtype of ["fp32", "bf16", "fp16"] as const) {
-    for (const fmt of ["e4m3", "e2m1x2"] as const) {
-      for (const bs of blocks) {
-        for (const [T, H] of [[0, 128], [128, 256], [33, 130]] as const) {
-          const nbm = Math.ceil(T / bs[0]), nbk = Math.ceil(H / bs[1]);
-          // positive scales over many binades, a zero (inv = +Inf) and a subnormal (inv overflows)
-          const s = new Float32Array(nbm * nbk).map(() => Math.fround(2 ** (rand() * 40 - 20) * (1 + rand())));
-          if (s.length > 2) [s[0], s[1]] = [0, 1e-40];
-          const sf = tensor(s, [nbm, nbk], "fp32");
-          compare(valueInput(rand, T, H, dtype), { dtype: fmt, blockSize: bs, sf, roundSf: rand() < 0.5 }, `${dtype} → ${fmt} [${bs}] ${T}x${H}`);
+gpuTest(
+  "cast kernels = reference with a precomputed sf: every input dtype and target, routed and generic blocks (seed 7100)",
+  () => {
+    const rand = rng(7100);
+    const blocks: [number, number][] = [[1, 32], [1, 256], [32, 128], [128, 128], [3, 96], [16, 64], [7, 1], [1, 1]];
+    for (const dtype of ["fp32", "bf16", "fp16"] as const) {
+      for (const fmt of ["e4m3", "e2m1x2"] as const) {
+        for (const bs of blocks) {
+          for (const [T, H] of [[0, 128], [128, 256], [33, 130]] as const) {
+            const nbm = Math.ceil(T / bs[0]), nbk = Math.ceil(H / bs[1]);
+            // positive scales over many binades, a zero (inv = +Inf) and a subnormal (inv overflows)
+            const s = new Float32Array(nbm * nbk).map(() => Math.fround(2 ** (rand() * 40 - 20) * (1 + rand())));
+            if (s.length > 2) [s[0], s[1]] = [0, 1e-40];
+            const sf = tensor(s, [nbm, nbk], "fp32");
+            compare(
+              valueInput(rand, T, H, dtype),
+              { dtype: fmt, blockSize: bs, sf, roundSf: rand() < 0.5 },
+              `${dtype} → ${fmt} [${bs}] ${T}x${H}`,
+            );
+          }
         }
       }
     }
-  }
-});
+  },
+);
 
 // ---- outputs, staging ------------------------------------------------------------------------------------------
 
@@ -202,8 +276,15 @@ gpuTest("cast writes into preallocated device outputs, and into a data view at a
       try {
         assert.ok(gd === outData && gs === sfView, "the given outputs are returned");
         const got = readAllocation(whole);
-        assertBytesEqual(got.subarray(1, 1 + T * cols), storageBytes(cd as HostTensor), `${fmt} [${bs}] data at byte offset 1`);
-        assert.ok(got[0] === 0 && got.subarray(1 + T * cols).every((b) => b === 0), "bytes outside the output view untouched");
+        assertBytesEqual(
+          got.subarray(1, 1 + T * cols),
+          storageBytes(cd as HostTensor),
+          `${fmt} [${bs}] data at byte offset 1`,
+        );
+        assert.ok(
+          got[0] === 0 && got.subarray(1 + T * cols).every((b) => b === 0),
+          "bytes outside the output view untouched",
+        );
         sameAllocation(sfView, cs, `${fmt} [${bs}] sf`);
       } finally {
         dispose(dx, whole, outData, outSf, sfView);
@@ -212,58 +293,84 @@ gpuTest("cast writes into preallocated device outputs, and into a data view at a
   }
 });
 
-gpuTest("cast of host inputs with backend cuda (staged) equals the CPU reference, every routing class (seed 7300)", () => {
-  const rand = rng(7300);
-  const x = valueInput(rand, 128, 256, "fp32");
-  for (const bs of [[1, 32], [32, 128], [32, 1], [3, 96]] as [number, number][]) {
-    const o: CastOptions = { dtype: "e4m3", blockSize: bs, roundSf: true };
-    const [cd, cs] = cast(x, o) as Quantized;
-    const [sd, ss] = cast(x, { ...o, backend: "cuda" }) as Quantized;
-    assert.ok(sd instanceof HostTensor && ss instanceof HostTensor, "host inputs give host results");
-    assertBytesEqual(storageBytes(sd), storageBytes(cd as HostTensor), `[${bs}] staged data`);
-    assertBytesEqual(storageBytes(ss), storageBytes(cs as HostTensor), `[${bs}] staged sf`);
-  }
-  const q = quantizedInput(rand, 128, 256, "e2m1x2", [1, 32], {});
-  const sf = tensor(new Float32Array(Math.ceil(128 / 3) * Math.ceil(256 / 96)).fill(0.75), [Math.ceil(128 / 3), Math.ceil(256 / 96)], "fp32");
-  const staged: [Input, CastOptions][] = [[q, { dtype: "e4m3", blockSize: [16, 64], xBlockSize: [1, 32] }], [x, { dtype: "e2m1x2", blockSize: [3, 96], sf }]];
-  for (const [inp, o] of staged) {
-    const c = [cast(inp, o)].flat() as HostTensor[];
-    const s = [cast(inp, { ...o, backend: "cuda" })].flat() as HostTensor[];
-    for (let i = 0; i < c.length; i++) assertBytesEqual(storageBytes(s[i]), storageBytes(c[i]), `staged ${JSON.stringify(o.blockSize)} output ${i}`);
-  }
-});
-
-gpuTest("cast of device inputs with backend cpu runs the reference, and a given stream carries the device call (seed 7350)", async () => {
-  const rand = rng(7350);
-  const x = valueInput(rand, 33, 130, "bf16");
-  const stream = createStream(0);
-  const dx = uploadView(x);
-  const sx = toDevice(x, 0, { stream });
-  try {
-    for (const bs of [[3, 96], [1, 32]] as [number, number][]) {
-      const o: CastOptions = { dtype: "e2m1x2", blockSize: bs, roundSf: true, useTmaAlignedColMajorSf: true };
+gpuTest(
+  "cast of host inputs with backend cuda (staged) equals the CPU reference, every routing class (seed 7300)",
+  () => {
+    const rand = rng(7300);
+    const x = valueInput(rand, 128, 256, "fp32");
+    for (const bs of [[1, 32], [32, 128], [32, 1], [3, 96]] as [number, number][]) {
+      const o: CastOptions = { dtype: "e4m3", blockSize: bs, roundSf: true };
       const [cd, cs] = cast(x, o) as Quantized;
-      const viaCpu = cast(dx, { ...o, backend: "cpu" }) as Quantized;
-      const onStream = cast(sx, { ...o, stream }) as Quantized;
-      await stream.synchronize();
-      try {
-        assert.ok([...viaCpu, ...onStream].every((t) => t instanceof DeviceTensor), "device inputs give device results");
-        sameAllocation(onStream[0], cd, `[${bs}] stream data`);
-        sameAllocation(onStream[1], cs, `[${bs}] stream sf`);
-        // the host-staged result comes back as a contiguous copy of the logical tensor
-        for (let i = 0; i < 2; i++) {
-          const want = logicalBytes([cd, cs][i] as HostTensor);
-          assertBytesEqual(logicalBytes(toHostSync(viaCpu[i] as DeviceTensor)), want, `[${bs}] backend cpu output ${i}`);
-        }
-      } finally {
-        dispose(viaCpu, onStream);
+      const [sd, ss] = cast(x, { ...o, backend: "cuda" }) as Quantized;
+      assert.ok(sd instanceof HostTensor && ss instanceof HostTensor, "host inputs give host results");
+      assertBytesEqual(storageBytes(sd), storageBytes(cd as HostTensor), `[${bs}] staged data`);
+      assertBytesEqual(storageBytes(ss), storageBytes(cs as HostTensor), `[${bs}] staged sf`);
+    }
+    const q = quantizedInput(rand, 128, 256, "e2m1x2", [1, 32], {});
+    const sf = tensor(new Float32Array(Math.ceil(128 / 3) * Math.ceil(256 / 96)).fill(0.75), [
+      Math.ceil(128 / 3),
+      Math.ceil(256 / 96),
+    ], "fp32");
+    const staged: [Input, CastOptions][] = [[q, { dtype: "e4m3", blockSize: [16, 64], xBlockSize: [1, 32] }], [x, {
+      dtype: "e2m1x2",
+      blockSize: [3, 96],
+      sf,
+    }]];
+    for (const [inp, o] of staged) {
+      const c = [cast(inp, o)].flat() as HostTensor[];
+      const s = [cast(inp, { ...o, backend: "cuda" })].flat() as HostTensor[];
+      for (let i = 0; i < c.length; i++) {
+        assertBytesEqual(
+          storageBytes(s[i]),
+          storageBytes(c[i]),
+          `staged ${JSON.stringify(o.blockSize)} output ${i}`,
+        );
       }
     }
-  } finally {
-    dispose(dx, sx);
-    stream[Symbol.dispose]();
-  }
-});
+  },
+);
+
+gpuTest(
+  "cast of device inputs with backend cpu runs the reference, and a given stream carries the device call (seed 7350)",
+  async () => {
+    const rand = rng(7350);
+    const x = valueInput(rand, 33, 130, "bf16");
+    const stream = createStream(0);
+    const dx = uploadView(x);
+    const sx = toDevice(x, 0, { stream });
+    try {
+      for (const bs of [[3, 96], [1, 32]] as [number, number][]) {
+        const o: CastOptions = { dtype: "e2m1x2", blockSize: bs, roundSf: true, useTmaAlignedColMajorSf: true };
+        const [cd, cs] = cast(x, o) as Quantized;
+        const viaCpu = cast(dx, { ...o, backend: "cpu" }) as Quantized;
+        const onStream = cast(sx, { ...o, stream }) as Quantized;
+        await stream.synchronize();
+        try {
+          assert.ok(
+            [...viaCpu, ...onStream].every((t) => t instanceof DeviceTensor),
+            "device inputs give device results",
+          );
+          sameAllocation(onStream[0], cd, `[${bs}] stream data`);
+          sameAllocation(onStream[1], cs, `[${bs}] stream sf`);
+          // the host-staged result comes back as a contiguous copy of the logical tensor
+          for (let i = 0; i < 2; i++) {
+            const want = logicalBytes([cd, cs][i] as HostTensor);
+            assertBytesEqual(
+              logicalBytes(toHostSync(viaCpu[i] as DeviceTensor)),
+              want,
+              `[${bs}] backend cpu output ${i}`,
+            );
+          }
+        } finally {
+          dispose(viaCpu, onStream);
+        }
+      }
+    } finally {
+      dispose(dx, sx);
+      stream[Symbol.dispose]();
+    }
+  },
+);
 
 // ---- full size ---------------------------------------------------------------------------------------------------
 
@@ -271,7 +378,12 @@ gpuTest("cast kernels = reference at full size: 4001 tokens × 7168, generic and
   const rand = rng(7400);
   const samples: [HostTensor | Input, CastOptions][] = [
     [valueInput(rand, 4001, 7168, "bf16"), { dtype: "e4m3", blockSize: [16, 64] }],
-    [valueInput(rand, 4001, 7168, "fp32"), { dtype: "e2m1x2", blockSize: [3, 96], roundSf: true, useTmaAlignedColMajorSf: true }],
+    [valueInput(rand, 4001, 7168, "fp32"), {
+      dtype: "e2m1x2",
+      blockSize: [3, 96],
+      roundSf: true,
+      useTmaAlignedColMajorSf: true,
+    }],
     [valueInput(rand, 4001, 7168, "bf16"), { dtype: "e2m1x2", blockSize: [1, 16], useE4m3Sf: true }],
   ];
   for (const [x, o] of samples) compare(x, o, `4001x7168 ${JSON.stringify(o)}`);
@@ -282,27 +394,36 @@ gpuTest("cast kernels = reference at full size: 4001 tokens × 7168, generic and
 const generic = loadGolden("quant", "quant_cast");
 
 function goldenBytes(c: GoldenCase, role: string, got: Tensor, label: string): void {
-  assertBytesEqual(logicalBytes(toHostSync(got as DeviceTensor)), logicalBytes(generic.tensors[`${c.id}.${role}`]), `${label} ${c.id} ${role}`);
+  assertBytesEqual(
+    logicalBytes(toHostSync(got as DeviceTensor)),
+    logicalBytes(generic.tensors[`${c.id}.${role}`]),
+    `${label} ${c.id} ${role}`,
+  );
 }
 
 for (const c of generic.cases) {
-  gpuTest(`cast on the device matches vector ${caseName(c)} ${c.params.dtype} [${c.params.blockSize}]${c.params.precomputedSf ? " precomputed sf" : ""}`, () => {
-    const o = opOptions(c);
-    delete o.precomputedSf; // a setup key: the vector's sf is an input
-    const dx = uploadView(generic.tensors[`${c.id}.x`]);
-    const dsf = c.inputs.includes("sf") ? uploadView(generic.tensors[`${c.id}.sf`]) : undefined;
-    if (dsf) o.sf = dsf;
-    const res = cast(dx, o as never);
-    try {
-      if (c.outputs.length === 1) {
-        goldenBytes(c, "data", res as Tensor, "cuda");
-      } else {
-        const [data, sf] = res as Quantized;
-        goldenBytes(c, "data", data, "cuda");
-        goldenBytes(c, "sf", sf, "cuda");
+  gpuTest(
+    `cast on the device matches vector ${caseName(c)} ${c.params.dtype} [${c.params.blockSize}]${
+      c.params.precomputedSf ? " precomputed sf" : ""
+    }`,
+    () => {
+      const o = opOptions(c);
+      delete o.precomputedSf; // a setup key: the vector's sf is an input
+      const dx = uploadView(generic.tensors[`${c.id}.x`]);
+      const dsf = c.inputs.includes("sf") ? uploadView(generic.tensors[`${c.id}.sf`]) : undefined;
+      if (dsf) o.sf = dsf;
+      const res = cast(dx, o as never);
+      try {
+        if (c.outputs.length === 1) {
+          goldenBytes(c, "data", res as Tensor, "cuda");
+        } else {
+          const [data, sf] = res as Quantized;
+          goldenBytes(c, "data", data, "cuda");
+          goldenBytes(c, "sf", sf, "cuda");
+        }
+      } finally {
+        dispose(dx, dsf, res);
       }
-    } finally {
-      dispose(dx, dsf, res);
-    }
-  });
+    },
+  );
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import { config } from "../../core/config.ts";
-import { type Device, type DeviceTensor, deviceEmptyStrided, type Stream, type Tensor } from "../../core/tensor.ts";
+import { type Device, deviceEmptyStrided, type DeviceTensor, type Stream, type Tensor } from "../../core/tensor.ts";
 import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { CAST_BLOCK_MODE, CastBlockParams } from "./cast_block.params.ts";
 import type { BlockCastArgs } from "./per_block_cast.ref.ts";
@@ -48,7 +48,10 @@ function fill(x: Tensor, T: number, H: number, r: number, c: number, fmt: QuantF
 
 function dataGrid(device: Device, T: number, H: number, fmt: QuantFmt): number {
   const bytes = fmt === "e4m3" ? T * H : (T * H) / 2;
-  return Math.max(1, Math.min(Math.ceil(Math.ceil(bytes / ITEM_BYTES) / THREADS), MAX_CTAS_PER_SM * config.getNumSms(device)));
+  return Math.max(
+    1,
+    Math.min(Math.ceil(Math.ceil(bytes / ITEM_BYTES) / THREADS), MAX_CTAS_PER_SM * config.getNumSms(device)),
+  );
 }
 
 /**
@@ -86,13 +89,33 @@ export function launchCastBlock(
   p.u32(W.sf_rows, g.paddedRows);
   p.u32(W.mode, CAST_BLOCK_MODE.cast);
   p.u32(W.dequantize_first, q && a.blockCols === 1 ? 1 : 0);
-  p.u32(W.flags, (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) | (a.rule.e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0));
+  p.u32(
+    W.flags,
+    (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) |
+      (a.rule.e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0),
+  );
   p.f32(W.amax_clamp, a.rule.clamp);
   const sfGrid = Math.max(1, Math.min(Math.ceil(blocks / WARPS), MAX_CTAS_PER_SM * config.getNumSms(device)));
-  p.setLaunch(kernelFunction(op, device, `tk_cast_block_sf__${IN_NAME[x.dtype]}`), stream.handle, sfGrid, THREADS, 0, false, device.index);
+  p.setLaunch(
+    kernelFunction(op, device, `tk_cast_block_sf__${IN_NAME[x.dtype]}`),
+    stream.handle,
+    sfGrid,
+    THREADS,
+    0,
+    false,
+    device.index,
+  );
   p.launch(op);
   if (T * H > 0) {
-    p.setLaunch(kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`), stream.handle, dataGrid(device, T, H, fmt), THREADS, 0, false, device.index);
+    p.setLaunch(
+      kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`),
+      stream.handle,
+      dataGrid(device, T, H, fmt),
+      THREADS,
+      0,
+      false,
+      device.index,
+    );
     p.launch(op);
   }
   inv.dispose(); // stream-ordered: freed after both launches
@@ -133,6 +156,14 @@ export function launchCastBlockPrecomputed(
   p.u32(W.dequantize_first, 0);
   p.u32(W.flags, 0);
   p.f32(W.amax_clamp, 0);
-  p.setLaunch(kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`), stream.handle, dataGrid(device, T, H, fmt), THREADS, 0, false, device.index);
+  p.setLaunch(
+    kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`),
+    stream.handle,
+    dataGrid(device, T, H, fmt),
+    THREADS,
+    0,
+    false,
+    device.index,
+  );
   p.launch(op);
 }
