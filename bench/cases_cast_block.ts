@@ -28,14 +28,14 @@ export function cases(): BenchCase[] {
       if (x !== bf) bf.dispose();
       const o: CastOptions = { dtype: "e4m3", blockSize: v.block };
       const [data, sf] = cast(x, o) as [DeviceTensor, DeviceTensor];
-      const run: CastOptions = { ...o, out: { data, sf } };
+      const withOut: CastOptions = { ...o, out: { data, sf } };
       out.push({
         op: "cast",
         tokens: T,
         hidden: H,
         variant: v.name,
         bytes: 2 * T * H + T * H + 4 * Math.ceil(T / v.block[0]) * Math.ceil(H / v.block[1]),
-        run: () => void (cast(x, run) as Quantized),
+        run: () => void (cast(x, withOut) as Quantized),
         dispose: () => {
           data.dispose();
           sf.dispose();
