@@ -1,10 +1,9 @@
 /**
  * Bad inputs to perBlockCast (+ WithSfOnly, WithPrecomputedSf), perTokenCastAndCastBack, cast and
  * unpackFromE2m1fnX2: each is a TkError naming op and argument, raised before anything is launched or written
- * (host inputs are byte-identical afterwards, the launch counter does not move). The block-scaled cast has no
- * CUDA kernel yet: a call of it that would run on a device is UNSUPPORTED. The per-block casts
+ * (host inputs are byte-identical afterwards, the launch counter does not move). The per-block casts
  * (tests/per_block_gpu.test.ts), perTokenCastAndCastBack, the element cast and unpackFromE2m1fnX2
- * (tests/elem_gpu.test.ts) run on devices.
+ * (tests/elem_gpu.test.ts) and the block-scaled cast (tests/cast_block_gpu.test.ts) run on devices.
  * @module
  */
 import { cast, perBlockCast, perBlockCastWithPrecomputedSf, perBlockCastWithSfOnly, perTokenCastAndCastBack, type Tensor, tensor, unpackFromE2m1fnX2 } from "../mod.ts";
@@ -91,7 +90,8 @@ test("cast refuses a quantized input without xBlockSize", () => refuses("cast", 
 test("cast refuses xBlockSize on a plain input", () => refuses("cast", "xBlockSize", "VALUE", () => cast(x, { dtype: "e4m3", xBlockSize: [1, 128] })));
 test("cast refuses an out of the wrong dtype", () => refuses("cast", "out", "OUT_MISMATCH", () => cast(x, { dtype: "bf16", out: tensor(new Float32Array(128 * 256), [128, 256], "fp32") })));
 test("cast's element conversion with backend cuda runs on the device, or answers BACKEND_UNAVAILABLE without one", () => cudaOrUnavailable("cast", () => cast(x, { dtype: "bf16", backend: "cuda" }), hasGpu));
-test("cast's block-scaled form has no CUDA kernel", () => refuses("cast", "backend", "UNSUPPORTED", () => cast(x, { dtype: "e4m3", blockSize: [32, 32], backend: "cuda" })));
+test("cast's block-scaled form with backend cuda runs on the device, or answers BACKEND_UNAVAILABLE without one", () => cudaOrUnavailable("cast", () => cast(x, { dtype: "e4m3", blockSize: [32, 32], backend: "cuda" }), hasGpu));
+test("cast with a precomputed sf and backend cuda runs on the device, or answers BACKEND_UNAVAILABLE without one", () => cudaOrUnavailable("cast", () => cast(x, { dtype: "e2m1x2", blockSize: [3, 96], sf: tensor(new Float32Array(Math.ceil(x.shape[0] / 3) * Math.ceil(x.shape[1] / 96)).fill(2), [Math.ceil(x.shape[0] / 3), Math.ceil(x.shape[1] / 96)], "fp32"), backend: "cuda" }), hasGpu));
 
 // ---- unpackFromE2m1fnX2 -------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import { RandnParams } from "../ops/rand/randn.params.ts";
 import { RopeParams } from "../ops/transform/rope.params.ts";
 import { SwigluParams } from "../ops/quant/swiglu.params.ts";
 import { SwigluPerChannelParams } from "../ops/quant/swiglu_per_channel.params.ts";
+import { CastBlockParams } from "../ops/quant/cast_block.params.ts";
 
 /** A generated header: its path, the declarations it comes from, and the structs. */
 export interface GeneratedHeader {
@@ -35,6 +36,7 @@ export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/elem_params.h", from: "ops/quant/elem.params.ts", layouts: [CastParams, CastAndCastBackParams, UnpackParams] },
   { path: "kernels-src/cuda/generated/swiglu_params.h", from: "ops/quant/swiglu.params.ts", layouts: [SwigluParams] },
   { path: "kernels-src/cuda/generated/swiglu_per_channel_params.h", from: "ops/quant/swiglu_per_channel.params.ts", layouts: [SwigluPerChannelParams] },
+  { path: "kernels-src/cuda/generated/cast_block_params.h", from: "ops/quant/cast_block.params.ts", layouts: [CastBlockParams] },
   // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 

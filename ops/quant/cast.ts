@@ -3,26 +3,40 @@
  * element conversion among fp32 / bf16 / fp16 / e4m3 (round to nearest), and the 2-D block-scaled cast to e4m3 /
  * e2m1x2 of upstream's reference `tile_kernels/torch/cast.py:cast` (any block shape, partial edge blocks, an
  * optional precomputed `sf`, an optional quantized input). Checks, then dispatch to the CPU references
- * (`cast.ref.ts`, `per_block_cast.ref.ts`). The element conversion (RN and stochastic) runs on CUDA devices
- * (`kernels-src/cuda/quant/cast.cu`); the block-scaled form has no CUDA kernel yet, so a call of it that would run
- * on a device is refused.
+ * (`cast.ref.ts`, `per_block_cast.ref.ts`) or the CUDA kernels: the element conversion (RN and stochastic) in
+ * `kernels-src/cuda/quant/cast.cu`; the block-scaled form in the per-token, per-block and per-channel kernels where
+ * its block shape is theirs, else in `kernels-src/cuda/quant/cast_block.cu` (the routing table is in
+ * docs/DECISIONS.md).
  * @module
  */
-import { type OpOptions, place, placeWithoutKernel } from "../../core/backend.ts";
+import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
-import type { DType } from "../../core/dtype.ts";
+import { type DType, elementBytes } from "../../core/dtype.ts";
 import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
-import type { HostTensor, Quantized, Tensor } from "../../core/tensor.ts";
+import { type Device, DeviceTensor, type HostTensor, type Quantized, type Stream, type Tensor } from "../../core/tensor.ts";
 import { type CastDtype, castRef } from "./cast.ref.ts";
-import { checkBlockSize, checkOutData, checkOutSf, checkPrecomputedSf } from "./per_block_cast.ts";
+import { launchCastBlock, launchCastBlockPrecomputed, type QuantizedSf } from "./cast_block_launch.ts";
+import {
+  blockStream,
+  checkBlockSize,
+  checkOutData,
+  checkOutSf,
+  checkPrecomputedSf,
+  deviceCodes,
+  deviceSf,
+  perBlockCast,
+  perBlockCastWithPrecomputedSf,
+} from "./per_block_cast.ts";
 import { type BlockCastArgs, perBlockCastRef, perBlockCastWithPrecomputedSfRef } from "./per_block_cast.ref.ts";
+import { perChannelCast } from "./per_channel_cast.ts";
+import { perTokenCast, perTokenCastWithPrecomputedSf } from "./per_token_cast.ts";
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 import type { QuantizedInput } from "./per_token_cast.ref.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { castStochastically } from "./stochastic_cast.ts";
 import { contiguousOut, launchElementCast, streamFor } from "./elem_launch.ts";
-import { type SfInput, sfGeometry, sfInput } from "./sf_layout.ts";
+import { type SfGeometry, type SfInput, sfGeometry, sfInput } from "./sf_layout.ts";
 
 /** Options of {@link cast}. */
 export interface CastOptions extends OpOptions, SfOptions {
@@ -74,8 +88,9 @@ const PER_TOKEN_COLS = [16, 32, 64, 128];
  *   `blockSize` block (default `[32, 32]`, any shape; edge blocks may be partial), exactly as {@link perBlockCast}.
  *   Returns `[data, sf]`, or only `data` when `sf` is given (`data = encode(x · (1/sf))`).
  *
- * Host inputs run the CPU reference; device inputs run the element conversion on the device (the block-scaled form
- * has no CUDA kernel yet: device inputs need `backend: "cpu"` there).
+ * Host inputs run the CPU reference unless `backend: "cuda"` (then they are staged through the device); device
+ * inputs run on their device, enqueued on `options.stream` (else the default stream), every form byte-identical to
+ * the CPU reference.
  *
  * @example
  * ```ts
@@ -175,7 +190,12 @@ function castBlocked(op: string, x: Tensor | Quantized, dtype: "e4m3" | "e2m1x2"
     if (e4m3Sf) throw new TkError(op, "useE4m3Sf", "VALUE", "a precomputed sf must be fp32");
     const s = checkPrecomputedSf(op, o.sf, nbm, nbk);
     const out = o.out !== undefined ? checkOutData(op, "out", o.out, fmt, T, H, [xt, s]) : null;
-    const pl = placeWithoutKernel(op, o.backend, xt, s, out);
+    const pl = place(op, o.backend, xt, s, out);
+    if (pl.backend === "cuda" && !pl.staged) return precomputedOnDevice(op, pl.device, blockStream(op, pl.device, o.stream), xt, s, fmt, r, c, out);
+    if (pl.backend === "cuda") {
+      const local: CastOptions = { dtype, blockSize: [r, c], sf: undefined };
+      return runOnDeviceStaged(op, pl.device, [xt, s], [out], ([dx, ds]) => [castBlocked(op, dx!, dtype, { ...local, sf: ds! }) as Tensor])[0];
+    }
     const hs = onHost(s) as HostTensor;
     const res = perBlockCastWithPrecomputedSfRef(onHost(xt) as HostTensor, hs, { kind: "fp32", s0: hs.strides[0], s1: hs.strides[1] }, fmt, H, r, c, pl.staged ? undefined : (out as HostTensor | null) ?? undefined);
     return pl.staged ? resultToDevice(op, res, out, pl.device) : res;
@@ -196,11 +216,102 @@ function castBlocked(op: string, x: Tensor | Quantized, dtype: "e4m3" | "e2m1x2"
   const outData = od?.data !== undefined ? checkOutData(op, "out.data", od.data, fmt, T, H, inputs) : null;
   const outSf = od?.sf !== undefined ? checkOutSf(op, "out.sf", od.sf, g, inputs) : null;
   if (outData && outSf && overlaps(outData, outSf)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
-  const pl = placeWithoutKernel(op, o.backend, xt, q?.sf, outData, outSf);
+  if (outSf instanceof DeviceTensor && outSf.addr - outSf.storage.base + g.storage * elementBytes(g.dtype) > outSf.byteSize) {
+    throw new TkError(op, "out.sf", "OUT_MISMATCH", "its storage is too small for the padded layout");
+  }
+  const pl = place(op, o.backend, xt, q?.sf, outData, outSf);
+  if (pl.backend === "cuda" && !pl.staged) {
+    const stream = blockStream(op, pl.device, o.stream);
+    return blockedOnDevice(op, pl.device, stream, xt, q, a, g, { colMajor, roundSf, packed, e4m3Sf }, outData, outSf);
+  }
+  if (pl.backend === "cuda") {
+    const local: CastOptions = {
+      dtype,
+      blockSize: [r, c],
+      xBlockSize: q ? [q.blockRows, q.blockCols] : undefined,
+      useTmaAlignedColMajorSf: colMajor,
+      roundSf,
+      usePackedUe8m0: packed,
+      useE4m3Sf: e4m3Sf,
+    };
+    const [d, sf] = runOnDeviceStaged(op, pl.device, [xt, q?.sf ?? null], [outData, outSf], ([dx, dsf]) => castBlocked(op, dsf ? [dx!, dsf] : dx!, dtype, local) as Quantized);
+    return [d, sf];
+  }
   const hx = onHost(xt) as HostTensor;
   const input: HostTensor | QuantizedInput = q ? { data: hx, sf: onHost(q.sf) as HostTensor, sfIn: q.sfIn, blockRows: q.blockRows, blockCols: q.blockCols } : hx;
   const hostOut = pl.staged ? undefined : { data: (outData as HostTensor | null) ?? undefined, sf: (outSf as HostTensor | null) ?? undefined };
   const res = perBlockCastRef(input, a, true, hostOut);
   if (!pl.staged) return [res.data!, res.sf];
   return [resultToDevice(op, res.data!, outData, pl.device), resultToDevice(op, res.sf, outSf, pl.device)];
+}
+
+// ---- CUDA routing (docs/DECISIONS.md, "cast's block-scaled form on the device") --------------------------------
+// The block partition, not the block shape, defines the result: blocks [r, c] of a [T, H] input are the blocks
+// [min(r, T), min(c, H)]. The effective shape picks the kernel: the per-token, per-block and per-channel kernels
+// compute exactly the spec's block cast for the shapes they take (their CPU references are this one), and
+// cast_block.cu everything else.
+
+const BLOCK_SIDES = [32, 128];
+
+/** The block side a dimension of `n` actually sees (`n = 0`: the side as given). */
+function effective(side: number, n: number): number {
+  return n > 0 ? Math.min(side, n) : side;
+}
+
+function isValueInput(x: Tensor): boolean {
+  return x.dtype === "fp32" || x.dtype === "bf16";
+}
+
+/** `cast` with a precomputed sf, on the device. */
+function precomputedOnDevice(op: string, device: Device, stream: Stream, x: Tensor, s: Tensor, fmt: "e4m3" | "e2m1", r: number, c: number, out: Tensor | null): Tensor {
+  const [T, H] = x.shape;
+  const re = effective(r, T), ce = effective(c, H);
+  const base = { fmt, backend: "cuda", stream, ...(out ? { out } : {}) } as const;
+  if (isValueInput(x) && re === 1 && H > 0 && H % 64 === 0 && (PER_TOKEN_COLS.includes(ce) || ce === H)) {
+    return perTokenCastWithPrecomputedSf(x, s, { ...base, numPerChannels: ce });
+  }
+  if (isValueInput(x) && BLOCK_SIDES.includes(re) && BLOCK_SIDES.includes(ce) && T % 128 === 0 && H % 128 === 0) {
+    return perBlockCastWithPrecomputedSf(x, s, { ...base, blockSize: [re, ce] });
+  }
+  const data = (out as DeviceTensor | null) ?? deviceCodes(op, device, stream, fmt, T, H);
+  launchCastBlockPrecomputed(op, device, stream, x, s, fmt, r, c, data);
+  return data;
+}
+
+/** The block-scaled `cast` (sf computed), on the device. */
+function blockedOnDevice(
+  op: string,
+  device: Device,
+  stream: Stream,
+  x: Tensor,
+  q: QuantizedSf | null,
+  a: BlockCastArgs,
+  g: SfGeometry,
+  f: { colMajor: boolean; roundSf: boolean; packed: boolean; e4m3Sf: boolean },
+  outData: Tensor | null,
+  outSf: Tensor | null,
+): Quantized {
+  const { tokens: T, hidden: H } = a;
+  const fmt = a.rule.fmt;
+  const re = effective(a.blockRows, T), ce = effective(a.blockCols, H);
+  const out = { ...(outData ? { data: outData } : {}), ...(outSf ? { sf: outSf } : {}) };
+  const common = { backend: "cuda", stream, out } as const;
+  const xq: Tensor | Quantized = q ? [x, q.sf] : x;
+  if (re === 1 && H > 0 && H % 64 === 0 && (PER_TOKEN_COLS.includes(ce) || (ce === H && !q)) && (q !== null || isValueInput(x))) {
+    const xBlockSize = q ? { xBlockSize: [q.blockRows, q.blockCols] as const } : {};
+    const flags = { useTmaAlignedColMajorSf: f.colMajor, roundSf: f.roundSf, usePackedUe8m0: f.packed, useE4m3Sf: f.e4m3Sf };
+    return perTokenCast(xq, { fmt, numPerChannels: ce, ...xBlockSize, ...flags, ...common });
+  }
+  const whole = T % 128 === 0 && H % 128 === 0;
+  if (!q && isValueInput(x) && !f.e4m3Sf && BLOCK_SIDES.includes(re) && BLOCK_SIDES.includes(ce) && whole) {
+    return perBlockCast(x, { fmt, blockSize: [re, ce], useTmaAlignedColMajorSf: f.colMajor, roundSf: f.roundSf, usePackedUe8m0: f.packed, ...common });
+  }
+  const perChannelInput = q ? x.dtype === "e4m3" && q.blockRows === 1 && BLOCK_SIDES.includes(q.blockCols) : isValueInput(x);
+  if (ce === 1 && fmt === "e4m3" && BLOCK_SIDES.includes(re) && whole && !f.colMajor && !f.e4m3Sf && !f.packed && perChannelInput) {
+    return perChannelCast(xq, { fmt, numPerTokens: re, roundSf: f.roundSf, ...(q ? { numPerChannels: q.blockCols } : {}), ...common });
+  }
+  const data = (outData as DeviceTensor | null) ?? deviceCodes(op, device, stream, fmt, T, H);
+  const sf = (outSf as DeviceTensor | null) ?? deviceSf(op, device, stream, g);
+  launchCastBlock(op, device, stream, x, q, a, g, data, sf);
+  return [data, sf];
 }

@@ -1,0 +1,272 @@
+// The block-scaled `cast` for the block shapes and forms no dedicated kernel covers (spec/quant.md §7.1 with §2.3,
+// §4, §4.4, §5.1): any block [r, c] (partial edge blocks), fp32 / bf16 / fp16 values or e4m3 / e2m1x2 codes with
+// their scales, every output sf layout (fp32 / e4m3 / channel-packed UE8M0, row- or column-major), or a
+// precomputed fp32 sf. ops/quant/cast.ts routes [32|128]² blocks, [1, 16..128] groups and [32|128, 1] columns to
+// per_block_cast.cu, per_token_cast.cu and per_channel_cast.cu; everything else comes here.
+//
+// Symbols
+//   tk_cast_block_sf__<in>          in ∈ {fp32, bf16, fp16, e4m3, e2m1}: scale pass (amax → sf and inverse)
+//   tk_cast_block_data__<in>_<out>  out ∈ {e4m3, e2m1}: data pass (data = encode(v · inv))
+//
+// Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, both kernels are grid-stride):
+//
+//   kernel               block.x  dynamic smem  grid.x
+//   tk_cast_block_sf__*  256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))     one warp per block
+//   tk_cast_block_data_* 256      0             max(1, min(ceilDiv(ceilDiv(bytes, 4), 256), 8 · SMs))
+//
+//   nbm · nbk = scale blocks, bytes = data bytes (T · H e4m3, T · H / 2 e2m1x2). No shared memory. Registers are
+//   bounded for 4 resident CTAs per SM.
+//
+// Two passes because a block's inverse is needed by elements the block does not own: with an odd c, one
+// e2m1x2 byte holds the last column of one block and the first of the next, and a byte is written by one
+// thread only. The scale pass gives each block to one warp: the lanes walk its real elements row-major, 32
+// apart (four loads in flight per lane), reduce |x| (or fl(|q|·s_in) for codes, §4.4 / §5.1) with a
+// maximumNumber butterfly, and lane 0 stores sf (layout through SfOut, packed words' unused bytes zeroed by the
+// last column's writer) and the binary32 inverse into the fp32 scratch `inv` [nbm · nbk]. Column-major padding
+// rows are zeroed grid-stride by the same launch. The data pass gives each thread 4 consecutive data bytes (4
+// e4m3 or 8 e2m1 elements of the flat [T, H]); it reads the inverse of each element's block (or fl(1/s) of the
+// precomputed sf), scales in the spec's order and stores one 32-bit word (bytes when the output's base is not
+// 4-aligned or at the tail). Element loads are scalar; this path favours generality over the last 2x of speed
+// (docs/DECISIONS.md).
+#include "../common/chunk.cuh"
+#include "../common/codec.cuh"
+#include "../common/f16.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/scale.cuh"
+#include "../generated/cast_block_params.h"
+
+namespace tk {
+namespace {
+
+// CAST_BLOCK_MODE of ops/quant/cast_block.params.ts
+enum CastBlockMode : uint32_t { kCastBlockModeCast = 0, kCastBlockModePrecomputedSf = 1 };
+
+// Input formats of the generic block cast (fp16 is a value input here, unlike the per-token / per-block kernels).
+enum class BlockIn { kFp32, kBf16, kFp16, kE4m3, kE2m1 };
+
+constexpr int kBlockThreads = 256;
+// Resident CTAs per SM the registers are sized for (≤ 64 registers). Also what keeps ptxas from spilling around the
+// slow-path call of the IEEE division (without a bound it settles on 32 registers and spills on sm_90a).
+constexpr int kMinBlocksPerSm = 4;
+constexpr int kWarpsPerBlock = kBlockThreads / kWarpSize;
+constexpr int kLoadsInFlight = 4;  // scale pass: element loads a lane issues before it reduces them
+constexpr int kItemBytes = 4;      // data pass: output bytes per thread item (one 32-bit store)
+
+template <BlockIn kIn>
+constexpr bool kCodeIn = kIn == BlockIn::kE4m3 || kIn == BlockIn::kE2m1;
+
+// Element f = t·H + j of the contiguous input, widened exactly to binary32 (codes decoded, not scaled).
+template <BlockIn kIn>
+TK_DEV float load_element(uint64_t x, uint64_t f) {
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(x);
+  if constexpr (kIn == BlockIn::kFp32) {
+    return u2f(ld_u32(p + 4 * f));
+  } else if constexpr (kIn == BlockIn::kBf16) {
+    return decode_bf16(ld_u16(p + 2 * f));
+  } else if constexpr (kIn == BlockIn::kFp16) {
+    return decode_fp16(ld_u16(p + 2 * f));
+  } else if constexpr (kIn == BlockIn::kE4m3) {
+    return decode_e4m3(ld_u8(p + f));
+  } else {
+    return decode_e2m1(ld_u8(p + f / 2) >> (4 * (f & 1)));
+  }
+}
+
+// The decoded input scale of element (t, j) of a quantized input (§4.4: any input layout of §4.1 / §4.2).
+TK_DEV float input_scale(const CastBlockParams& p, uint32_t t, uint32_t j) {
+  return load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, t / p.x_block_rows, j / p.x_block_cols);
+}
+
+TK_DEV uint32_t ceil_div(uint32_t a, uint32_t b) {
+  return static_cast<uint32_t>((static_cast<uint64_t>(a) + b - 1) / b);
+}
+
+// n / d and n % d by restoring division on 32-bit halves (no 64-bit division routine, whose call spills). Exact
+// when the quotient fits 32 bits (n < d · 2^32); otherwise the results are unspecified, and the callers' grid-stride
+// arithmetic never uses them (such an n is past the last item: n ≥ d · 2^32 > T · H).
+TK_DEV void divmod_u64_u32(uint64_t n, uint32_t d, uint32_t& q, uint32_t& rem) {
+  uint64_t r = n >> 32;
+  const uint32_t lo = static_cast<uint32_t>(n);
+  q = 0;
+#pragma unroll 1
+  for (int i = 31; i >= 0; --i) {
+    r = (r << 1) | ((lo >> i) & 1u);
+    q <<= 1;
+    if (r >= d) {
+      r -= d;
+      q |= 1u;
+    }
+  }
+  rem = static_cast<uint32_t>(r);
+}
+
+TK_DEV float warp_max(float v) {
+#pragma unroll
+  for (int b = kWarpSize / 2; b >= 1; b >>= 1) v = max_num(v, __shfl_xor_sync(kFullWarpMask, v, b));
+  return v;
+}
+
+// ---- scale pass ---------------------------------------------------------------------------------------------------
+template <BlockIn kIn>
+TK_DEV void block_scales(const CastBlockParams& p) {
+  const uint32_t T = p.num_tokens, H = p.hidden, r = p.block_rows, c = p.block_cols;
+  const uint32_t nbm = ceil_div(T, r), nbk = ceil_div(H, c);
+  const uint64_t blocks = static_cast<uint64_t>(nbm) * nbk;
+  const uint32_t lane = threadIdx.x % kWarpSize;
+  const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
+  const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
+  uint8_t* inv_out = reinterpret_cast<uint8_t*>(p.inv);
+
+  // (m, k) of block b, advanced by the grid stride without a division in the loop
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  uint32_t m, k, dm, dk;
+  divmod_u64_u32(first, nbk, m, k);
+  divmod_u64_u32(warps, nbk, dm, dk);
+  for (uint64_t b = first; b < blocks; b += warps) {
+    const uint32_t t0 = m * r, j0 = k * c;  // < T, < H
+    const uint32_t rows = min(r, T - t0), cols = min(c, H - j0);
+    // element e = i·cols + j of the block; a lane starts at e = lane and steps by 32 = dr·cols + dc
+    const uint32_t dr = kWarpSize / cols, dc = kWarpSize % cols;
+    uint32_t i = lane / cols, j = lane % cols;
+    float a = 0.0f;
+    while (i < rows) {
+      float v[kLoadsInFlight];
+#pragma unroll
+      for (int u = 0; u < kLoadsInFlight; ++u) {
+        v[u] = 0.0f;  // neutral: the clamp makes every amax positive
+        if (i < rows) {
+          const uint32_t t = t0 + i;
+          v[u] = abs_f(load_element<kIn>(p.x, static_cast<uint64_t>(t) * H + j0 + j));
+          // §4.4 / §5.1: the dequantized magnitude fl(|q|·s_in) (= |fl(q·s_in)|)
+          if constexpr (kCodeIn<kIn>) v[u] = mul_rn(v[u], input_scale(p, t, j0 + j));
+        }
+        j += dc;
+        i += dr;
+        if (j >= cols) {
+          j -= cols;
+          ++i;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kLoadsInFlight; ++u) a = max_num(a, v[u]);
+    }
+    a = warp_max(a);
+    if (lane == 0) {
+      const ScaleAndInv si = sf_and_inv(a, p.amax_clamp, p.qmax, p.flags);
+      sf_out.store(m, k, si.stored);
+      st_u32(inv_out + 4 * b, f2u(si.inv));
+    }
+    m += dm;
+    k += dk;
+    if (k >= nbk) {
+      k -= nbk;
+      ++m;
+    }
+  }
+  sf_out.zero_padding_rows(nbm, p.sf_rows);
+}
+
+// ---- data pass ----------------------------------------------------------------------------------------------------
+template <BlockIn kIn, Fmt kOut>
+TK_DEV void block_data(const CastBlockParams& p) {
+  constexpr uint32_t kPerByte = kOut == Fmt::kE4m3 ? 1 : 2;  // elements per output byte
+  constexpr int kElems = kItemBytes * kPerByte;               // elements per item
+  const uint32_t H = p.hidden, r = p.block_rows, c = p.block_cols;
+  const uint32_t nbk = ceil_div(H, c);
+  const uint64_t elems = static_cast<uint64_t>(p.num_tokens) * H;
+  const uint64_t bytes = elems / kPerByte;  // H is even for e2m1x2
+  const uint64_t items = (bytes + kItemBytes - 1) / kItemBytes;
+  const bool precomputed = p.mode == kCastBlockModePrecomputedSf;
+  const bool aligned = (p.data % kItemBytes) == 0;
+  const uint8_t* inv_in = reinterpret_cast<const uint8_t*>(p.inv);
+  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
+  const uint64_t threads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  // (row, column) of an item's first element, advanced by the grid stride without a division in the loop; rows
+  // fit 32 bits (T does)
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  uint32_t row, col, drow, dcol;
+  divmod_u64_u32(first * kElems, H, row, col);
+  divmod_u64_u32(threads * kElems, H, drow, dcol);
+
+  for (uint64_t it = first; it < items; it += threads) {
+    const uint64_t f0 = it * kElems;
+    uint32_t t = row, j = col;
+    uint32_t m = t / r;
+    uint32_t k = j / c, jr = j - k * c;  // block column of j and j's column inside it
+    float v[kElems];  // scaled values; 0 past the end (encoded, never stored)
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) {
+      v[e] = 0.0f;
+      if (f0 + e < elems) {
+        float inv;
+        if (precomputed) {
+          inv = div_rn(1.0f, load_scale(p.x_sf, kSfFp32, p.x_sf_stride0, p.x_sf_stride1, m, k));
+        } else {
+          inv = u2f(ld_u32(inv_in + 4 * (static_cast<uint64_t>(m) * nbk + k)));
+        }
+        const float x = load_element<kIn>(p.x, f0 + e);
+        if constexpr (kCodeIn<kIn>) {
+          const float s_in = input_scale(p, t, j);
+          // [r, 1] blocks dequantize first (§5.1); every other block multiplies the scales first (§4.4)
+          v[e] = p.dequantize_first ? mul_rn(mul_rn(x, s_in), inv) : mul_rn(x, mul_rn(s_in, inv));
+        } else {
+          v[e] = mul_rn(x, inv);
+        }
+      }
+      ++j;
+      if (++jr == c) {
+        jr = 0;
+        ++k;
+      }
+      if (j == H) {
+        j = 0;
+        jr = 0;
+        k = 0;
+        ++t;
+        m = t / r;
+      }
+    }
+    uint32_t o;
+    encode_chunk<kOut, kElems>(v, &o);  // e4m3: the hardware RN conversion checked equal to §1.2 (common/codec.cuh)
+    uint8_t* dst = data + it * kItemBytes;
+    if (aligned && (it + 1) * kItemBytes <= bytes) {
+      st_u32(dst, o);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kItemBytes; ++i)
+        if (it * kItemBytes + i < bytes) st_u8(dst + i, (o >> (8 * i)) & 0xffu);
+    }
+    row += drow;
+    col += dcol;
+    if (col >= H) {
+      col -= H;
+      ++row;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tk
+
+#define TK_CAST_BLOCK_SF(in, IN)                                                                 \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm)                              \
+      tk_cast_block_sf__##in(const __grid_constant__ CastBlockParams p) {                        \
+    tk::block_scales<tk::BlockIn::IN>(p);                                                         \
+  }
+#define TK_CAST_BLOCK_DATA(in, IN, out, OUT)                                                     \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm)                              \
+      tk_cast_block_data__##in##_##out(const __grid_constant__ CastBlockParams p) {              \
+    tk::block_data<tk::BlockIn::IN, tk::Fmt::OUT>(p);                                             \
+  }
+#define TK_CAST_BLOCK(in, IN)                \
+  TK_CAST_BLOCK_SF(in, IN)                   \
+  TK_CAST_BLOCK_DATA(in, IN, e4m3, kE4m3)    \
+  TK_CAST_BLOCK_DATA(in, IN, e2m1, kE2m1)
+
+TK_CAST_BLOCK(fp32, kFp32)
+TK_CAST_BLOCK(bf16, kBf16)
+TK_CAST_BLOCK(fp16, kFp16)
+TK_CAST_BLOCK(e4m3, kE4m3)
+TK_CAST_BLOCK(e2m1, kE2m1)

@@ -1,0 +1,169 @@
+/**
+ * Launches of the generic block-scaled cast (`kernels-src/cuda/quant/cast_block.cu`): the block shapes and forms of
+ * `cast` that no dedicated kernel covers (see `cast.ts` for the routing). A call is two launches on one stream: the
+ * scale pass (sf and each block's inverse into a stream-ordered fp32 scratch) and the data pass.
+ * @module
+ */
+import { config } from "../../core/config.ts";
+import { type Device, deviceEmptyStrided, type DeviceTensor, type Stream, type Tensor } from "../../core/tensor.ts";
+import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { CAST_BLOCK_MODE, CastBlockParams } from "./cast_block.params.ts";
+import type { BlockCastArgs } from "./per_block_cast.ref.ts";
+import { PER_TOKEN_FLAG, SF_KIND } from "./per_token_cast.params.ts";
+import { QMAX, type QuantFmt } from "./scale.ref.ts";
+import type { SfGeometry, SfInput } from "./sf_layout.ts";
+
+/** cast_block.cu's launch table: 256 threads (8 warps), grids capped at 8 CTAs per SM. */
+const THREADS = 256;
+const WARPS = 8;
+const ITEM_BYTES = 4;
+const MAX_CTAS_PER_SM = 8;
+
+const packet = new LaunchPacket(CastBlockParams);
+const W = packet.w;
+const IN_NAME: Record<string, string> = { fp32: "fp32", bf16: "bf16", fp16: "fp16", e4m3: "e4m3", e2m1x2: "e2m1" };
+
+/** A quantized input's scales as the kernels read them (§4.4). */
+export interface QuantizedSf {
+  readonly sf: Tensor;
+  readonly sfIn: SfInput;
+  readonly blockRows: number;
+  readonly blockCols: number;
+}
+
+function addr(t: Tensor | null | undefined): number {
+  return t ? (t as DeviceTensor).addr : 0;
+}
+
+/** Fills the fields both passes share; r and c are clamped to T and H (the same blocks, 32-bit fields). */
+function fill(x: Tensor, T: number, H: number, r: number, c: number, fmt: QuantFmt): void {
+  const p = packet;
+  p.u64(W.x, addr(x));
+  p.u32(W.num_tokens, T);
+  p.u32(W.hidden, H);
+  p.u32(W.block_rows, Math.min(r, Math.max(T, 1)));
+  p.u32(W.block_cols, Math.min(c, Math.max(H, 1)));
+  p.f32(W.qmax, QMAX[fmt]);
+}
+
+function dataGrid(device: Device, T: number, H: number, fmt: QuantFmt): number {
+  const bytes = fmt === "e4m3" ? T * H : (T * H) / 2;
+  return Math.max(
+    1,
+    Math.min(Math.ceil(Math.ceil(bytes / ITEM_BYTES) / THREADS), MAX_CTAS_PER_SM * config.getNumSms(device)),
+  );
+}
+
+/**
+ * The block-scaled cast of `x` (plain, or the codes of a quantized input with `q`) into `data` and `sf` (geometry
+ * `g`), enqueued on `stream`. Nothing is launched for an empty output.
+ */
+export function launchCastBlock(
+  op: string,
+  device: Device,
+  stream: Stream,
+  x: Tensor,
+  q: QuantizedSf | null,
+  a: BlockCastArgs,
+  g: SfGeometry,
+  data: Tensor,
+  sf: Tensor,
+): void {
+  const T = a.tokens, H = a.hidden, fmt = a.rule.fmt;
+  const blocks = g.nbm * g.nbk;
+  if (blocks === 0) return;
+  const inv = deviceEmptyStrided(op, device, [blocks], [1], "fp32", blocks, stream);
+  const p = packet;
+  fill(x, T, H, a.blockRows, a.blockCols, fmt);
+  p.u64(W.x_sf, addr(q?.sf));
+  p.u64(W.data, addr(data));
+  p.u64(W.sf, addr(sf));
+  p.u64(W.inv, inv.addr);
+  p.u64(W.x_sf_stride0, q ? q.sfIn.s0 : 0);
+  p.u64(W.x_sf_stride1, q ? q.sfIn.s1 : 0);
+  p.u64(W.sf_stride0, g.strides[0]);
+  p.u64(W.sf_stride1, g.strides[1]);
+  p.u32(W.x_block_rows, q ? q.blockRows : 1);
+  p.u32(W.x_block_cols, q ? q.blockCols : 1);
+  p.u32(W.x_sf_kind, q ? SF_KIND[q.sfIn.kind === "packed" ? "packedChannel" : q.sfIn.kind] : 0);
+  p.u32(W.sf_rows, g.paddedRows);
+  p.u32(W.mode, CAST_BLOCK_MODE.cast);
+  p.u32(W.dequantize_first, q && a.blockCols === 1 ? 1 : 0);
+  p.u32(
+    W.flags,
+    (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) |
+      (a.rule.e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0),
+  );
+  p.f32(W.amax_clamp, a.rule.clamp);
+  const sfGrid = Math.max(1, Math.min(Math.ceil(blocks / WARPS), MAX_CTAS_PER_SM * config.getNumSms(device)));
+  p.setLaunch(
+    kernelFunction(op, device, `tk_cast_block_sf__${IN_NAME[x.dtype]}`),
+    stream.handle,
+    sfGrid,
+    THREADS,
+    0,
+    false,
+    device.index,
+  );
+  p.launch(op);
+  if (T * H > 0) {
+    p.setLaunch(
+      kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`),
+      stream.handle,
+      dataGrid(device, T, H, fmt),
+      THREADS,
+      0,
+      false,
+      device.index,
+    );
+    p.launch(op);
+  }
+  inv.dispose(); // stream-ordered: freed after both launches
+}
+
+/**
+ * `data = encode(x · fl(1/s))` with the precomputed fp32 row-major sf `s` of `[r, c]` blocks (§7.1), enqueued on
+ * `stream`: the data pass alone. Nothing is launched for an empty output.
+ */
+export function launchCastBlockPrecomputed(
+  op: string,
+  device: Device,
+  stream: Stream,
+  x: Tensor,
+  s: Tensor,
+  fmt: QuantFmt,
+  blockRows: number,
+  blockCols: number,
+  data: Tensor,
+): void {
+  const [T, H] = [x.shape[0], x.shape[1]];
+  if (T * H === 0) return;
+  const p = packet;
+  fill(x, T, H, blockRows, blockCols, fmt);
+  p.u64(W.x_sf, addr(s));
+  p.u64(W.data, addr(data));
+  p.u64(W.sf, 0);
+  p.u64(W.inv, 0);
+  p.u64(W.x_sf_stride0, s.strides[0]);
+  p.u64(W.x_sf_stride1, s.strides[1]);
+  p.u64(W.sf_stride0, 0);
+  p.u64(W.sf_stride1, 0);
+  p.u32(W.x_block_rows, 1);
+  p.u32(W.x_block_cols, 1);
+  p.u32(W.x_sf_kind, SF_KIND.fp32);
+  p.u32(W.sf_rows, 0);
+  p.u32(W.mode, CAST_BLOCK_MODE.precomputedSf);
+  p.u32(W.dequantize_first, 0);
+  p.u32(W.flags, 0);
+  p.f32(W.amax_clamp, 0);
+  p.setLaunch(
+    kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`),
+    stream.handle,
+    dataGrid(device, T, H, fmt),
+    THREADS,
+    0,
+    false,
+    device.index,
+  );
+  p.launch(op);
+}
