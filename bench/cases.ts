@@ -28,17 +28,13 @@ export type CaseFactory = () => BenchCase[];
 
 /** Families, in table order: module path (relative to bench/) → loaded lazily. */
 export const FAMILIES: readonly string[] = [
-  "cases_per_channel.ts",
-  "cases_rope_randn.ts",
-  "cases_elem.ts",
-  // one line per family: "cases_<family>.ts",
-  "cases_cast_block.ts",
   "cases_per_block.ts",
   "cases_elem.ts",
+  "cases_cast_block.ts",
   "cases_per_channel.ts",
   "cases_swiglu.ts",
+  "cases_swiglu_per_channel.ts",
   "cases_norm.ts",
   "cases_rope_randn.ts",
   // one line per family: "cases_<family>.ts",
-  "cases_swiglu_per_channel.ts",
 ];
