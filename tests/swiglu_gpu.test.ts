@@ -276,12 +276,27 @@ gpuTest("full-size samples: 4001 tokens × 7168, bf16, 5 experts (alignment 128)
 gpuTest("a broken psum raises DEVICE_VALUE at the next sync, and the kernels stay in bounds", async () => {
   const x = toDevice(randomX(rng(7), 8, 128, "fp32"));
   const dy = toDevice(randomX(rng(8), 8, 64, "fp32"));
-  for (const bad of [[4, 2], [3, 100], [-5, 4], [0x7fffffff, -0x80000000]]) {
+  // [psum, faulting experts, condition texts the error must name] (T = 8, A = 4; a zero condition slot fails)
+  const BELOW = "is below the aligned start of expert e", BEYOND = "exceeds the rows of x";
+  const cases: [number[], number, string[]][] = [
+    [[4, 2], 1, [BELOW]],
+    [[3, 100], 1, [BEYOND]],
+    [[-5, 4], 1, [BELOW]],
+    [[0x7fffffff, -0x80000000], 2, [BELOW, BEYOND]],
+  ];
+  const named = (op: string, n: number, texts: string[]) => (e: unknown) => {
+    assert.ok(e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === op, String(e));
+    assert.ok(e.message.includes(`met ${n} illegal value(s)`), e.message);
+    for (const t of texts) assert.ok(e.message.includes(t), `${e.message} should name "${t}"`);
+    assert.ok(!e.message.includes("unspecified"), e.message);
+    return true;
+  };
+  for (const [bad, n, texts] of cases) {
     const psum = toDevice(tensor(new Int32Array(bad), [2], "int32"));
     const out = swigluForward(x, { fmt: "fp32", psumNumTokensPerExpert: psum, tokenAlignment: 4 });
-    await assert.rejects(toHost(out), (e: unknown) => e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "swigluForward");
+    await assert.rejects(toHost(out), named("swigluForward", n, texts));
     const [gx] = swigluBackward(x, dy, { fmt: "fp32", psumNumTokensPerExpert: psum, tokenAlignment: 4 });
-    await assert.rejects(toHost(gx), (e: unknown) => e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "swigluBackward");
+    await assert.rejects(toHost(gx), named("swigluBackward", n, texts));
     await toHost(gx); // the word was cleared
     dispose(psum, out, gx);
   }
