@@ -57,9 +57,14 @@ constexpr int kMinBlocks = 2;
 
 enum class RowState { kDead, kPadding, kReal };
 
-TK_DEV int64_t align_up(int64_t v, int64_t a) {
-  // align(v, a) for v ≥ 0; a negative v (only in a psum that breaks §11.2) gives 0, which is never used to index
-  return v >= 0 ? (v + a - 1) / a * a : 0;
+// align(v, a) for v ≥ 0 in 32-bit division (a 64-bit `/` or `%` is a called subroutine, and the first H200 run
+// met atomics executed whatever their guard in a loop that held one); a negative v (only in a psum that breaks
+// §11.2) gives 0, which is never used to index.
+TK_DEV int64_t align_up(int32_t v, uint32_t a) {
+  if (v < 0) return 0;
+  const uint32_t q = static_cast<uint32_t>(v) / a;
+  const uint32_t r = static_cast<uint32_t>(v) - q * a;
+  return static_cast<int64_t>(q) * a + (r ? a : 0u);
 }
 
 TK_DEV int32_t psum_at(const SwigluParams& p, uint32_t e) {
@@ -80,14 +85,15 @@ TK_DEV bool row_is_real(const SwigluParams& p, int64_t t) {
   return t >= start;
 }
 
-// §11.2 contract of psum, checked by block 0: psum[e] ≥ align(psum[e−1], A) and psum[e] ≤ T.
+// §11.2 contract of psum, checked by block 0: psum[e] ≥ align(psum[e−1], A) and psum[e] ≤ T. One report per
+// broken condition, each with its constant bit.
 TK_DEV void check_psum(const SwigluParams& p) {
   if (blockIdx.x != 0 || p.num_experts == 0) return;
   for (uint32_t e = threadIdx.x; e < p.num_experts; e += blockDim.x) {
     const int64_t end = psum_at(p, e);
     const int64_t start = e == 0 ? 0 : align_up(psum_at(p, e - 1), p.token_alignment);
-    const uint32_t cond = (end < start ? kPsumBelowStart : 0u) | (end > static_cast<int64_t>(p.num_tokens) ? kPsumBeyondRows : 0u);
-    if (cond) report_fault(p.error_word, p.op_id, cond);
+    if (end < start) report_fault(p.error_word, p.op_id, kPsumBelowStart);
+    if (end > static_cast<int64_t>(p.num_tokens)) report_fault(p.error_word, p.op_id, kPsumBeyondRows);
   }
 }
 
