@@ -56,9 +56,12 @@ function randomPsum(rand: () => number, T: number, E: number, A: number): HostTe
   const p = new Int32Array(E);
   let start = 0;
   for (let e = 0; e < E; e++) {
-    const room = Math.max(0, T - start);
+    // Every expert but the last ends at most at the last multiple of A within T, so the next aligned start stays
+    // ≤ T and the psum keeps the §11.2 contract (psum[e] ≥ start_e, psum[E−1] ≤ T) for any T and A.
+    const cap = e === E - 1 ? T : Math.floor(T / A) * A;
+    const room = Math.max(0, cap - start);
     const n = rand() < 0.2 ? 0 : Math.floor(rand() * Math.min(room, Math.ceil((2 * T) / E) + 1));
-    p[e] = Math.min(T, start + n);
+    p[e] = start + n;
     start = Math.ceil(p[e] / A) * A;
   }
   return tensor(p, [E], "int32");
