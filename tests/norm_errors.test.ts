@@ -1,8 +1,8 @@
 /**
  * Bad inputs to `normForward`, `normBackward` and `applyRotary`: each is a TkError naming op and argument, raised
- * before anything is written (inputs are byte-identical afterwards). `applyRotary` has no CUDA kernel yet: asking
- * for one is `UNSUPPORTED`, never a silent fallback; the norm ops run theirs (or answer BACKEND_UNAVAILABLE without
- * a device).
+ * before anything is written (inputs are byte-identical afterwards). All three run their CUDA kernels for device
+ * tensors and for `backend: "cuda"` (BACKEND_UNAVAILABLE without a device): tests/norm_gpu.test.ts and
+ * tests/rope_randn_gpu.test.ts.
  * @module
  */
 import assert from "node:assert/strict";
