@@ -14,6 +14,16 @@
 //   forward / backward     256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
 //
+//   Static shared memory: 34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over
+//   every bf16 gate, of silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the
+//   backward (common/expf_bf16.cuh), which each CTA fills first (8704 entries, ~34 expf_cr per thread; a CTA then
+//   meets 32 rows × H gates, 2.3 · 10^5 at H = 7168, so the fill is ~4% of the expf work it replaces). A lookup
+//   is one shared-memory load and ~10 integer operations (plus ~8 exact fix-ups for silu) instead of expf_cr's ~17
+//   binary64 operations and 2 conversions (the FP64 pipe runs 64 lanes per SM per clock, and at H200 speed that
+//   alone cost about as long as the memory traffic) and, for silu, the division. A clamped gate is c, any
+//   binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3 gates (a code times a
+//   binary32 scale per group) have no finite table and keep expf_cr.
+//
 // Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
 // grid-stride by whole warps, so every loop bound is warp-uniform and the quantization groups can reduce with
 // xor shuffles inside a team. A row is cut into blocks of 128 columns; in block b team lane r takes the chunks of
@@ -32,6 +42,8 @@
 #include "../common/codec.cuh"
 #include "../common/error_word.cuh"
 #include "../common/expf.cuh"
+#include "../common/expf_bf16.cuh"
+#include "../common/silu_bf16.cuh"
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
@@ -156,6 +168,44 @@ TK_HD constexpr uint32_t vec_align(int bytes) { return bytes < kVecBytes ? bytes
 TK_DEV float clamp_gate(float g, float c) { return select_f32(g > c, c, g); }
 TK_DEV float clamp_up(float u, float c) { return select_f32(u > c, c, select_f32(u < -c, -c, u)); }
 
+// A function of the gate (§8.3): silu(g) = fl(g / fl(1 + expf(−g))) for the forward (kSilu), expf(−g) for the
+// backward, equal to the reference's operations for every gate whose result is not NaN. bf16 x: the gate as loaded
+// is a bf16 value, looked up in the CTA's shared table (common/silu_bf16.cuh, common/expf_bf16.cuh); a clamped
+// gate is c, whose value the thread computed once. Other formats: the reference's operations. A NaN gate gets a
+// NaN silu, or an unspecified e^(−g): every backward output it reaches is NaN whatever e is (the gate enters each
+// of them through an operation that propagates NaN), and NaN leaves the kernels canonical.
+template <Fmt kIn, bool kSilu>
+struct GateFn {
+  static constexpr bool kTable = kIn == Fmt::kBf16;
+  const float* table;  // shared memory; unused unless kTable
+  float f_clamped;     // the function at g = c with a clamp; unused unless kTable
+
+  // g: the gate as loaded; clamped: g > c under a clamp; gc: the gate after the clamp.
+  TK_DEV float operator()(float g, bool clamped, float gc) const {
+    if constexpr (kTable) {
+      const uint32_t b = f2u(g) >> 16;
+      return select_f32(clamped, f_clamped, kSilu ? silu_bf16(b, table) : exp_neg_bf16(b, table));
+    } else {
+      return kSilu ? silu_cr(gc) : expf_cr(-gc);
+    }
+  }
+};
+
+// Every thread of the CTA calls it (with a table it fills the table and synchronizes).
+template <Fmt kIn, bool kSilu>
+TK_DEV GateFn<kIn, kSilu> make_gate_fn(const SwigluParams& p) {
+  if constexpr (GateFn<kIn, kSilu>::kTable) {
+    __shared__ float table[kExpNegBf16TableSize];
+    fill_bf16_gate_table(table, [](uint32_t i) { return kSilu ? silu_bf16_entry(i) : exp_neg_bf16_entry(i); });
+    const bool clamp = p.flags & kHasClamp;
+    const float f_clamped = !clamp ? 0.0f : kSilu ? silu_cr(p.clamp) : expf_cr(-p.clamp);
+    __syncthreads();
+    return GateFn<kIn, kSilu>{table, f_clamped};
+  } else {
+    return GateFn<kIn, kSilu>{nullptr, 0.0f};
+  }
+}
+
 // Per-token cast of one item (8 values) of a row: group amax over kN / 8 lanes (× 2 chunk slots for N = 128),
 // (sf, inv) by §2.3, the owner lane stores the sf entry, every lane its 8 codes.
 template <int kN>
@@ -245,6 +295,7 @@ TK_DEV void forward(const SwigluParams& p) {
   constexpr int kGroup = kN ? kN : 32;  // the plain output has no groups (GroupCast unused)
   const SfOut sf_out = make_sf_out(p, H / kGroup);
   const GroupCast<kGroup> cast{sf_out, p.amax_clamp, p.sf_flags};
+  const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p);
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
   for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
@@ -270,17 +321,16 @@ TK_DEV void forward(const SwigluParams& p) {
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) {
             float gi = g[i], ui = u[i];
+            bool cg = false;
             if (clamp) {
-              n0 += gi > c;
+              cg = gi > c;
+              n0 += cg;
               n1 += ui > c;
               n2 += ui < -c;
               gi = clamp_gate(gi, c);
               ui = clamp_up(ui, c);
             }
-            const float e = expf_cr(-gi);
-            const float den = add_rn(1.0f, e);
-            const float sl = div_rn(gi, den);
-            float v = mul_rn(sl, ui);
+            float v = mul_rn(silu(g[i], cg, gi), ui);
             if (weighted) v = mul_rn(v, w);
             val[s][i] = v;
           }
@@ -344,6 +394,7 @@ TK_DEV void backward(const SwigluParams& p) {
   const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
   const SfOut sf_out = make_sf_out(p, nbk);
   const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
+  const GateFn<kIn, false> exp_neg = make_gate_fn<kIn, false>(p);
 
   for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
     const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
@@ -390,7 +441,7 @@ TK_DEV void backward(const SwigluParams& p) {
               gi = clamp_gate(gi, c);
               ui = clamp_up(ui, c);
             }
-            const float tmp = add_rn(1.0f, expf_cr(-gi));
+            const float tmp = add_rn(1.0f, exp_neg(g[i], cg, gi));
             const float sg = div_rn(1.0f, tmp);
             float ac = 0.0f;
             if (need_act) {
