@@ -33,6 +33,9 @@
 // A group of 32 columns is 4 lanes of one chunk slot, a group of 128 the 16 chunks of a block (8 lanes × 2).
 // Chunks are 16-byte vector loads/stores when the views are aligned (fp32 uses two, e4m3 codes one 8-byte access),
 // element-wide otherwise.
+// With bf16 x a lane loads the chunks of block b + 1 (raw words: 16 registers forward, 24 backward) before it
+// computes block b, so its loads stay in flight while it computes (~16 warps per SM cannot hide a load-then-compute
+// step otherwise); fp32 x and the e4m3 cast form, short of registers, load a chunk where they use it.
 //
 // Rows of the expert layout (§8.1): row t is real when t ≥ align(psum[e−1], A) for the first e with psum[e] > t.
 // Block 0 also checks the contract of §11.2 and reports a breach in the error word; whatever psum holds, every
@@ -116,26 +119,36 @@ TK_DEV float row_weight(const SwigluParams& p, uint64_t t) {
   return (p.flags & kHasScale) ? mul_rn(w, p.scale) : w;
 }
 
-// 8 consecutive elements of a row, widened to binary32 (codes decoded, not scaled). `aligned`: the element
-// address is a multiple of the chunk's bytes.
+// 8 consecutive elements of a row as loaded (fp32: 2 × 16 bytes, bf16: 16 bytes, e4m3: 8 bytes).
 template <Fmt kFmt>
-TK_DEV void load8(const uint8_t* p, bool aligned, float (&v)[kChunk]) {
-  constexpr int kBytes = kChunk * FmtTraits<kFmt>::kBits / 8;
-  if constexpr (kBytes == 32) {
-    uint32_t w[2][4];
-    load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p, w[0], aligned);
-    load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p + 16, w[1], aligned);
+struct Raw8 {
+  static constexpr int kBytes = kChunk * FmtTraits<kFmt>::kBits / 8;
+  uint32_t w[kBytes / 4];
+
+  // `aligned`: the element address is a multiple of the chunk's bytes (16 at most).
+  TK_DEV void load(const uint8_t* p, bool aligned) {
+    if constexpr (kBytes == 32) {
+      uint32_t lo[4], hi[4];
+      load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p, lo, aligned);
+      load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p + 16, hi, aligned);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[i] = element<kFmt>(w[0], i);
-      v[4 + i] = element<kFmt>(w[1], i);
+      for (int i = 0; i < 4; ++i) {
+        w[i] = lo[i];
+        w[4 + i] = hi[i];
+      }
+    } else {
+      load_chunk<kBytes, FmtTraits<kFmt>::kAccessBytes>(p, w, aligned);
     }
-  } else {
-    uint32_t w[kBytes / 4];
-    load_chunk<kBytes, FmtTraits<kFmt>::kAccessBytes>(p, w, aligned);
-    decode_chunk<kFmt, kChunk>(w, v);
   }
-}
+
+  TK_DEV void zero() {
+#pragma unroll
+    for (int i = 0; i < kBytes / 4; ++i) w[i] = 0;
+  }
+
+  // Widened to binary32 (codes decoded, not scaled).
+  TK_DEV void decode(float (&v)[kChunk]) const { decode_chunk<kFmt, kChunk>(w, v); }
+};
 
 // Store 8 binary32 values as fp32 (NaN canonical) or bf16 (§1.5).
 template <Fmt kFmt>
@@ -303,7 +316,35 @@ TK_DEV void forward(const SwigluParams& p) {
     const float w = real ? row_weight(p, row) : 1.0f;
     if (real && r == 0) n3 += H;
     const uint8_t* xr = x + (real ? row : 0) * x_row;
+    // bf16 x: the gate and up chunks of step b + 1 are loaded (raw words, 16 registers) before step b is computed,
+    // so a warp keeps a step's loads in flight while it computes: with ~16 resident warps per SM the loads of a
+    // warp that computes between them would leave HBM idle. fp32 x (32 registers of raw words; it spills on
+    // sm_100a) loads a slot where it uses it. A slot past the row's chunks (every slot of step `steps`) loads
+    // nothing.
+    constexpr bool kPrefetch = kIn == Fmt::kBf16;
+    struct Slot {
+      Raw8<kIn> g, u;
+    };
+    const auto load_slot = [&](uint32_t ch, Slot& sl) {
+      if (real && ch < chunks) {
+        sl.g.load(xr + static_cast<uint64_t>(ch * kChunk) * (FmtTraits<kIn>::kBits / 8), x_aligned);
+        sl.u.load(xr + static_cast<uint64_t>(H + ch * kChunk) * (FmtTraits<kIn>::kBits / 8), x_aligned);
+      } else {
+        sl.g.zero();
+        sl.u.zero();
+      }
+    };
+    Slot cur[2];
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) load_slot(s * kTeam + r, cur[s]);
+    }
     for (uint32_t b = 0; b < steps; ++b) {
+      Slot nxt[2];
+      if constexpr (kPrefetch) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
+      }
       float val[2][kChunk];
       bool live[2];
       uint32_t col[2];
@@ -315,9 +356,10 @@ TK_DEV void forward(const SwigluParams& p) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) val[s][i] = 0.0f;
         if (live[s]) {
+          if constexpr (!kPrefetch) load_slot(ch, cur[s]);
           float g[kChunk], u[kChunk];
-          load8<kIn>(xr + static_cast<uint64_t>(col[s]) * (FmtTraits<kIn>::kBits / 8), x_aligned, g);
-          load8<kIn>(xr + static_cast<uint64_t>(H + col[s]) * (FmtTraits<kIn>::kBits / 8), x_aligned, u);
+          cur[s].g.decode(g);
+          cur[s].u.decode(u);
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) {
             float gi = g[i], ui = u[i];
@@ -335,6 +377,10 @@ TK_DEV void forward(const SwigluParams& p) {
             val[s][i] = v;
           }
         }
+      }
+      if constexpr (kPrefetch) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) cur[s] = nxt[s];
       }
       if constexpr (kN == 0) {
 #pragma unroll
@@ -406,7 +452,36 @@ TK_DEV void backward(const SwigluParams& p) {
     const uint8_t* xr = x + rr * 2 * H * kInElem;
     const uint8_t* dyr = dy + rr * H * kDyElem;
     const float* sfr = reinterpret_cast<const float*>(p.x_sf) + rr * sf_cols;
+    // bf16 x: the gate, up and dy chunks of step b + 1 are loaded (raw words, 24 registers) before step b is
+    // computed, as in the forward; fp32 x (48 registers of raw words) and the cast form (at 128 registers already)
+    // load a slot where they use it. A slot past the row's chunks (every slot of step `steps`) loads nothing.
+    struct Slot {
+      Raw8<kIn> g, u;
+      Raw8<kDy> d;
+    };
+    const auto load_slot = [&](uint32_t ch, Slot& sl) {
+      if (real && ch < chunks) {
+        sl.g.load(xr + static_cast<uint64_t>(ch * kChunk) * kInElem, x_aligned);
+        sl.u.load(xr + static_cast<uint64_t>(H + ch * kChunk) * kInElem, x_aligned);
+        sl.d.load(dyr + static_cast<uint64_t>(ch * kChunk) * kDyElem, dy_aligned);
+      } else {
+        sl.g.zero();
+        sl.u.zero();
+        sl.d.zero();
+      }
+    };
+    constexpr bool kPrefetch = kIn == Fmt::kBf16;
+    Slot cur[2];
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) load_slot(s * kTeam + r, cur[s]);
+    }
     for (uint32_t b = 0; b < steps; ++b) {
+      Slot nxt[2];
+      if constexpr (kPrefetch) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
+      }
       float gx[2][kChunk], gu[2][kChunk];
       bool live[2];
       uint32_t col[2];
@@ -418,10 +493,11 @@ TK_DEV void backward(const SwigluParams& p) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) gx[s][i] = gu[s][i] = 0.0f;
         if (real && ch < chunks) {
+          if constexpr (!kPrefetch) load_slot(ch, cur[s]);
           float g[kChunk], u[kChunk], d[kChunk], a[kChunk];
-          load8<kIn>(xr + static_cast<uint64_t>(col[s]) * kInElem, x_aligned, g);
-          load8<kIn>(xr + static_cast<uint64_t>(H + col[s]) * kInElem, x_aligned, u);
-          load8<kDy>(dyr + static_cast<uint64_t>(col[s]) * kDyElem, dy_aligned, d);
+          cur[s].g.decode(g);
+          cur[s].u.decode(u);
+          cur[s].d.decode(d);
           if constexpr (kCast) {
             const float sg = u2f(ld_u32(sfr + col[s] / kN));
             const float su = u2f(ld_u32(sfr + (H + col[s]) / kN));
@@ -466,6 +542,10 @@ TK_DEV void backward(const SwigluParams& p) {
           store8<kOut>(orow + static_cast<uint64_t>(col[s]) * kOutElem, out_aligned, gx[s]);
           store8<kOut>(orow + static_cast<uint64_t>(H + col[s]) * kOutElem, out_aligned, gu[s]);
         }
+      }
+      if constexpr (kPrefetch) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) cur[s] = nxt[s];
       }
       if constexpr (kCast) {
         // gate half: groups k = col / N; up half: H / N + col / N (groups never straddle the halves). Padding rows
