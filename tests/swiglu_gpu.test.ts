@@ -256,6 +256,44 @@ gpuTest("swigluBackward and swigluBackwardAndPerTokenCast equal the CPU referenc
   }
 });
 
+gpuTest("every bf16 gate pattern (the silu and e^(-g) tables of the bf16 kernels): forward, forward+cast and backward equal the CPU reference, with and without clamp", () => {
+  // 65536 gates (every pattern once) in a [256, 2·256] input, ups 1.5 or −0.75 by column, dy 1.25, row weights
+  const T = 256, H = 256;
+  const v = new Uint16Array(T * 2 * H);
+  for (let t = 0; t < T; t++) {
+    for (let j = 0; j < H; j++) {
+      v[t * 2 * H + j] = (t * H + j) & 0xffff;
+      v[t * 2 * H + H + j] = encodeBf16(j % 2 ? -0.75 : 1.5);
+    }
+  }
+  const x = tensor(v, [T, 2 * H], "bf16");
+  const dy = tensor(new Uint16Array(T * H).fill(encodeBf16(1.25)), [T, H], "bf16");
+  const w = tensor(Float32Array.from({ length: T }, (_, t) => Math.fround(0.5 + t / 256)), [T], "fp32");
+  const dx = uploadView(x), ddy = uploadView(dy), dw = uploadView(w);
+  for (const clampValue of [undefined, 3.3]) {
+    const label = `all gates clamp=${clampValue}`;
+    for (const fmt of ["fp32", "bf16"] as const) {
+      const cpu = swigluForward(x, { fmt, clampValue }) as HostTensor;
+      const gpu = swigluForward(dx, { fmt, clampValue }) as DeviceTensor;
+      assertBytesEqual(readAllocation(gpu), storageBytes(cpu), `${label} forward ${fmt}`);
+      dispose(gpu);
+      const c = swigluBackward(x, dy, { fmt, clampValue, topkWeights: w, doRecompute: true });
+      const g = swigluBackward(dx, ddy, { fmt, clampValue, topkWeights: dw, doRecompute: true });
+      for (let i = 0; i < 3; i++) {
+        assert.equal(g[i] === null, c[i] === null, `${label} backward ${fmt} output ${i} presence`);
+        if (c[i]) assertBytesEqual(readAllocation(g[i] as DeviceTensor), storageBytes(c[i] as HostTensor), `${label} backward ${fmt} output ${i}`);
+      }
+      dispose(g);
+    }
+    const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, clampValue });
+    const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, clampValue });
+    assertBytesEqual(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), `${label} forward+cast data`);
+    assertBytesEqual(readAllocation(gs as DeviceTensor), storageBytes(cs as HostTensor), `${label} forward+cast sf`);
+    dispose(gd, gs);
+  }
+  dispose(dx, ddy, dw);
+});
+
 gpuTest("full-size samples: 4001 tokens × 7168, bf16, 5 experts (alignment 128), weights, scaling and clamp", () => {
   const seed = SEED + 3;
   console.log(`swiglu full-size seed ${seed}`);

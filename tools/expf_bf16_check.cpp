@@ -1,8 +1,10 @@
 // Exhaustive host check of tk::exp_neg_bf16 (kernels-src/cuda/common/expf_bf16.cuh, the table-driven e^(−g) of the
-// fused SwiGLU + per-channel cast) against tk::expf_cr (proven correctly rounded by tools/expf_proof.cpp): for all
+// SwiGLU backward of bf16 inputs) against tk::expf_cr (proven correctly rounded by tools/expf_proof.cpp): for all
 // 65536 bf16 gate patterns the index must lie inside the table, and for every non-NaN gate the two must give the
-// same binary32 bits. The table is filled exactly as the kernel fills it. A pass here is a proof for the kernel:
-// both headers compile for the host with the same explicit RN operations as on the device.
+// same binary32 bits. Then tk::silu_bf16 (common/silu_bf16.cuh, the table-driven g / (1 + e^(−g)) of the bf16
+// SwiGLU forward and the fused per-channel cast) against tk::silu_cr, the reference's division: the same bits for
+// every non-NaN result, a NaN for a NaN one. The tables are filled exactly as the kernels fill them. A pass here is
+// a proof for the kernels: the headers compile for the host with the same explicit RN operations as on the device.
 //
 //   g++ -O2 -ffp-contract=off -std=c++17 -Ikernels-src/cuda -o /tmp/expf_bf16_check tools/expf_bf16_check.cpp
 //   /tmp/expf_bf16_check               # prints bad=0
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include "common/expf_bf16.cuh"
+#include "common/silu_bf16.cuh"
 
 int main() {
   static float table[tk::kExpNegBf16TableSize];
@@ -24,6 +27,14 @@ int main() {
     if (std::isnan(g)) continue;
     const float want = tk::expf_cr(-g), got = tk::exp_neg_bf16(b, table);
     if (tk::f2u(want) != tk::f2u(got) && bad++ < 10) std::printf("b=0x%04x g=%a expf_cr(-g)=%a table=%a\n", b, g, want, got);
+  }
+  static float silu[tk::kExpNegBf16TableSize];
+  for (uint32_t i = 0; i < static_cast<uint32_t>(tk::kExpNegBf16TableSize); ++i) silu[i] = tk::silu_bf16_entry(i);
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    const float g = tk::u2f(b << 16);
+    const float want = tk::silu_cr(g), got = tk::silu_bf16(b, silu);
+    const bool same = std::isnan(want) ? std::isnan(got) : tk::f2u(want) == tk::f2u(got);
+    if (!same && bad++ < 10) std::printf("b=0x%04x g=%a silu_cr=%a table=%a\n", b, g, want, got);
   }
   std::printf("bad=%ld\n", bad);
   return bad == 0 ? 0 : 1;

@@ -41,4 +41,16 @@ TK_HD float exp_neg_bf16_entry(uint32_t i) {
 // e^(−g) for the gate pattern b = expf_cr(−g) for every non-NaN g (unspecified for NaN, see above).
 TK_HD float exp_neg_bf16(uint32_t b, const float* table) { return table[exp_neg_bf16_index(b)]; }
 
+#if defined(__CUDACC__)
+// Fills a block's shared table over this window with entry(i) (exp_neg_bf16_entry, or silu_bf16_entry of
+// silu_bf16.cuh): every thread of the block calls it, and the caller synchronizes before the first lookup. About 34
+// entries per thread of a 256-thread block.
+template <class Entry>
+TK_DEV void fill_bf16_gate_table(float* table, Entry entry) {
+  for (uint32_t i = threadIdx.x; i < static_cast<uint32_t>(kExpNegBf16TableSize); i += blockDim.x) {
+    table[i] = entry(i);
+  }
+}
+#endif
+
 }  // namespace tk

@@ -14,6 +14,16 @@
 //   forward / backward     256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
 //
+//   Static shared memory: 34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over
+//   every bf16 gate, of silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the
+//   backward (common/expf_bf16.cuh), which each CTA fills first (8704 entries, ~34 expf_cr per thread; a CTA then
+//   meets 32 rows × H gates, 2.3 · 10^5 at H = 7168, so the fill is ~4% of the expf work it replaces). A lookup
+//   is one shared-memory load and ~10 integer operations (plus ~8 exact fix-ups for silu) instead of expf_cr's ~17
+//   binary64 operations and 2 conversions (the FP64 pipe runs 64 lanes per SM per clock, and at H200 speed that
+//   alone cost about as long as the memory traffic) and, for silu, the division. A clamped gate is c, any
+//   binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3 gates (a code times a
+//   binary32 scale per group) have no finite table and keep expf_cr.
+//
 // Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
 // grid-stride by whole warps, so every loop bound is warp-uniform and the quantization groups can reduce with
 // xor shuffles inside a team. A row is cut into blocks of 128 columns; in block b team lane r takes the chunks of
@@ -23,6 +33,9 @@
 // A group of 32 columns is 4 lanes of one chunk slot, a group of 128 the 16 chunks of a block (8 lanes × 2).
 // Chunks are 16-byte vector loads/stores when the views are aligned (fp32 uses two, e4m3 codes one 8-byte access),
 // element-wide otherwise.
+// With bf16 x a lane loads the chunks of block b + 1 (raw words: 16 registers forward, 24 backward) before it
+// computes block b, so its loads stay in flight while it computes (~16 warps per SM cannot hide a load-then-compute
+// step otherwise); fp32 x and the e4m3 cast form, short of registers, load a chunk where they use it.
 //
 // Rows of the expert layout (§8.1): row t is real when t ≥ align(psum[e−1], A) for the first e with psum[e] > t.
 // Block 0 also checks the contract of §11.2 and reports a breach in the error word; whatever psum holds, every
@@ -32,6 +45,8 @@
 #include "../common/codec.cuh"
 #include "../common/error_word.cuh"
 #include "../common/expf.cuh"
+#include "../common/expf_bf16.cuh"
+#include "../common/silu_bf16.cuh"
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
@@ -104,26 +119,36 @@ TK_DEV float row_weight(const SwigluParams& p, uint64_t t) {
   return (p.flags & kHasScale) ? mul_rn(w, p.scale) : w;
 }
 
-// 8 consecutive elements of a row, widened to binary32 (codes decoded, not scaled). `aligned`: the element
-// address is a multiple of the chunk's bytes.
+// 8 consecutive elements of a row as loaded (fp32: 2 × 16 bytes, bf16: 16 bytes, e4m3: 8 bytes).
 template <Fmt kFmt>
-TK_DEV void load8(const uint8_t* p, bool aligned, float (&v)[kChunk]) {
-  constexpr int kBytes = kChunk * FmtTraits<kFmt>::kBits / 8;
-  if constexpr (kBytes == 32) {
-    uint32_t w[2][4];
-    load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p, w[0], aligned);
-    load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p + 16, w[1], aligned);
+struct Raw8 {
+  static constexpr int kBytes = kChunk * FmtTraits<kFmt>::kBits / 8;
+  uint32_t w[kBytes / 4];
+
+  // `aligned`: the element address is a multiple of the chunk's bytes (16 at most).
+  TK_DEV void load(const uint8_t* p, bool aligned) {
+    if constexpr (kBytes == 32) {
+      uint32_t lo[4], hi[4];
+      load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p, lo, aligned);
+      load_chunk<16, FmtTraits<kFmt>::kAccessBytes>(p + 16, hi, aligned);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[i] = element<kFmt>(w[0], i);
-      v[4 + i] = element<kFmt>(w[1], i);
+      for (int i = 0; i < 4; ++i) {
+        w[i] = lo[i];
+        w[4 + i] = hi[i];
+      }
+    } else {
+      load_chunk<kBytes, FmtTraits<kFmt>::kAccessBytes>(p, w, aligned);
     }
-  } else {
-    uint32_t w[kBytes / 4];
-    load_chunk<kBytes, FmtTraits<kFmt>::kAccessBytes>(p, w, aligned);
-    decode_chunk<kFmt, kChunk>(w, v);
   }
-}
+
+  TK_DEV void zero() {
+#pragma unroll
+    for (int i = 0; i < kBytes / 4; ++i) w[i] = 0;
+  }
+
+  // Widened to binary32 (codes decoded, not scaled).
+  TK_DEV void decode(float (&v)[kChunk]) const { decode_chunk<kFmt, kChunk>(w, v); }
+};
 
 // Store 8 binary32 values as fp32 (NaN canonical) or bf16 (§1.5).
 template <Fmt kFmt>
@@ -155,6 +180,44 @@ TK_HD constexpr uint32_t vec_align(int bytes) { return bytes < kVecBytes ? bytes
 // Clamp by selects (§8.3: NaN passes unchanged).
 TK_DEV float clamp_gate(float g, float c) { return select_f32(g > c, c, g); }
 TK_DEV float clamp_up(float u, float c) { return select_f32(u > c, c, select_f32(u < -c, -c, u)); }
+
+// A function of the gate (§8.3): silu(g) = fl(g / fl(1 + expf(−g))) for the forward (kSilu), expf(−g) for the
+// backward, equal to the reference's operations for every gate whose result is not NaN. bf16 x: the gate as loaded
+// is a bf16 value, looked up in the CTA's shared table (common/silu_bf16.cuh, common/expf_bf16.cuh); a clamped
+// gate is c, whose value the thread computed once. Other formats: the reference's operations. A NaN gate gets a
+// NaN silu, or an unspecified e^(−g): every backward output it reaches is NaN whatever e is (the gate enters each
+// of them through an operation that propagates NaN), and NaN leaves the kernels canonical.
+template <Fmt kIn, bool kSilu>
+struct GateFn {
+  static constexpr bool kTable = kIn == Fmt::kBf16;
+  const float* table;  // shared memory; unused unless kTable
+  float f_clamped;     // the function at g = c with a clamp; unused unless kTable
+
+  // g: the gate as loaded; clamped: g > c under a clamp; gc: the gate after the clamp.
+  TK_DEV float operator()(float g, bool clamped, float gc) const {
+    if constexpr (kTable) {
+      const uint32_t b = f2u(g) >> 16;
+      return select_f32(clamped, f_clamped, kSilu ? silu_bf16(b, table) : exp_neg_bf16(b, table));
+    } else {
+      return kSilu ? silu_cr(gc) : expf_cr(-gc);
+    }
+  }
+};
+
+// Every thread of the CTA calls it (with a table it fills the table and synchronizes).
+template <Fmt kIn, bool kSilu>
+TK_DEV GateFn<kIn, kSilu> make_gate_fn(const SwigluParams& p) {
+  if constexpr (GateFn<kIn, kSilu>::kTable) {
+    __shared__ float table[kExpNegBf16TableSize];
+    fill_bf16_gate_table(table, [](uint32_t i) { return kSilu ? silu_bf16_entry(i) : exp_neg_bf16_entry(i); });
+    const bool clamp = p.flags & kHasClamp;
+    const float f_clamped = !clamp ? 0.0f : kSilu ? silu_cr(p.clamp) : expf_cr(-p.clamp);
+    __syncthreads();
+    return GateFn<kIn, kSilu>{table, f_clamped};
+  } else {
+    return GateFn<kIn, kSilu>{nullptr, 0.0f};
+  }
+}
 
 // Per-token cast of one item (8 values) of a row: group amax over kN / 8 lanes (× 2 chunk slots for N = 128),
 // (sf, inv) by §2.3, the owner lane stores the sf entry, every lane its 8 codes.
@@ -245,6 +308,7 @@ TK_DEV void forward(const SwigluParams& p) {
   constexpr int kGroup = kN ? kN : 32;  // the plain output has no groups (GroupCast unused)
   const SfOut sf_out = make_sf_out(p, H / kGroup);
   const GroupCast<kGroup> cast{sf_out, p.amax_clamp, p.sf_flags};
+  const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p);
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
   for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
@@ -252,7 +316,35 @@ TK_DEV void forward(const SwigluParams& p) {
     const float w = real ? row_weight(p, row) : 1.0f;
     if (real && r == 0) n3 += H;
     const uint8_t* xr = x + (real ? row : 0) * x_row;
+    // bf16 x: the gate and up chunks of step b + 1 are loaded (raw words, 16 registers) before step b is computed,
+    // so a warp keeps a step's loads in flight while it computes: with ~16 resident warps per SM the loads of a
+    // warp that computes between them would leave HBM idle. fp32 x (32 registers of raw words; it spills on
+    // sm_100a) loads a slot where it uses it. A slot past the row's chunks (every slot of step `steps`) loads
+    // nothing.
+    constexpr bool kPrefetch = kIn == Fmt::kBf16;
+    struct Slot {
+      Raw8<kIn> g, u;
+    };
+    const auto load_slot = [&](uint32_t ch, Slot& sl) {
+      if (real && ch < chunks) {
+        sl.g.load(xr + static_cast<uint64_t>(ch * kChunk) * (FmtTraits<kIn>::kBits / 8), x_aligned);
+        sl.u.load(xr + static_cast<uint64_t>(H + ch * kChunk) * (FmtTraits<kIn>::kBits / 8), x_aligned);
+      } else {
+        sl.g.zero();
+        sl.u.zero();
+      }
+    };
+    Slot cur[2];
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) load_slot(s * kTeam + r, cur[s]);
+    }
     for (uint32_t b = 0; b < steps; ++b) {
+      Slot nxt[2];
+      if constexpr (kPrefetch) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
+      }
       float val[2][kChunk];
       bool live[2];
       uint32_t col[2];
@@ -264,27 +356,31 @@ TK_DEV void forward(const SwigluParams& p) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) val[s][i] = 0.0f;
         if (live[s]) {
+          if constexpr (!kPrefetch) load_slot(ch, cur[s]);
           float g[kChunk], u[kChunk];
-          load8<kIn>(xr + static_cast<uint64_t>(col[s]) * (FmtTraits<kIn>::kBits / 8), x_aligned, g);
-          load8<kIn>(xr + static_cast<uint64_t>(H + col[s]) * (FmtTraits<kIn>::kBits / 8), x_aligned, u);
+          cur[s].g.decode(g);
+          cur[s].u.decode(u);
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) {
             float gi = g[i], ui = u[i];
+            bool cg = false;
             if (clamp) {
-              n0 += gi > c;
+              cg = gi > c;
+              n0 += cg;
               n1 += ui > c;
               n2 += ui < -c;
               gi = clamp_gate(gi, c);
               ui = clamp_up(ui, c);
             }
-            const float e = expf_cr(-gi);
-            const float den = add_rn(1.0f, e);
-            const float sl = div_rn(gi, den);
-            float v = mul_rn(sl, ui);
+            float v = mul_rn(silu(g[i], cg, gi), ui);
             if (weighted) v = mul_rn(v, w);
             val[s][i] = v;
           }
         }
+      }
+      if constexpr (kPrefetch) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) cur[s] = nxt[s];
       }
       if constexpr (kN == 0) {
 #pragma unroll
@@ -344,6 +440,7 @@ TK_DEV void backward(const SwigluParams& p) {
   const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
   const SfOut sf_out = make_sf_out(p, nbk);
   const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
+  const GateFn<kIn, false> exp_neg = make_gate_fn<kIn, false>(p);
 
   for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
     const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
@@ -355,7 +452,36 @@ TK_DEV void backward(const SwigluParams& p) {
     const uint8_t* xr = x + rr * 2 * H * kInElem;
     const uint8_t* dyr = dy + rr * H * kDyElem;
     const float* sfr = reinterpret_cast<const float*>(p.x_sf) + rr * sf_cols;
+    // bf16 x: the gate, up and dy chunks of step b + 1 are loaded (raw words, 24 registers) before step b is
+    // computed, as in the forward; fp32 x (48 registers of raw words) and the cast form (at 128 registers already)
+    // load a slot where they use it. A slot past the row's chunks (every slot of step `steps`) loads nothing.
+    struct Slot {
+      Raw8<kIn> g, u;
+      Raw8<kDy> d;
+    };
+    const auto load_slot = [&](uint32_t ch, Slot& sl) {
+      if (real && ch < chunks) {
+        sl.g.load(xr + static_cast<uint64_t>(ch * kChunk) * kInElem, x_aligned);
+        sl.u.load(xr + static_cast<uint64_t>(H + ch * kChunk) * kInElem, x_aligned);
+        sl.d.load(dyr + static_cast<uint64_t>(ch * kChunk) * kDyElem, dy_aligned);
+      } else {
+        sl.g.zero();
+        sl.u.zero();
+        sl.d.zero();
+      }
+    };
+    constexpr bool kPrefetch = kIn == Fmt::kBf16;
+    Slot cur[2];
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) load_slot(s * kTeam + r, cur[s]);
+    }
     for (uint32_t b = 0; b < steps; ++b) {
+      Slot nxt[2];
+      if constexpr (kPrefetch) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
+      }
       float gx[2][kChunk], gu[2][kChunk];
       bool live[2];
       uint32_t col[2];
@@ -367,10 +493,11 @@ TK_DEV void backward(const SwigluParams& p) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) gx[s][i] = gu[s][i] = 0.0f;
         if (real && ch < chunks) {
+          if constexpr (!kPrefetch) load_slot(ch, cur[s]);
           float g[kChunk], u[kChunk], d[kChunk], a[kChunk];
-          load8<kIn>(xr + static_cast<uint64_t>(col[s]) * kInElem, x_aligned, g);
-          load8<kIn>(xr + static_cast<uint64_t>(H + col[s]) * kInElem, x_aligned, u);
-          load8<kDy>(dyr + static_cast<uint64_t>(col[s]) * kDyElem, dy_aligned, d);
+          cur[s].g.decode(g);
+          cur[s].u.decode(u);
+          cur[s].d.decode(d);
           if constexpr (kCast) {
             const float sg = u2f(ld_u32(sfr + col[s] / kN));
             const float su = u2f(ld_u32(sfr + (H + col[s]) / kN));
@@ -390,7 +517,7 @@ TK_DEV void backward(const SwigluParams& p) {
               gi = clamp_gate(gi, c);
               ui = clamp_up(ui, c);
             }
-            const float tmp = add_rn(1.0f, expf_cr(-gi));
+            const float tmp = add_rn(1.0f, exp_neg(g[i], cg, gi));
             const float sg = div_rn(1.0f, tmp);
             float ac = 0.0f;
             if (need_act) {
@@ -415,6 +542,10 @@ TK_DEV void backward(const SwigluParams& p) {
           store8<kOut>(orow + static_cast<uint64_t>(col[s]) * kOutElem, out_aligned, gx[s]);
           store8<kOut>(orow + static_cast<uint64_t>(H + col[s]) * kOutElem, out_aligned, gu[s]);
         }
+      }
+      if constexpr (kPrefetch) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) cur[s] = nxt[s];
       }
       if constexpr (kCast) {
         // gate half: groups k = col / N; up half: H / N + col / N (groups never straddle the halves). Padding rows

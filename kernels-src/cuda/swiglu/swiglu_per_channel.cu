@@ -14,14 +14,16 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             min(tiles, 2 · SMs),  tiles = (T / R) · ceilDiv(H, C)
+//   all      256      0             min(tiles, 3 · SMs),  tiles = (T / R) · ceilDiv(H, C)
 //
 //   A tile is R rows (one scale block) × C columns, C = 8 · 1024 / R (64 for R = 128, 256 for R = 32). A thread
 //   owns 4 consecutive rows × 8 columns: per row one 16-byte chunk of gate and one of up (128 bytes of loads in
 //   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent because
-//   every CTA first fills its shared-memory table of e^(−g) (common/expf_bf16.cuh: 8704 expf_cr, about the
-//   arithmetic of one tile); after that e^(−g) is one shared-memory load instead of ~17 binary64 operations, which
-//   would otherwise cost about as much time as the memory traffic. Static shared memory: the table (34 KiB), the
+//   every CTA first fills its shared-memory table of silu(g) = g / (1 + e^(−g)) over every bf16 gate
+//   (common/silu_bf16.cuh: 8704 expf_cr and divisions, about the arithmetic of one tile); after that silu(g) is
+//   one shared-memory load and ~18 integer and select operations instead of ~17 binary64 operations, which would
+//   cost about as much time as the memory traffic, and a division, whose exact-rounding check sends a warp to a
+//   called slow path whenever one lane's gate is ≤ −87.3. Static shared memory: the table (34 KiB), the
 //   column-amax exchange or (its lifetime does not overlap) the transposed tile of codes (R · C bytes = 8 KiB),
 //   and the tile's inverses (4 · C bytes).
 //
@@ -37,12 +39,11 @@
 #include "../common/chunk.cuh"
 #include "../common/code_tile.cuh"
 #include "../common/codec.cuh"
-#include "../common/expf.cuh"
-#include "../common/expf_bf16.cuh"
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
 #include "../common/scale.cuh"
+#include "../common/silu_bf16.cuh"
 #include "../generated/swiglu_per_channel_params.h"
 
 namespace tk {
@@ -69,7 +70,7 @@ struct SwigluPerChannel {
   static_assert(kCols <= kBlockThreads, "one reducing thread per column");
 
   struct Smem {
-    float exp_table[kExpNegBf16TableSize];  // e^(−g) of every bf16 gate (common/expf_bf16.cuh)
+    float silu_table[kExpNegBf16TableSize];  // silu(g) = g / (1 + e^(−g)) of every bf16 gate (common/silu_bf16.cuh)
     union {
       float red[kRowGroups * kCols];      // partial column maxima, [row group][piece-major column position]
       uint32_t codes[Codes::kWords];      // transposed: the tile's codes (common/code_tile.cuh)
@@ -87,12 +88,10 @@ struct SwigluPerChannel {
 
   TK_DEV void run() const {
     __shared__ __align__(16) Smem s;
-    for (uint32_t i = threadIdx.x; i < static_cast<uint32_t>(kExpNegBf16TableSize); i += kBlockThreads) {
-      s.exp_table[i] = exp_neg_bf16_entry(i);
-    }
+    fill_bf16_gate_table(s.silu_table, [](uint32_t i) { return silu_bf16_entry(i); });
     const bool clamp = p.flags & kClamp;
     const float c = p.clamp;
-    const float e_clamped = clamp ? expf_cr(-c) : 0.0f;  // e^(−g) of a clamped gate (g = c, any binary32)
+    const float silu_clamped = clamp ? silu_cr(c) : 0.0f;  // silu of a clamped gate (g = c, any binary32)
     const uint32_t H = p.hidden;
     const uint32_t col_tiles = (H + kCols - 1) / kCols;
     const uint64_t tiles = static_cast<uint64_t>(p.num_tokens / kR) * col_tiles;
@@ -134,16 +133,13 @@ struct SwigluPerChannel {
 #pragma unroll
         for (int e = 0; e < kV; ++e) {
           const uint32_t gb = (gw[i][e / 2] >> (16 * (e % 2))) & 0xffffu;
-          float g = u2f(gb << 16);
           float u = u2f(((uw[i][e / 2] >> (16 * (e % 2))) & 0xffffu) << 16);
-          float ex = exp_neg_bf16(gb, s.exp_table);  // expf(−g); any value for a NaN g, whose result is NaN anyway
+          float sl = silu_bf16(gb, s.silu_table);  // fl(g / fl(1 + expf(−g))), NaN for a NaN g
           if (clamp) {
-            const bool clamped = g > c;
-            g = select_f32(clamped, c, g);
-            ex = select_f32(clamped, e_clamped, ex);
+            sl = select_f32(u2f(gb << 16) > c, silu_clamped, sl);
             u = select_f32(u > c, c, select_f32(u < -c, -c, u));
           }
-          const uint32_t ab = encode_bf16(mul_rn(div_rn(g, add_rn(1.0f, ex)), u));
+          const uint32_t ab = encode_bf16(mul_rn(sl, u));
           aw[i][e / 2] |= ab << (16 * (e % 2));
           cm[e] = max_num(cm[e], abs_f(u2f(ab << 16)));
         }

@@ -1,0 +1,49 @@
+// silu(g) = fl(g / fl(1 + expf(−g))) of spec/quant.md §8.3 (expf_cr, §1.1-4) for a gate g that is a bf16 value, by
+// a table lookup: the forward SwiGLU of bf16 inputs needs no division and no exponential. The table has the window
+// of common/expf_bf16.cuh (same index, 8704 binary32 entries, 34 KiB of shared memory, each entry computed by the
+// kernel with the reference's operations, so it is the reference value by construction). Outside the window the
+// result is exact arithmetic on g itself:
+//   |g| < 2^-26 (zeros and subnormals included): e^(−g) rounds to 1, so silu(g) = g / 2 = fl(g · 0.5) (exact: the
+//     lowest set bit of a bf16 value is ≥ 2^-133, so halving it stays on the binary32 grid);
+//   |g| ≥ 256, ±Inf, NaN: e^(−g) is +0 for g > 0 (silu(g) = g / 1 = g) and +Inf for g < 0 (silu(g) = g / +Inf = −0,
+//     and −Inf / +Inf = NaN), which is fl(g · 0) for every g that is not > 0 (NaN included).
+// tools/expf_bf16_check.cpp checks all 65536 patterns against the division form on the host (a NaN result must be
+// a NaN; every kernel output of a NaN leaves canonical).
+//
+// Why: the division fl(g / d) is a ~8-instruction sequence whose exact-rounding check (FCHK) sends a warp to a
+// called slow path (~50 instructions) whenever one lane has d ≥ 2^126 or d = +Inf, i.e. a gate ≤ −87.3; with gates
+// spread to |g| ≈ 2^8 that is ~8% of lanes and nearly every warp. The lookup and its fix-ups are ~15 instructions
+// without a branch.
+#pragma once
+#include <stdint.h>
+#include "expf_bf16.cuh"
+#include "fp.cuh"
+
+namespace tk {
+
+// The reference's operations for any binary32 gate (also what a clamped gate g = c uses, once per thread).
+TK_HD float silu_cr(float g) { return div_rn(g, add_rn(1.0f, expf_cr(-g))); }
+
+// Table entry i: silu_cr of the gate pattern the index maps back to (the index of exp_neg_bf16_index).
+TK_HD float silu_bf16_entry(uint32_t i) {
+  const uint32_t g = ((i & 1u) << 15) | ((i >> 1) + kExpNegBf16MagLo);
+  return silu_cr(u2f(g << 16));
+}
+
+// silu of the gate pattern b (low 16 bits): bit-equal to silu_cr for every non-NaN result, a NaN for a NaN one.
+TK_HD float silu_bf16(uint32_t b, const float* table) {
+  const float g = u2f(b << 16);
+  const uint32_t mag = b & 0x7fffu;
+  const float looked_up = table[exp_neg_bf16_index(b)];
+  const float half = mul_rn(g, 0.5f), zeroed = mul_rn(g, 0.0f);
+#if defined(__CUDA_ARCH__)
+  // selects, not branches (the compiler otherwise branches around the multiplies)
+  const float big = select_f32(g > 0.0f, g, zeroed);
+  return select_f32(mag < kExpNegBf16MagLo, half, select_f32(mag > kExpNegBf16MagHi, big, looked_up));
+#else
+  const float big = g > 0.0f ? g : zeroed;
+  return mag < kExpNegBf16MagLo ? half : (mag > kExpNegBf16MagHi ? big : looked_up);
+#endif
+}
+
+}  // namespace tk
