@@ -160,14 +160,24 @@ struct RowChunk {
     }
   }
 
-  // Elements 2k, 2k + 1 ← RNx(lo), RNx(hi): bf16 RNE with NaN → 0x7FC0, one hardware conversion per pair
-  // (common/codec.cuh encode_bf16x2); fp32 as is, NaN as the canonical 0x7FC00000.
-  TK_DEV void set_pair(int k, float lo, float hi) {
+  // Element j ← RNx(v[j]) for the whole chunk: bf16 RNE with NaN → 0x7FC0, fp32 as is with NaN as the canonical
+  // 0x7FC00000 (common/codec.cuh). bf16 pairs go through the hardware conversion; its NaN halves are fixed only when
+  // an input was a NaN (one unordered compare per pair decides, instead of ~4 integer operations per element).
+  TK_DEV void set_all(const float (&v)[kRmsChunk]) {
     if constexpr (kIn == Fmt::kFp32) {
-      w[2 * k] = f2u(canonical_nan(lo));
-      w[2 * k + 1] = f2u(canonical_nan(hi));
+#pragma unroll
+      for (int j = 0; j < kRmsChunk; ++j) w[j] = f2u(canonical_nan(v[j]));
     } else {
-      w[k] = encode_bf16x2(lo, hi);
+      bool any_nan = false;
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) {
+        w[k] = encode_bf16x2_nan_unfixed(v[2 * k], v[2 * k + 1]);
+        any_nan |= (v[2 * k] != v[2 * k]) | (v[2 * k + 1] != v[2 * k + 1]);
+      }
+      if (any_nan) {
+#pragma unroll
+        for (int k = 0; k < kWords; ++k) w[k] = bf16x2_fix_nan(w[k]);
+      }
     }
   }
 

@@ -24,7 +24,7 @@
 // The row gradient: the row dot product Σ xh ⊗ gw by TREE (common/rms_tree.cuh), then
 // xGrad = RNx(((gw ⊖ xh ⊗ (dot ⊘ H)) ⊗ rstd) (⊕ residualOutGrad)). x and gradOut stay in registers between the two
 // passes; xh, g and gw are recomputed in the second (same operations, same bits). bf16 outputs are rounded two at a
-// time by the hardware conversion (common/codec.cuh encode_bf16x2: the same bits as encode_bf16).
+// time by the hardware conversion (RowChunk::set_all: the same bits as encode_bf16).
 #include "../common/chunk.cuh"
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
@@ -214,8 +214,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
         if (active) acc[i][j] = add_rn(acc[i][j], mul_rn(xh, g));
       }
       Chunk dc;
-#pragma unroll
-      for (int j = 0; j < kRmsChunk; j += 2) dc.set_pair(j / 2, d[j], d[j + 1]);
+      dc.set_all(d);
       if (active && live[i]) dc.store(dxr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dx_al);
     }
   }

@@ -47,6 +47,12 @@ enum NormFwdFlag : uint32_t { kFwdWeight = 8, kFwdResidual = 16, kFwdOutBf16 = 3
 template <Fmt kIn, int kCastN>
 constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : (kCastN ? 3 : 4);
 
+// A compile-time flag passed as a value (a generic lambda instantiates its body once per flag).
+template <bool kValue>
+struct BoolConst {
+  static constexpr bool value = kValue;
+};
+
 // Element offset of row (b, t) of a row tensor.
 TK_DEV uint64_t row_offset(uint64_t b, uint64_t t, uint64_t batch_stride, uint64_t row_stride) {
   return b * batch_stride + t * row_stride;
@@ -155,10 +161,10 @@ struct NormForward {
                          row_offset(b, t, p.residual_out_batch_stride, p.residual_out_row_stride) * kEb;
 #pragma unroll
           for (int i = 0; i < kL; ++i) {
+            float v[kRmsChunk];
 #pragma unroll
-            for (int j = 0; j < kRmsChunk; j += 2) {  // step 1
-              sv[i].set_pair(j / 2, add_rn(sv[i].at(j), rc[i].at(j)), add_rn(sv[i].at(j + 1), rc[i].at(j + 1)));
-            }
+            for (int j = 0; j < kRmsChunk; ++j) v[j] = add_rn(sv[i].at(j), rc[i].at(j));  // step 1
+            sv[i].set_all(v);
             if (active && live[i]) sv[i].store(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
           }
         }
@@ -178,22 +184,35 @@ struct NormForward {
       const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
       if (active && team.p == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
 
-      // step 4: y = RNx((s ⊗ rstd) ⊗ (w ⊗ outScale)), or RNx((s ⊗ rstd) ⊗ outScale); overwrites s
+      // step 4: y = RNx((s ⊗ rstd) ⊗ (w ⊗ outScale)), or RNx((s ⊗ rstd) ⊗ outScale); overwrites s. With outScale = 1
+      // (the default) its multiplications are left out: v ⊗ 1 = v for every non-NaN v (no flush to zero), and a NaN
+      // stays a NaN, whose payload RNx drops (bf16 0x7FC0, fp32 0x7FC00000), so the bits are the same.
+      auto step4 = [&](auto unit_scale) {
+        constexpr bool kOne = decltype(unit_scale)::value;
 #pragma unroll
-      for (int i = 0; i < kL; ++i) {
-        Chunk wc;  // the weight stays in L1 (cached loads) across rows; holding it in registers would cost a block/SM
-        wc.zero();
-        if (has_w && live[i]) {
-          wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+        for (int i = 0; i < kL; ++i) {
+          Chunk wc;  // the weight stays in L1 (cached loads) across rows; registers for it would cost a block/SM
+          wc.zero();
+          if (has_w && live[i]) {
+            wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+          }
+          float y[kRmsChunk];
+#pragma unroll
+          for (int j = 0; j < kRmsChunk; ++j) {
+            const float sr = mul_rn(sv[i].at(j), rstd);
+            if constexpr (kOne) {
+              y[j] = has_w ? mul_rn(sr, wc.at(j)) : sr;
+            } else {
+              y[j] = mul_rn(sr, has_w ? mul_rn(wc.at(j), p.out_scale) : p.out_scale);
+            }
+          }
+          sv[i].set_all(y);
         }
-        float y[kRmsChunk];
-#pragma unroll
-        for (int j = 0; j < kRmsChunk; ++j) {
-          const float f = has_w ? mul_rn(wc.at(j), p.out_scale) : p.out_scale;
-          y[j] = mul_rn(mul_rn(sv[i].at(j), rstd), f);
-        }
-#pragma unroll
-        for (int j = 0; j < kRmsChunk; j += 2) sv[i].set_pair(j / 2, y[j], y[j + 1]);
+      };
+      if (p.out_scale == 1.0f) {
+        step4(BoolConst<true>{});
+      } else {
+        step4(BoolConst<false>{});
       }
       if constexpr (!kCast) {
         uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
@@ -227,8 +246,10 @@ struct NormForward {
         if constexpr (kIn == Fmt::kBf16) {
           o = y[i];  // RNbf16 of a bf16 value (NaN already 0x7FC0) is the value
         } else {
+          float v[kRmsChunk];
 #pragma unroll
-          for (int j = 0; j < kRmsChunk; j += 2) o.set_pair(j / 2, y[i].at(j), y[i].at(j + 1));
+          for (int j = 0; j < kRmsChunk; ++j) v[j] = y[i].at(j);
+          o.set_all(v);
         }
         if (active && live[i]) o.store(br + static_cast<uint64_t>(c[i]) * RowChunk<Fmt::kBf16>::kBytes, b_al);
       }
