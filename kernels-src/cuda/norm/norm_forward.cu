@@ -16,7 +16,7 @@
 //   32 KiB of staging slots: the team's next row (x, residual) is copied there by cp.async while the current row is
 //   reduced and written, so each block keeps one row in flight through its whole iteration (fp32 slots would need
 //   64 KiB, beyond the static 48 KiB: fp32 rows load at the top of each iteration).
-//   Registers (no spills, sm_90a / sm_100a): bf16 64 (4 blocks/SM: 32 warps, 132 KiB of smem), bf16 cast 79 / 78
+//   Registers (no spills, sm_90a and sm_100a): bf16 64 (4 blocks/SM: 32 warps, 132 KiB of smem), bf16 cast 80
 //   (3 blocks/SM), fp32 and fp32 cast ≤ 128 (2 blocks/SM).
 //   Any other power of two P in [max(1, N/2), 256] gives the same bits (the tests launch two).
 //
