@@ -81,7 +81,19 @@ function compareForward(rand: () => number, c: FwdCase, label: string, team = 0)
   const x = rows(rand, c.B, c.T, c.H, c.dtype, c.stride);
   const r = c.residual ? rows(rand, c.B, c.T, c.H, c.dtype, c.stride + 16) : undefined;
   const w = c.weight ? moderate(rand, [c.H], c.dtype) : null;
-  const o: NormForwardOptions = { eps: 1e-6, outScale: c.outScale, residual: r };
+  compareForwardOn(x, r, w, c.outScale, label, team);
+}
+
+/** compareForward on given inputs. */
+function compareForwardOn(
+  x: HostTensor,
+  r: HostTensor | undefined,
+  w: HostTensor | null,
+  outScale: number,
+  label: string,
+  team = 0,
+): void {
+  const o: NormForwardOptions = { eps: 1e-6, outScale, residual: r };
   const [co, cr, cs] = normForward(x, w, o);
   const dx = uploadView(x);
   const dr = r ? uploadView(r) : undefined;
@@ -187,6 +199,18 @@ function compareCast(rand: () => number, c: FwdCase, o: Omit<NormForwardAndPerTo
   const x = rows(rand, c.B, c.T, c.H, c.dtype, c.stride);
   const r = c.residual ? rows(rand, c.B, c.T, c.H, c.dtype, c.stride) : undefined;
   const w = c.weight ? moderate(rand, [c.H], c.dtype) : null;
+  compareCastOn(x, r, w, c, o, label);
+}
+
+/** compareCast on given inputs (`c` supplies B, T, H and outScale). */
+function compareCastOn(
+  x: HostTensor,
+  r: HostTensor | undefined,
+  w: HostTensor | null,
+  c: Pick<FwdCase, "B" | "T" | "H" | "outScale">,
+  o: Omit<NormForwardAndPerTokenCastOptions, "eps">,
+  label: string,
+): void {
   const opts: NormForwardAndPerTokenCastOptions = { ...o, eps: 1e-6, outScale: c.outScale, residual: r };
   const [[cd, cf], cb, cr, cs] = normForwardAndPerTokenCast(x, w, opts);
   const dx = uploadView(x);
@@ -305,10 +329,23 @@ interface BwdCase {
 function compareBackward(rand: () => number, c: BwdCase, label: string): void {
   const x = rows(rand, 0, c.T, c.H, c.dtype, c.stride);
   const w = c.weight ? moderate(rand, [c.H], c.dtype) : null;
-  const [, rstd] = normForward(x, w, { eps: 1e-6 });
   const dy = moderate(rand, [c.T, c.H], c.dtype);
   const ro = c.ro ? moderate(rand, [c.T, c.H], c.dtype) : undefined;
   const wg0 = c.accumulate ? moderate(rand, [c.H], c.wgDtype) : undefined;
+  compareBackwardOn(x, w, dy, ro, wg0, c, label);
+}
+
+/** compareBackward on given inputs (`c` supplies outScale, wgDtype and accumulate). */
+function compareBackwardOn(
+  x: HostTensor,
+  w: HostTensor | null,
+  dy: HostTensor,
+  ro: HostTensor | undefined,
+  wg0: HostTensor | undefined,
+  c: Pick<BwdCase, "outScale" | "wgDtype" | "accumulate">,
+  label: string,
+): void {
+  const [, rstd] = normForward(x, w, { eps: 1e-6 });
   const o: NormBackwardOptions = { outScale: c.outScale, residualOutGrad: ro, weightGradDtype: c.wgDtype, accumulateWeightGrad: c.accumulate };
   const hwg = wg0 ? contiguousHost(wg0) : undefined;
   const dwg = wg0 ? uploadView(wg0) : undefined;
@@ -352,6 +389,63 @@ gpuTest("normBackward: the weight gradient has the same bits for config.numSms 1
     }
   }
   withTeam(256, () => compareBackward(rng(9302), { T: 700, H: 512, dtype: "fp32", weight: true, ro: false, outScale: 0.3, wgDtype: "bf16", accumulate: true, stride: 512 }, "team 256"));
+});
+
+// ---- special values ---------------------------------------------------------------------------------------
+
+const NAN32 = [0x7fc00000, 0xffc00000, 0x7f800001, 0xffffffff];
+const NAN16 = [0x7fc0, 0xffc0, 0x7f81, 0xffff];
+
+/**
+ * `[T, H]` rows of the corner cases of the output rounding (spec/quant.md §1.5; the kernels round bf16 in hardware and
+ * fix NaNs afterwards): row kind t % 5 = moderate values; NaNs of four bit patterns; ±Inf; subnormals; values near
+ * the top of the range (sums of squares overflow, rstd 0, ±0 outputs).
+ */
+function specialRows(rand: () => number, T: number, H: number, dtype: Dt): HostTensor {
+  const bits = new Uint32Array(T * H);
+  const f = new Float32Array(bits.buffer);
+  for (let t = 0; t < T; t++) {
+    for (let j = 0; j < H; j++) {
+      const i = t * H + j;
+      const r = rand();
+      f[i] = Math.fround((rand() * 2 - 1) * 4);
+      if (t % 5 === 1 && r < 0.05) bits[i] = NAN32[i % 4];
+      else if (t % 5 === 2 && r < 0.05) f[i] = r < 0.025 ? Infinity : -Infinity;
+      else if (t % 5 === 3) f[i] = Math.fround((rand() * 2 - 1) * 1e-40);
+      else if (t % 5 === 4) f[i] = Math.fround((rand() * 2 - 1) * 3e38);
+    }
+  }
+  if (dtype === "fp32") return tensor(f, [T, H], "fp32");
+  const b = new Uint16Array(T * H).map((_, i) => Number.isNaN(f[i]) ? NAN16[i % 4] : encodeBf16(f[i]));
+  return tensor(b, [T, H], "bf16");
+}
+
+/** A moderate weight with a NaN, ±Inf, ±0, a subnormal and a huge value in its first columns. */
+function specialWeight(rand: () => number, H: number, dtype: Dt): HostTensor {
+  const w = moderate(rand, [H], "fp32").data as Float32Array;
+  [NaN, Infinity, -Infinity, 0, -0, 1e-40, 3e38].forEach((v, k) => (w[2 * k + 1] = v));
+  if (dtype === "fp32") return tensor(w, [H], "fp32");
+  return tensor(new Uint16Array(H).map((_, i) => encodeBf16(w[i])), [H], "bf16");
+}
+
+gpuTest("normForward, its fused cast and normBackward kernels = reference on NaNs, ±Inf, ±0, subnormals and outputs that overflow or become subnormal (seed 9501)", () => {
+  const rand = rng(9501);
+  const T = 10;
+  for (const dtype of ["fp32", "bf16"] as const) {
+    for (const H of [64, 512, 7168]) {
+      for (const outScale of [1, 3e38, 1e-39]) {
+        const label = `${dtype} ${T}x${H} outScale ${outScale}`;
+        const x = specialRows(rand, T, H, dtype);
+        const r = specialRows(rand, T, H, dtype);
+        const w = specialWeight(rand, H, dtype);
+        compareForwardOn(x, undefined, w, outScale, `${label} weight`);
+        compareForwardOn(x, r, null, outScale, `${label} residual`);
+        if (H % 128 === 0) compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast`);
+        const dy = specialRows(rand, T, H, dtype);
+        compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);
+      }
+    }
+  }
 });
 
 gpuTest("normBackward at full size: 4001 × 7168 bf16 (seed 9401)", () => {

@@ -111,6 +111,25 @@ TK_DEV uint32_t encode_e4m3x4(float a, float b, float c, float d) {
 #endif
 }
 
+// Two bf16 (lo in bits 0–15), encode_bf16(lo) | encode_bf16(hi) << 16 up to NaNs, with one hardware RNE conversion per pair
+// instead of ~8 integer operations per value (the norm kernels encode every output element, and their issue slots,
+// not HBM, bounded them). cvt.rn.bf16x2.f32 is round-to-nearest-even on the binary32 value, subnormals kept and
+// overflow to ±Inf, i.e. encode_bf16 for every non-NaN input; a NaN gives some NaN half (0x7FFF on sm_90), which
+// bf16x2_fix_nan replaces by 0x7FC0 whatever its pattern. Callers that encode many pairs convert them all with
+// encode_bf16x2_nan_unfixed and fix the words only when one of the inputs was a NaN (RowChunk::set_all).
+TK_DEV uint32_t encode_bf16x2_nan_unfixed(float lo, float hi) {
+  uint32_t w;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));  // first source goes to the upper half
+  return w;
+}
+// Every NaN half → 0x7FC0, branch-free; other halves unchanged. A half h is NaN iff (h & 0x7FFF) + 0x7F reaches
+// bit 15 (no carry crosses halves: 0x7FFF + 0x7F < 0x10000).
+TK_DEV uint32_t bf16x2_fix_nan(uint32_t w) {
+  const uint32_t nan = ((w & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u;
+  const uint32_t m = nan | (nan - (nan >> 15));  // 0xFFFF on every NaN half
+  return (w & ~m) | (0x7fc07fc0u & m);
+}
+
 // Two e4m3 codes (bits 0–15: first code in the low byte) widened to binary32 through the hardware's exact
 // e4m3 → f16 conversion (every e4m3 value is an f16 value; e4m3 subnormals are f16 normals) and f16 → f32.
 // A NaN code gives some NaN; callers only ever test or propagate it. (Checked against decode_e4m3 for all

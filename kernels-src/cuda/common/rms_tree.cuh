@@ -141,13 +141,43 @@ struct RowChunk {
     for (int i = 0; i < kWords; ++i) w[i] = 0;
   }
 
-  // Element i ← RNx(v): bf16 RNE with NaN → 0x7FC0; fp32 as is, NaN as the canonical 0x7FC00000 (common/codec.cuh).
-  TK_DEV void set(int i, float v) {
+  // Staged rows: the chunk's 16-byte pieces s sit in the thread's shared-memory slots at slot + s·stride.
+  // stage() copies them there (cp.async when `aligned`, common/ldst.cuh stage_chunk), load_shared() reads them
+  // back once the thread's copies have landed (cp_async_wait). Both under the same live-chunk condition.
+  static TK_DEV void stage(uint32_t slot, uint32_t stride, const uint8_t* p, bool aligned) {
+#pragma unroll
+    for (int s = 0; s < kWords / 4; ++s) {
+      stage_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(slot + s * stride, p + kVecBytes * s, true, aligned);
+    }
+  }
+  TK_DEV void load_shared(uint32_t slot, uint32_t stride) {
+#pragma unroll
+    for (int s = 0; s < kWords / 4; ++s) {
+      uint32_t q[4];
+      ld_shared(slot + s * stride, q);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) w[4 * s + i] = q[i];
+    }
+  }
+
+  // Element j ← RNx(v[j]) for the whole chunk: bf16 RNE with NaN → 0x7FC0, fp32 as is with NaN as the canonical
+  // 0x7FC00000 (common/codec.cuh). bf16 pairs go through the hardware conversion; its NaN halves are fixed only when
+  // an input was a NaN (one unordered compare per pair decides, instead of ~4 integer operations per element).
+  TK_DEV void set_all(const float (&v)[kRmsChunk]) {
     if constexpr (kIn == Fmt::kFp32) {
-      w[i] = f2u(canonical_nan(v));
+#pragma unroll
+      for (int j = 0; j < kRmsChunk; ++j) w[j] = f2u(canonical_nan(v[j]));
     } else {
-      const uint32_t h = encode_bf16(v);
-      w[i / 2] = (i & 1) ? (w[i / 2] & 0xffffu) | (h << 16) : (w[i / 2] & 0xffff0000u) | h;
+      bool any_nan = false;
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) {
+        w[k] = encode_bf16x2_nan_unfixed(v[2 * k], v[2 * k + 1]);
+        any_nan |= (v[2 * k] != v[2 * k]) | (v[2 * k + 1] != v[2 * k + 1]);
+      }
+      if (any_nan) {
+#pragma unroll
+        for (int k = 0; k < kWords; ++k) w[k] = bf16x2_fix_nan(w[k]);
+      }
     }
   }
 

@@ -11,7 +11,8 @@
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
 //
-//   Static shared memory: 1 KiB each.
+//   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees); the bf16 rows kernel also
+//   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async).
 //
 // Determinism (D.3): slot σ's partial sum A_σ,j starts at +0 and adds c_t,j = xh ⊗ g for t = σ, σ + 512, …
 // ascending, in the registers of the team thread that owns column j; the slot's team is the only writer of row σ
@@ -22,7 +23,8 @@
 //
 // The row gradient: the row dot product Σ xh ⊗ gw by TREE (common/rms_tree.cuh), then
 // xGrad = RNx(((gw ⊖ xh ⊗ (dot ⊘ H)) ⊗ rstd) (⊕ residualOutGrad)). x and gradOut stay in registers between the two
-// passes; xh, g and gw are recomputed in the second (same operations, same bits).
+// passes; xh, g and gw are recomputed in the second (same operations, same bits). bf16 outputs are rounded two at a
+// time by the hardware conversion (RowChunk::set_all: the same bits as encode_bf16).
 #include "../common/chunk.cuh"
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
@@ -42,14 +44,16 @@ constexpr uint32_t kSlots = 512;
 constexpr uint32_t kSubtrees = kRmsBlockThreads / kWarpSize;
 
 // Resident blocks per SM the register budget is sized for: a thread keeps 32 fp32 weight-gradient partials and its
-// row's x and gradOut words; with two blocks (128 registers) ptxas spills, so the budget is one block and the
-// kernels use what they need (~125 registers for bf16: still two blocks per SM on sm_100a).
-constexpr int kBwdMinBlocks = 1;
-// bf16 rows also hold the slot's next row in registers while the current one is reduced (the team walks its rows
-// one after another; without this its loads would not overlap its own reductions and stores). fp32 rows have no
-// registers left for it.
+// row's x and gradOut words. bf16, whose next row waits in shared memory rather than in registers, fits two blocks
+// (128 registers, no spills; 16 warps per SM instead of 8); fp32 rows hold twice the words and spill at 128, so
+// their budget is one block and the kernel uses what it needs (~180 registers).
 template <Fmt kIn>
-constexpr bool kPrefetch = kIn == Fmt::kBf16;
+constexpr int kBwdMinBlocks = kIn == Fmt::kBf16 ? 2 : 1;
+// bf16 rows are staged through shared memory (cp.async): the slot's next row (x, gradOut, rstd) is copied while the
+// current one is reduced and written, without holding it in registers as the previous register prefetch did. fp32
+// slots (64 KiB for H = 8192) would not fit the static 48 KiB; fp32 rows load at the top of each row.
+template <Fmt kIn>
+constexpr bool kStage = kIn == Fmt::kBf16;
 
 template <Fmt kIn>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
@@ -86,7 +90,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
 #pragma unroll
     for (int j = 0; j < kRmsChunk; ++j) acc[i][j] = 0.0f;
 
-  // Row t's x and gradOut chunks and rstd (zeros for an inactive team or a dead chunk).
+  // Row t's x and gradOut chunks and rstd (zeros for an inactive team or a dead chunk), loaded directly.
   auto fetch = [&](uint64_t t, bool active, Chunk (&xc)[kL], Chunk (&dyc)[kL], float& rs) {
     const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + t * p.x_row_stride * kEb;
     const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
@@ -102,22 +106,60 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     rs = 0.0f;
     if (active) rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));  // t < T only
   };
+  // Staged kernels: this thread's shared slot of chunk i of input `in` (0 x, 1 gradOut), piece s at + s·stride,
+  // [input][chunk][piece][thread] so that a warp's slot accesses are contiguous; and its rstd slot.
+  constexpr int kPieces = Chunk::kBytes / kVecBytes;
+  constexpr int kPieceStride = kRmsBlockThreads * kVecBytes;
+  __shared__ __align__(16) uint8_t stage_buf[kStage<kIn> ? 2 * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
+  __shared__ __align__(16) float stage_rs[kStage<kIn> ? kRmsBlockThreads : 1];
+  auto slot = [&](int in, int i) {
+    return smem_addr(stage_buf) + ((in * kL + i) * kPieces * kRmsBlockThreads + threadIdx.x) * kVecBytes;
+  };
+  const uint32_t rs_slot = smem_addr(stage_rs + (kStage<kIn> ? threadIdx.x : 0));
+  // Issue the copies of row t into the slots (nothing for an inactive row or a dead chunk).
+  auto stage_row = [&](uint64_t t, bool active) {
+    if constexpr (kStage<kIn>) {
+      if (active) {
+        const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + t * p.x_row_stride * kEb;
+        const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
+#pragma unroll
+        for (int i = 0; i < kL; ++i) {
+          if (!live[i]) continue;
+          Chunk::stage(slot(0, i), kPieceStride, xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
+          Chunk::stage(slot(1, i), kPieceStride, dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
+        }
+        cp_async<4>(rs_slot, reinterpret_cast<const float*>(p.rstd) + t, true);  // t < T only
+      }
+      cp_async_commit();
+    }
+  };
   const uint64_t off = sigma - sigma_first;
-  Chunk xc[kL], dyc[kL];
-  float rs;
-  if constexpr (kPrefetch<kIn>) fetch(sigma_first + off, slot_live && sigma_first + off < T, xc, dyc, rs);
+  stage_row(sigma_first + off, slot_live && sigma_first + off < T);
   for (uint64_t base = sigma_first; base < T; base += kSlots) {
     const uint64_t t = base + off;
     const bool active = slot_live && t < T;
-    // the next row of the slot is in flight while this one is reduced and written
-    Chunk xn[kL], dyn[kL];
-    float rsn;
-    if constexpr (kPrefetch<kIn>) {
-      fetch(t + kSlots, slot_live && t + kSlots < T, xn, dyn, rsn);
+    Chunk xc[kL], dyc[kL];
+    float rs;
+    if constexpr (kStage<kIn>) {
+      // this row from the slots, then the slot's next row is in flight while this one is reduced and written (the
+      // slots were read into registers first, by this same thread)
+      cp_async_wait<0>();
 #pragma unroll
-      for (int i = 0; i < kL; ++i)
-#pragma unroll
-        for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xn[i].w[k]), "+r"(dyn[i].w[k]));
+      for (int i = 0; i < kL; ++i) {
+        xc[i].zero();
+        dyc[i].zero();
+        if (active && live[i]) {
+          xc[i].load_shared(slot(0, i), kPieceStride);
+          dyc[i].load_shared(slot(1, i), kPieceStride);
+        }
+      }
+      rs = 0.0f;
+      if (active) {
+        uint32_t r[1];
+        ld_shared(rs_slot, r);
+        rs = u2f(r[0]);
+      }
+      stage_row(t + kSlots, slot_live && t + kSlots < T);
     } else {
       fetch(t, active, xc, dyc, rs);
     }
@@ -161,26 +203,19 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
         if (has_w) wc.template load<false>(wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
         if (has_ro) roc.load(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
       }
-      Chunk dc;
+      float d[kRmsChunk];
 #pragma unroll
       for (int j = 0; j < kRmsChunk; ++j) {
         const float xh = mul_rn(xc[i].at(j), rs);
         const float g = mul_rn(dyc[i].at(j), os);
         const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
-        float d = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
-        if (has_ro) d = add_rn(d, roc.at(j));
-        dc.set(j, d);
+        d[j] = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
+        if (has_ro) d[j] = add_rn(d[j], roc.at(j));
         if (active) acc[i][j] = add_rn(acc[i][j], mul_rn(xh, g));
       }
+      Chunk dc;
+      dc.set_all(d);
       if (active && live[i]) dc.store(dxr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dx_al);
-    }
-    if constexpr (kPrefetch<kIn>) {
-#pragma unroll
-      for (int i = 0; i < kL; ++i) {
-        xc[i] = xn[i];
-        dyc[i] = dyn[i];
-      }
-      rs = rsn;
     }
   }
 
@@ -242,7 +277,7 @@ TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
 }  // namespace tk
 
 #define TK_NORM_BACKWARD(in, IN)                                                                   \
-  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kBwdMinBlocks)                \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kBwdMinBlocks<tk::Fmt::IN>)                \
       tk_norm_backward__##in(const __grid_constant__ NormBackwardParams p) {                      \
     tk::norm_backward_rows<tk::Fmt::IN>(p);                                                        \
   }

@@ -12,7 +12,12 @@
 //
 //   A thread owns the 16-element chunks p and p + P of its row and keeps them in registers from the load to the
 //   store: the row is read from HBM once, every output is written once. P ≤ 256 because H ≤ 8192 (N ≤ 512).
-//   Static shared memory: 1 KiB (the cross-warp step of the reduction tree, common/rms_tree.cuh).
+//   Static shared memory: 1 KiB (the cross-warp step of the reduction tree, common/rms_tree.cuh), and for bf16 rows
+//   32 KiB of staging slots: the team's next row (x, residual) is copied there by cp.async while the current row is
+//   reduced and written, so each block keeps one row in flight through its whole iteration (fp32 slots would need
+//   64 KiB, beyond the static 48 KiB: fp32 rows load at the top of each iteration).
+//   Registers (no spills, sm_90a and sm_100a): bf16 64 (4 blocks/SM: 32 warps, 132 KiB of smem), bf16 cast 80
+//   (3 blocks/SM), fp32 and fp32 cast ≤ 128 (2 blocks/SM).
 //   Any other power of two P in [max(1, N/2), 256] gives the same bits (the tests launch two).
 //
 // Per row (one team): s = x (+ residual, rounded to x's dtype and stored to residualOut), S = TREE(s ⊗ s),
@@ -42,6 +47,12 @@ enum NormFwdFlag : uint32_t { kFwdWeight = 8, kFwdResidual = 16, kFwdOutBf16 = 3
 template <Fmt kIn, int kCastN>
 constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : (kCastN ? 3 : 4);
 
+// A compile-time flag passed as a value (a generic lambda instantiates its body once per flag).
+template <bool kValue>
+struct BoolConst {
+  static constexpr bool value = kValue;
+};
+
 // Element offset of row (b, t) of a row tensor.
 TK_DEV uint64_t row_offset(uint64_t b, uint64_t t, uint64_t batch_stride, uint64_t row_stride) {
   return b * batch_stride + t * row_stride;
@@ -53,6 +64,9 @@ struct NormForward {
   static constexpr int kL = kRmsChunksPerThread;
   static constexpr int kEb = FmtTraits<kIn>::kBits / 8;
   static constexpr bool kCast = kCastN != 0;
+  // bf16 rows are staged through shared memory (cp.async): the next row's copies fly while this row is reduced and
+  // written. fp32 slots for H = 8192 (x and residual, 64 KiB) would not fit the static 48 KiB.
+  static constexpr bool kStage = kIn == Fmt::kBf16;
 
   const NormForwardParams& p;
   TK_DEV explicit NormForward(const NormForwardParams& params) : p(params) {}
@@ -80,17 +94,51 @@ struct NormForward {
       live[i] = c[i] < K;
     }
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * team.teams;
+    const uint64_t team_off = team.team - team.warp_first_team();
+
+    constexpr int kPieces = Chunk::kBytes / kVecBytes;  // 16-byte pieces of a chunk
+    constexpr int kPieceStride = kRmsBlockThreads * kVecBytes;
+    // Staged kernels: this thread's shared slot of chunk i of input `in` (0 x, 1 residual); piece s at + s·stride.
+    // [input][chunk][piece][thread]: a warp's 16-byte slot accesses are contiguous.
+    __shared__ __align__(16) uint8_t stage_buf[kStage ? 2 * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
+    auto slot = [&](int in, int i) {
+      return smem_addr(stage_buf) + ((in * kL + i) * kPieces * kRmsBlockThreads + threadIdx.x) * kVecBytes;
+    };
+    // Issue the copies of row `row` into the slots (nothing for an inactive row or a dead chunk).
+    auto stage_row = [&](uint64_t row) {
+      if constexpr (kStage) {
+        if (row < rows) {
+          const uint64_t b = row / T, t = row % T;
+          const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+          const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) +
+                              row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
+#pragma unroll
+          for (int i = 0; i < kL; ++i) {
+            if (!live[i]) continue;
+            Chunk::stage(slot(0, i), kPieceStride, xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
+            if (has_r) Chunk::stage(slot(1, i), kPieceStride, rr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, r_al);
+          }
+        }
+        cp_async_commit();
+      }
+    };
+
     // The loop bound is that of the warp's first team, so every lane of a shared warp takes part in the shuffles.
-    for (uint64_t first = static_cast<uint64_t>(blockIdx.x) * team.teams + team.warp_first_team(); first < rows;
-         first += step) {
-      const uint64_t row = first + (team.team - team.warp_first_team());
+    uint64_t first = static_cast<uint64_t>(blockIdx.x) * team.teams + team.warp_first_team();
+    stage_row(first + team_off);
+    for (; first < rows; first += step) {
+      const uint64_t row = first + team_off;
       const bool active = row < rows;
       const uint64_t b = active ? row / T : 0, t = active ? row % T : 0;
 
-      // s = x (+ residual, rounded to x's dtype → residualOut), kept in x's storage format
+      // s = x (+ residual, rounded to x's dtype → residualOut), kept in x's storage format. Staged kernels take the
+      // row from the slots, then (after step 1) start the copies of the team's next row into them, which fly during
+      // this row's reduction, arithmetic and stores (each slot is read into registers first, by the thread that
+      // refills it: program order, no barrier).
       Chunk sv[kL];
       {
         Chunk rc[kL];
+        if constexpr (kStage) cp_async_wait<0>();
         const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
         const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) +
                             row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
@@ -99,8 +147,13 @@ struct NormForward {
           sv[i].zero();
           rc[i].zero();
           if (active && live[i]) {
-            sv[i].load(xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-            if (has_r) rc[i].load(rr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, r_al);
+            if constexpr (kStage) {
+              sv[i].load_shared(slot(0, i), kPieceStride);
+              if (has_r) rc[i].load_shared(slot(1, i), kPieceStride);
+            } else {
+              sv[i].load(xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
+              if (has_r) rc[i].load(rr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, r_al);
+            }
           }
         }
         if (has_r) {
@@ -108,12 +161,15 @@ struct NormForward {
                          row_offset(b, t, p.residual_out_batch_stride, p.residual_out_row_stride) * kEb;
 #pragma unroll
           for (int i = 0; i < kL; ++i) {
+            float v[kRmsChunk];
 #pragma unroll
-            for (int j = 0; j < kRmsChunk; ++j) sv[i].set(j, add_rn(sv[i].at(j), rc[i].at(j)));  // step 1
+            for (int j = 0; j < kRmsChunk; ++j) v[j] = add_rn(sv[i].at(j), rc[i].at(j));  // step 1
+            sv[i].set_all(v);
             if (active && live[i]) sv[i].store(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
           }
         }
       }
+      stage_row(row + step);
 
       // steps 2–3: S = TREE(s ⊗ s); rstd = 1 ⊘ √((S ⊘ H) ⊕ eps)
       float cs[kL];
@@ -128,19 +184,35 @@ struct NormForward {
       const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
       if (active && team.p == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
 
-      // step 4: y = RNx((s ⊗ rstd) ⊗ (w ⊗ outScale)), or RNx((s ⊗ rstd) ⊗ outScale); overwrites s
+      // step 4: y = RNx((s ⊗ rstd) ⊗ (w ⊗ outScale)), or RNx((s ⊗ rstd) ⊗ outScale); overwrites s. With outScale = 1
+      // (the default) its multiplications are left out: v ⊗ 1 = v for every non-NaN v (no flush to zero), and a NaN
+      // stays a NaN, whose payload RNx drops (bf16 0x7FC0, fp32 0x7FC00000), so the bits are the same.
+      auto step4 = [&](auto unit_scale) {
+        constexpr bool kOne = decltype(unit_scale)::value;
 #pragma unroll
-      for (int i = 0; i < kL; ++i) {
-        Chunk wc;
-        wc.zero();
-        if (has_w && live[i]) {
-          wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
-        }
+        for (int i = 0; i < kL; ++i) {
+          Chunk wc;  // the weight stays in L1 (cached loads) across rows; registers for it would cost a block/SM
+          wc.zero();
+          if (has_w && live[i]) {
+            wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+          }
+          float y[kRmsChunk];
 #pragma unroll
-        for (int j = 0; j < kRmsChunk; ++j) {
-          const float f = has_w ? mul_rn(wc.at(j), p.out_scale) : p.out_scale;
-          sv[i].set(j, mul_rn(mul_rn(sv[i].at(j), rstd), f));
+          for (int j = 0; j < kRmsChunk; ++j) {
+            const float sr = mul_rn(sv[i].at(j), rstd);
+            if constexpr (kOne) {
+              y[j] = has_w ? mul_rn(sr, wc.at(j)) : sr;
+            } else {
+              y[j] = mul_rn(sr, has_w ? mul_rn(wc.at(j), p.out_scale) : p.out_scale);
+            }
+          }
+          sv[i].set_all(y);
         }
+      };
+      if (p.out_scale == 1.0f) {
+        step4(BoolConst<true>{});
+      } else {
+        step4(BoolConst<false>{});
       }
       if constexpr (!kCast) {
         uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
@@ -171,8 +243,14 @@ struct NormForward {
 #pragma unroll
       for (int i = 0; i < kL; ++i) {
         RowChunk<Fmt::kBf16> o;
+        if constexpr (kIn == Fmt::kBf16) {
+          o = y[i];  // RNbf16 of a bf16 value (NaN already 0x7FC0) is the value
+        } else {
+          float v[kRmsChunk];
 #pragma unroll
-        for (int j = 0; j < kRmsChunk; ++j) o.set(j, y[i].at(j));
+          for (int j = 0; j < kRmsChunk; ++j) v[j] = y[i].at(j);
+          o.set_all(v);
+        }
         if (active && live[i]) o.store(br + static_cast<uint64_t>(c[i]) * RowChunk<Fmt::kBf16>::kBytes, b_al);
       }
     }
