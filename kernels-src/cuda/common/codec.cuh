@@ -67,7 +67,8 @@ TK_HD float decode_e2m1(uint32_t n) {
 TK_HD float decode_ue8m0(uint32_t b) { return u2f((b & 0xffu) << 23); }
 
 // ---- bf16 ---------------------------------------------------------------------------------------------------
-// §1.5: RNE on the bit pattern; NaN → 0x7FC0 (the hardware's cvt.rn.bf16 gives 0x7FFF, hence software).
+// §1.5: RNE on the bit pattern; NaN → 0x7FC0 (the hardware's cvt.rn.bf16 gives 0x7FFF, hence software here;
+// encode_bf16x2 below is the hardware conversion with the NaN fixed up, for the kernels' hot loops).
 // For non-NaN u ≤ 0xFF800000, so u + 0x8000 cannot wrap.
 TK_HD uint32_t encode_bf16(float v) {
   const uint32_t u = f2u(v);
@@ -109,6 +110,19 @@ TK_DEV uint32_t encode_e4m3x4(float a, float b, float c, float d) {
   const uint32_t neg_nan = ((w & 0x7f7f7f7fu) + 0x01010101u) & w & 0x80808080u;
   return w ^ neg_nan;
 #endif
+}
+
+// Two binary32 values to a packed bf16 pair, lo in bits 0–15: encode_bf16(lo) | encode_bf16(hi) << 16. PTX's
+// cvt.rn.bf16x2.f32 is IEEE round-to-nearest-even without flushing (subnormals kept, overflow to ±Inf), which is
+// §1.5's rounding of the bit pattern for every non-NaN input; only its NaN (0x7FFF) differs, so a NaN half is
+// replaced by 0x7FC0, tested on the binary32 side whatever pattern the hardware returns. One conversion and two
+// selects per pair instead of about eight integer operations per value: the bf16-output kernels' largest cost.
+TK_DEV uint32_t encode_bf16x2(float lo, float hi) {
+  uint32_t w;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));  // first source goes to the upper half
+  if (lo != lo) w = (w & 0xffff0000u) | 0x7fc0u;
+  if (hi != hi) w = (w & 0x0000ffffu) | 0x7fc00000u;
+  return w;
 }
 
 // Two e4m3 codes (bits 0–15: first code in the low byte) widened to binary32 through the hardware's exact
