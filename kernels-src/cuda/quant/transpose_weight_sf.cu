@@ -14,10 +14,12 @@
 //   An output row is the n (sf0) or k (sf1) words of one (g, p): row ρ < G·P0 is sf0 row ρ = g·P0 + p at word
 //   ρ·n, the rest sf1 rows ρ - G·P0 = g·P1 + p at word (ρ - G·P0)·k, so a row is contiguous. A block takes whole
 //   rows; its threads walk a row in units of four consecutive words (four rows or columns of one scale block,
-//   since bs ≥ 32 and n, k are multiples of 128): one word computed, one 16-byte store. The row's (g, p) costs one
+//   since bs ≥ 32 and n, k are multiples of 128): one word computed, one 16-byte store; two units per thread
+//   and step, their loads issued together. The row's (g, p) costs one
 //   division per row, not per unit: a per-unit decomposition (five 64-bit divisions and remainders per 16 bytes)
 //   made the kernel issue-bound at 31% of memcpy. The kernel is bound by its writes (the outputs are about bs
 //   times the input); the input is tiny and read through L1, four scalar loads per unit shared by the warp.
+//   32 registers (launch bound 8 blocks per SM, sm_90a and sm_100a, no spills): the 8 · SMs grid is resident.
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
@@ -28,6 +30,7 @@ namespace tk {
 namespace {
 
 constexpr int kBlockThreads = 256;
+constexpr int kStepUnits = 2;  // units per thread whose loads are issued together (32 registers: 8 blocks per SM)
 
 // a / b with the 32-bit divide when a fits (always, for any real weight), the 64-bit one otherwise.
 TK_DEV uint64_t div_u64_u32(uint64_t a, uint32_t b) {
@@ -54,14 +57,30 @@ TK_DEV void run(const TransposeWeightSfParams& p) {
     const uint8_t* src = reinterpret_cast<const uint8_t*>(p.sf) + 4 * (g * group_elems + 4 * pw * h_stride);
     const uint64_t len = static_cast<uint64_t>(first ? p.n_blocks : p.k_blocks) << log_bs;  // words of the row
     uint8_t* out = reinterpret_cast<uint8_t*>(first ? p.sf0 : p.sf1) + 4 * r * len;
-    for (uint64_t word = 4 * threadIdx.x; word < len; word += 4 * blockDim.x) {
-      const uint8_t* blk = src + 4 * (word >> log_bs) * blk_stride;
-      uint32_t packed = 0;
+    // kStepUnits units per thread and step, all their loads before any store: a short grid (one small weight:
+    // G·(P0 + P1) blocks) still has several loads in flight per thread instead of one L2 round trip per unit.
+    const uint64_t unit_stride = 4 * static_cast<uint64_t>(blockDim.x);  // words between a thread's units
+    for (uint64_t word0 = 4 * threadIdx.x; word0 < len; word0 += kStepUnits * unit_stride) {
+      uint32_t e[kStepUnits][4];
 #pragma unroll
-      for (uint32_t h = 0; h < 4; ++h) {
-        if (h < valid) packed |= ((ld_u32(blk + 4 * h * h_stride) >> 23) & 0xffu) << (8 * h);
+      for (int j = 0; j < kStepUnits; ++j) {
+        const uint64_t word = word0 + j * unit_stride;
+        const uint8_t* blk = src + 4 * (word >> log_bs) * blk_stride;
+#pragma unroll
+        for (uint32_t h = 0; h < 4; ++h) {
+          e[j][h] = 0;
+          if (word < len && h < valid) e[j][h] = ld_u32(blk + 4 * h * h_stride);
+        }
       }
-      st_v4(out + 4 * word, packed, packed, packed, packed);
+#pragma unroll
+      for (int j = 0; j < kStepUnits; ++j) {
+        const uint64_t word = word0 + j * unit_stride;
+        if (word >= len) break;
+        uint32_t packed = 0;
+#pragma unroll
+        for (uint32_t h = 0; h < 4; ++h) packed |= ((e[j][h] >> 23) & 0xffu) << (8 * h);
+        st_v4(out + 4 * word, packed, packed, packed, packed);
+      }
     }
   }
 }
@@ -69,7 +88,7 @@ TK_DEV void run(const TransposeWeightSfParams& p) {
 }  // namespace
 }  // namespace tk
 
-extern "C" __global__ void __launch_bounds__(tk::kBlockThreads)
+extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 8)
     tk_transpose_weight_sf(const __grid_constant__ TransposeWeightSfParams p) {
   tk::run(p);
 }
