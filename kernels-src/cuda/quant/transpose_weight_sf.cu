@@ -15,9 +15,8 @@
 //   ρ·n, the rest sf1 rows ρ - G·P0 = g·P1 + p at word (ρ - G·P0)·k, so a row is contiguous. A block takes whole
 //   rows; its threads walk a row in units of four consecutive words (four rows or columns of one scale block,
 //   since bs ≥ 32 and n, k are multiples of 128): one word computed, one 16-byte store; two units per thread
-//   and step, their loads issued together. The row's (g, p) costs one
-//   division per row, not per unit: a per-unit decomposition (five 64-bit divisions and remainders per 16 bytes)
-//   made the kernel issue-bound at 31% of memcpy. The kernel is bound by its writes (the outputs are about bs
+//   and step, their loads issued together. The row's (g, p) costs one division per row, not per unit: a per-unit
+//   decomposition (five 64-bit divisions and remainders per 16 bytes) made the kernel issue-bound at 31% of memcpy. The kernel is bound by its writes (the outputs are about bs
 //   times the input); the input is tiny and read through L1, four scalar loads per unit shared by the warp.
 //   32 registers (launch bound 8 blocks per SM, sm_90a and sm_100a, no spills): the 8 · SMs grid is resident.
 #include "../common/fp.cuh"
