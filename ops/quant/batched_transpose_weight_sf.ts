@@ -1,7 +1,7 @@
 /**
  * `batchedTransposeWeightSf` (spec/API.md §3.1; layouts and legal arguments: spec/quant.md §9.1, §11.1).
  * Checks, then dispatch to the CPU reference (`batched_transpose_weight_sf.ref.ts`) or the CUDA kernel
- * (`kernels-src/cuda/quant/transpose_weight_sf.cu`, one launch per weight).
+ * (`kernels-src/cuda/quant/transpose_weight_sf.cu`, one launch per weight for all its groups).
  * @module
  */
 import { type OpOptions, place, type Placement } from "../../core/backend.ts";
@@ -39,9 +39,9 @@ function runOnDevice(op: string, device: Device, stream: Stream, sf: Tensor, bs:
   const G = dense ? 1 : sf.shape[0];
   const nS = sf.shape[dense ? 0 : 1];
   const kS = sf.shape[dense ? 1 : 2];
-  // grid.x of transpose_weight_sf.cu's launch table: min(⌈U / 256⌉, 8 · SMs), U = 16-byte units of both outputs
-  const units = (geo.storage0 + geo.storage1) / 4;
-  if (units === 0) return [sf0, sf1];
+  if (geo.storage0 + geo.storage1 === 0) return [sf0, sf1];
+  // grid.x of transpose_weight_sf.cu's launch table: min(G·(P0 + P1), 8 · SMs), one output row per block at a time
+  const rows = G * (Math.ceil(kS / 4) + Math.ceil(nS / 4));
   const p = packet;
   const w = p.w;
   p.u64(w.sf, (sf as DeviceTensor).addr);
@@ -51,7 +51,7 @@ function runOnDevice(op: string, device: Device, stream: Stream, sf: Tensor, bs:
   p.u32(w.n_blocks, nS);
   p.u32(w.k_blocks, kS);
   p.u32(w.block_size, bs);
-  const grid = Math.max(1, Math.min(Math.ceil(units / THREADS), 8 * config.getNumSms(device)));
+  const grid = Math.max(1, Math.min(rows, 8 * config.getNumSms(device)));
   p.setLaunch(kernelFunction(op, device, "tk_transpose_weight_sf"), stream.handle, grid, THREADS, 0, false, device.index);
   p.launch(op);
   return [sf0, sf1];

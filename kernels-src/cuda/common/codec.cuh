@@ -67,7 +67,8 @@ TK_HD float decode_e2m1(uint32_t n) {
 TK_HD float decode_ue8m0(uint32_t b) { return u2f((b & 0xffu) << 23); }
 
 // ---- bf16 ---------------------------------------------------------------------------------------------------
-// §1.5: RNE on the bit pattern; NaN → 0x7FC0 (the hardware's cvt.rn.bf16 gives 0x7FFF, hence software).
+// §1.5: RNE on the bit pattern; NaN → 0x7FC0 (the hardware's cvt.rn.bf16 gives 0x7FFF, hence software here;
+// encode_bf16x2 below is the hardware conversion with the NaN fixed up, for the kernels' hot loops).
 // For non-NaN u ≤ 0xFF800000, so u + 0x8000 cannot wrap.
 TK_HD uint32_t encode_bf16(float v) {
   const uint32_t u = f2u(v);
@@ -129,6 +130,9 @@ TK_DEV uint32_t bf16x2_fix_nan(uint32_t w) {
   const uint32_t m = nan | (nan - (nan >> 15));  // 0xFFFF on every NaN half
   return (w & ~m) | (0x7fc07fc0u & m);
 }
+// Two binary32 values to a packed bf16 pair, lo in bits 0–15: encode_bf16(lo) | encode_bf16(hi) << 16 exactly
+// (NaN halves 0x7FC0). One hardware conversion per pair and a branch-free NaN fix.
+TK_DEV uint32_t encode_bf16x2(float lo, float hi) { return bf16x2_fix_nan(encode_bf16x2_nan_unfixed(lo, hi)); }
 
 // Two e4m3 codes (bits 0–15: first code in the low byte) widened to binary32 through the hardware's exact
 // e4m3 → f16 conversion (every e4m3 value is an f16 value; e4m3 subnormals are f16 normals) and f16 → f32.

@@ -38,6 +38,17 @@ TK_DEV uint32_t max_bf16x2(uint32_t a, uint32_t b) {
   return d;
 }
 
+// maximumNumber of |x| over a chunk of kWords packed bf16 pairs, as a bf16 bit pattern in the low 16 bits: exact
+// (the max of bf16 values is one of them), never NaN (the running max starts at +0 and max.bf16x2 ignores a NaN
+// operand) and non-negative, so it can go through group_max_u16x2. Half the instructions of widening to binary32.
+template <int kWords>
+TK_DEV uint32_t abs_max_bf16(const uint32_t* w) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) m = max_bf16x2(m, w[i] & 0x7fff7fffu);
+  return max(m & 0xffffu, m >> 16);
+}
+
 // maximumNumber over the whole block (blockDim.x a multiple of 32, at most 1024). `smem` holds 32 floats.
 // Every thread gets the result. Contains two __syncthreads; the caller must not reuse `smem` before the next one.
 TK_DEV float block_max(float v, float* smem) {

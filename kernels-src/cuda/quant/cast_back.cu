@@ -6,12 +6,16 @@
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride):
 //
 //   kernel                block.x  dynamic smem  grid.x
-//   tk_cast_back__*_bf16  256      0             min(ceilDiv(T, R), 8 · SMs)
+//   tk_cast_back__*_bf16  256      0             min(ceilDiv(T, R), 3 · SMs)
 //   tk_cast_back__*_fp32  256      0             ceilDiv(T, R)          (no cap: measured faster uncapped)
 //
 //   R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32))), V = 16 (bf16 out) or 8 (fp32 out); SMs = multiprocessors.
-//   Static shared memory 16 KiB (e4m3 in) / 8 KiB (e2m1 in). Measured on an H200, 16384 × 7168, per-token [1,128]:
-//   e4m3 → bf16 79% of the large-memcpy bandwidth, e4m3 → fp32 83%, e2m1 → fp32 90%, e2m1 → bf16 56%.
+//   Static shared memory 16 KiB (e4m3 in) / 8 KiB (e2m1 in). bf16 out: 72 (sm_90a) / 80 (sm_100a) registers hold
+//   3 blocks per SM (64 would hold 4 but spills on sm_100a), so 3 · SMs is exactly one resident wave; the earlier
+//   8 · SMs cap ran 2.67 waves of equal blocks, the last one on two thirds of the SMs' slots. Measured on an H200
+//   before that change and the hardware bf16 pairs (encode_bf16x2), 16384 × 7168, per-token [1,128]: e4m3 → bf16
+//   79% of the large-memcpy bandwidth, e4m3 → fp32 83%, e2m1 → fp32 90%, e2m1 → bf16 56%; [128,128] e4m3 → bf16
+//   75–79%.
 //
 // Block shapes (block_rows r, block_cols c) are powers of two: per-token [1, c], per-block [r, c], per-channel
 // [r, 1]. With c ≥ 16 the elements of a thread's chunk share one scale; with c = 1 every element has its own,
@@ -113,16 +117,16 @@ struct CastBack {
     }
     float q[kVec];
     decode_chunk<kIn, kVec>(w, q);
+    float y[kVec];
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) y[i] = mul_rn(q[i], s[i]);
     uint32_t o[kOutBytes / 4];
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      const float y = mul_rn(q[i], s[i]);
+    for (int i = 0; i < kOutBytes / 4; ++i) {
       if constexpr (kOut == Fmt::kFp32) {
-        o[i] = f2u(canonical_nan(y));
-      } else if (i % 2 == 0) {
-        o[i / 2] = encode_bf16(y);
+        o[i] = f2u(canonical_nan(y[i]));
       } else {
-        o[i / 2] |= encode_bf16(y) << 16;
+        o[i] = encode_bf16x2(y[2 * i], y[2 * i + 1]);
       }
     }
     store_chunk<kOutBytes>(out_row + static_cast<uint64_t>(col) * kOutElemBytes, o, out_aligned);

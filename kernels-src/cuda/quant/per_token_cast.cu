@@ -165,12 +165,7 @@ struct GroupCast {
         // two items per shuffle as 16-bit patterns
         uint32_t m16[kU];
 #pragma unroll
-        for (int u = 0; u < kU; ++u) {
-          uint32_t m = 0;
-#pragma unroll
-          for (int i = 0; i < S::kLoadWords; ++i) m = max_bf16x2(m, w[u][i] & 0x7fff7fffu);
-          m16[u] = max(m & 0xffffu, m >> 16);
-        }
+        for (int u = 0; u < kU; ++u) m16[u] = abs_max_bf16<S::kLoadWords>(w[u]);
 #pragma unroll
         for (int u = 0; u < kU; u += 2) {
           const uint32_t both = group_max_u16x2<S::kLanes>(m16[u] | ((u + 1 < kU ? m16[u + 1] : 0u) << 16));

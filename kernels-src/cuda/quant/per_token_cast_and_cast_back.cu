@@ -9,12 +9,17 @@
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride over rows):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             min(ceilDiv(T, R), 4 · SMs)      R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
+//   all      256      0             min(ceilDiv(T, R), 6 · SMs)      R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
 //
 //   V = elements per 16-byte thread chunk (fp32 4, bf16 8); w warps share a row (common/work.cuh); a group of N
-//   columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly. Static shared memory 16 KiB: each
-//   thread stages its next unit (2 chunks) with cp.async while it computes the current one (as per_token_cast.cu).
-//   Every lane of a group computes the group's (sf, inv) itself (no shuffle of the result).
+//   columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly (bf16: both items of a unit in one
+//   u16x2 shuffle). Static shared memory 16 KiB: each thread stages its next unit (2 chunks) with cp.async while it
+//   computes the current one (as per_token_cast.cu). Every lane of a group computes the group's (sf, inv) itself
+//   (no shuffle of the result). 40 registers (launch bound 6 blocks per SM, sm_90a and sm_100a, no spills) and
+//   6 × 16 KiB of shared memory: the whole 6 · SMs grid is resident, 48 warps per SM. At 4 · SMs (32 warps) the
+//   kernel measured 72–74% of memcpy on an H200, bound by instruction latency (bf16: about 31 PTX instructions per
+//   element then, about 23 with the packed bf16 amax and hardware bf16 pairs), so more warps and fewer
+//   instructions per element both count (docs/perf-notes/perf-quant.md).
 //   In place: a chunk is read and written by the same thread, the read staged before the write, and no other
 //   thread touches it. Rows whose base or stride is not 16-byte aligned stage element-wide (plain coherent loads,
 //   not the .nc path: x is written by this kernel) and store byte-wide.
@@ -78,18 +83,31 @@ struct CastAndCastBack {
 
   TK_DEV void step(uint8_t* xr, uint32_t base, uint32_t threads, bool aligned, const uint32_t (&w)[kU][kWords]) const {
     const uint32_t lane = threadIdx.x % kWarpSize;
+    // Group amax of both items; every lane takes part in the shuffles, and a dead chunk (c ≥ chunks, staged as
+    // zeros) is a whole dead group (H % N == 0). bf16: |x| and maximumNumber on packed pairs and both items in
+    // one shuffle (as per_token_cast.cu), the same value as the binary32 maximumNumber of the widened elements.
+    float amax[kU];
+    if constexpr (kIn == Fmt::kBf16) {
+      static_assert(kU == 2, "two items per u16x2 shuffle");
+      const uint32_t both = group_max_u16x2<kLanes>(abs_max_bf16<kWords>(w[0]) | (abs_max_bf16<kWords>(w[1]) << 16));
+      amax[0] = decode_bf16(both & 0xffffu);
+      amax[1] = decode_bf16(both >> 16);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        float m = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) m = max_num(m, abs_f(u2f(w[u][i])));
+        amax[u] = group_max<kLanes>(m);
+      }
+    }
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const uint32_t c = base + u * threads + lane;
-      float x[kVec];
-      decode_chunk<kIn, kVec>(w[u], x);
-      float m = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) m = max_num(m, abs_f(x[i]));
-      // every lane takes part in the shuffles; a dead chunk (c ≥ chunks) is a whole dead group (H % N == 0)
-      const float amax = group_max<kLanes>(m);
       if (c < chunks) {
-        const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kQmax, p.flags);
+        float x[kVec];
+        decode_chunk<kIn, kVec>(w[u], x);
+        const ScaleAndInv si = sf_and_inv(amax[u], p.amax_clamp, kQmax, p.flags);
 #pragma unroll
         for (int i = 0; i < kVec; ++i) x[i] = mul_rn(x[i], si.inv);
         quantize_dequantize(x);
@@ -101,7 +119,7 @@ struct CastAndCastBack {
         } else {
 #pragma unroll
           for (int i = 0; i < kVec / 2; ++i)
-            o[i] = encode_bf16(mul_rn(x[2 * i], si.scale)) | (encode_bf16(mul_rn(x[2 * i + 1], si.scale)) << 16);
+            o[i] = encode_bf16x2(mul_rn(x[2 * i], si.scale), mul_rn(x[2 * i + 1], si.scale));
         }
         store_chunk<kVecBytes>(xr + static_cast<uint64_t>(c) * kVecBytes, o, aligned);
       }
@@ -145,7 +163,7 @@ struct CastAndCastBack {
 }  // namespace tk
 
 #define TK_CAST_AND_CAST_BACK(in, IN, fmt, FMT, n)                                                             \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)                                              \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 6)                                              \
       tk_per_token_cast_and_cast_back__##in##_##fmt##_g##n(const __grid_constant__ CastAndCastBackParams p) {  \
     tk::CastAndCastBack<tk::Fmt::IN, tk::Fmt::FMT, n>(p).run();                                                   \
   }
