@@ -181,19 +181,22 @@ function i64(word: number, v: number): void {
   packet.u32(word + 1, Math.floor(v / 4294967296) >>> 0);
 }
 
+/** Blocks of rope.cu's kernel resident per SM (its __launch_bounds__ minimum): the persistent grid's size. */
+const BLOCKS_PER_SM = 3;
+
 /**
- * grid.x of rope.cu's launch table: V = 16 / element bytes, C = D / 2V chunks per head, P = 4 (fp32) or 2 heads
+ * grid.x of rope.cu's launch table: V = 16 / element bytes, C = D / 2V chunks per head, P = 2 (fp32) or 1 heads
  * per pass, L = min(nextPow2(⌈H / P⌉), 256 / C) head lanes, teams = 256 / (C·L) tokens per block pass;
- * min(⌈B·S / teams⌉, 64 · SMs).
+ * min(⌈B·S / teams⌉, 3 · SMs).
  */
 function rotaryGrid(device: Device, tokens: number, heads: number, dim: number, elemBytes: number): number {
   const v = 16 / elemBytes;
   const chunks = dim / (2 * v);
-  const need = Math.ceil(heads / (elemBytes === 4 ? 4 : 2));
+  const need = Math.ceil(heads / (elemBytes === 4 ? 2 : 1));
   let lanes = 1;
   while (lanes < need && 2 * lanes * chunks <= THREADS) lanes *= 2;
   const teams = THREADS / (chunks * lanes);
-  return Math.max(1, Math.min(Math.ceil(tokens / teams), 64 * config.getNumSms(device)));
+  return Math.max(1, Math.min(Math.ceil(tokens / teams), BLOCKS_PER_SM * config.getNumSms(device)));
 }
 
 function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTensor, cache: DeviceTensor, pos: DeviceTensor | null, off: number, flags: number, report: boolean): void {

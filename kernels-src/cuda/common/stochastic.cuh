@@ -78,11 +78,52 @@ struct SrRule<SrTarget::kFp16> {
   static constexpr int kN = 16, kMant = 10, kMinExp = -14;
 };
 
+// The 8-bit targets on the bit pattern (e4m3, e2m1), equal to the general form below (tools/sr_encode_check.cpp
+// checks every u, at the carry boundary of its dropped bits and at other R). With m = kMinExp: for |v| ≥ 2^m the
+// quantum is the pattern's bit 23 − kMant, so adding R just below the kept bits and truncating is §7.3 (the lower
+// bits never carry; a carry out of the mantissa bumps the exponent, as m_int = 2^(kMant+1) does). For |v| < 2^m
+// the quantum stays 2^(m − kMant); p is then the pattern of 2^(m−1) + |v|/2 truncated toward zero: exponent m − 1,
+// so the same bit is the same quantum, and the truncation only drops bits far below the n = 8 bits used. max()
+// picks that form exactly when |v| < 2^m (for |v| ≥ 2^m it is ≤ |v|). Subtracting 2^(m−1)'s pattern rebiases both
+// to the target's code (its smallest normal exponent is m = 1 − bias). About 14 operations per element instead of
+// ~75 for the 64-bit general form, which is what bounded the SR casts (the hash is 12 per quad). ±Inf and NaN
+// saturate in the min() (a NaN's p may differ between host and device, both saturate); e4m3 then overrides NaN
+// (0x7F, sign dropped), and e2m1's NaN code (s<<3)|7 is what the min() gives.
+template <SrTarget kT>
+TK_HD uint32_t sr_encode_8bit(uint32_t u, uint32_t R) {
+  using Rule = SrRule<kT>;
+  static_assert(Rule::kN == 8, "sr_encode_8bit: 8 random bits");
+  constexpr int kShift = 23 - Rule::kMant;  // pattern bits below the kept mantissa
+  constexpr uint32_t kHalfMinNormal = static_cast<uint32_t>(126 + Rule::kMinExp) << 23;  // pattern of 2^(m−1)
+  constexpr uint32_t kMaxCode = kT == SrTarget::kE4m3 ? 0x7eu : 7u;
+  const uint32_t mag = u & 0x7fffffffu;
+#if defined(__CUDA_ARCH__)
+  // one exact-then-truncated FMA: |v|·0.5 + 2^(m−1), rounded toward zero once
+  const uint32_t low = f2u(__fmaf_rz(u2f(mag), 0.5f, u2f(kHalfMinNormal)));
+#else
+  // the same value in integers where |v| < 2^m: 2^(m−1) + ⌊|v|·2^(23−m)⌋·2^(m−24), |v| = M·2^(e−150); else 0
+  const uint32_t biased = mag >> 23;
+  const uint32_t M = biased != 0u ? ((mag & 0x7fffffu) | 0x800000u) : mag;
+  const uint32_t e = biased != 0u ? biased : 1u;
+  constexpr uint32_t kBelow = 126u + Rule::kMinExp;  // largest biased exponent under 2^m
+  const uint32_t sh = e <= kBelow ? kBelow + 1u - e : 0u;  // ≥ 1
+  const uint32_t low = e <= kBelow ? kHalfMinNormal + (sh > 31u ? 0u : M >> sh) : 0u;
+#endif
+  const uint32_t p = mag > low ? mag : low;
+  const uint32_t t = (p + (R << (kShift - 8)) - kHalfMinNormal) >> kShift;
+  const uint32_t code = t < kMaxCode ? t : kMaxCode;
+  if constexpr (kT == SrTarget::kE4m3) {
+    return mag > 0x7f800000u ? 0x7fu : (code | ((u >> 24) & 0x80u));
+  } else {
+    return code | ((u >> 28) & 8u);
+  }
+}
+
 // srEncode(v, R) with v given by its binary32 pattern u and R ∈ [0, 2^n): |v| truncated to a multiple of the
 // quantum q (k = ⌊|v|/q⌋), one quantum up iff D + R ≥ 2^n with D the n bits below q, then the exact encode of
 // ±(k + up)·q (e4m3/e2m1 saturate at 448/6 through their encoders, fp16 overflows to ±Inf through its own).
 template <SrTarget kT>
-TK_HD uint32_t sr_encode(uint32_t u, uint32_t R) {
+TK_HD uint32_t sr_encode_general(uint32_t u, uint32_t R) {
   using Rule = SrRule<kT>;
   const uint32_t s = u >> 31;
   const uint32_t mag = u & 0x7fffffffu;
@@ -122,6 +163,16 @@ TK_HD uint32_t sr_encode(uint32_t u, uint32_t R) {
     if constexpr (kT == SrTarget::kE4m3) return encode_e4m3(sv);
     if constexpr (kT == SrTarget::kE2m1) return encode_e2m1(sv);
     return encode_fp16(sv);
+  }
+}
+
+// srEncode (§7.3): the pattern form for the 8-bit targets, the general form for fp16 (bf16 is its own shortcut).
+template <SrTarget kT>
+TK_HD uint32_t sr_encode(uint32_t u, uint32_t R) {
+  if constexpr (SrRule<kT>::kN == 8) {
+    return sr_encode_8bit<kT>(u, R);
+  } else {
+    return sr_encode_general<kT>(u, R);
   }
 }
 

@@ -10,15 +10,17 @@
 // Launch geometry (any grid.x ≥ 1 is correct: tokens are walked grid-stride):
 //
 //   kernel               block.x  dynamic smem  grid.x
-//   tk_apply_rotary__*   256      0             min(ceilDiv(B·S, teams), 64 · SMs)
+//   tk_apply_rotary__*   256      0             min(ceilDiv(B·S, teams), 3 · SMs)
 //
 //   V = 16 / element bytes (4 fp32, 8 bf16/fp16) pairs per chunk; C = D / (2V) chunks per head (2 … 32);
-//   P = 4 (fp32) or 2 (bf16/fp16) heads per pass; L = min(nextPow2(ceilDiv(H, P)), 256 / C) head lanes; a team
+//   P = 2 (fp32) or 1 (bf16/fp16) heads per pass; L = min(nextPow2(ceilDiv(H, P)), 256 / C) head lanes; a team
 //   of C·L threads rotates one token, and a block holds teams = 256 / (C·L) of them. Thread (l, c) of a team owns
-//   chunk c of heads l, l + L, l + 2L, …: it loads the token's cos/sin for its chunk once, then rotates P heads
-//   per pass, all loads of a pass issued before its stores (P × 32 bytes in flight per thread; the first pass's
-//   loads go out with the position's, before the row is known). __launch_bounds__(256, 3): ≤ 80 registers, no
-//   spills on sm_90a and sm_100a.
+//   chunk c of heads l, l + L, l + 2L, …: a pass is P of those heads of one token (P × 32 bytes, all loads before
+//   any store). The thread's passes, token after token of the grid stride, form one sequence, and each pass's
+//   loads (with the position of a new token) are issued before the previous pass is rotated and stored, so every
+//   thread always has a pass in flight. Blocks are therefore persistent: the grid is what fits at once (3 per SM),
+//   no block waits on its own latency between tokens, and none is launched per token. __launch_bounds__(256, 3):
+//   ≤ 80 registers (two passes, the chunk's cos/sin), no spills on sm_90a and sm_100a.
 //
 // A chunk is two 16-byte vectors of one head: NeoX, elements [cV, cV+V) and [D/2+cV, D/2+cV+V) (pair j is lane j
 // of each); interleaved, elements [2cV, 2cV+2V) (pair j is elements 2j, 2j+1 of the two). Either way pair j uses
@@ -50,9 +52,9 @@ template <Elem kE>
 struct Rope {
   static constexpr int kElemBytes = kE == Elem::kFp32 ? 4 : 2;
   static constexpr int kVec = kVecBytes / kElemBytes;  // pairs per chunk = elements per 16-byte vector
-  // heads a thread loads before it rotates them (2 × 16 bytes each): what the 80-register budget (3 blocks per SM)
-  // holds without spilling next to the chunk's cos/sin (2V floats)
-  static constexpr int kHeadsPerPass = kElemBytes == 4 ? 4 : 2;
+  // heads of a pass (2 × 16 bytes each): two passes (the one being rotated and the next, in flight) next to the
+  // chunk's cos/sin (2V floats) is what the register budget holds without spilling
+  static constexpr int kHeadsPerPass = kElemBytes == 4 ? 2 : 1;
 
   const RopeParams& p;
   uint32_t chunks;      // C
@@ -183,6 +185,11 @@ struct Rope {
     }
   }
 
+  // One pass of a token: the chunk of heads h0, h0 + L, …, h0 + (P−1)L that exist.
+  struct Pass {
+    uint32_t u[kHeadsPerPass][4], v[kHeadsPerPass][4];
+  };
+
   template <bool kInterleaved>
   TK_DEV void run() const {
     const uint32_t teams = kBlockThreads / team_threads;
@@ -195,73 +202,107 @@ struct Rope {
     const uint32_t o1 = kInterleaved ? 2 * c * kVec : c * kVec;
     const uint32_t o2 = kInterleaved ? o1 + kVec : half + c * kVec;
     const uint64_t tokens = static_cast<uint64_t>(p.batch) * p.seqlen;
+    const uint64_t stride = static_cast<uint64_t>(gridDim.x) * teams;
     const bool int64_pos = (p.flags & kFlagPositionsInt64) != 0;
     const bool conjugate = (p.flags & kFlagConjugate) != 0;
     const uint32_t pass_heads = kHeadsPerPass * head_lanes;
     uint8_t* const x = reinterpret_cast<uint8_t*>(p.x);
-    uint32_t u[kHeadsPerPass][4], v[kHeadsPerPass][4];
-    // One pass: the chunk of heads h0, h0 + L, …, h0 + (P−1)L that exist; every load before any store.
-    auto load_pass = [&](int64_t tok_off, uint32_t h0) {
+    // every load of a pass before any store
+    auto load_pass = [&](int64_t tok_off, uint32_t h0, Pass& d) {
 #pragma unroll
       for (int k = 0; k < kHeadsPerPass; ++k) {
         const uint32_t h = h0 + k * head_lanes;
         if (h < p.heads) {
           const uint8_t* head = x + (tok_off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
-          load(head + o1 * kElemBytes, u[k]);
-          load(head + o2 * kElemBytes, v[k]);
+          load(head + o1 * kElemBytes, d.u[k]);
+          load(head + o2 * kElemBytes, d.v[k]);
         }
       }
     };
-    auto rotate_pass = [&](int64_t tok_off, uint32_t h0, const float (&cs)[kVec], const float (&sn)[kVec]) {
+    auto rotate_pass = [&](int64_t tok_off, uint32_t h0, const float (&cs)[kVec], const float (&sn)[kVec], Pass& d) {
 #pragma unroll
       for (int k = 0; k < kHeadsPerPass; ++k) {
         const uint32_t h = h0 + k * head_lanes;
         if (h < p.heads) {
           uint8_t* head = x + (tok_off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
-          rotate<kInterleaved>(u[k], v[k], cs, sn);
-          store(head + o1 * kElemBytes, u[k]);
-          store(head + o2 * kElemBytes, v[k]);
+          rotate<kInterleaved>(d.u[k], d.v[k], cs, sn);
+          store(head + o1 * kElemBytes, d.u[k]);
+          store(head + o2 * kElemBytes, d.v[k]);
         }
       }
     };
-
-    for (uint64_t tok = static_cast<uint64_t>(blockIdx.x) * teams + team; tok < tokens;
-         tok += static_cast<uint64_t>(gridDim.x) * teams) {
+    // Token `tok`: its element offset, its position's load, and its first pass's loads (which do not depend on
+    // the row, so they are in flight together with the position's; a token whose row turns out illegal is read,
+    // never written).
+    auto start = [&](uint64_t tok, int64_t& tok_off, uint64_t& pos, Pass& d) {
       // B·S < 2^32 (the host checks), so the split is 32-bit
       const uint32_t bi = static_cast<uint32_t>(tok) / p.seqlen;
       const uint32_t si = static_cast<uint32_t>(tok) % p.seqlen;
-      uint64_t pos = si;
+      pos = si;
       if (p.positions != 0) {
         const int64_t off = static_cast<int64_t>(bi) * p.pos_stride_b + static_cast<int64_t>(si) * p.pos_stride_s;
         pos = int64_pos ? ld_u64(reinterpret_cast<const int64_t*>(p.positions) + off)
                         : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(
                               ld_u32(reinterpret_cast<const int32_t*>(p.positions) + off))));
       }
-      const int64_t tok_off = static_cast<int64_t>(bi) * p.x_stride_b + static_cast<int64_t>(si) * p.x_stride_s;
-      // The first pass's data does not depend on the row: its loads go out together with the position's, so the
-      // two latencies overlap (a token whose row turns out illegal is read, never written).
-      load_pass(tok_off, lane);
+      tok_off = static_cast<int64_t>(bi) * p.x_stride_b + static_cast<int64_t>(si) * p.x_stride_s;
+      load_pass(tok_off, lane, d);
+    };
 
-      // exact modulo 2^64; |seqlen_offset| < 2^53 and R < 2^53, so a wrapped sum is never inside [0, R)
-      const uint64_t row = static_cast<uint64_t>(p.seqlen_offset) + pos;
-      const bool ok = row < p.num_rows;
-      report_fault_warp(p.error_word, p.op_id, kCondRowOutOfRange, !ok && t == 0);
-      if (!ok) continue;
-
-      const float* cs_row = reinterpret_cast<const float*>(p.cos_sin) + static_cast<int64_t>(row) * p.cos_sin_stride;
-      float cs[kVec], sn[kVec];
-      load_cache(cs_row + c * kVec, cs);
-      load_cache(cs_row + half + c * kVec, sn);
-      if (conjugate) {
+    // The thread's passes form one sequence, (token, h0) for h0 = lane, lane + PL, … < H, then the next token of
+    // the grid stride. Each step issues the loads of the next pass (and, for a new token, its position's) before
+    // it rotates and stores the current one, so a thread always has a pass in flight: no block waits on its own
+    // load latency between tokens, and the grid needs no more blocks than fit on the GPU at once.
+    uint64_t tok = static_cast<uint64_t>(blockIdx.x) * teams + team;
+    if (tok >= tokens) return;
+    int64_t tok_off, next_off = 0;
+    uint64_t pos, next_pos = 0;
+    uint32_t h0 = lane;
+    bool ok = false;
+    float cs[kVec], sn[kVec];
+    auto step = [&](Pass& cur, Pass& nxt) {
+      if (h0 == lane) {
+        // a new token: its position has arrived (it was loaded with the previous pass); exact modulo 2^64, and
+        // |seqlen_offset| < 2^53, R < 2^53, so a wrapped sum is never inside [0, R)
+        const uint64_t row = static_cast<uint64_t>(p.seqlen_offset) + pos;
+        ok = row < p.num_rows;
+        report_fault_warp(p.error_word, p.op_id, kCondRowOutOfRange, !ok && t == 0);
+        if (ok) {
+          const float* cs_row =
+              reinterpret_cast<const float*>(p.cos_sin) + static_cast<int64_t>(row) * p.cos_sin_stride;
+          load_cache(cs_row + c * kVec, cs);
+          load_cache(cs_row + half + c * kVec, sn);
+          if (conjugate) {
 #pragma unroll
-        for (int j = 0; j < kVec; ++j) sn[j] = -sn[j];
+            for (int j = 0; j < kVec; ++j) sn[j] = -sn[j];
+          }
+        }
       }
-      for (uint32_t h0 = lane;;) {
-        rotate_pass(tok_off, h0, cs, sn);
-        h0 += pass_heads;
-        if (h0 >= p.heads) break;
-        load_pass(tok_off, h0);
+      const uint32_t next_h0 = h0 + pass_heads;
+      const bool same = next_h0 < p.heads;
+      const uint64_t next_tok = same ? tok : tok + stride;
+      const bool more = same || next_tok < tokens;
+      if (same) {
+        load_pass(tok_off, next_h0, nxt);
+      } else if (more) {
+        start(next_tok, next_off, next_pos, nxt);
       }
+      if (ok) rotate_pass(tok_off, h0, cs, sn, cur);
+      if (same) {
+        h0 = next_h0;
+      } else {
+        tok = next_tok;
+        tok_off = next_off;
+        pos = next_pos;
+        h0 = lane;
+      }
+      return more;
+    };
+
+    // Two register sets alternate (the loop is unrolled by two so that both stay in registers).
+    Pass a, b;
+    start(tok, tok_off, pos, a);
+    while (step(a, b) && step(b, a)) {
     }
   }
 };
