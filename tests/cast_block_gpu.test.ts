@@ -385,6 +385,9 @@ gpuTest("cast kernels = reference at full size: 4001 tokens × 7168, generic and
       useTmaAlignedColMajorSf: true,
     }],
     [valueInput(rand, 4001, 7168, "bf16"), { dtype: "e2m1x2", blockSize: [1, 16], useE4m3Sf: true }],
+    // the single pass: 4-lane teams (the fp16 roofline case), and fp32 blocks its warps sweep twice
+    [valueInput(rand, 4001, 7168, "fp16"), { dtype: "e4m3", blockSize: [1, 128] }],
+    [valueInput(rand, 4001, 7168, "fp32"), { dtype: "e4m3", blockSize: [40, 96], usePackedUe8m0: true, roundSf: true }],
   ];
   for (const [x, o] of samples) compare(x, o, `4001x7168 ${JSON.stringify(o)}`);
 });

@@ -1,6 +1,7 @@
 /**
  * Launches of the generic block-scaled cast (`kernels-src/cuda/quant/cast_block.cu`): the block shapes and forms of
- * `cast` that no dedicated kernel covers (see `cast.ts` for the routing). A call is two launches on one stream: the
+ * `cast` that no dedicated kernel covers (see `cast.ts` for the routing). e4m3 output from fp32 / bf16 / fp16 with
+ * 16-byte chunks inside the blocks (`singlePass`) is one launch; every other form is two launches on one stream: the
  * scale pass (sf and each block's inverse into a stream-ordered fp32 scratch) and the data pass.
  * @module
  */
@@ -46,6 +47,28 @@ function fill(x: Tensor, T: number, H: number, r: number, c: number, fmt: QuantF
   p.f32(W.qmax, QMAX[fmt]);
 }
 
+/** Input elements per 16-byte chunk of the single pass (cast_block.cu `kSingleVec`). */
+const SINGLE_VEC: Record<string, number> = { fp32: 4, bf16: 8, fp16: 8 };
+
+/**
+ * Whether the single pass takes the form: e4m3 codes of a plain fp32 / bf16 / fp16 input whose effective block width
+ * `c` and hidden size `H` are multiples of a 16-byte input chunk (no chunk straddles a block or a row), with 16-byte
+ * aligned input and chunk-aligned output, and blocks of fewer than 2^32 chunks (32-bit chunk indices).
+ */
+function singlePass(
+  x: Tensor,
+  q: QuantizedSf | null,
+  fmt: QuantFmt,
+  r: number,
+  c: number,
+  H: number,
+  data: Tensor,
+): boolean {
+  const vec = SINGLE_VEC[x.dtype];
+  if (q !== null || fmt !== "e4m3" || vec === undefined) return false;
+  return c % vec === 0 && H % vec === 0 && addr(x) % 16 === 0 && addr(data) % vec === 0 && (r * c) / vec < 2 ** 32;
+}
+
 function dataGrid(device: Device, T: number, H: number, fmt: QuantFmt): number {
   const bytes = fmt === "e4m3" ? T * H : (T * H) / 2;
   return Math.max(
@@ -72,13 +95,15 @@ export function launchCastBlock(
   const T = a.tokens, H = a.hidden, fmt = a.rule.fmt;
   const blocks = g.nbm * g.nbk;
   if (blocks === 0) return;
-  const inv = deviceEmptyStrided(op, device, [blocks], [1], "fp32", blocks, stream);
+  const re = Math.min(a.blockRows, Math.max(T, 1)), ce = Math.min(a.blockCols, Math.max(H, 1));
+  const single = singlePass(x, q, fmt, re, ce, H, data);
+  const inv = single ? null : deviceEmptyStrided(op, device, [blocks], [1], "fp32", blocks, stream);
   const p = packet;
   fill(x, T, H, a.blockRows, a.blockCols, fmt);
   p.u64(W.x_sf, addr(q?.sf));
   p.u64(W.data, addr(data));
   p.u64(W.sf, addr(sf));
-  p.u64(W.inv, inv.addr);
+  p.u64(W.inv, inv ? inv.addr : 0);
   p.u64(W.x_sf_stride0, q ? q.sfIn.s0 : 0);
   p.u64(W.x_sf_stride1, q ? q.sfIn.s1 : 0);
   p.u64(W.sf_stride0, g.strides[0]);
@@ -96,8 +121,9 @@ export function launchCastBlock(
   );
   p.f32(W.amax_clamp, a.rule.clamp);
   const sfGrid = Math.max(1, Math.min(Math.ceil(blocks / WARPS), MAX_CTAS_PER_SM * config.getNumSms(device)));
+  const first = single ? `tk_cast_block_single__${IN_NAME[x.dtype]}_e4m3` : `tk_cast_block_sf__${IN_NAME[x.dtype]}`;
   p.setLaunch(
-    kernelFunction(op, device, `tk_cast_block_sf__${IN_NAME[x.dtype]}`),
+    kernelFunction(op, device, first),
     stream.handle,
     sfGrid,
     THREADS,
@@ -106,7 +132,7 @@ export function launchCastBlock(
     device.index,
   );
   p.launch(op);
-  if (T * H > 0) {
+  if (inv && T * H > 0) {
     p.setLaunch(
       kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`),
       stream.handle,
@@ -118,7 +144,7 @@ export function launchCastBlock(
     );
     p.launch(op);
   }
-  inv.dispose(); // stream-ordered: freed after both launches
+  inv?.dispose(); // stream-ordered: freed after both launches
 }
 
 /**

@@ -5,17 +5,24 @@
 // per_block_cast.cu, per_token_cast.cu and per_channel_cast.cu; everything else comes here.
 //
 // Symbols
+//   tk_cast_block_single__<in>_e4m3 in ∈ {fp32, bf16, fp16}: one pass (sf and data) for e4m3 output when the
+//                                   effective block width c and H are multiples of kSingleVec (4 fp32, 8 bf16 /
+//                                   fp16), x is 16-byte and data kSingleVec-byte aligned (ops/quant/
+//                                   cast_block_launch.ts `singlePass`); every other form runs the two passes:
 //   tk_cast_block_sf__<in>          in ∈ {fp32, bf16, fp16, e4m3, e2m1}: scale pass (amax → sf and inverse)
 //   tk_cast_block_data__<in>_<out>  out ∈ {e4m3, e2m1}: data pass (data = encode(v · inv))
 //
-// Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, both kernels are grid-stride):
+// Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, every kernel is grid-stride):
 //
-//   kernel               block.x  dynamic smem  grid.x
-//   tk_cast_block_sf__*  256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))     one warp per block
-//   tk_cast_block_data_* 256      0             max(1, min(ceilDiv(ceilDiv(bytes, 4), 256), 8 · SMs))
+//   kernel                   block.x  dynamic smem  grid.x
+//   tk_cast_block_single__*  256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))  teams of g lanes
+//   tk_cast_block_sf__*      256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))  one warp per block
+//   tk_cast_block_data_*     256      0             max(1, min(ceilDiv(ceilDiv(bytes, 4), 256), 8 · SMs))
 //
 //   nbm · nbk = scale blocks, bytes = data bytes (T · H e4m3, T · H / 2 e2m1x2). No shared memory. Registers are
-//   bounded for 4 resident CTAs per SM.
+//   bounded for 4 resident CTAs per SM (single pass: 60–64 registers, sm_90a / sm_100a). The single pass's team
+//   size g (a power of two ≤ 32: the fewest lanes that hold a full block's 16-byte chunks at 4 per lane) is
+//   derived in the kernel from r and c; with g < 32 a warp holds 32 / g blocks, so the grid above is generous.
 //
 // Two passes because a block's inverse is needed by elements the block does not own: with an odd c, one
 // e2m1x2 byte holds the last column of one block and the first of the next, and a byte is written by one
@@ -26,8 +33,9 @@
 // rows are zeroed grid-stride by the same launch. The data pass gives each thread 4 consecutive data bytes (4
 // e4m3 or 8 e2m1 elements of the flat [T, H]); it reads the inverse of each element's block (or fl(1/s) of the
 // precomputed sf), scales in the spec's order and stores one 32-bit word (bytes when the output's base is not
-// 4-aligned or at the tail). Element loads are scalar; this path favours generality over the last 2x of speed
-// (docs/DECISIONS.md).
+// 4-aligned or at the tail). Element loads are scalar; the two passes favour generality over speed
+// (docs/DECISIONS.md). The single pass (below) reads the input once with 16-byte loads and needs no scratch: no
+// e4m3 byte straddles two blocks, so a team that owns whole blocks writes all of their bytes.
 #include "../common/chunk.cuh"
 #include "../common/codec.cuh"
 #include "../common/f16.cuh"
@@ -102,6 +110,24 @@ TK_DEV void divmod_u64_u32(uint64_t n, uint32_t d, uint32_t& q, uint32_t& rem) {
   rem = static_cast<uint32_t>(r);
 }
 
+// (q, r) = (n / d, n % d) of a linear index n, advanced by a fixed stride without a division in the loop: the
+// grid-stride walks over blocks (m, k) with d = nbk and over elements (row, column) with d = H.
+struct GridWalk {
+  uint32_t q, r, dq, dr, d;
+  TK_DEV GridWalk(uint64_t first, uint64_t stride, uint32_t divisor) : d(divisor) {
+    divmod_u64_u32(first, d, q, r);
+    divmod_u64_u32(stride, d, dq, dr);
+  }
+  TK_DEV void next() {
+    q += dq;
+    r += dr;
+    if (r >= d) {
+      r -= d;
+      ++q;
+    }
+  }
+};
+
 TK_DEV float warp_max(float v) {
 #pragma unroll
   for (int b = kWarpSize / 2; b >= 1; b >>= 1) v = max_num(v, __shfl_xor_sync(kFullWarpMask, v, b));
@@ -121,10 +147,9 @@ TK_DEV void block_scales(const CastBlockParams& p) {
 
   // (m, k) of block b, advanced by the grid stride without a division in the loop
   const uint64_t first = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-  uint32_t m, k, dm, dk;
-  divmod_u64_u32(first, nbk, m, k);
-  divmod_u64_u32(warps, nbk, dm, dk);
-  for (uint64_t b = first; b < blocks; b += warps) {
+  GridWalk mk(first, warps, nbk);
+  for (uint64_t b = first; b < blocks; b += warps, mk.next()) {
+    const uint32_t m = mk.q, k = mk.r;
     const uint32_t t0 = m * r, j0 = k * c;  // < T, < H
     const uint32_t rows = min(r, T - t0), cols = min(c, H - j0);
     // element e = i·cols + j of the block; a lane starts at e = lane and steps by 32 = dr·cols + dc
@@ -158,12 +183,6 @@ TK_DEV void block_scales(const CastBlockParams& p) {
       sf_out.store(m, k, si.stored);
       st_u32(inv_out + 4 * b, f2u(si.inv));
     }
-    m += dm;
-    k += dk;
-    if (k >= nbk) {
-      k -= nbk;
-      ++m;
-    }
   }
   sf_out.zero_padding_rows(nbm, p.sf_rows);
 }
@@ -186,13 +205,11 @@ TK_DEV void block_data(const CastBlockParams& p) {
   // (row, column) of an item's first element, advanced by the grid stride without a division in the loop; rows
   // fit 32 bits (T does)
   const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  uint32_t row, col, drow, dcol;
-  divmod_u64_u32(first * kElems, H, row, col);
-  divmod_u64_u32(threads * kElems, H, drow, dcol);
+  GridWalk rc(first * kElems, threads * kElems, H);
 
-  for (uint64_t it = first; it < items; it += threads) {
+  for (uint64_t it = first; it < items; it += threads, rc.next()) {
     const uint64_t f0 = it * kElems;
-    uint32_t t = row, j = col;
+    uint32_t t = rc.q, j = rc.r;
     uint32_t m = t / r;
     uint32_t k = j / c, jr = j - k * c;  // block column of j and j's column inside it
     float v[kElems];  // scaled values; 0 past the end (encoded, never stored)
@@ -238,13 +255,128 @@ TK_DEV void block_data(const CastBlockParams& p) {
       for (int i = 0; i < kItemBytes; ++i)
         if (it * kItemBytes + i < bytes) st_u8(dst + i, (o >> (8 * i)) & 0xffu);
     }
-    row += drow;
-    col += dcol;
-    if (col >= H) {
-      col -= H;
-      ++row;
+  }
+}
+
+// ---- single pass (e4m3 output, value input, block width a multiple of the chunk) ----------------------------------
+// A team of g lanes (a power of two ≤ 32, aligned inside the warp) owns whole blocks. Every lane reads chunks of
+// 16 input bytes (kVec = 4 fp32 or 8 bf16 / fp16 elements of one row, never straddling a block: c and H are
+// multiples of kVec), keeps up to kSingleChunks of them in registers, reduces |x| to the team's amax with a
+// maximumNumber butterfly over g lanes, and every lane then computes sf_and_inv itself and writes its chunks'
+// codes (kVec bytes, one store). Same elements, same max (order independent, §1.1.5), same sf_and_inv, same
+// fl(x · inv) and encoder as the two passes, so the same bytes. A block of more than 32 · kSingleChunks chunks is
+// read twice by its warp (amax sweep, then encode sweep; the second read mostly hits L2).
+template <BlockIn kIn>
+constexpr int kSingleVec = kIn == BlockIn::kFp32 ? 4 : 8;  // elements per 16-byte chunk
+// Chunks a lane holds per sweep: 64 bytes in flight, 16 registers (8 chunks of fp32 spilled on sm_100a).
+constexpr int kSingleChunks = 4;
+
+template <BlockIn kIn>
+TK_DEV float chunk_value(const uint32_t (&w)[4], int e) {
+  if constexpr (kIn == BlockIn::kFp32) {
+    return u2f(w[e]);
+  } else if constexpr (kIn == BlockIn::kBf16) {
+    return (e & 1) ? bf16_hi(w[e / 2]) : bf16_lo(w[e / 2]);
+  } else {
+    return (e & 1) ? fp16_hi(w[e / 2]) : fp16_lo(w[e / 2]);
+  }
+}
+
+// A lane's position in its block: row i and chunk column jc (in chunks of kVec elements).
+struct ChunkCursor {
+  uint32_t i, jc;
+};
+
+// Lanes per team for blocks of `chunks` chunks (the full, clamped block): the fewest that hold them in one sweep.
+TK_DEV uint32_t team_lanes(uint64_t chunks, uint32_t per_lane) {
+  uint32_t g = 1;
+  while (g < kWarpSize && static_cast<uint64_t>(g) * per_lane < chunks) g <<= 1;
+  return g;
+}
+
+template <BlockIn kIn>
+TK_DEV void block_single(const CastBlockParams& p) {
+  constexpr int kVec = kSingleVec<kIn>, kChunks = kSingleChunks;
+  constexpr uint32_t kInBytes = kIn == BlockIn::kFp32 ? 4 : 2;
+  const uint32_t T = p.num_tokens, H = p.hidden, r = p.block_rows, c = p.block_cols;
+  const uint32_t nbm = ceil_div(T, r), nbk = ceil_div(H, c);
+  const uint64_t blocks = static_cast<uint64_t>(nbm) * nbk;
+  const uint32_t g = team_lanes(static_cast<uint64_t>(r) * (c / kVec), kChunks);
+  const uint32_t lane = threadIdx.x % kWarpSize, tl = lane % g, teams_per_warp = kWarpSize / g;
+  const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
+  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
+
+  // The warp's first block and the teams' stride; the team's block (m, k) advances without a division in the loop.
+  // The loop bound is warp-uniform so that every lane reaches the shuffles; a team past the end stores nothing.
+  const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock * teams_per_warp;
+  GridWalk mk(warp * teams_per_warp + lane / g, stride, nbk);
+  for (uint64_t base = warp * teams_per_warp; base < blocks; base += stride, mk.next()) {
+    const bool live = base + lane / g < blocks;
+    const uint32_t m = mk.q, k = mk.r;
+    const uint32_t t0 = m * r, j0 = k * c;
+    const uint32_t rows = live ? min(r, T - t0) : 0, cpr = live ? min(c, H - j0) / kVec : 1;  // chunks per row
+    const uint32_t sweeps = ceil_div(rows * cpr, g * kChunks);  // 1 unless g = 32 (team-uniform)
+    // The lane's chunks are q = tl + n·g (n = 0, 1, …) of the block, row-major: row i = q / cpr, chunk column
+    // jc = q % cpr. A cursor steps by g chunks without a division (q < rows · cpr ⟺ i < rows).
+    const uint32_t di = g / cpr, djc = g - di * cpr;
+    ChunkCursor start;
+    start.i = tl / cpr;
+    start.jc = tl - start.i * cpr;
+    auto advance = [&](ChunkCursor& cu) {
+      cu.i += di;
+      cu.jc += djc;
+      if (cu.jc >= cpr) {
+        cu.jc -= cpr;
+        ++cu.i;
+      }
+    };
+    // element index of the cursor's first element in the flat [T, H]
+    auto offset = [&](const ChunkCursor& cu) { return static_cast<uint64_t>(t0 + cu.i) * H + j0 + cu.jc * kVec; };
+    uint32_t w[kChunks][4];
+    float a = 0.0f;  // neutral: the clamp makes every amax positive
+    ChunkCursor cur = start;
+    for (uint32_t s = 0; s < sweeps; ++s) {
+#pragma unroll
+      for (int u = 0; u < kChunks; ++u) {
+        w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0;
+        if (cur.i < rows) ld_stream(x + kInBytes * offset(cur), w[u]);
+        advance(cur);
+      }
+#pragma unroll
+      for (int u = 0; u < kChunks; ++u)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) a = max_num(a, abs_f(chunk_value<kIn>(w[u], e)));
+    }
+    for (uint32_t b = g / 2; b >= 1; b >>= 1) a = max_num(a, __shfl_xor_sync(kFullWarpMask, a, b));
+    const ScaleAndInv si = sf_and_inv(a, p.amax_clamp, p.qmax, p.flags);
+    if (live && tl == 0) sf_out.store(m, k, si.stored);
+    cur = start;
+    for (uint32_t s = 0; s < sweeps; ++s) {
+      if (sweeps > 1) {  // the registers hold the last sweep only: read this sweep's chunks again
+        ChunkCursor re = cur;
+#pragma unroll
+        for (int u = 0; u < kChunks; ++u) {
+          if (re.i < rows) ld_cached(x + kInBytes * offset(re), w[u]);
+          advance(re);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kChunks; ++u) {
+        if (cur.i < rows) {
+          float v[kVec];
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) v[e] = mul_rn(chunk_value<kIn>(w[u], e), si.inv);
+          uint32_t o[kVec / 4];
+          encode_chunk<Fmt::kE4m3, kVec>(v, o);  // the hardware RN conversion checked equal to §1.2 (common/codec.cuh)
+          store_chunk<kVec>(data + offset(cur), o, true);
+        }
+        advance(cur);
+      }
     }
   }
+  sf_out.zero_padding_rows(nbm, p.sf_rows);
 }
 
 }  // namespace
@@ -260,6 +392,11 @@ TK_DEV void block_data(const CastBlockParams& p) {
       tk_cast_block_data__##in##_##out(const __grid_constant__ CastBlockParams p) {              \
     tk::block_data<tk::BlockIn::IN, tk::Fmt::OUT>(p);                                             \
   }
+#define TK_CAST_BLOCK_SINGLE(in, IN)                                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm)                              \
+      tk_cast_block_single__##in##_e4m3(const __grid_constant__ CastBlockParams p) {             \
+    tk::block_single<tk::BlockIn::IN>(p);                                                         \
+  }
 #define TK_CAST_BLOCK(in, IN)                \
   TK_CAST_BLOCK_SF(in, IN)                   \
   TK_CAST_BLOCK_DATA(in, IN, e4m3, kE4m3)    \
@@ -270,3 +407,6 @@ TK_CAST_BLOCK(bf16, kBf16)
 TK_CAST_BLOCK(fp16, kFp16)
 TK_CAST_BLOCK(e4m3, kE4m3)
 TK_CAST_BLOCK(e2m1, kE2m1)
+TK_CAST_BLOCK_SINGLE(fp32, kFp32)
+TK_CAST_BLOCK_SINGLE(bf16, kBf16)
+TK_CAST_BLOCK_SINGLE(fp16, kFp16)
