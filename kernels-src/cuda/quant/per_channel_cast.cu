@@ -19,9 +19,9 @@
 //   and, transposed, the tile's codes (R · C bytes = 16 KiB).
 //
 // Data stays in registers between the amax and the quantization (one 16-byte chunk per row, N rows per thread:
-// 128 bytes in flight per thread for value inputs, 32 KiB per CTA, 4 CTAs per SM). The column amax crosses row groups through
-// shared memory: each thread writes its V column maxima, then one thread per column reduces the R/4 partials,
-// computes (sf, inv), stores sf and publishes inv.
+// 128 bytes in flight per thread for value inputs, 32 KiB per CTA, 3-4 CTAs per SM). The column amax crosses row
+// groups through shared memory: each thread writes its V column maxima, then one thread per column reduces the R/N
+// partials, computes (sf, inv), stores sf and publishes inv.
 //
 // Tails: rows ≥ T_out (the partial last block of a gather) read nothing, contribute 0 to the amax (neutral: the
 // clamp makes every amax positive) and store nothing; columns ≥ H likewise. Views whose base or row length is
@@ -52,7 +52,7 @@ constexpr int kRowsPerThreadOf = FmtTraits<kIn>::kCode ? 4 : 8;
 // for value inputs; e4m3 codes decode 16 values per row chunk and get 2 (≤ 128 registers) rather than spill on sm_100a.
 template <Fmt kIn>
 constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? 2 : 4;
-// The transposed cast also holds the codes of its row quad while it writes them to shared memory: 64 registers
+// The transposed cast also holds the codes of its rows while it writes them to shared memory: 64 registers
 // spill there (sm_90a), so it gets 3 CTAs per SM (≤ 85 registers, 3 × 32 KiB of loads in flight).
 constexpr int kTransposeMinBlocksPerSm = 3;
 constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
