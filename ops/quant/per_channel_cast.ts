@@ -158,11 +158,12 @@ function addr(t: Tensor | null | undefined): number {
 }
 
 /**
- * grid.x of per_channel_cast.cu's launch table: one CTA per tile of R rows × C columns, C = V · 1024 / R with
- * V = 16 bytes / input element (fp32 4, bf16 8, e4m3 16).
+ * grid.x of per_channel_cast.cu's launch table: one CTA per tile of R rows × C columns, C = V · 256 · N / R with
+ * V = 16 bytes / input element (fp32 4, bf16 8, e4m3 16) and N rows per thread (fp32, bf16 8, e4m3 4).
  */
 function perChannelGrid(tOut: number, H: number, r: number, dtype: string): number {
-  const cols = ((16 / ELEMENT_BYTES[dtype]) * 1024) / r;
+  const rowsPerThread = dtype === "e4m3" ? 4 : 8;
+  const cols = ((16 / ELEMENT_BYTES[dtype]) * 256 * rowsPerThread) / r;
   return Math.ceil(tOut / r) * Math.ceil(H / cols);
 }
 

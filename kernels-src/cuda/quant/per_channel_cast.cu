@@ -12,16 +12,16 @@
 //   kernel   block.x  dynamic smem  grid.x
 //   all      256      0             ceilDiv(T_out, R) · ceilDiv(H, C)        (one CTA per tile)
 //
-//   A tile is R rows (one scale block) × C columns. A thread owns 4 consecutive rows × V columns, V = one
-//   16-byte load of the input (fp32 4, bf16 8, e4m3 16); the block is R/4 row groups × 1024/R column groups,
-//   so C = V · 1024 / R: fp32 32 / 128, bf16 64 / 256, e4m3 128 / 512 for R = 128 / 32. Static shared memory:
-//   the column-amax exchange (1 KiB · V), the tile's inverses (4 · C bytes) and, transposed, the tile's codes
-//   (R · C bytes = 8 KiB).
+//   A tile is R rows (one scale block) × C columns. A thread owns N consecutive rows × V columns, V = one
+//   16-byte load of the input (fp32 4, bf16 8, e4m3 16), N = 8 (fp32, bf16) or 4 (e4m3); the block is R/N row
+//   groups × 256·N/R column groups, so C = V · 256 · N / R: fp32 64 / 256, bf16 128 / 512, e4m3 128 / 512 for
+//   R = 128 / 32. Static shared memory: the column-amax exchange (1 KiB · V), the tile's inverses (4 · C bytes)
+//   and, transposed, the tile's codes (R · C bytes = 16 KiB).
 //
-// Data stays in registers between the amax and the quantization (one 16-byte chunk per row, 4 rows per thread:
-// 64 bytes in flight per thread, 16 KiB per CTA, several CTAs per SM). The column amax crosses row groups through
-// shared memory: each thread writes its V column maxima, then one thread per column reduces the R/4 partials,
-// computes (sf, inv), stores sf and publishes inv.
+// Data stays in registers between the amax and the quantization (one 16-byte chunk per row, N rows per thread:
+// 128 bytes in flight per thread for value inputs, 32 KiB per CTA, 3-4 CTAs per SM). The column amax crosses row
+// groups through shared memory: each thread writes its V column maxima, then one thread per column reduces the R/N
+// partials, computes (sf, inv), stores sf and publishes inv.
 //
 // Tails: rows ≥ T_out (the partial last block of a gather) read nothing, contribute 0 to the amax (neutral: the
 // clamp makes every amax positive) and store nothing; columns ≥ H likewise. Views whose base or row length is
@@ -42,19 +42,28 @@ namespace tk {
 namespace {
 
 constexpr int kBlockThreads = 256;
-constexpr int kRowsPerThread = 4;
-// Resident CTAs per SM the register budget is sized for: 4 (≤ 64 registers, 4 × 16 KiB of loads in flight per SM)
+// Rows per thread: 8 for value inputs (a CTA loads 32 KiB at once; a warp load is 2 rows × 256 bytes), 4 for e4m3
+// codes, which decode 16 values per row chunk. Value inputs had 4 (16 KiB per CTA, 4 rows × 128 bytes per warp
+// load): with every read issued in the CTA's first phase and none during its barriers and stores, 4 resident CTAs
+// kept too few bytes in flight (78-83% of memcpy on an H200, 71-74% transposed).
+template <Fmt kIn>
+constexpr int kRowsPerThreadOf = FmtTraits<kIn>::kCode ? 4 : 8;
+// Resident CTAs per SM the register budget is sized for: 4 (≤ 64 registers, 4 × 32 KiB of loads in flight per SM)
 // for value inputs; e4m3 codes decode 16 values per row chunk and get 2 (≤ 128 registers) rather than spill on sm_100a.
 template <Fmt kIn>
 constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? 2 : 4;
+// The transposed cast also holds the codes of its rows while it writes them to shared memory: 64 registers
+// spill there (sm_90a), so it gets 3 CTAs per SM (≤ 85 registers, 3 × 32 KiB of loads in flight).
+constexpr int kTransposeMinBlocksPerSm = 3;
 constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
 
 template <Fmt kIn, int kR, bool kTranspose>
 struct PerChannel {
   static constexpr int kElemBytes = FmtTraits<kIn>::kBits / 8;
   static constexpr int kV = kVecBytes / kElemBytes;             // columns per thread
-  static constexpr int kRowGroups = kR / kRowsPerThread;        // 32 or 8
-  static constexpr int kColGroups = kBlockThreads / kRowGroups;  // 8 or 32
+  static constexpr int kRowsPerThread = kRowsPerThreadOf<kIn>;
+  static constexpr int kRowGroups = kR / kRowsPerThread;        // 16 or 4 (e4m3: 32 or 8)
+  static constexpr int kColGroups = kBlockThreads / kRowGroups;  // 16 or 64 (e4m3: 8 or 32)
   static constexpr int kCols = kColGroups * kV;                  // tile columns C
   static constexpr int kPieceStride = kColGroups * 4;           // words between a thread's 4-column pieces
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
@@ -193,11 +202,12 @@ struct PerChannel {
 
       uint32_t w[kRowsPerThread][4];
       float s_in[kRowsPerThread];
-      bool live[kRowsPerThread];
+      // the thread's rows below out_tokens (fewer than N only in the partial last block of a gather)
+      const uint32_t n_live = row0 < p.out_tokens ? static_cast<uint32_t>(p.out_tokens - row0) : 0u;
 #pragma unroll
       for (int i = 0; i < kRowsPerThread; ++i) {
-        live[i] = row0 + i < p.out_tokens;
-        const int64_t src = live[i] ? source_row(row0 + i, cg == 0 && col0 == 0) : -1;
+        const bool live = static_cast<uint32_t>(i) < n_live;
+        const int64_t src = live ? source_row(row0 + i, cg == 0 && col0 == 0) : -1;
         load_row(src, col, w[i]);
         s_in[i] = 0.0f;
         if constexpr (kRequant) {
@@ -263,7 +273,7 @@ struct PerChannel {
           const uint32_t row = kRowsPerThread * rg + i;
           const uint32_t word = row * kWordsPerRow + ((cg * (kV / 4)) ^ swizzle(row));
           st_shared(smem_addr(&s.tile[word]), o);
-        } else if (live[i] && col < p.hidden) {
+        } else if (static_cast<uint32_t>(i) < n_live && col < p.hidden) {
           uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + (row0 + i) * p.hidden + col;
           if (col + kV <= p.hidden) {
             store_chunk<kV>(dst, o, out_aligned);
@@ -291,7 +301,7 @@ struct PerChannel {
     tk::PerChannel<tk::Fmt::IN, r, false>(p).run();                                                      \
   }
 #define TK_PER_CHANNEL_CAST_AND_TRANSPOSE(r)                                                             \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)  \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kTransposeMinBlocksPerSm)          \
       tk_per_channel_cast_and_transpose__bf16_r##r(const __grid_constant__ PerChannelCastParams p) {     \
     tk::PerChannel<tk::Fmt::kBf16, r, true>(p).run();                                                    \
   }
