@@ -25,7 +25,7 @@ import { toHostSync } from "../core/tensor.ts";
 import { encodeFp16 } from "../core/dtype.ts";
 import { caseName, type GoldenCase, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 type Input = HostTensor | [HostTensor, HostTensor];
 type SfConfig = Pick<CastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0" | "useE4m3Sf">;
@@ -67,14 +67,6 @@ const BLOCKS: [number, number][] = [
 ];
 /** Small shapes: empty, partial edge blocks, a whole-128 shape the dedicated kernels take. */
 const SHAPES: [number, number][] = [[0, 128], [1, 64], [7, 96], [33, 130], [128, 256]];
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts.flat()) if (t instanceof DeviceTensor) t.dispose();
-}
-
-function sameAllocation(gpu: unknown, cpu: unknown, label: string): void {
-  assertBytesEqual(readAllocation(gpu as DeviceTensor), storageBytes(cpu as HostTensor), label);
-}
 
 /** A random fp32 / bf16 / fp16 `[T, H]` input with edge values (fp16 from the fp32 values, RNE). */
 function valueInput(rand: () => number, T: number, H: number, dtype: "fp32" | "bf16" | "fp16"): HostTensor {

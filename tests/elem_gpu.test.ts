@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import {
   cast,
   castBack,
-  DeviceTensor,
+  type DeviceTensor,
   type DType,
   HostTensor,
   perTokenCast,
@@ -29,19 +29,11 @@ import {
 import { decodeBf16, decodeE4m3, decodeFp16, encodeBf16, f32FromBits } from "../core/dtype.ts";
 import { caseName, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, up, uploadView } from "./gpu_util.ts";
 
 type ElemDtype = "fp32" | "bf16" | "fp16" | "e4m3";
 const ELEM: readonly ElemDtype[] = ["fp32", "bf16", "fp16", "e4m3"];
 const SR_PAIRS: readonly [ElemDtype, "bf16" | "fp16" | "e4m3"][] = [["fp32", "bf16"], ["fp32", "fp16"], ["fp32", "e4m3"], ["bf16", "e4m3"], ["fp16", "e4m3"]];
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts.flat()) if (t instanceof DeviceTensor) t.dispose();
-}
-
-function sameAllocation(gpu: unknown, cpu: unknown, label: string): void {
-  assertBytesEqual(readAllocation(gpu as DeviceTensor), storageBytes(cpu as HostTensor), label);
-}
 
 /** fp32 values that matter for casts: both zeros, ±Inf, a NaN, format limits, ties, subnormals of every target. */
 const EDGE_F32 = [
@@ -209,10 +201,6 @@ const SF_CONFIGS: [string, SfConfig][] = [
   ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
   ["e4m3sf-row", { useE4m3Sf: true }],
 ];
-
-function up(t: HostTensor | Quantized): DeviceTensor | [DeviceTensor, DeviceTensor] {
-  return Array.isArray(t) ? [uploadView(t[0] as HostTensor), uploadView(t[1] as HostTensor)] : uploadView(t);
-}
 
 /** perTokenCast with stochasticCast on both backends: data and sf allocations byte for byte; sf = the RN call's. */
 function compareSrPerToken(x: HostTensor | Quantized, o: PerTokenCastOptions, label: string): void {

@@ -6,7 +6,8 @@
  */
 import { elementBytes } from "../core/dtype.ts";
 import { encodeBf16 } from "../core/dtype.ts";
-import { deviceRuntime, DeviceStorage, DeviceTensor, HostTensor, tensor, toDevice } from "../core/tensor.ts";
+import { deviceRuntime, DeviceStorage, DeviceTensor, HostTensor, type Quantized, type Tensor, tensor, toDevice } from "../core/tensor.ts";
+import { assertBytesEqual } from "./harness.ts";
 
 /** Uploads the storage span of a host view and rebuilds the same view (shape, strides, offset) on the device. */
 export function uploadView(t: HostTensor, device = 0): DeviceTensor {
@@ -65,3 +66,22 @@ export function eb(t: { dtype: Parameters<typeof elementBytes>[0] }): number {
 }
 
 export { DeviceStorage };
+
+/** Uploads a host tensor or a quantized pair with their layouts kept ({@link uploadView}). */
+export function up(t: Tensor | Quantized): DeviceTensor | [DeviceTensor, DeviceTensor] {
+  return Array.isArray(t) ? [uploadView(t[0] as HostTensor), uploadView(t[1] as HostTensor)] : uploadView(t as HostTensor);
+}
+
+/**
+ * Compares a device result's whole allocation (layout padding included) with the expected one: a host result's
+ * storage, or another device result's allocation.
+ */
+export function sameAllocation(gpu: unknown, expected: unknown, label: string): void {
+  const want = expected instanceof DeviceTensor ? readAllocation(expected) : storageBytes(expected as HostTensor);
+  assertBytesEqual(readAllocation(gpu as DeviceTensor), want, label);
+}
+
+/** Disposes every device tensor among the arguments (arrays at any depth); host tensors and nulls are skipped. */
+export function dispose(...ts: unknown[]): void {
+  for (const t of ts.flat(Infinity)) if (t instanceof DeviceTensor) t.dispose();
+}

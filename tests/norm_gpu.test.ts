@@ -25,17 +25,9 @@ import {
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { loadGolden } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 type Dt = "fp32" | "bf16";
-
-function sameAllocation(gpu: unknown, cpu: unknown, label: string): void {
-  assertBytesEqual(readAllocation(gpu as DeviceTensor), storageBytes(cpu as HostTensor), label);
-}
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts.flat(2)) if (t instanceof DeviceTensor) t.dispose();
-}
 
 /** `[T, H]` rows (B = 0; row stride `stride`), or `[B, T, H]` over the same kind of storage (batch stride T·stride). */
 function rows(rand: () => number, B: number, T: number, H: number, dtype: Dt, stride = H): HostTensor {

@@ -25,7 +25,7 @@ import {
 } from "../mod.ts";
 import { asCodes, caseName, checkQuantized, loadGolden, opOptions, toColMajor } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 type SfConfig = Pick<PerBlockCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0">;
 const SF_CONFIGS: [string, SfConfig][] = [
@@ -39,14 +39,6 @@ const SF_CONFIGS: [string, SfConfig][] = [
 const BLOCKS: [number, number][] = [[32, 32], [32, 128], [128, 32], [128, 128]];
 /** Small shapes: one tile, a partial last column tile (r = 32: 512-column tiles), several block rows. */
 const SHAPES: [number, number][] = [[0, 256], [128, 128], [256, 640]];
-
-function sameAllocation(gpu: unknown, cpu: unknown, label: string): void {
-  assertBytesEqual(readAllocation(gpu as DeviceTensor), storageBytes(cpu as HostTensor), label);
-}
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts.flat()) if (t instanceof DeviceTensor) t.dispose();
-}
 
 /** The whole allocation of a device output as a host tensor with the same view. */
 function hostCopy(t: Tensor): HostTensor {

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import {
   batchedTransposeWeightSf,
   createStream,
-  DeviceTensor,
+  type DeviceTensor,
   HostTensor,
   perChannelCast,
   perChannelCastAndTranspose,
@@ -29,25 +29,11 @@ import { contiguousHost } from "../core/tensor.ts";
 import { launchCount } from "../ffi/cuda.ts";
 import { loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, readAllocation, sameAllocation, storageBytes, up } from "./gpu_util.ts";
 
 const PC = { fmt: "e4m3" } as const;
 type SfCfg = { roundSf?: boolean; usePackedUe8m0?: boolean };
 const SF_CFGS: [string, SfCfg][] = [["fp32", {}], ["fp32-round", { roundSf: true }], ["packed", { roundSf: true, usePackedUe8m0: true }]];
-
-function up(t: Tensor | Quantized): DeviceTensor | [DeviceTensor, DeviceTensor] {
-  return Array.isArray(t) ? [uploadView(t[0] as HostTensor), uploadView(t[1] as HostTensor)] : uploadView(t as HostTensor);
-}
-
-/** Compares a device result's whole allocation with the expected one (a host result, or another device result). */
-function sameAllocation(gpu: unknown, expected: unknown, label: string): void {
-  const want = expected instanceof DeviceTensor ? readAllocation(expected) : storageBytes(expected as HostTensor);
-  assertBytesEqual(readAllocation(gpu as DeviceTensor), want, label);
-}
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts.flat()) if (t instanceof DeviceTensor) t.dispose();
-}
 
 /**
  * A random `[T, H]` input for per-channel casts: each column has its own magnitude (2^-20 … 2^20), and columns

@@ -28,7 +28,7 @@ import { guardSelftest } from "../ops/runtime/guard_selftest.ts";
 import { launchCount } from "../ffi/cuda.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, up, uploadView } from "./gpu_util.ts";
 
 type SfConfig = Pick<PerTokenCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0" | "useE4m3Sf">;
 const SF_CONFIGS: [string, SfConfig][] = [
@@ -43,18 +43,6 @@ const SF_CONFIGS: [string, SfConfig][] = [
 ];
 const TOKENS = [0, 1, 33, 257];
 const HIDDEN = [576, 2048, 7168];
-
-function up(t: HostTensor | Quantized): DeviceTensor | [DeviceTensor, DeviceTensor] {
-  return Array.isArray(t) ? [uploadView(t[0] as HostTensor), uploadView(t[1] as HostTensor)] : uploadView(t);
-}
-
-function sameAllocation(gpu: unknown, cpu: unknown, label: string): void {
-  assertBytesEqual(readAllocation(gpu as DeviceTensor), storageBytes(cpu as HostTensor), label);
-}
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts.flat()) if (t instanceof DeviceTensor) t.dispose();
-}
 
 /** Runs one cast on both backends and compares data and sf allocations byte for byte. */
 function compareCast(x: HostTensor | Quantized, o: PerTokenCastOptions, label: string): void {

@@ -18,13 +18,9 @@ import { randnValues } from "../ops/rand/randn.ref.ts";
 import { TkError } from "../core/errors.ts";
 import { loadGolden } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { readAllocation, storageBytes } from "./gpu_util.ts";
+import { dispose, readAllocation, storageBytes } from "./gpu_util.ts";
 
 type RDType = "fp32" | "bf16" | "fp16";
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts) if (t instanceof DeviceTensor) t.dispose();
-}
 
 /** The device twin of a host view: its whole storage uploaded once, the same shape, strides and offset on it. */
 function twin(h: HostTensor, whole: DeviceTensor): DeviceTensor {

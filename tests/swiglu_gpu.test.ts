@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import {
   castBack,
   createStream,
-  DeviceTensor,
+  type DeviceTensor,
   type Tensor,
   HostTensor,
   perTokenCast,
@@ -29,13 +29,9 @@ import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { launchExpfCheck } from "../ops/quant/swiglu_launch.ts";
 import { asCodes, caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 const SEED = Number(Date.now() % 1_000_000);
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts.flat(3)) if (t instanceof DeviceTensor) t.dispose();
-}
 
 /** A random [T, W] fp32 / bf16 input: normal values of mixed magnitude with ±0, large gates, NaN and ±Inf. */
 function randomX(rand: () => number, T: number, W: number, dtype: "fp32" | "bf16"): HostTensor {

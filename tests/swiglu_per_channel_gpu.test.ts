@@ -27,13 +27,9 @@ import { launchCount } from "../ffi/cuda.ts";
 import { swigluForwardAndPerChannelCastAndTranspose as fused, type SwigluForwardAndPerChannelCastAndTransposeOptions } from "../ops/quant/swiglu_per_channel.ts";
 import { logicalBytes } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 type Opts = SwigluForwardAndPerChannelCastAndTransposeOptions;
-
-function dispose(...ts: unknown[]): void {
-  for (const t of ts.flat(2)) if (t instanceof DeviceTensor) t.dispose();
-}
 
 /**
  * A random bf16 `[T, 2H]` input. Each column (gate and up alike) has its own magnitude (2^-30 … 2^10), so per-channel
