@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { decodeSafetensors } from "../core/safetensors.ts";
-import { contiguousHost, HostTensor, hostStrided } from "../core/tensor.ts";
+import { contiguousHost, HostTensor, hostStrided, tensor } from "../core/tensor.ts";
 import { elementBytes } from "../core/dtype.ts";
 import type { Quantized, Tensor } from "../core/tensor.ts";
 import { assertBytesEqual } from "./harness.ts";
@@ -130,4 +130,32 @@ function assertThrows(f: () => void, message: string): void {
     return;
   }
   throw new Error(message);
+}
+
+const SWIGLU_SETUP_KEYS = ["tokens", "hidden", "inDtype", "experts", "actXGradDtype"];
+
+/**
+ * Op options of a SwiGLU case (forward or backward): its params minus the setup keys, plus the tensor-valued
+ * options (psum, weights) and a fresh copy of `clampedCount` (the op adds to it).
+ */
+export function swigluCaseOptions(g: GoldenFile, c: GoldenCase): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(c.params)) if (!SWIGLU_SETUP_KEYS.includes(k)) o[k] = v;
+  for (const role of ["psumNumTokensPerExpert", "topkWeights"]) if (c.inputs.includes(role)) o[role] = g.tensors[`${c.id}.${role}`];
+  if (c.inputs.includes("clampedCount")) {
+    const t = g.tensors[`${c.id}.clampedCount`];
+    o.clampedCount = tensor((t.data as BigInt64Array).slice(t.offset, t.offset + 4), [4], "int64");
+  }
+  return o;
+}
+
+/** Logical bytes of `t` with the rows the case's `excludeRows` mask lists for `role` zeroed (the vectors store 0). */
+export function maskExcludedRows(g: GoldenFile, c: GoldenCase, role: string, t: HostTensor): Uint8Array {
+  const b = logicalBytes(t).slice();
+  const ex = (c as GoldenCase & { excludeRows?: { mask: string; outputs: string[] } }).excludeRows;
+  if (!ex || !ex.outputs.includes(role)) return b;
+  const mask = g.tensors[`${c.id}.${ex.mask}`].data as Uint8Array;
+  const rowBytes = t.shape[0] === 0 ? 0 : b.length / t.shape[0];
+  for (let r = 0; r < t.shape[0]; r++) if (mask[r]) b.fill(0, r * rowBytes, (r + 1) * rowBytes);
+  return b;
 }

@@ -18,18 +18,8 @@ import {
 } from "../mod.ts";
 import { decodeBf16, encodeBf16 } from "../core/dtype.ts";
 import { fmaf } from "../ops/transform/rope.ref.ts";
-import { asCodes, caseName, type GoldenCase, type GoldenFile, knownDisagreements, loadGolden, logicalBytes } from "./golden.ts";
+import { asCodes, caseName, type GoldenCase, type GoldenFile, knownDisagreements, loadGolden, logicalBytes, swigluCaseOptions } from "./golden.ts";
 import { assertBytesEqual, rng, test } from "./harness.ts";
-
-const SETUP = ["tokens", "hidden", "inDtype", "experts", "actXGradDtype"];
-
-/** Op options of a case: params minus setup keys, plus the tensor-valued options. */
-function options(g: GoldenFile, c: GoldenCase): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(c.params)) if (!SETUP.includes(k)) o[k] = v;
-  for (const role of ["psumNumTokensPerExpert", "topkWeights"]) if (c.inputs.includes(role)) o[role] = g.tensors[`${c.id}.${role}`];
-  return o;
-}
 
 // No vector disagrees with spec/quant.md §8.5 (the list stays empty and is asserted so).
 const KNOWN: Record<string, string> = {};
@@ -44,7 +34,7 @@ function check(g: GoldenFile, c: GoldenCase, role: string, got: Tensor | null): 
 const bwd = loadGolden("quant", "quant_swiglu_backward");
 for (const c of bwd.cases) {
   test(`swigluBackward reference matches vector ${caseName(c)}`, () => {
-    const [xGrad, weightGrad, actOut] = swigluBackward(bwd.tensors[`${c.id}.x`], bwd.tensors[`${c.id}.actXGrad`], options(bwd, c) as never);
+    const [xGrad, weightGrad, actOut] = swigluBackward(bwd.tensors[`${c.id}.x`], bwd.tensors[`${c.id}.actXGrad`], swigluCaseOptions(bwd, c) as never);
     check(bwd, c, "xGrad", xGrad);
     assert.equal(weightGrad === null, !c.outputs.includes("weightGrad"), `${c.id}: weightGrad presence`);
     assert.equal(actOut === null, !c.outputs.includes("actOut"), `${c.id}: actOut presence`);
@@ -57,7 +47,7 @@ const fused = loadGolden("quant", "quant_swiglu_backward_and_per_token_cast");
 for (const c of fused.cases) {
   test(`swigluBackwardAndPerTokenCast reference matches vector ${caseName(c)}`, () => {
     const x: [Tensor, Tensor] = [asCodes(fused.tensors[`${c.id}.xData`], "e4m3"), fused.tensors[`${c.id}.xSf`]];
-    const [xGrad, [q, sf], weightGrad, actOut] = swigluBackwardAndPerTokenCast(x, fused.tensors[`${c.id}.actXGrad`], options(fused, c) as never);
+    const [xGrad, [q, sf], weightGrad, actOut] = swigluBackwardAndPerTokenCast(x, fused.tensors[`${c.id}.actXGrad`], swigluCaseOptions(fused, c) as never);
     check(fused, c, "xGrad", xGrad);
     check(fused, c, "xGradQ", q);
     check(fused, c, "xGradSf", sf);

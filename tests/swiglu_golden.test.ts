@@ -13,43 +13,18 @@ import { hostZeros } from "../core/tensor.ts";
 import { perTokenCastRef } from "../ops/quant/per_token_cast.ref.ts";
 import { amaxClampFor } from "../ops/quant/scale.ref.ts";
 import { swigluValues } from "../ops/quant/swiglu.ref.ts";
-import { caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes } from "./golden.ts";
+import { caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes, maskExcludedRows, swigluCaseOptions } from "./golden.ts";
 import { assertBytesEqual, rng, test } from "./harness.ts";
 import { fakeDevice, refuses } from "./refuses.ts";
 
-const SETUP = ["tokens", "hidden", "inDtype", "experts"];
-
-/** Op options of a case: params minus setup keys, plus the tensor-valued options (a fresh clampedCount copy). */
-function options(g: GoldenFile, c: GoldenCase): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(c.params)) if (!SETUP.includes(k)) o[k] = v;
-  for (const role of ["psumNumTokensPerExpert", "topkWeights"]) if (c.inputs.includes(role)) o[role] = g.tensors[`${c.id}.${role}`];
-  if (c.inputs.includes("clampedCount")) {
-    const t = g.tensors[`${c.id}.clampedCount`];
-    o.clampedCount = tensor((t.data as BigInt64Array).slice(t.offset, t.offset + 4), [4], "int64");
-  }
-  return o;
-}
-
-/** Logical bytes of `t` with the rows excluded by the case's mask zeroed (the vectors store them as 0). */
-function masked(g: GoldenFile, c: GoldenCase, role: string, t: HostTensor): Uint8Array {
-  const b = logicalBytes(t).slice();
-  const ex = (c as GoldenCase & { excludeRows?: { mask: string; outputs: string[] } }).excludeRows;
-  if (!ex || !ex.outputs.includes(role)) return b;
-  const mask = g.tensors[`${c.id}.${ex.mask}`].data as Uint8Array;
-  const rowBytes = t.shape[0] === 0 ? 0 : b.length / t.shape[0];
-  for (let r = 0; r < t.shape[0]; r++) if (mask[r]) b.fill(0, r * rowBytes, (r + 1) * rowBytes);
-  return b;
-}
-
 function check(g: GoldenFile, c: GoldenCase, role: string, got: Tensor): void {
-  assertBytesEqual(masked(g, c, role, got as HostTensor), logicalBytes(g.tensors[`${c.id}.${role}`]), `${c.id} ${role}`);
+  assertBytesEqual(maskExcludedRows(g, c, role, got as HostTensor), logicalBytes(g.tensors[`${c.id}.${role}`]), `${c.id} ${role}`);
 }
 
 const fwd = loadGolden("quant", "quant_swiglu_forward");
 for (const c of fwd.cases) {
   test(`swigluForward reference matches vector ${caseName(c)}`, () => {
-    const o = options(fwd, c);
+    const o = swigluCaseOptions(fwd, c);
     const out = swigluForward(fwd.tensors[`${c.id}.x`], o as never);
     check(fwd, c, "out", out);
     if (o.clampedCount) check(fwd, c, "clampedCountOut", o.clampedCount as Tensor);
@@ -59,7 +34,7 @@ for (const c of fwd.cases) {
 const fused = loadGolden("quant", "quant_swiglu_forward_and_per_token_cast");
 for (const c of fused.cases) {
   test(`swigluForwardAndPerTokenCast reference matches vector ${caseName(c)}`, () => {
-    const o = options(fused, c);
+    const o = swigluCaseOptions(fused, c);
     const [data, sf] = swigluForwardAndPerTokenCast(fused.tensors[`${c.id}.x`], o as never);
     check(fused, c, "data", data);
     check(fused, c, "sf", sf);

@@ -27,7 +27,7 @@ import { encodeBf16 } from "../core/dtype.ts";
 import { expf } from "../ops/quant/expf.ref.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { launchExpfCheck } from "../ops/quant/swiglu_launch.ts";
-import { asCodes, caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes } from "./golden.ts";
+import { asCodes, caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes, maskExcludedRows, swigluCaseOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
@@ -342,46 +342,21 @@ gpuTest("a broken psum raises DEVICE_VALUE at the next sync, and the kernels sta
 
 // ---- the conformance vectors through the device path (host tensors, backend "cuda": the staged path) -----------
 
-const SETUP = ["tokens", "hidden", "inDtype", "experts", "actXGradDtype"];
-
-/** Op options of a case on the CUDA backend: params minus setup keys, tensor options, a fresh clampedCount. */
-function goldenOptions(g: GoldenFile, c: GoldenCase): Record<string, unknown> {
-  const o: Record<string, unknown> = { backend: "cuda" };
-  for (const [k, v] of Object.entries(c.params)) if (!SETUP.includes(k)) o[k] = v;
-  for (const role of ["psumNumTokensPerExpert", "topkWeights"]) if (c.inputs.includes(role)) o[role] = g.tensors[`${c.id}.${role}`];
-  if (c.inputs.includes("clampedCount")) {
-    const t = g.tensors[`${c.id}.clampedCount`];
-    o.clampedCount = tensor((t.data as BigInt64Array).slice(t.offset, t.offset + 4), [4], "int64");
-  }
-  return o;
-}
-
-/** Logical bytes of `t` with the rows the case excludes (padding rows the forward leaves unwritten) zeroed. */
-function goldenMasked(g: GoldenFile, c: GoldenCase, role: string, t: HostTensor): Uint8Array {
-  const b = logicalBytes(t).slice();
-  const ex = (c as GoldenCase & { excludeRows?: { mask: string; outputs: string[] } }).excludeRows;
-  if (!ex || !ex.outputs.includes(role)) return b;
-  const mask = g.tensors[`${c.id}.${ex.mask}`].data as Uint8Array;
-  const rowBytes = t.shape[0] === 0 ? 0 : b.length / t.shape[0];
-  for (let r = 0; r < t.shape[0]; r++) if (mask[r]) b.fill(0, r * rowBytes, (r + 1) * rowBytes);
-  return b;
-}
-
 function goldenCheck(g: GoldenFile, c: GoldenCase, role: string, got: Tensor | null): void {
   assert.ok(got instanceof HostTensor, `${c.id} ${role}: expected a host result`);
-  assertBytesEqual(goldenMasked(g, c, role, got), logicalBytes(g.tensors[`${c.id}.${role}`]), `device ${c.id} ${role}`);
+  assertBytesEqual(maskExcludedRows(g, c, role, got), logicalBytes(g.tensors[`${c.id}.${role}`]), `device ${c.id} ${role}`);
 }
 
 gpuTest("the SwiGLU vectors pass through the device path (forward, forward+cast, backward, backward+cast)", () => {
   const fwd = loadGolden("quant", "quant_swiglu_forward");
   for (const c of fwd.cases) {
-    const o = goldenOptions(fwd, c);
+    const o: Record<string, unknown> = { backend: "cuda", ...swigluCaseOptions(fwd, c) };
     goldenCheck(fwd, c, "out", swigluForward(fwd.tensors[`${c.id}.x`], o as never));
     if (o.clampedCount) goldenCheck(fwd, c, "clampedCountOut", o.clampedCount as Tensor);
   }
   const fcast = loadGolden("quant", "quant_swiglu_forward_and_per_token_cast");
   for (const c of fcast.cases) {
-    const o = goldenOptions(fcast, c);
+    const o: Record<string, unknown> = { backend: "cuda", ...swigluCaseOptions(fcast, c) };
     const [data, sf] = swigluForwardAndPerTokenCast(fcast.tensors[`${c.id}.x`], o as never);
     goldenCheck(fcast, c, "data", data);
     goldenCheck(fcast, c, "sf", sf);
@@ -389,7 +364,7 @@ gpuTest("the SwiGLU vectors pass through the device path (forward, forward+cast,
   }
   const bwd = loadGolden("quant", "quant_swiglu_backward");
   for (const c of bwd.cases) {
-    const [xGrad, weightGrad, actOut] = swigluBackward(bwd.tensors[`${c.id}.x`], bwd.tensors[`${c.id}.actXGrad`], goldenOptions(bwd, c) as never);
+    const [xGrad, weightGrad, actOut] = swigluBackward(bwd.tensors[`${c.id}.x`], bwd.tensors[`${c.id}.actXGrad`], { backend: "cuda", ...swigluCaseOptions(bwd, c) } as never);
     goldenCheck(bwd, c, "xGrad", xGrad);
     assert.equal(weightGrad === null, !c.outputs.includes("weightGrad"), `${caseName(c)}: weightGrad presence`);
     assert.equal(actOut === null, !c.outputs.includes("actOut"), `${caseName(c)}: actOut presence`);
@@ -399,7 +374,7 @@ gpuTest("the SwiGLU vectors pass through the device path (forward, forward+cast,
   const bcast = loadGolden("quant", "quant_swiglu_backward_and_per_token_cast");
   for (const c of bcast.cases) {
     const x: [Tensor, Tensor] = [asCodes(bcast.tensors[`${c.id}.xData`], "e4m3"), bcast.tensors[`${c.id}.xSf`]];
-    const [xGrad, [q, sf], weightGrad, actOut] = swigluBackwardAndPerTokenCast(x, bcast.tensors[`${c.id}.actXGrad`], goldenOptions(bcast, c) as never);
+    const [xGrad, [q, sf], weightGrad, actOut] = swigluBackwardAndPerTokenCast(x, bcast.tensors[`${c.id}.actXGrad`], { backend: "cuda", ...swigluCaseOptions(bcast, c) } as never);
     goldenCheck(bcast, c, "xGrad", xGrad);
     goldenCheck(bcast, c, "xGradQ", q);
     goldenCheck(bcast, c, "xGradSf", sf);
