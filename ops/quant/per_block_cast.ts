@@ -7,7 +7,6 @@
 import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import { config } from "../../core/config.ts";
-import { elementBytes } from "../../core/dtype.ts";
 import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import {
@@ -132,15 +131,8 @@ function geometryOf(a: BlockCastArgs): SfGeometry {
 
 // ---- CUDA launch ------------------------------------------------------------------------------------------
 
-/**
- * per_block_cast.cu's launch table: block size, then by input dtype the tile's input bytes (fp32 16384, bf16 32768
- * elements) and the resident blocks per SM.
- */
-const PB = {
-  threads: 256,
-  tileBytes: { fp32: 65536, bf16: 65536 } as Record<string, number>,
-  blocksPerSm: { fp32: 2, bf16: 2 } as Record<string, number>,
-};
+/** per_block_cast.cu's launch table: block size, tile elements, resident blocks per SM by input dtype. */
+const PB = { threads: 256, tileElems: 16384, blocksPerSm: { fp32: 2, bf16: 4 } as Record<string, number> };
 const packet = new LaunchPacket(PerBlockCastParams);
 
 function addrOf(t: Tensor | null): number {
@@ -163,8 +155,7 @@ function launchPerBlock(
   xSf: Tensor | null,
 ): void {
   const r = a.blockRows;
-  const tileElems = PB.tileBytes[x.dtype] / elementBytes(x.dtype);
-  const tiles = (a.tokens / r) * Math.ceil(a.hidden / (tileElems / r));
+  const tiles = (a.tokens / r) * Math.ceil(a.hidden / (PB.tileElems / r));
   const g = sf ? geometryOf(a) : null;
   if (tiles === 0 && (g === null || g.paddedRows === 0)) return;
   const fn = kernelFunction(op, device, `tk_per_block_cast__${x.dtype}_${a.rule.fmt}_${r}x${a.blockCols}`);

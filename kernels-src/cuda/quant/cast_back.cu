@@ -6,14 +6,14 @@
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride):
 //
 //   kernel                block.x  dynamic smem  grid.x
-//   tk_cast_back__*_bf16  256      0             min(ceilDiv(T, R), 3 · SMs)
+//   tk_cast_back__*_bf16  256      0             min(ceilDiv(T, R), 8 · SMs)
 //   tk_cast_back__*_fp32  256      0             ceilDiv(T, R)          (no cap: measured faster uncapped)
 //
 //   R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32))), V = 16 (bf16 out) or 8 (fp32 out); SMs = multiprocessors.
 //   Static shared memory 16 KiB (e4m3 in) / 8 KiB (e2m1 in). bf16 out: 72 (sm_90a) / 80 (sm_100a) registers hold
-//   3 blocks per SM (64 would hold 4 but spills on sm_100a), so 3 · SMs is exactly one resident wave; the earlier
-//   8 · SMs cap ran 2.67 waves of equal blocks, the last one on two thirds of the SMs' slots. Measured on an H200
-//   before that change and the hardware bf16 pairs (encode_bf16x2), 16384 × 7168, per-token [1,128]: e4m3 → bf16
+//   3 blocks per SM; a grid of exactly one resident wave (3 · SMs) measured slower than 8 · SMs on the H200
+//   (2026-11-30: 73–76% against 75–79% at [128,128]), so the cap stays 8 · SMs. Measured on an H200 before the
+//   hardware bf16 pairs (encode_bf16x2), 16384 × 7168, per-token [1,128]: e4m3 → bf16
 //   79% of the large-memcpy bandwidth, e4m3 → fp32 83%, e2m1 → fp32 90%, e2m1 → bf16 56%; [128,128] e4m3 → bf16
 //   75–79%.
 //

@@ -7,29 +7,23 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride over tiles):
 //
 //   kernel     block.x  dynamic smem  grid.x
-//   all        256      0             min(tiles, 2 · SMs)      tiles = (T / r) · ceilDiv(H, E / r)
+//   all        256      0             min(tiles, B · SMs)      tiles = (T / r) · ceilDiv(H, 16384 / r)
 //
-//   E = tile elements = 64 KiB of input: 16384 (fp32), 32768 (bf16). 2 = resident blocks per SM the registers are
-//   sized for (≤ 128). SMs = multiprocessors. Static shared memory: 384 B (three rotating rows of at most 32 block
-//   maxima).
+//   B = resident blocks per SM the registers are sized for: 2 (fp32 input), 4 (bf16 input). SMs = multiprocessors.
+//   Static shared memory: 192 B (three rotating rows of at most 16 block maxima).
 //
-// Tile: a CTA owns r rows × (E / r) columns of one block row (fp32 128 × 128 or 32 × 512, bf16 128 × 256 or
-// 32 × 1024 elements: 1 to 32 blocks), 16 chunks of 16 bytes per thread (V = 4 fp32 / 8 bf16 elements), held in
-// registers from the load to the store. Chunk i of the tile (row-major in the tile) belongs to thread i % 256, so
-// a thread's chunks share one column (a warp reads 512 contiguous bytes of a row) and so one scale block; T % 128
-// == 0 and r | 128 make every tile's rows real, H % 128 == 0 and c | 128 make every block whole (only the columns
-// of the last tile may run past H: dead chunks are not read or written). Block amax: the thread's max over its
-// chunks, an xor-butterfly over the lanes of the same block (lane bits below c / V: same row; bits at or above the
-// chunks per row: same column), then one shared atomicMax per block and warp (non-negative binary32 order as
-// uint32; NaN never reaches it: max_num from +0 ignores it), one __syncthreads, and every thread computes sfAndInv
-// of its block (§2.3). The shared maxima rotate over three rows so that one barrier per tile suffices: row it % 3
-// is filled, read after the barrier, and row (it + 2) % 3 is cleared after it (last read before that barrier, next
-// filled after the following one).
-//
-// Pipeline: as soon as a thread has stored chunk u of its tile it loads chunk u of its next tile (tile + grid.x)
-// into the same registers, so a CTA's reads of tile i + 1 are in flight while it casts and stores tile i, and no
-// register is spent on a second buffer. (A bf16 tile used to be 128 × 128, 8 chunks a thread, 4 CTAs per SM, with
-// every load issued at the top of the iteration: 79-83% of memcpy on an H200.)
+// Tile: a CTA owns r rows × (16384 / r) columns of one block row (128 × 128 or 32 × 512 elements: 1 or 4 blocks
+// when r = 128, 4 or 16 blocks when r = 32), i.e. 16384 elements, 64 per thread, read ONCE into registers
+// (fp32: 16 chunks of 16 bytes per thread, bf16: 8). Chunk i of the tile (16 bytes, V = 4 fp32 / 8 bf16 elements,
+// row-major in the tile) belongs to thread i % 256, so a thread's chunks share one column (a warp reads 512
+// contiguous bytes of a row) and so one scale block; T % 128 == 0 and r | 128 make every tile's rows real, H %
+// 128 == 0 and c | 128 make every block whole (only the columns of the last tile may run past H: dead chunks are
+// not read or written). Block amax: the thread's max over its chunks, an xor-butterfly over the lanes of the same
+// block (lane bits below c / V: same row; bits at or above the chunks per row: same column), then one shared
+// atomicMax per block and warp (non-negative binary32 order as uint32; NaN never reaches it: max_num from +0
+// ignores it), one __syncthreads, and every thread computes sfAndInv of its block (§2.3). The shared maxima rotate
+// over three rows so that one barrier per tile suffices: row it % 3 is filled, read after the barrier, and row
+// (it + 2) % 3 is cleared after it (last read before that barrier, next filled after the following one).
 //
 // Modes (PER_BLOCK_MODE, runtime): 0 cast (data + sf), 1 sf only, 2 precomputed sf (fp32 row-major x_sf,
 // inv = fl(1/s), no reduction, only data written). Column-major sf padding rows (sf_rows > T / r) are zeroed
@@ -48,29 +42,20 @@ namespace {
 enum PerBlockMode : uint32_t { kBlockModeCast = 0, kBlockModeSfOnly = 1, kBlockModePrecomputedSf = 2 };
 
 constexpr int kBlockThreads = 256;
-// Input bytes of one CTA tile: 16 chunks of 16 bytes per thread (fp32 16384 elements, bf16 32768). Sized by the
-// row piece a warp reads: a bf16 tile of r = 128 rows is 256 columns wide, so a warp load is one row × 512
-// contiguous bytes (the former 128-column bf16 tile gave 2 rows × 256 bytes: 79-83% of memcpy on an H200).
-// Setting bf16 to 32768 bytes and 4 CTAs per SM (and ops/quant/per_block_cast.ts's PB to match) restores that
-// tile with the pipeline below: 64 registers, no spills, the A/B of docs/perf-notes/perf-block.md.
-template <Fmt kIn>
-constexpr int kTileBytes = 65536;
-constexpr int kMaxTileBlocks = 32;  // scale blocks in one tile (bf16 32 × 1024 tile of 32 × 32 blocks)
+constexpr int kTileElems = 16384;  // elements of one CTA tile: 64 per thread
+constexpr int kMaxTileBlocks = 16;  // scale blocks in one tile (32 × 512 tile of 32 × 32 blocks)
 constexpr int kAmaxRows = 3;        // rotating rows of block maxima (one barrier per tile)
 
-// Resident CTAs per SM the registers are sized for: 2 (≤ 128 registers: 64 hold the tile; 2 × 64 KiB of reads
-// issued per SM).
 template <Fmt kIn>
-constexpr int kMinBlocksPerSm = 2;
+constexpr int kMinBlocksPerSm = kIn == Fmt::kFp32 ? 2 : 4;
 
 template <Fmt kIn, Fmt kOut, int kR, int kC>
 struct BlockCast {
   static constexpr int kVec = kVecBytes * 8 / FmtTraits<kIn>::kBits;  // elements per 16-byte chunk: 4 / 8
-  static constexpr int kTileElems = kTileBytes<kIn> * 8 / FmtTraits<kIn>::kBits;  // 16384 / 32768
-  static constexpr int kTileCols = kTileElems / kR;                    // fp32 128 / 512, bf16 256 / 1024
+  static constexpr int kTileCols = kTileElems / kR;                    // 128 or 512
   static constexpr int kCpr = kTileCols / kVec;                        // chunks per tile row: 16 … 128
   static constexpr int kCpb = kC / kVec;                               // chunks per block row: 4 … 32
-  static constexpr int kU = kTileElems / kVec / kBlockThreads;         // chunks per thread: 16
+  static constexpr int kU = kTileElems / kVec / kBlockThreads;         // chunks per thread: 16 / 8
   static constexpr int kRowStep = kBlockThreads / kCpr;                // tile rows between a thread's chunks
   static constexpr int kTileBlocks = kTileCols / kC;                   // scale blocks per tile
   static constexpr int kOutBytes = kOut == Fmt::kE4m3 ? kVec : kVec / 2;
@@ -92,35 +77,6 @@ struct BlockCast {
     for (int b = 1; b < kWarpSize; b <<= 1)
       if (kGroupBits & b) v = max_num(v, __shfl_xor_sync(kFullWarpMask, v, b));
     return v;
-  }
-
-  // Where this thread's chunks of a tile lie: row block m, column tile kt, first row row0, column col; dead
-  // chunks (col ≥ H, last column tile only) are neither read nor written.
-  struct TilePos {
-    uint64_t m, row0;
-    uint32_t kt, col;
-    bool live;
-  };
-
-  TK_DEV static TilePos tile_pos(uint64_t tile, uint64_t col_tiles, uint32_t hidden, uint32_t cchunk, uint32_t trow) {
-    TilePos t;
-    t.m = tile / col_tiles;
-    t.kt = static_cast<uint32_t>(tile % col_tiles);
-    t.col = t.kt * kTileCols + cchunk * kVec;
-    t.row0 = t.m * kR + trow;
-    t.live = t.col < hidden;
-    return t;
-  }
-
-  // Chunk u of the thread's part of a tile (zeros for a dead chunk: they add nothing to a maximum from +0).
-  TK_DEV static void load(const TilePos& t, int u, uint32_t hidden, const uint8_t* x, bool x_aligned,
-                          uint32_t (&w)[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) w[i] = 0;
-    if (t.live) {
-      const uint64_t e = (t.row0 + static_cast<uint64_t>(u) * kRowStep) * hidden + t.col;
-      load_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(x + e * (FmtTraits<kIn>::kBits / 8), w, x_aligned);
-    }
   }
 
   TK_DEV void run() const {
@@ -152,26 +108,25 @@ struct BlockCast {
       __syncthreads();
     }
 
-    // Software pipeline without extra registers: chunk u of the next tile is loaded into w[u] as soon as chunk u
-    // of this tile is stored, so the next tile's reads are in flight while this tile is cast, stored and, in the
-    // CTA's next iteration, waited for at the barrier.
-    uint32_t w[kU][4];
-    TilePos pos = tile_pos(blockIdx.x, col_tiles, hidden, cchunk, trow);
-    if (blockIdx.x < tiles) {
-#pragma unroll
-      for (int u = 0; u < kU; ++u) load(pos, u, hidden, x, x_aligned, w[u]);
-    }
-
     uint32_t it = 0;
     for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++it) {
-      const uint64_t m = pos.m;
-      const uint32_t col = pos.col;
-      const bool live = pos.live;
-      const uint32_t k = pos.kt * kTileBlocks + tblk;  // this thread's global block column (< nbk when live)
-      const uint64_t row0 = pos.row0;
-      const uint64_t next = tile + gridDim.x;
-      const bool has_next = next < tiles;
-      pos = tile_pos(next, col_tiles, hidden, cchunk, trow);
+      const uint64_t m = tile / col_tiles;
+      const uint32_t kt = static_cast<uint32_t>(tile % col_tiles);
+      const uint32_t col = kt * kTileCols + cchunk * kVec;
+      const bool live = col < hidden;
+      const uint32_t k = kt * kTileBlocks + tblk;  // this thread's global block column (< nbk when live)
+      const uint64_t row0 = m * kR + trow;
+
+      uint32_t w[kU][4];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[u][i] = 0;
+        if (live) {
+          const uint64_t e = (row0 + static_cast<uint64_t>(u) * kRowStep) * hidden + col;
+          load_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(x + e * (FmtTraits<kIn>::kBits / 8), w[u], x_aligned);
+        }
+      }
 
       float inv;
       if (precomputed) {
@@ -192,9 +147,9 @@ struct BlockCast {
         inv = si.inv;
       }
 
+      if (write_data && live) {
 #pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        if (write_data && live) {
+        for (int u = 0; u < kU; ++u) {
           float v[kVec];
 #pragma unroll
           for (int i = 0; i < kVec; ++i) v[i] = mul_rn(element<kIn>(w[u], i), inv);
@@ -203,7 +158,6 @@ struct BlockCast {
           const uint64_t e = (row0 + static_cast<uint64_t>(u) * kRowStep) * hidden + col;
           store_chunk<kOutBytes>(data + (kOut == Fmt::kE4m3 ? e : e / 2), o, data_aligned);
         }
-        if (has_next) load(pos, u, hidden, x, x_aligned, w[u]);
       }
     }
     if (write_sf) sf_out.zero_padding_rows(p.num_tokens / kR, p.sf_rows);
@@ -216,7 +170,7 @@ struct BlockCast {
 #define TK_PER_BLOCK_CAST(in, IN, out, OUT, r, c)                                                   \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>) \
       tk_per_block_cast__##in##_##out##_##r##x##c(const __grid_constant__ PerBlockCastParams p) {   \
-    tk::BlockCast<tk::Fmt::IN, tk::Fmt::OUT, r, c>(p).run();                                        \
+    tk::BlockCast<tk::Fmt::IN, tk::Fmt::OUT, r, c>(p).run();                                       \
   }
 #define TK_PER_BLOCK_CAST_SHAPES(in, IN, out, OUT) \
   TK_PER_BLOCK_CAST(in, IN, out, OUT, 32, 32)      \
