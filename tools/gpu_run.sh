@@ -6,7 +6,7 @@
 #   STEPS="test bench" bash tools/gpu_run.sh          # deno (or bun: RT=bun)
 #
 # Steps: test (every GPU test file, each in its own process: a kernel fault poisons its CUDA context), memcheck / racecheck (compute-sanitizer over $SAN_FILES), peers
-# (bench/peers.py), bench (bench/roofline.ts with the peers file when present), variants (the roofline of each
+# (bench/peers.py), bench (bench/roofline.ts with the peers file when present), decode (bench/decode.ts, and bench/peers_decode.py once), variants (the roofline of each
 # prebuilt tree under .device/var/*).
 set -u
 RT=${RT:-deno}
@@ -49,6 +49,11 @@ for step in ${STEPS:-test}; do
       if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --json "$OUT/roofline-$RT.json" "${p[@]}" ${BENCH_ARGS:-} > "$OUT/roofline-$RT.log" 2>&1
       else bun bench/roofline.ts --json "$OUT/roofline-$RT.json" "${p[@]}" ${BENCH_ARGS:-} > "$OUT/roofline-$RT.log" 2>&1; fi
       echo "bench rc=$?"; tail -n 60 "$OUT/roofline-$RT.log" ;;
+    decode)
+      if [ "$RT" = deno ]; then deno run -A --no-check bench/decode.ts --json "$OUT/decode-$RT.json" > "$OUT/decode-$RT.log" 2>&1
+      else bun bench/decode.ts --json "$OUT/decode-$RT.json" > "$OUT/decode-$RT.log" 2>&1; fi
+      echo "decode rc=$?"; cat "$OUT/decode-$RT.log"
+      [ -f "$OUT/decode-peers.json" ] || { python3 bench/peers_decode.py --json "$OUT/decode-peers.json" > "$OUT/decode-peers.log" 2>&1; echo "decode peers rc=$?"; cat "$OUT/decode-peers.log"; } ;;
     variants)
       for v in .device/var/*/; do
         n=$(basename "$v")
