@@ -3,7 +3,7 @@
  * per-token cast cases of the roofline table.
  * @module
  */
-import { type DeviceTensor, empty, type PerTokenCastOptions, synchronize, tensor, toDevice } from "../mod.ts";
+import { type DeviceTensor, empty, type HostTensor, type PerTokenCastOptions, synchronize, tensor, toDevice } from "../mod.ts";
 import { createEvent, destroyEvent, elapsedMs, kernelFunction, LaunchPacket, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 import { deviceRuntime, type Device } from "../core/tensor.ts";
@@ -42,15 +42,20 @@ export function copyRateGBs(bytes: number): { us: number; gbps: number } {
   return { us, gbps: (2 * bytes) / (us * 1e3) };
 }
 
-/** A random bf16 `[T, H]` matrix on the device. */
-export function randomBf16(T: number, H: number, seed = 1): DeviceTensor {
+/** A random bf16 `[T, H]` matrix on the host: uniform in [−4, 4), a linear congruential sequence from `seed`. */
+export function randomBf16Host(T: number, H: number, seed = 1): HostTensor {
   const b = new Uint16Array(T * H);
   let a = seed >>> 0;
   for (let i = 0; i < b.length; i++) {
     a = (Math.imul(a, 1664525) + 1013904223) >>> 0;
     b[i] = encodeBf16(Math.fround(((a >>> 8) / 16777216 - 0.5) * 8));
   }
-  return toDevice(tensor(b, [T, H], "bf16"));
+  return tensor(b, [T, H], "bf16");
+}
+
+/** A random bf16 `[T, H]` matrix on the device (the values of {@link randomBf16Host}). */
+export function randomBf16(T: number, H: number, seed = 1): DeviceTensor {
+  return toDevice(randomBf16Host(T, H, seed));
 }
 
 /** The roofline cases: bf16 → e4m3, groups of 128, plain fp32 sf and DeepGEMM's packed UE8M0 layout. */
