@@ -100,14 +100,17 @@ function free(...ts: (Tensor | null | undefined)[]): void {
 class Shared {
   #t: DeviceTensor | null = null;
   #users = 0;
-  constructor(private readonly make: () => DeviceTensor) {}
+  readonly #make: () => DeviceTensor;
+  constructor(make: () => DeviceTensor) {
+    this.#make = make;
+  }
   /** Registers one more case that will call `release` once. */
   use(): this {
     this.#users++;
     return this;
   }
   get(): DeviceTensor {
-    return (this.#t ??= this.make());
+    return (this.#t ??= this.#make());
   }
   release(): void {
     if (--this.#users === 0 && this.#t) {
