@@ -68,6 +68,7 @@ import {
 } from "../mod.ts";
 import type { BenchCase } from "./cases.ts";
 import { randomBf16Host } from "./common.ts";
+import { psumFor } from "./cases_swiglu.ts";
 
 const H = 7168;
 const TOKENS = [8192, 16384];
@@ -396,19 +397,6 @@ function fusedCases(T: number, x: Shared): BenchCase[] {
 
 const E = 64;
 const A = 128;
-
-/** psum of T tokens over E experts, as cases_swiglu.ts builds it (one padding row per expert). */
-function psumFor(T: number): { psum: Int32Array; real: number } {
-  const p = new Int32Array(E);
-  const per = Math.floor(T / E) - 1;
-  let start = 0, real = 0;
-  for (let e = 0; e < E; e++) {
-    p[e] = start + per;
-    real += per;
-    start = Math.ceil(p[e] / A) * A;
-  }
-  return { psum: p, real };
-}
 
 function swigluCase(T: number): BenchCase {
   const { psum, real } = psumFor(T);

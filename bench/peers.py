@@ -326,15 +326,18 @@ def swiglu_backward(x, dy):
 def swiglu_backward_weighted(x, dy, w):
     """As swiglu_backward with fp32 row weights w [T]: also the weight gradient fp32 [T] = sum_j dy * act."""
     h = dy.shape[1]
-    g = x[:, :h].float()
-    u = x[:, h:].float()
-    d = dy.float()
+    gx, gu, wgrad = _swiglu_grads_weighted(x[:, :h].float(), x[:, h:].float(), dy.float(), w)
+    return torch.cat([gx.to(x.dtype), gu.to(x.dtype)], dim=1), wgrad
+
+
+def _swiglu_grads_weighted(g, u, d, w):
+    """fp32 gate g, up u, gradient d, row weights w [T] -> (d gate, d up, weight gradient [T])."""
     s = torch.sigmoid(g)
     ws = d * w[:, None] * s
     gx = ws * u * (1.0 + g * (1.0 - s))
     gu = ws * g
     wgrad = (d * (g * s * u)).sum(-1)
-    return torch.cat([gx.to(x.dtype), gu.to(x.dtype)], dim=1), wgrad
+    return gx, gu, wgrad
 
 
 def _rms_norm(x, w):
@@ -443,14 +446,7 @@ def swiglu_backward_and_per_token_cast(x, xsf, dy, w):
     t, h2 = x.shape
     h = h2 // 2
     xf = (x.float().view(t, h2 // GROUP, GROUP) * xsf[..., None]).view(t, h2)
-    g = xf[:, :h]
-    u = xf[:, h:]
-    d = dy.float()
-    s = torch.sigmoid(g)
-    ws = d * w[:, None] * s
-    gx = ws * u * (1.0 + g * (1.0 - s))
-    gu = ws * g
-    wgrad = (d * (g * s * u)).sum(-1)
+    gx, gu, wgrad = _swiglu_grads_weighted(xf[:, :h], xf[:, h:], dy.float(), w)
     grad = torch.cat([gx, gu], dim=1)
     data, sf = _cast_groups_f32(grad.view(t, h2 // GROUP, GROUP))
     return grad.to(torch.bfloat16), data.view(t, h2), sf, wgrad
