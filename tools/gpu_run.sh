@@ -7,7 +7,7 @@
 #
 # Steps: test (every GPU test file, each in its own process: a kernel fault poisons its CUDA context), memcheck / racecheck (compute-sanitizer over $SAN_FILES), peers
 # (bench/peers.py), bench (bench/roofline.ts with the peers file when present), decode (bench/decode.ts, and bench/peers_decode.py once), ab (tools/ab_pack.sh's branches, each
-# in its own copy: AB_FILES tests, roofline --only AB_ONLY), variants (the roofline of each
+# in its own copy: AB_FILES tests, roofline --only AB_ONLY), ncu (Nsight Compute of the $NCU_CASES, summarised), variants (the roofline of each
 # prebuilt tree under .device/var/*).
 set -u
 RT=${RT:-deno}
@@ -67,6 +67,19 @@ for step in ${STEPS:-test}; do
           { echo "===== ab $n roofline"; cat "$LOGS/ab-$n-bench.log"; } >> "$OUT/ab-$RT.log"
           echo "ab $n:"; grep -E '^tk ' "$LOGS/ab-$n-bench.log" )
       done ;;
+    ncu) # Nsight Compute of the cases in $NCU_CASES ("op tokens variant-substring" separated by ';'), raw metrics as
+      # CSV appended to $OUT/ncu.csv with a "### case" line before each; python3 tools/ncu_summary.py reads it
+      IFS=';' read -ra cases <<< "${NCU_CASES:-normForward 16384}"
+      for c in "${cases[@]}"; do
+        read -r op tok var <<< "$c"
+        echo "### case $op $tok ${var:-}" >> "$OUT/ncu.csv"
+        if [ "$RT" = deno ]; then set -- deno run -A --no-check bench/profile.ts "$op" "$tok" ${var:+"$var"}; else set -- bun bench/profile.ts "$op" "$tok" ${var:+"$var"}; fi
+        timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw -k regex:tk_ --section SpeedOfLight --section Occupancy \
+          --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats --section SchedulerStats "$@" \
+          2> "$LOGS/ncu-err.log" | grep -E '^"' >> "$OUT/ncu.csv"
+        echo "ncu $op $tok ${var:-}: rc=${PIPESTATUS[0]} $(grep -c . "$LOGS/ncu-err.log") stderr lines"; tail -n 3 "$LOGS/ncu-err.log"
+      done
+      python3 tools/ncu_summary.py "$OUT/ncu.csv" | tee "$OUT/ncu-summary.txt" ;;
     variants)
       for v in .device/var/*/; do
         n=$(basename "$v")
