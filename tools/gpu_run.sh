@@ -61,9 +61,11 @@ for step in ${STEPS:-test}; do
         rm -rf "$d"; mkdir -p "$d"
         tar -C . --exclude=./.device -cf - . | tar -C "$d" -xf -
         tar -C "$d" -xf "$tb"
-        ( cd "$d" && for f in ${AB_FILES:-}; do run_tests "ab-$n-$(basename "$f" .test.ts)" "$f"; done
-          if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --only "${AB_ONLY:-none}" > "$LOGS/ab-$n-bench.log" 2>&1
-          else bun bench/roofline.ts --only "${AB_ONLY:-none}" > "$LOGS/ab-$n-bench.log" 2>&1; fi
+        files=${AB_FILES:-}; [ -f ".device/ab/$n.tests" ] && files=$(cat ".device/ab/$n.tests")
+        only=${AB_ONLY:-none}; [ -f ".device/ab/$n.only" ] && only=$(cat ".device/ab/$n.only")
+        ( cd "$d" && for f in $files; do run_tests "ab-$n-$(basename "$f" .test.ts)" "$f"; done
+          if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --only "$only" > "$LOGS/ab-$n-bench.log" 2>&1
+          else bun bench/roofline.ts --only "$only" > "$LOGS/ab-$n-bench.log" 2>&1; fi
           { echo "===== ab $n roofline"; cat "$LOGS/ab-$n-bench.log"; } >> "$OUT/ab-$RT.log"
           echo "ab $n:"; grep -E '^tk ' "$LOGS/ab-$n-bench.log" )
       done ;;
