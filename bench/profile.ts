@@ -2,9 +2,9 @@
  * One roofline case, run a few times, for a profiler: `ncu ... deno run -A bench/profile.ts <op> <tokens> [variant]`
  * (or `bun bench/profile.ts ...`). Picks the first case of bench/cases.ts's families whose op equals `<op>`, whose
  * token count equals `<tokens>` and whose variant contains `[variant]`, sets it up, runs it `--runs N` times (default
- * 3) and synchronises; tools/ncu_summary.py reports the last launch of each kernel name. The runs sit between cuProfilerStart and cuProfilerStop, so with
- * `ncu --profile-from-start off` only they are profiled. `--list` prints every case instead. tools/gpu_run.sh's
- * step `ncu` drives it.
+ * 3) and synchronises; tools/ncu_summary.py reports the last launch of each kernel name. The runs sit between
+ * cuProfilerStart and cuProfilerStop, so with `ncu --profile-from-start off` only they are profiled. `--list`
+ * prints every case instead. tools/gpu_run.sh's step `ncu` drives it.
  * @module
  */
 import process from "node:process";
