@@ -176,7 +176,8 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 
 // ---- normForwardAndPerTokenCast ---------------------------------------------------------------------------
 
-const SF_CONFIGS = SF_LAYOUTS_FP32;
+type SfFlags = Pick<NormForwardAndPerTokenCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0">;
+const SF_CONFIGS: readonly [string, SfFlags][] = SF_LAYOUTS_FP32;
 
 /** Runs the fused cast on both backends and compares data, sf, outBf16, rstd and residualOut allocations. */
 function compareCast(rand: () => number, c: FwdCase, o: Omit<NormForwardAndPerTokenCastOptions, "eps">, label: string): void {
