@@ -30,6 +30,49 @@ export function deviceTimeUs(f: () => void, iters = 20, reps = 7): number {
   return times[times.length >> 1];
 }
 
+/**
+ * Device time per call (µs) of `f` when the GPU never waits for the host: each repetition first queues a copy of
+ * `leadBytes` (about 1 ms on an H200 at 2 GiB), then `iters` calls of `f` between two events. The calls are all
+ * queued before the copy ends as long as the host takes less than the copy to issue them, so the time between the
+ * events is the kernels' own, back to back, and not the launch rate (which `deviceTimeUs` measures for short
+ * kernels). `hostBound` is true when issuing took longer than the copy in some repetition: the figure is then an
+ * upper bound.
+ */
+export function queuedDeviceTimeUs(
+  f: () => void,
+  iters = 100,
+  reps = 9,
+  leadBytes = 2 ** 31,
+): { us: number; hostBound: boolean } {
+  const src = empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor;
+  const dst = empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor;
+  const rt = deviceRuntime("bench");
+  const s = rt.defaultStream(DEV);
+  const c = createEvent(DEV);
+  const a = createEvent(DEV);
+  const b = createEvent(DEV);
+  for (let i = 0; i < 3; i++) f();
+  syncAndCheck(0, 0);
+  const times: number[] = [];
+  let hostBound = false;
+  for (let r = 0; r < reps; r++) {
+    recordEvent(DEV, c, 0);
+    rt.copyDtoD(DEV, dst.addr, src.addr, leadBytes, s);
+    recordEvent(DEV, a, 0);
+    const t0 = performance.now();
+    for (let i = 0; i < iters; i++) f();
+    const issueUs = (performance.now() - t0) * 1000;
+    recordEvent(DEV, b, 0);
+    times.push((elapsedMs(DEV, a, b) * 1000) / iters);
+    if (issueUs >= elapsedMs(DEV, c, a) * 1000) hostBound = true;
+  }
+  for (const e of [a, b, c]) destroyEvent(DEV, e);
+  src.dispose();
+  dst.dispose();
+  times.sort((x, y) => x - y);
+  return { us: times[times.length >> 1], hostBound };
+}
+
 /** Device-to-device copy rate (GB/s, read + write counted) on a buffer of `bytes`. */
 export function copyRateGBs(bytes: number): { us: number; gbps: number } {
   const src = empty([bytes], "uint8", { device: 0 }) as DeviceTensor;

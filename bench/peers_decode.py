@@ -3,8 +3,10 @@
 
 For tokens 1, 2, 4, 8, 16, 32, 64 × hidden 7168 bf16 with a bf16 weight (eps 1e-6): F.rms_norm eager and
 torch.compile (mode "default", dynamic=False: one specialisation per shape, no CUDA graphs), plus an empty
-elementwise op for scale. Per row: device time per call (CUDA events around 100 back-to-back calls, median of 9)
-and host time per call (1000 back-to-back calls timed before the synchronize, median of 9 bursts).
+elementwise op for scale. Per row: device time per call (100 calls queued behind a 2 GiB copy, so the GPU runs
+them back to back without waiting for the host; CUDA events around them, median of 9; as bench/decode.ts), the
+rate of calls issued back to back by the host (events around 100 calls, no lead) and host time per call (1000
+back-to-back calls timed before the synchronize, median of 9 bursts).
 
     python3 bench/peers_decode.py --json decode-peers.json
 """
@@ -38,6 +40,29 @@ def device_us(fn, n=100, reps=9):
     return statistics.median(times)
 
 
+def queued_device_us(fn, n=100, reps=9, lead_bytes=2 ** 31):
+    src = torch.empty(lead_bytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    times, host_bound = [], False
+    for _ in range(reps):
+        c, s, e = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        c.record()
+        dst.copy_(src)
+        s.record()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        issue_us = (time.perf_counter() - t0) * 1e6
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) * 1000 / n)
+        host_bound |= issue_us >= c.elapsed_time(s) * 1000
+    return statistics.median(times), host_bound
+
+
 def host_us(fn, n=1000, reps=9):
     for _ in range(200):
         fn()
@@ -59,11 +84,14 @@ def main():
     rows = []
 
     def add(impl, op, t, fn):
-        r = {"impl": impl, "op": op, "tokens": t, "device_us": device_us(fn), "host_us": host_us(fn)}
+        q, bound = queued_device_us(fn)
+        r = {"impl": impl, "op": op, "tokens": t, "device_us": q, "host_bound": bound, "issued_us": device_us(fn),
+             "host_us": host_us(fn)}
         rows.append(r)
-        print(f"{impl:<16}{op:<24}{t:<8}{r['device_us']:<12.2f}{r['host_us']:.2f}", flush=True)
+        dev = f"{q:.2f}" + (" ≤" if bound else "")
+        print(f"{impl:<16}{op:<24}{t:<8}{dev:<12}{r['issued_us']:<12.2f}{r['host_us']:.2f}", flush=True)
 
-    print(f"{'impl':<16}{'op':<24}{'tokens':<8}{'device µs':<12}host µs", flush=True)
+    print(f"{'impl':<16}{'op':<24}{'tokens':<8}{'device µs':<12}{'issued µs':<12}host µs", flush=True)
     z = torch.zeros(1, device="cuda")
     add("torch-eager", "empty op (zero_)", 1, lambda: z.zero_())
     w = torch.randn(H, device="cuda").to(torch.bfloat16)

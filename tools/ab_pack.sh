@@ -10,6 +10,10 @@
 # A branch may carry its own tests and roofline ops, used instead of AB_FILES / AB_ONLY:
 #   bash tools/ab_pack.sh "perf2-norm:tests/norm_gpu.test.ts@normForward,normBackward"     (@all: every roofline case)
 #
+# A variant of a packed branch travels as its difference from that branch (ON=<packed branch>; laid over it on the
+# device, so a variant costs only its own files):
+#   ON=perf2-all bash tools/ab_pack.sh "ab-pt2@normBackward"
+#
 # Only the branch's own changes since it left the base travel; the base must not have changed prebuilt/ or
 # kernels-src/ since then (the manifest travels whole). sm_100a cubins
 # are left out (the H200 loads sm_90a only; the loader checks the hash of what it loads).
@@ -21,16 +25,17 @@ for spec in "$@"; do
   tests=; only=
   case $spec in *:*) tests=${spec#*:}; tests=${tests%%@*} ;; esac
   case $spec in *@*) only=${spec#*@} ;; esac
-  mb=$(git merge-base "$BASE" "$b")
+  mb=$(git merge-base "${ON:-$BASE}" "$b")
   # the branch's own changes since it left the base; the base's later changes stay as the checkout has them
-  if ! git diff --quiet "$mb" "$BASE" -- prebuilt kernels-src; then
+  if [ -z "${ON:-}" ] && ! git diff --quiet "$mb" "$BASE" -- prebuilt kernels-src; then
     echo "$b: the base changed prebuilt/ or kernels-src/ since the branch left it: merge the base into it first" >&2
     exit 1
   fi
   files=$(git diff --name-only --diff-filter=AM "$mb" "$b" -- | grep -v '^prebuilt/cuda/sm100a/' || true)
   name=${b//\//_}
   git archive --format=tar -o ".device/ab/$name.tar" "$b" $files
-  rm -f ".device/ab/$name.tests" ".device/ab/$name.only"
+  rm -f ".device/ab/$name.tests" ".device/ab/$name.only" ".device/ab/$name.base"
+  [ -n "${ON:-}" ] && echo "${ON//\//_}" > ".device/ab/$name.base"
   [ -n "$tests" ] && echo "${tests//,/ }" > ".device/ab/$name.tests"
   [ -n "$only" ] && echo "$only" > ".device/ab/$name.only"
   echo "$name: $(echo "$files" | wc -l) files, $(du -h ".device/ab/$name.tar" | cut -f1)"

@@ -60,6 +60,7 @@ for step in ${STEPS:-test}; do
         n=$(basename "$tb" .tar); d=/tmp/ab/$n
         rm -rf "$d"; mkdir -p "$d"
         tar -C . --exclude=./.device -cf - . | tar -C "$d" -xf -
+        [ -f ".device/ab/$n.base" ] && tar -C "$d" -xf ".device/ab/$(cat ".device/ab/$n.base").tar"   # a variant of another packed branch
         tar -C "$d" -xf "$tb"
         files=${AB_FILES:-}; [ -f ".device/ab/$n.tests" ] && files=$(cat ".device/ab/$n.tests")
         only=${AB_ONLY:-none}; [ -f ".device/ab/$n.only" ] && only=$(cat ".device/ab/$n.only")
