@@ -54,6 +54,9 @@ constexpr int kBwdMinBlocks = kIn == Fmt::kBf16 ? 2 : 1;
 // slots (64 KiB for H = 8192) would not fit the static 48 KiB; fp32 rows load at the top of each row.
 template <Fmt kIn>
 constexpr bool kStage = kIn == Fmt::kBf16;
+// Rows read and written in whole 32-byte sectors by lane pairs (RowChunk::stage_pair, load_split, store_split)
+// instead of half a sector per 16-byte access (each sector requested twice). false restores the per-thread accesses.
+constexpr bool kBwdFullSectors = false;
 
 template <Fmt kIn>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
@@ -80,6 +83,27 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     c[i] = team.p + i * team.threads;
     live[i] = c[i] < K;
   }
+  // Teams of P ≥ 2 move rows by lane pairs: the pair of chunk i is (c[i] & ~1, c[i] | 1), one team, one row.
+  const bool paired = kBwdFullSectors && team.threads >= 2;
+  uint32_t c0[kL];
+  bool live0[kL], live1[kL];
+#pragma unroll
+  for (int i = 0; i < kL; ++i) {
+    c0[i] = c[i] & ~1u;
+    live0[i] = c0[i] < K;
+    live1[i] = c0[i] + 1 < K;
+  }
+  // Chunk i of a row, read or written by lane pairs or by its owner (warp-uniform control flow only: pairs shuffle).
+  // Chunk i of a row at row_p (element size of v's format): by lane pairs in whole sectors, or by its owner (P = 1).
+  // Warp-uniform control flow only (pairs shuffle).
+  auto access = [&](uint32_t bytes, const uint8_t* row_p, int i, bool active) {
+    return paired ? ChunkAccess::pair(row_p + static_cast<uint64_t>(c0[i]) * bytes, bytes, active && live0[i], active && live1[i])
+                  : ChunkAccess::own(row_p + static_cast<uint64_t>(c[i]) * bytes, active && live[i]);
+  };
+  auto get = [&](auto& v, const uint8_t* row_p, int i, bool active, bool al) { v.load_split(access(v.kBytes, row_p, i, active), al); };
+  auto put = [&](auto v, uint8_t* row_p, int i, bool active, bool al) {  // a copy: store_split destroys it
+    v.store_split(access(v.kBytes, row_p, i, active), al);
+  };
   const uint32_t sigma = blockIdx.x * team.teams + team.team;
   const uint32_t sigma_first = blockIdx.x * team.teams + team.warp_first_team();  // warp-uniform loop bound
   const bool slot_live = sigma < slots;
@@ -96,24 +120,20 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
 #pragma unroll
     for (int i = 0; i < kL; ++i) {
-      xc[i].zero();
-      dyc[i].zero();
-      if (active && live[i]) {
-        xc[i].load(xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-        dyc[i].load(dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
-      }
+      get(xc[i], xr, i, active, x_al);
+      get(dyc[i], dyr, i, active, dy_al);
     }
     rs = 0.0f;
     if (active) rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));  // t < T only
   };
-  // Staged kernels: this thread's shared slot of chunk i of input `in` (0 x, 1 gradOut), piece s at + s·stride,
-  // [input][chunk][piece][thread] so that a warp's slot accesses are contiguous; and its rstd slot.
-  constexpr int kPieces = Chunk::kBytes / kVecBytes;
-  constexpr int kPieceStride = kRmsBlockThreads * kVecBytes;
+  // Staged kernels: the shared slot of piece s of thread u's chunk i of input `in` (0 x, 1 gradOut),
+  // [input][chunk][piece][thread] with odd pieces at column u ^ 1 (pair copies and owner reads both free of bank
+  // conflicts, as in norm_forward.cu); and this thread's rstd slot.
+  constexpr int kPieces = Chunk::kPieces;
   __shared__ __align__(16) uint8_t stage_buf[kStage<kIn> ? 2 * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
   __shared__ __align__(16) float stage_rs[kStage<kIn> ? kRmsBlockThreads : 1];
-  auto slot = [&](int in, int i) {
-    return smem_addr(stage_buf) + ((in * kL + i) * kPieces * kRmsBlockThreads + threadIdx.x) * kVecBytes;
+  auto slot = [&](int in, int i, int s, uint32_t u) {
+    return smem_addr(stage_buf) + (((in * kL + i) * kPieces + s) * kRmsBlockThreads + (u ^ (s & 1))) * kVecBytes;
   };
   const uint32_t rs_slot = smem_addr(stage_rs + (kStage<kIn> ? threadIdx.x : 0));
   // Issue the copies of row t into the slots (nothing for an inactive row or a dead chunk).
@@ -122,12 +142,19 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       if (active) {
         const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + t * p.x_row_stride * kEb;
         const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
+        auto stage_input = [&](int in, const uint8_t* src, bool al) {
 #pragma unroll
-        for (int i = 0; i < kL; ++i) {
-          if (!live[i]) continue;
-          Chunk::stage(slot(0, i), kPieceStride, xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-          Chunk::stage(slot(1, i), kPieceStride, dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
-        }
+          for (int i = 0; i < kL; ++i) {
+            if (paired) {
+              const auto pair_slot = [&](int s, uint32_t k) { return slot(in, i, s, (threadIdx.x & ~1u) | k); };
+              Chunk::stage_pair(pair_slot, src + static_cast<uint64_t>(c0[i]) * Chunk::kBytes, live0[i], live1[i], al);
+            } else if (live[i]) {
+              Chunk::stage([&](int s) { return slot(in, i, s, threadIdx.x); }, src + static_cast<uint64_t>(c[i]) * Chunk::kBytes, al);
+            }
+          }
+        };
+        stage_input(0, xr, x_al);
+        stage_input(1, dyr, dy_al);
         cp_async<4>(rs_slot, reinterpret_cast<const float*>(p.rstd) + t, true);  // t < T only
       }
       cp_async_commit();
@@ -144,13 +171,14 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       // this row from the slots, then the slot's next row is in flight while this one is reduced and written (the
       // slots were read into registers first, by this same thread)
       cp_async_wait<0>();
+      __syncwarp();  // the pair lane's copies into this thread's slots have landed too
 #pragma unroll
       for (int i = 0; i < kL; ++i) {
         xc[i].zero();
         dyc[i].zero();
         if (active && live[i]) {
-          xc[i].load_shared(slot(0, i), kPieceStride);
-          dyc[i].load_shared(slot(1, i), kPieceStride);
+          xc[i].load_shared([&](int s) { return slot(0, i, s, threadIdx.x); });
+          dyc[i].load_shared([&](int s) { return slot(1, i, s, threadIdx.x); });
         }
       }
       rs = 0.0f;
@@ -159,6 +187,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
         ld_shared(rs_slot, r);
         rs = u2f(r[0]);
       }
+      __syncwarp();  // every lane has read its slots before the pair lanes refill them
       stage_row(t + kSlots, slot_live && t + kSlots < T);
     } else {
       fetch(t, active, xc, dyc, rs);
@@ -199,10 +228,8 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       Chunk wc, roc;
       wc.zero();
       roc.zero();
-      if (active && live[i]) {
-        if (has_w) wc.template load<false>(wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
-        if (has_ro) roc.load(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
-      }
+      if (active && live[i] && has_w) wc.template load<false>(wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+      if (has_ro) get(roc, ror, i, active, ro_al);
       float d[kRmsChunk];
 #pragma unroll
       for (int j = 0; j < kRmsChunk; ++j) {
@@ -215,19 +242,18 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       }
       Chunk dc;
       dc.set_all(d);
-      if (active && live[i]) dc.store(dxr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dx_al);
+      put(dc, dxr, i, active, dx_al);
     }
   }
 
-  if (has_w && slot_live) {
+  if (has_w) {
     uint8_t* ws = reinterpret_cast<uint8_t*>(p.workspace) + static_cast<uint64_t>(sigma) * H * 4;
 #pragma unroll
     for (int i = 0; i < kL; ++i) {
-      if (!live[i]) continue;
       RowChunk<Fmt::kFp32> a;
 #pragma unroll
       for (int j = 0; j < kRmsChunk; ++j) a.w[j] = f2u(acc[i][j]);
-      a.store(ws + static_cast<uint64_t>(c[i]) * RowChunk<Fmt::kFp32>::kBytes, true);
+      put(a, ws, i, slot_live, true);
     }
   }
 }

@@ -19,6 +19,10 @@
 //   Registers (no spills, sm_90a and sm_100a): bf16 64 (4 blocks/SM: 32 warps, 132 KiB of smem), bf16 cast 80
 //   (3 blocks/SM), fp32 and fp32 cast ≤ 128 (2 blocks/SM).
 //   Any other power of two P in [max(1, N/2), 256] gives the same bits (the tests launch two).
+//   Rows move in whole 32-byte sectors (kFwdFullSectors, the plain kernels): for P ≥ 2 the lanes 2m, 2m + 1 copy,
+//   load and store the pieces of their two chunks together (common/rms_tree.cuh RowChunk "whole sectors"), where
+//   each thread moving its own 32-byte chunk by 16-byte accesses requested every sector twice. The reduction is
+//   untouched: each thread still owns and sums the same chunks.
 //
 // Per row (one team): s = x (+ residual, rounded to x's dtype and stored to residualOut), S = TREE(s ⊗ s),
 // rstd = 1 ⊘ √(S ⊘ H ⊕ eps), y = (s ⊗ rstd) ⊗ (w ⊗ outScale) rounded to x's dtype. The cast variants then cast
@@ -44,6 +48,12 @@ enum NormFwdFlag : uint32_t { kFwdWeight = 8, kFwdResidual = 16, kFwdOutBf16 = 3
 
 // Resident blocks per SM the register budget is sized for (the largest count that compiles without spills for
 // both targets): fp32 rows hold twice the words of bf16 rows, and the cast keeps the row while it scales it.
+// Whether rows are read and written in whole 32-byte sectors by lane pairs (RowChunk::stage_pair, load_split,
+// store_split) rather than by each thread for its own chunks (half a sector per 16-byte access, every sector
+// requested twice). Per kernel, so that each can be measured and reverted alone.
+template <int kCastN>
+constexpr bool kFwdFullSectors = kCastN == 0;
+
 template <Fmt kIn, int kCastN>
 constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : (kCastN ? 3 : 4);
 
@@ -67,6 +77,7 @@ struct NormForward {
   // bf16 rows are staged through shared memory (cp.async): the next row's copies fly while this row is reduced and
   // written. fp32 slots for H = 8192 (x and residual, 64 KiB) would not fit the static 48 KiB.
   static constexpr bool kStage = kIn == Fmt::kBf16;
+  static constexpr bool kFullSectors = kFwdFullSectors<kCastN>;
 
   const NormForwardParams& p;
   TK_DEV explicit NormForward(const NormForwardParams& params) : p(params) {}
@@ -93,16 +104,24 @@ struct NormForward {
       c[i] = team.p + i * P;
       live[i] = c[i] < K;
     }
+    // Teams of P ≥ 2 move their rows by lane pairs in whole sectors (RowChunk::stage_pair / load_split /
+    // store_split): the pair of chunk i is (c[i] & ~1, c[i] | 1); P = 1 (H ≤ 32) moves each thread's own chunks.
+    const bool paired = kFullSectors && P >= 2;
+    // (recomputed where used rather than held: the bf16 kernel has no registers to spare at 4 blocks/SM)
+    auto c0 = [&](int i) { return c[i] & ~1u; };
+    auto live0 = [&](int i) { return c0(i) < K; };
+    auto live1 = [&](int i) { return c0(i) + 1 < K; };
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * team.teams;
     const uint64_t team_off = team.team - team.warp_first_team();
 
-    constexpr int kPieces = Chunk::kBytes / kVecBytes;  // 16-byte pieces of a chunk
-    constexpr int kPieceStride = kRmsBlockThreads * kVecBytes;
-    // Staged kernels: this thread's shared slot of chunk i of input `in` (0 x, 1 residual); piece s at + s·stride.
-    // [input][chunk][piece][thread]: a warp's 16-byte slot accesses are contiguous.
+    constexpr int kPieces = Chunk::kPieces;
+    // Staged kernels: the shared slot of piece s of thread u's chunk i of input `in` (0 x, 1 residual),
+    // [input][chunk][piece][thread], odd pieces at thread column u ^ 1: the pair copies (a lane writes piece h of
+    // both pair threads' chunks) and the owners' reads (piece s of 32 consecutive threads) are both free of bank
+    // conflicts.
     __shared__ __align__(16) uint8_t stage_buf[kStage ? 2 * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
-    auto slot = [&](int in, int i) {
-      return smem_addr(stage_buf) + ((in * kL + i) * kPieces * kRmsBlockThreads + threadIdx.x) * kVecBytes;
+    auto slot = [&](int in, int i, int s, uint32_t u) {
+      return smem_addr(stage_buf) + (((in * kL + i) * kPieces + s) * kRmsBlockThreads + (u ^ (s & 1))) * kVecBytes;
     };
     // Issue the copies of row `row` into the slots (nothing for an inactive row or a dead chunk).
     auto stage_row = [&](uint64_t row) {
@@ -112,15 +131,32 @@ struct NormForward {
           const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
           const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) +
                               row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
+          auto stage_input = [&](int in, const uint8_t* src, bool al) {
 #pragma unroll
-          for (int i = 0; i < kL; ++i) {
-            if (!live[i]) continue;
-            Chunk::stage(slot(0, i), kPieceStride, xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-            if (has_r) Chunk::stage(slot(1, i), kPieceStride, rr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, r_al);
-          }
+            for (int i = 0; i < kL; ++i) {
+              if (paired) {
+                const auto pair_slot = [&](int s, uint32_t k) { return slot(in, i, s, (threadIdx.x & ~1u) | k); };
+                Chunk::stage_pair(pair_slot, src + static_cast<uint64_t>(c0(i)) * Chunk::kBytes, live0(i), live1(i), al);
+              } else if (live[i]) {
+                Chunk::stage([&](int s) { return slot(in, i, s, threadIdx.x); }, src + static_cast<uint64_t>(c[i]) * Chunk::kBytes, al);
+              }
+            }
+          };
+          stage_input(0, xr, x_al);
+          if (has_r) stage_input(1, rr, r_al);
         }
         cp_async_commit();
       }
+    };
+    // Chunk i of a row at row_p (element size of v's format): by lane pairs in whole sectors, or by its owner (P = 1).
+    // Warp-uniform control flow only (pairs shuffle).
+    auto access = [&](uint32_t bytes, const uint8_t* row_p, int i, bool active) {
+      return paired ? ChunkAccess::pair(row_p + static_cast<uint64_t>(c0(i)) * bytes, bytes, active && live0(i), active && live1(i))
+                    : ChunkAccess::own(row_p + static_cast<uint64_t>(c[i]) * bytes, active && live[i]);
+    };
+    auto get = [&](auto& v, const uint8_t* row_p, int i, bool active, bool al) { v.load_split(access(v.kBytes, row_p, i, active), al); };
+    auto put = [&](auto v, uint8_t* row_p, int i, bool active, bool al) {  // a copy: store_split destroys it
+      v.store_split(access(v.kBytes, row_p, i, active), al);
     };
 
     // The loop bound is that of the warp's first team, so every lane of a shared warp takes part in the shuffles.
@@ -138,22 +174,26 @@ struct NormForward {
       Chunk sv[kL];
       {
         Chunk rc[kL];
-        if constexpr (kStage) cp_async_wait<0>();
+        if constexpr (kStage) {
+          cp_async_wait<0>();
+          __syncwarp();  // the pair lane's copies into this thread's slots have landed too
+        }
         const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
         const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) +
                             row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
 #pragma unroll
         for (int i = 0; i < kL; ++i) {
-          sv[i].zero();
-          rc[i].zero();
-          if (active && live[i]) {
-            if constexpr (kStage) {
-              sv[i].load_shared(slot(0, i), kPieceStride);
-              if (has_r) rc[i].load_shared(slot(1, i), kPieceStride);
-            } else {
-              sv[i].load(xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-              if (has_r) rc[i].load(rr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, r_al);
+          if constexpr (kStage) {
+            sv[i].zero();
+            rc[i].zero();
+            if (active && live[i]) {
+              sv[i].load_shared([&](int s) { return slot(0, i, s, threadIdx.x); });
+              if (has_r) rc[i].load_shared([&](int s) { return slot(1, i, s, threadIdx.x); });
             }
+          } else {
+            get(sv[i], xr, i, active, x_al);
+            rc[i].zero();
+            if (has_r) get(rc[i], rr, i, active, r_al);
           }
         }
         if (has_r) {
@@ -165,10 +205,11 @@ struct NormForward {
 #pragma unroll
             for (int j = 0; j < kRmsChunk; ++j) v[j] = add_rn(sv[i].at(j), rc[i].at(j));  // step 1
             sv[i].set_all(v);
-            if (active && live[i]) sv[i].store(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
+            put(sv[i], ror, i, active, ro_al);
           }
         }
       }
+      if constexpr (kStage) __syncwarp();  // every lane has read its slots before the pair lanes refill them
       stage_row(row + step);
 
       // steps 2–3: S = TREE(s ⊗ s); rstd = 1 ⊘ √((S ⊘ H) ⊕ eps)
@@ -187,6 +228,9 @@ struct NormForward {
       // step 4: y = RNx((s ⊗ rstd) ⊗ (w ⊗ outScale)), or RNx((s ⊗ rstd) ⊗ outScale); overwrites s. With outScale = 1
       // (the default) its multiplications are left out: v ⊗ 1 = v for every non-NaN v (no flush to zero), and a NaN
       // stays a NaN, whose payload RNx drops (bf16 0x7FC0, fp32 0x7FC00000), so the bits are the same.
+      // The plain kernel stores each chunk as soon as it is computed (its words die there: registers for the pair
+      // exchange); the cast needs the whole row first.
+      uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
       auto step4 = [&](auto unit_scale) {
         constexpr bool kOne = decltype(unit_scale)::value;
 #pragma unroll
@@ -207,6 +251,7 @@ struct NormForward {
             }
           }
           sv[i].set_all(y);
+          if constexpr (!kCast) put(sv[i], orow, i, active, o_al);
         }
       };
       if (p.out_scale == 1.0f) {
@@ -214,14 +259,7 @@ struct NormForward {
       } else {
         step4(BoolConst<false>{});
       }
-      if constexpr (!kCast) {
-        uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
-#pragma unroll
-        for (int i = 0; i < kL; ++i)
-          if (active && live[i]) sv[i].store(orow + static_cast<uint64_t>(c[i]) * Chunk::kBytes, o_al);
-      } else {
-        cast_row(team, row, t, b, active, c, live, sv, with_bf16, d_al, b_al, sf_out);
-      }
+      if constexpr (kCast) cast_row(team, row, t, b, active, c, live, sv, with_bf16, d_al, b_al, sf_out, put);
     }
     if constexpr (kCast) {
       for (uint32_t b = 0; b < p.num_batches; ++b) {
@@ -233,9 +271,10 @@ struct NormForward {
   }
 
   // The per-token cast of the x-dtype row y (spec §A.4 = spec/quant.md §2 on y), and outBf16 = RNbf16(y).
+  template <class Put>
   TK_DEV void cast_row(const RmsTeam& team, uint64_t row, uint64_t t, uint64_t b, bool active, const uint32_t (&c)[kL],
                        const bool (&live)[kL], const Chunk (&y)[kL], bool with_bf16, bool d_al, bool b_al,
-                       const SfOut& sf_out) const {
+                       const SfOut& sf_out, const Put& put) const {
     constexpr int kGroupChunks = kCastN / kRmsChunk;  // chunks per quantization group
     const uint32_t H = p.hidden;
     if (with_bf16) {
@@ -251,7 +290,7 @@ struct NormForward {
           for (int j = 0; j < kRmsChunk; ++j) v[j] = y[i].at(j);
           o.set_all(v);
         }
-        if (active && live[i]) o.store(br + static_cast<uint64_t>(c[i]) * RowChunk<Fmt::kBf16>::kBytes, b_al);
+        put(o, br, i, active, b_al);
       }
     }
     // group amax: over the chunk, then over the group's lanes (a row of one group narrower than the team's two
