@@ -13,6 +13,9 @@
 //
 //   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees); the bf16 rows kernel also
 //   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async).
+//   Rows (x, gradOut, residualOutGrad, xGrad, the workspace row) move in whole 32-byte sectors (kBwdFullSectors):
+//   for P ≥ 2 lanes 2m, 2m + 1 copy, load and store their two chunks' pieces together (common/rms_tree.cuh), the
+//   chunk ownership (and so every sum) unchanged.
 //
 // Determinism (D.3): slot σ's partial sum A_σ,j starts at +0 and adds c_t,j = xh ⊗ g for t = σ, σ + 512, …
 // ascending, in the registers of the team thread that owns column j; the slot's team is the only writer of row σ
@@ -56,7 +59,7 @@ template <Fmt kIn>
 constexpr bool kStage = kIn == Fmt::kBf16;
 // Rows read and written in whole 32-byte sectors by lane pairs (RowChunk::stage_pair, load_split, store_split)
 // instead of half a sector per 16-byte access (each sector requested twice). false restores the per-thread accesses.
-constexpr bool kBwdFullSectors = false;
+constexpr bool kBwdFullSectors = true;
 
 template <Fmt kIn>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
