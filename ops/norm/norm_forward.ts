@@ -309,7 +309,10 @@ export function launchNormForward(
   p.f32(W.out_scale, r.outScale);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
   const rowsPerBlock = NORM_BLOCK_THREADS / P;
-  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), 8 * config.getNumSms(device)));
+  // Two waves of resident blocks: the bf16 cast kernels fit 3 blocks per SM (80 registers), the others 4 or 2, so
+  // 6 resp. 8 blocks per SM leave no part-empty last wave (8 at 3 per SM ran 3 waves, the last one 2/3 full).
+  const blocksPerSm = c && x.dtype === "bf16" ? 6 : 8;
+  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), blocksPerSm * config.getNumSms(device)));
   p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, 0, false, device.index);
   p.launch(op);
 }

@@ -8,7 +8,8 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
 //   block.x  dynamic smem  team P (threads per row)                 grid.x
-//   256      0             max(1, N/2), N = nextPow2(H / 16)         min(ceilDiv(B·T, 256 / P), 8 · SMs)
+//   256      0             max(1, N/2), N = nextPow2(H / 16)         min(ceilDiv(B·T, 256 / P), W · SMs)
+//   W = 6 for the bf16 casts (3 resident blocks per SM), 8 otherwise (4 or 2): two full waves of blocks.
 //
 //   A thread owns the 16-element chunks p and p + P of its row and keeps them in registers from the load to the
 //   store: the row is read from HBM once, every output is written once. P ≤ 256 because H ≤ 8192 (N ≤ 512).
@@ -19,7 +20,7 @@
 //   Registers (no spills, sm_90a and sm_100a): bf16 64 (4 blocks/SM: 32 warps, 132 KiB of smem), bf16 cast 80
 //   (3 blocks/SM), fp32 and fp32 cast ≤ 128 (2 blocks/SM).
 //   Any other power of two P in [max(1, N/2), 256] gives the same bits (the tests launch two).
-//   Rows move in whole 32-byte sectors (kFwdFullSectors, the plain kernels): for P ≥ 2 the lanes 2m, 2m + 1 copy,
+//   Rows move in whole 32-byte sectors (kFwdFullSectors: all but the fp32 casts): for P ≥ 2 lanes 2m, 2m + 1 copy,
 //   load and store the pieces of their two chunks together (common/rms_tree.cuh RowChunk "whole sectors"), where
 //   each thread moving its own 32-byte chunk by 16-byte accesses requested every sector twice. The reduction is
 //   untouched: each thread still owns and sums the same chunks.
@@ -46,14 +47,15 @@ namespace {
 // NORM_FWD_FLAG of ops/norm/norm_forward.params.ts (the sf bits are SfFlag's)
 enum NormFwdFlag : uint32_t { kFwdWeight = 8, kFwdResidual = 16, kFwdOutBf16 = 32 };
 
-// Resident blocks per SM the register budget is sized for (the largest count that compiles without spills for
-// both targets): fp32 rows hold twice the words of bf16 rows, and the cast keeps the row while it scales it.
 // Whether rows are read and written in whole 32-byte sectors by lane pairs (RowChunk::stage_pair, load_split,
 // store_split) rather than by each thread for its own chunks (half a sector per 16-byte access, every sector
-// requested twice). Per kernel, so that each can be measured and reverted alone.
-template <int kCastN>
-constexpr bool kFwdFullSectors = kCastN == 0;
+// requested twice). Per kernel, so that each can be measured and reverted alone. Not the fp32 casts: the pair
+// exchange takes them past 128 registers (1 block/SM instead of 2).
+template <Fmt kIn, int kCastN>
+constexpr bool kFwdFullSectors = kIn == Fmt::kBf16 || kCastN == 0;
 
+// Resident blocks per SM the register budget is sized for (the largest count that compiles without spills for
+// both targets): fp32 rows hold twice the words of bf16 rows, and the cast keeps the row while it scales it.
 template <Fmt kIn, int kCastN>
 constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : (kCastN ? 3 : 4);
 
@@ -77,7 +79,7 @@ struct NormForward {
   // bf16 rows are staged through shared memory (cp.async): the next row's copies fly while this row is reduced and
   // written. fp32 slots for H = 8192 (x and residual, 64 KiB) would not fit the static 48 KiB.
   static constexpr bool kStage = kIn == Fmt::kBf16;
-  static constexpr bool kFullSectors = kFwdFullSectors<kCastN>;
+  static constexpr bool kFullSectors = kFwdFullSectors<kIn, kCastN>;
 
   const NormForwardParams& p;
   TK_DEV explicit NormForward(const NormForwardParams& params) : p(params) {}
@@ -95,7 +97,6 @@ struct NormForward {
     const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
     const bool w_al = (p.weight % kVecBytes) == 0;
     const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
-    const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, H / (kCast ? kCastN : 1)};
 
     uint32_t c[kL];
     bool live[kL];
@@ -259,22 +260,28 @@ struct NormForward {
       } else {
         step4(BoolConst<false>{});
       }
-      if constexpr (kCast) cast_row(team, row, t, b, active, c, live, sv, with_bf16, d_al, b_al, sf_out, put);
+      if constexpr (kCast) cast_row(team, row, t, b, active, c, live, sv, with_bf16, d_al, b_al, put);
     }
     if constexpr (kCast) {
       for (uint32_t b = 0; b < p.num_batches; ++b) {
-        SfOut o = sf_out;
+        SfOut o = sf_out();
         o.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
         o.zero_padding_rows(p.num_tokens, p.sf_rows);
       }
     }
   }
 
+  // The scale tensor, built from the parameters where it is used (kernel parameters are constant-bank operands;
+  // held across the row loop it would take ~8 registers).
+  TK_DEV SfOut sf_out() const {
+    return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, p.hidden / (kCast ? kCastN : 1)};
+  }
+
   // The per-token cast of the x-dtype row y (spec §A.4 = spec/quant.md §2 on y), and outBf16 = RNbf16(y).
   template <class Put>
   TK_DEV void cast_row(const RmsTeam& team, uint64_t row, uint64_t t, uint64_t b, bool active, const uint32_t (&c)[kL],
                        const bool (&live)[kL], const Chunk (&y)[kL], bool with_bf16, bool d_al, bool b_al,
-                       const SfOut& sf_out, const Put& put) const {
+                       const Put& put) const {
     constexpr int kGroupChunks = kCastN / kRmsChunk;  // chunks per quantization group
     const uint32_t H = p.hidden;
     if (with_bf16) {
@@ -313,7 +320,7 @@ struct NormForward {
         for (int i = 0; i < kL; ++i) amax[i] = max_num(amax[i], __shfl_xor_sync(kFullWarpMask, amax[i], m));
 
     uint8_t* dr = reinterpret_cast<uint8_t*>(p.data) + row * H;
-    SfOut so = sf_out;
+    SfOut so = sf_out();
     so.base += 4 * b * p.sf_batch_stride;
     // one chunk at a time (not unrolled: one copy of the scale arithmetic), picking its words by select
 #pragma unroll 1
