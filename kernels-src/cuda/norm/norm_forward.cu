@@ -113,7 +113,7 @@ struct NormForward {
     auto live0 = [&](int i) { return c0(i) < K; };
     auto live1 = [&](int i) { return c0(i) + 1 < K; };
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * team.teams;
-    const uint64_t team_off = team.team - team.warp_first_team();
+    const uint32_t team_off = team.team - team.warp_first_team();
 
     constexpr int kPieces = Chunk::kPieces;
     // Staged kernels: the shared slot of piece s of thread u's chunk i of input `in` (0 x, 1 residual),
@@ -166,7 +166,8 @@ struct NormForward {
     for (; first < rows; first += step) {
       const uint64_t row = first + team_off;
       const bool active = row < rows;
-      const uint64_t b = active ? row / T : 0, t = active ? row % T : 0;
+      // b < num_batches and t < num_tokens fit 32 bits (two registers fewer across the row than 64-bit copies)
+      const uint32_t b = active ? static_cast<uint32_t>(row / T) : 0, t = active ? static_cast<uint32_t>(row % T) : 0;
 
       // s = x (+ residual, rounded to x's dtype → residualOut), kept in x's storage format. Staged kernels take the
       // row from the slots, then (after step 1) start the copies of the team's next row into them, which fly during
@@ -279,7 +280,7 @@ struct NormForward {
 
   // The per-token cast of the x-dtype row y (spec §A.4 = spec/quant.md §2 on y), and outBf16 = RNbf16(y).
   template <class Put>
-  TK_DEV void cast_row(const RmsTeam& team, uint64_t row, uint64_t t, uint64_t b, bool active, const uint32_t (&c)[kL],
+  TK_DEV void cast_row(const RmsTeam& team, uint64_t row, uint32_t t, uint32_t b, bool active, const uint32_t (&c)[kL],
                        const bool (&live)[kL], const Chunk (&y)[kL], bool with_bf16, bool d_al, bool b_al,
                        const Put& put) const {
     constexpr int kGroupChunks = kCastN / kRmsChunk;  // chunks per quantization group
@@ -320,21 +321,23 @@ struct NormForward {
         for (int i = 0; i < kL; ++i) amax[i] = max_num(amax[i], __shfl_xor_sync(kFullWarpMask, amax[i], m));
 
     uint8_t* dr = reinterpret_cast<uint8_t*>(p.data) + row * H;
-    SfOut so = sf_out();
-    so.base += 4 * b * p.sf_batch_stride;
-    // one chunk at a time (not unrolled: one copy of the scale arithmetic), picking its words by select
-#pragma unroll 1
-    for (int i = 0; i < kL; ++i) {
-      if (!(active && (i == 0 ? live[0] : live[1]))) continue;
-      const uint32_t ci = i == 0 ? c[0] : c[1];
-      const ScaleAndInv si = sf_and_inv(select_f32(i == 0, amax[0], amax[1]), p.amax_clamp, kE4m3Max, p.flags);
-      if (ci % kGroupChunks == 0) so.store(t, ci / kGroupChunks, si.stored);
-      Chunk yi;
+    // one chunk after the other, unrolled: picking a chunk's words by select (one copy of the scale arithmetic) held
+    // a third chunk of registers
+    // one chunk after the other, unrolled: picking a chunk's words by select (one copy of the scale arithmetic) held
+    // a third chunk of registers
 #pragma unroll
-      for (int k = 0; k < Chunk::kWords; ++k) yi.w[k] = select_u32(i == 0, y[0].w[k], y[1].w[k]);
+    for (int i = 0; i < kL; ++i) {
+      if (!(active && live[i])) continue;
+      const uint32_t ci = c[i];
+      const ScaleAndInv si = sf_and_inv(amax[i], p.amax_clamp, kE4m3Max, p.flags);
+      if (ci % kGroupChunks == 0) {
+        SfOut so = sf_out();  // built here, from the parameters: nothing of it is held through the chunk loop
+        so.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
+        so.store(t, ci / kGroupChunks, si.stored);
+      }
       float v[kRmsChunk];
 #pragma unroll
-      for (int j = 0; j < kRmsChunk; ++j) v[j] = mul_rn(yi.at(j), si.inv);
+      for (int j = 0; j < kRmsChunk; ++j) v[j] = mul_rn(y[i].at(j), si.inv);
       uint32_t o[kRmsChunk / 4];
       encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
       store_chunk<kRmsChunk>(dr + static_cast<uint64_t>(ci) * kRmsChunk, o, d_al);
