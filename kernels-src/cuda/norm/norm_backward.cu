@@ -96,7 +96,6 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     live0[i] = c0[i] < K;
     live1[i] = c0[i] + 1 < K;
   }
-  // Chunk i of a row, read or written by lane pairs or by its owner (warp-uniform control flow only: pairs shuffle).
   // Chunk i of a row at row_p (element size of v's format): by lane pairs in whole sectors, or by its owner (P = 1).
   // Warp-uniform control flow only (pairs shuffle).
   auto access = [&](uint32_t bytes, const uint8_t* row_p, int i, bool active) {

@@ -323,8 +323,6 @@ struct NormForward {
     uint8_t* dr = reinterpret_cast<uint8_t*>(p.data) + row * H;
     // one chunk after the other, unrolled: picking a chunk's words by select (one copy of the scale arithmetic) held
     // a third chunk of registers
-    // one chunk after the other, unrolled: picking a chunk's words by select (one copy of the scale arithmetic) held
-    // a third chunk of registers
 #pragma unroll
     for (int i = 0; i < kL; ++i) {
       if (!(active && live[i])) continue;
