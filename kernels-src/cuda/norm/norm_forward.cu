@@ -37,6 +37,7 @@
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
 #include "../common/rms_tree.cuh"
 #include "../common/scale.cuh"
 #include "../generated/norm_params.h"
@@ -303,22 +304,38 @@ struct NormForward {
     }
     // group amax: over the chunk, then over the group's lanes (a row of one group narrower than the team's two
     // chunks per thread also folds the thread's two chunks; dead chunks contribute 0, neutral after the clamp)
-    float amax[kL];
-#pragma unroll
-    for (int i = 0; i < kL; ++i) {
-      float m = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kRmsChunk; ++j) m = max_num(m, abs_f(y[i].at(j)));
-      amax[i] = m;
-    }
     const uint32_t P = team.threads;
-    if (P < static_cast<uint32_t>(kGroupChunks)) amax[0] = amax[1] = max_num(amax[0], amax[1]);
     const uint32_t lanes = P < static_cast<uint32_t>(kGroupChunks) ? P : kGroupChunks;
+    float amax[kL];
+    if constexpr (kIn == Fmt::kBf16) {
+      // On the packed pairs (common/reduce.cuh): |y| maxima as non-negative, non-NaN bf16 bit patterns, both chunks
+      // in one word, so an unsigned 16-bit max is the same maximumNumber and one shuffle per step serves both.
+      uint32_t a2 = abs_max_bf16<Chunk::kWords>(y[0].w) | (abs_max_bf16<Chunk::kWords>(y[1].w) << 16);
+      if (P < static_cast<uint32_t>(kGroupChunks)) a2 = max(a2 & 0xffffu, a2 >> 16) * 0x10001u;
 #pragma unroll
-    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2)
-      if (m < lanes)
+      for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) {
+        if (m < lanes) {
+          const uint32_t o = __shfl_xor_sync(kFullWarpMask, a2, m);
+          asm("max.u16x2 %0, %0, %1;" : "+r"(a2) : "r"(o));
+        }
+      }
+      amax[0] = u2f(a2 << 16);
+      amax[1] = u2f(a2 & 0xffff0000u);
+    } else {
 #pragma unroll
-        for (int i = 0; i < kL; ++i) amax[i] = max_num(amax[i], __shfl_xor_sync(kFullWarpMask, amax[i], m));
+      for (int i = 0; i < kL; ++i) {
+        float m = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kRmsChunk; ++j) m = max_num(m, abs_f(y[i].at(j)));
+        amax[i] = m;
+      }
+      if (P < static_cast<uint32_t>(kGroupChunks)) amax[0] = amax[1] = max_num(amax[0], amax[1]);
+#pragma unroll
+      for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2)
+        if (m < lanes)
+#pragma unroll
+          for (int i = 0; i < kL; ++i) amax[i] = max_num(amax[i], __shfl_xor_sync(kFullWarpMask, amax[i], m));
+    }
 
     uint8_t* dr = reinterpret_cast<uint8_t*>(p.data) + row * H;
     // one chunk after the other, unrolled: picking a chunk's words by select (one copy of the scale arithmetic) held
