@@ -114,6 +114,15 @@ struct NormForward {
     auto live0 = [&](int i) { return c0(i) < K; };
     auto live1 = [&](int i) { return c0(i) + 1 < K; };
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * team.teams;
+    // (batch, token) of an active row: b < num_batches and t < num_tokens fit 32 bits; 2-D views (one batch) skip
+    // the division (twice per row and thread otherwise: this row's indices and the staged next row's).
+    struct RowIndex {
+      uint32_t b, t;
+    };
+    auto split = [&](uint64_t row) -> RowIndex {
+      if (p.num_batches == 1) return {0u, static_cast<uint32_t>(row)};
+      return {static_cast<uint32_t>(row / T), static_cast<uint32_t>(row % T)};
+    };
     const uint32_t team_off = team.team - team.warp_first_team();
 
     constexpr int kPieces = Chunk::kPieces;
@@ -129,7 +138,8 @@ struct NormForward {
     auto stage_row = [&](uint64_t row) {
       if constexpr (kStage) {
         if (row < rows) {
-          const uint64_t b = row / T, t = row % T;
+          const RowIndex bt = split(row);
+          const uint32_t b = bt.b, t = bt.t;
           const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
           const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) +
                               row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
@@ -167,8 +177,8 @@ struct NormForward {
     for (; first < rows; first += step) {
       const uint64_t row = first + team_off;
       const bool active = row < rows;
-      // b < num_batches and t < num_tokens fit 32 bits (two registers fewer across the row than 64-bit copies)
-      const uint32_t b = active ? static_cast<uint32_t>(row / T) : 0, t = active ? static_cast<uint32_t>(row % T) : 0;
+      const RowIndex bt = active ? split(row) : RowIndex{0u, 0u};
+      const uint32_t b = bt.b, t = bt.t;
 
       // s = x (+ residual, rounded to x's dtype → residualOut), kept in x's storage format. Staged kernels take the
       // row from the slots, then (after step 1) start the copies of the team's next row into them, which fly during
