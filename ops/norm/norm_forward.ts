@@ -309,10 +309,9 @@ export function launchNormForward(
   p.f32(W.out_scale, r.outScale);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
   const rowsPerBlock = NORM_BLOCK_THREADS / P;
-  // Two waves of resident blocks: the bf16 cast kernels fit 3 blocks per SM (80 registers), the others 4 or 2, so
-  // 6 resp. 8 blocks per SM leave no part-empty last wave (8 at 3 per SM ran 3 waves, the last one 2/3 full).
-  const blocksPerSm = c && x.dtype === "bf16" ? 6 : 8;
-  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), blocksPerSm * config.getNumSms(device)));
+  // 8 blocks per SM: two full waves of the 4 resident bf16 blocks (plain and cast: 64 registers), four of the 2 fp32
+  // ones. (A count that is not a multiple of the resident blocks leaves a part-empty last wave.)
+  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), 8 * config.getNumSms(device)));
   p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, 0, false, device.index);
   p.launch(op);
 }

@@ -8,8 +8,8 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
 //   block.x  dynamic smem  team P (threads per row)                 grid.x
-//   256      0             max(1, N/2), N = nextPow2(H / 16)         min(ceilDiv(B·T, 256 / P), W · SMs)
-//   W = 6 for the bf16 casts (3 resident blocks per SM), 8 otherwise (4 or 2): two full waves of blocks.
+//   256      0             max(1, N/2), N = nextPow2(H / 16)         min(ceilDiv(B·T, 256 / P), 8 · SMs)
+//   (two full waves of blocks at 4 resident per SM, four at 2)
 //
 //   A thread owns the 16-element chunks p and p + P of its row and keeps them in registers from the load to the
 //   store: the row is read from HBM once, every output is written once. P ≤ 256 because H ≤ 8192 (N ≤ 512).
@@ -17,8 +17,8 @@
 //   32 KiB of staging slots: the team's next row (x, residual) is copied there by cp.async while the current row is
 //   reduced and written, so each block keeps one row in flight through its whole iteration (fp32 slots would need
 //   64 KiB, beyond the static 48 KiB: fp32 rows load at the top of each iteration).
-//   Registers (no spills, sm_90a and sm_100a): bf16 64 (4 blocks/SM: 32 warps, 132 KiB of smem), bf16 cast 80
-//   (3 blocks/SM), fp32 and fp32 cast ≤ 128 (2 blocks/SM).
+//   Registers (no spills, sm_90a and sm_100a): bf16 and bf16 cast 64 (4 blocks/SM: 32 warps, 132 KiB of smem),
+//   fp32 and fp32 cast ≤ 128 (2 blocks/SM).
 //   Any other power of two P in [max(1, N/2), 256] gives the same bits (the tests launch two).
 //   Rows move in whole 32-byte sectors (kFwdFullSectors: all but the fp32 casts): for P ≥ 2 lanes 2m, 2m + 1 copy,
 //   load and store the pieces of their two chunks together (common/rms_tree.cuh RowChunk "whole sectors"), where
@@ -56,9 +56,11 @@ template <Fmt kIn, int kCastN>
 constexpr bool kFwdFullSectors = kIn == Fmt::kBf16 || kCastN == 0;
 
 // Resident blocks per SM the register budget is sized for (the largest count that compiles without spills for
-// both targets): fp32 rows hold twice the words of bf16 rows, and the cast keeps the row while it scales it.
+// both targets): fp32 rows hold twice the words of bf16 rows, and the fp32 cast keeps the row while it scales it.
+// The bf16 casts fit 64 registers (4 blocks/SM, as the plain kernel) since their amax works on the packed words,
+// the chunk loop is unrolled and the grid step is 32-bit; at 3 blocks/SM (80 registers) they were 41–44% of copy.
 template <Fmt kIn, int kCastN>
-constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : (kCastN ? 3 : 4);
+constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : 4;
 
 // A compile-time flag passed as a value (a generic lambda instantiates its body once per flag).
 template <bool kValue>
@@ -113,7 +115,11 @@ struct NormForward {
     auto c0 = [&](int i) { return c[i] & ~1u; };
     auto live0 = [&](int i) { return c0(i) < K; };
     auto live1 = [&](int i) { return c0(i) + 1 < K; };
-    const uint64_t step = static_cast<uint64_t>(gridDim.x) * team.teams;
+    // The grid-stride step in rows, 32-bit: a 64-bit copy held across the loop kept the bf16 casts from fitting 64
+    // registers (4 blocks/SM). A grid of more than 2^31 rows' worth of teams uses only its first 2^31 / teams blocks
+    // (teams is a power of two, so each block is wholly inside or outside): the rows are still each walked once.
+    const uint64_t span = static_cast<uint64_t>(gridDim.x) * team.teams;
+    const uint32_t step = span < (1ull << 31) ? static_cast<uint32_t>(span) : (1u << 31);
     // (batch, token) of an active row: b < num_batches and t < num_tokens fit 32 bits; 2-D views (one batch) skip
     // the division (twice per row and thread otherwise: this row's indices and the staged next row's).
     struct RowIndex {
@@ -173,6 +179,7 @@ struct NormForward {
 
     // The loop bound is that of the warp's first team, so every lane of a shared warp takes part in the shuffles.
     uint64_t first = static_cast<uint64_t>(blockIdx.x) * team.teams + team.warp_first_team();
+    if (first >= step) first = rows;  // a block beyond a clamped grid: no rows
     stage_row(first + team_off);
     for (; first < rows; first += step) {
       const uint64_t row = first + team_off;
