@@ -171,7 +171,7 @@ function addr(t: Tensor | null): number {
 }
 
 /**
- * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` over the 512 token slots, then (with a
+ * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (`_unit` for outScale = 1) over the 512 token slots, then (with a
  * weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in a stream-ordered fp32
  * workspace `[min(T, 512), H]`. `T = 0`: no launch; an allocated gradient is zero-filled, an accumulated one left
  * as it is (spec D.3).
@@ -215,7 +215,9 @@ function launchNormBackward(
   );
   p.f32(W.out_scale, outScale);
   const teams = NORM_BLOCK_THREADS / P;
-  p.setLaunch(kernelFunction(op, device, `tk_norm_backward__${t.x.dtype}`), stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, 0, false, device.index);
+  // outScale = 1 (after RN32, as the kernel sees it): the kernel without the dy ⊗ outScale multiplications
+  const sym = `tk_norm_backward__${t.x.dtype}${Math.fround(outScale) === 1 ? "_unit" : ""}`;
+  p.setLaunch(kernelFunction(op, device, sym), stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, 0, false, device.index);
   p.launch(op);
   if (ws) {
     p.setLaunch(kernelFunction(op, device, "tk_norm_backward_weight_grad"), stream.handle, H / 32, NORM_BLOCK_THREADS, 0, false, device.index);

@@ -2,12 +2,14 @@
 //
 // Symbols
 //   tk_norm_backward__<in>          in ∈ {fp32, bf16}: xGrad, and the weight-gradient partial sums of each token slot
+//   tk_norm_backward__<in>_unit     the same for outScale = 1 (no g = dy ⊗ outScale multiplications; same bits)
 //   tk_norm_backward_weight_grad    the fixed-order fold of the 512 slots per column, + the accumulated gradient
 //
 // Launch geometry (the host follows this table; both kernels read everything they need from NormBackwardParams):
 //
 //   kernel                   block.x  grid.x                         work
-//   tk_norm_backward__<in>   256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
+//   tk_norm_backward__<in>[_unit]
+//                            256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
 //
@@ -61,7 +63,12 @@ constexpr bool kStage = kIn == Fmt::kBf16;
 // instead of half a sector per 16-byte access (each sector requested twice). false restores the per-thread accesses.
 constexpr bool kBwdFullSectors = true;
 
-template <Fmt kIn>
+// kOne: the launch has outScale = 1 (the default; the host picks the _unit symbol), and g = dy ⊗ outScale is dy:
+// v ⊗ 1 = v for every non-NaN v (no flush to zero), and a NaN stays a NaN whose payload no output keeps (xGrad is
+// rounded by RNx, the weight gradient by canonical_nan / encode_bf16 after the fold), so the bits are the same with
+// two multiplications fewer per element. A separate kernel rather than a branch: two row loops in one kernel spilled
+// at the 128-register budget.
+template <Fmt kIn, bool kOne>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   using Chunk = RowChunk<kIn>;
   constexpr int kL = kRmsChunksPerThread;
@@ -206,7 +213,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
 #pragma unroll
       for (int j = 0; j < kRmsChunk; ++j) {
         const float xh = mul_rn(xc[i].at(j), rs);
-        const float g = mul_rn(dyc[i].at(j), os);
+        const float g = kOne ? dyc[i].at(j) : mul_rn(dyc[i].at(j), os);
         const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
         q[j] = mul_rn(xh, gw);
       }
@@ -236,7 +243,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
 #pragma unroll
       for (int j = 0; j < kRmsChunk; ++j) {
         const float xh = mul_rn(xc[i].at(j), rs);
-        const float g = mul_rn(dyc[i].at(j), os);
+        const float g = kOne ? dyc[i].at(j) : mul_rn(dyc[i].at(j), os);
         const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
         d[j] = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
         if (has_ro) d[j] = add_rn(d[j], roc.at(j));
@@ -307,7 +314,11 @@ TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
 #define TK_NORM_BACKWARD(in, IN)                                                                   \
   extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kBwdMinBlocks<tk::Fmt::IN>)                \
       tk_norm_backward__##in(const __grid_constant__ NormBackwardParams p) {                      \
-    tk::norm_backward_rows<tk::Fmt::IN>(p);                                                        \
+    tk::norm_backward_rows<tk::Fmt::IN, false>(p);                                                 \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kBwdMinBlocks<tk::Fmt::IN>)                \
+      tk_norm_backward__##in##_unit(const __grid_constant__ NormBackwardParams p) {               \
+    tk::norm_backward_rows<tk::Fmt::IN, true>(p);                                                  \
   }
 
 TK_NORM_BACKWARD(fp32, kFp32)
