@@ -171,9 +171,9 @@ function addr(t: Tensor | null): number {
 }
 
 /**
- * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (`_unit` for outScale = 1) over the 512 token slots, then (with a
- * weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in a stream-ordered fp32
- * workspace `[min(T, 512), H]`. `T = 0`: no launch; an allocated gradient is zero-filled, an accumulated one left
+ * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (`_unit` for outScale = 1) over the
+ * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in
+ * a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch; an allocated gradient is zero-filled, an accumulated one left
  * as it is (spec D.3).
  */
 function launchNormBackward(
