@@ -15,12 +15,17 @@
 //
 //   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees); the bf16 rows kernel also
 //   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async).
+//   Dynamic shared memory: the bf16 rows kernels take 32 KiB (kAccBytes: the weight-gradient partials), launched
+//   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 KiB in all > 48 KiB);
+//   the fp32 rows kernels and the fold take none. Occupancy: bf16 rows 80 registers → 3 blocks per SM; fp32 rows
+//   1 block per SM.
 //   Rows (x, gradOut, residualOutGrad, xGrad, the workspace row) move in whole 32-byte sectors (kBwdFullSectors):
 //   for P ≥ 2 lanes 2m, 2m + 1 copy, load and store their two chunks' pieces together (common/rms_tree.cuh), the
 //   chunk ownership (and so every sum) unchanged.
 //
 // Determinism (D.3): slot σ's partial sum A_σ,j starts at +0 and adds c_t,j = xh ⊗ g for t = σ, σ + 512, …
-// ascending, in the registers of the team thread that owns column j; the slot's team is the only writer of row σ
+// ascending, in the team thread that owns column j (in its registers, or for bf16 in its own shared-memory words:
+// the same additions in the same order); the slot's team is the only writer of row σ
 // of the fp32 workspace [min(T, 512), H]. The second kernel folds the slots of a column by halving (distance 256
 // first): warp w computes the subtree of slots ≡ w (mod 8) recursively (distances 256 … 8), then warp 0 combines
 // the 8 subtrees with distances 4, 2, 1. Slots ≥ T are +0 leaves, as in the reference. Nothing depends on the grid
@@ -49,11 +54,19 @@ constexpr uint32_t kSlots = 512;
 constexpr uint32_t kSubtrees = kRmsBlockThreads / kWarpSize;
 
 // Resident blocks per SM the register budget is sized for: a thread keeps 32 fp32 weight-gradient partials and its
-// row's x and gradOut words. bf16, whose next row waits in shared memory rather than in registers, fits two blocks
-// (128 registers, no spills; 16 warps per SM instead of 8); fp32 rows hold twice the words and spill at 128, so
-// their budget is one block and the kernel uses what it needs (~180 registers).
+// row's x and gradOut words. fp32 rows hold twice the words and spill at 128, so their budget is one block and the
+// kernel uses what it needs (~170–190 registers). bf16, whose next row waits in shared memory rather than in
+// registers, fitted two blocks with the partials in registers (128 registers, 16 warps per SM); it now keeps them
+// in shared memory instead (kAccShared: 32 KiB of dynamic shared memory per block, next to the 34 KiB
+// of static), which takes it to 80 registers and three blocks (24 warps) per SM: 3 × 66 KiB of the 227 KiB.
+// kAccShared = false restores the two-block register form (and the host must then launch without the 32 KiB).
 template <Fmt kIn>
-constexpr int kBwdMinBlocks = kIn == Fmt::kBf16 ? 2 : 1;
+constexpr bool kAccShared = kIn == Fmt::kBf16;
+template <Fmt kIn>
+constexpr int kBwdMinBlocks = kIn == Fmt::kBf16 ? (kAccShared<kIn> ? 3 : 2) : 1;
+// Dynamic shared memory of the rows kernel (the host passes the same: ops/norm/norm_backward.ts BF16_ACC_SMEM).
+template <Fmt kIn>
+constexpr uint32_t kAccBytes = kAccShared<kIn> ? kRmsChunksPerThread * kRmsChunk * 4 * kRmsBlockThreads : 0;
 // bf16 rows are staged through shared memory (cp.async): the slot's next row (x, gradOut, rstd) is copied while the
 // current one is reduced and written, without holding it in registers as the previous register prefetch did. fp32
 // slots (64 KiB for H = 8192) would not fit the static 48 KiB; fp32 rows load at the top of each row.
@@ -117,11 +130,24 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   const uint32_t sigma_first = blockIdx.x * team.teams + team.warp_first_team();  // warp-uniform loop bound
   const bool slot_live = sigma < slots;
 
+  // The slot's weight-gradient partials A_σ,j of this thread's columns (spec D.3): in registers (fp32 rows), or in
+  // this thread's words of the dynamic shared memory (bf16, kAccShared: [chunk][quad][thread] float4, conflict free,
+  // read and written by this thread only), the same additions in the same order either way.
   float acc[kL][kRmsChunk];
 #pragma unroll
   for (int i = 0; i < kL; ++i)
 #pragma unroll
     for (int j = 0; j < kRmsChunk; ++j) acc[i][j] = 0.0f;
+  extern __shared__ float4 acc_smem[];  // kAccBytes<kIn> of dynamic shared memory
+  auto acc_at = [&](int i, int q) -> float4& {
+    return acc_smem[(i * (kRmsChunk / 4) + q) * kRmsBlockThreads + threadIdx.x];
+  };
+  if constexpr (kAccShared<kIn>) {
+#pragma unroll
+    for (int i = 0; i < kL; ++i)
+#pragma unroll
+      for (int q = 0; q < kRmsChunk / 4; ++q) acc_at(i, q) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
 
   // Row t's x and gradOut chunks and rstd (zeros for an inactive team or a dead chunk), loaded directly.
   auto fetch = [&](uint64_t t, bool active, Chunk (&xc)[kL], Chunk (&dyc)[kL], float& rs) {
@@ -169,10 +195,12 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       cp_async_commit();
     }
   };
-  const uint64_t off = sigma - sigma_first;
+  // Row indices in 32 bits: t + 512 cannot wrap (T ≤ 2^32 − 1 and xGrad holds T · H ≥ 32 · T elements, so T is far
+  // below 2^32 − 512); addresses are formed in 64 bits.
+  const uint32_t off = sigma - sigma_first;
   stage_row(sigma_first + off, slot_live && sigma_first + off < T);
-  for (uint64_t base = sigma_first; base < T; base += kSlots) {
-    const uint64_t t = base + off;
+  for (uint32_t base = sigma_first; base < T; base += kSlots) {
+    const uint32_t t = base + off;
     const bool active = slot_live && t < T;
     Chunk xc[kL], dyc[kL];
     float rs;
@@ -230,24 +258,63 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xc[i].w[k]), "+r"(dyc[i].w[k]));
 
     // d = (gw ⊖ xh ⊗ m) ⊗ rstd (⊕ ro); acc ⊕= xh ⊗ g
-    uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + t * H * kEb;
+    uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + static_cast<uint64_t>(t) * H * kEb;
     const uint8_t* ror = reinterpret_cast<const uint8_t*>(p.residual_out_grad) + t * p.residual_out_grad_row_stride * kEb;
 #pragma unroll
     for (int i = 0; i < kL; ++i) {
-      Chunk wc, roc;
-      wc.zero();
+      Chunk roc;
       roc.zero();
-      if (active && live[i] && has_w) wc.template load<false>(wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
       if (has_ro) get(roc, ror, i, active, ro_al);
+      const bool w_live = active && live[i] && has_w;
+      const uint8_t* wchunk = wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes;
       float d[kRmsChunk];
 #pragma unroll
-      for (int j = 0; j < kRmsChunk; ++j) {
-        const float xh = mul_rn(xc[i].at(j), rs);
-        const float g = kOne ? dyc[i].at(j) : mul_rn(dyc[i].at(j), os);
-        const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
-        d[j] = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
-        if (has_ro) d[j] = add_rn(d[j], roc.at(j));
-        if (active) acc[i][j] = add_rn(acc[i][j], mul_rn(xh, g));
+      for (int hq = 0; hq < kRmsChunk / 8; ++hq) {
+        float a[8];
+        // the weight's 8 elements of this half chunk (its 16-byte pieces, loaded here rather than the whole chunk
+        // ahead: fewer live registers; same addresses and conditions)
+        constexpr int kGroupPieces = 8 * kEb / kVecBytes;
+        uint32_t wg[4 * kGroupPieces] = {};
+        if (w_live) {
+#pragma unroll
+          for (int u = 0; u < kGroupPieces; ++u) {
+            uint32_t q[4];
+            Chunk::template load_piece<false>(wchunk + kVecBytes * (hq * kGroupPieces + u), q, w_al);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) wg[4 * u + k] = q[k];
+          }
+        }
+        if constexpr (kAccShared<kIn>) {
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            const float4 v = acc_at(i, 2 * hq + u);
+            a[4 * u] = v.x, a[4 * u + 1] = v.y, a[4 * u + 2] = v.z, a[4 * u + 3] = v.w;
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < 8; ++k) a[k] = acc[i][8 * hq + k];
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const int j = 8 * hq + k;
+          const float xh = mul_rn(xc[i].at(j), rs);
+          const float g = kOne ? dyc[i].at(j) : mul_rn(dyc[i].at(j), os);
+          const float gw = has_w ? mul_rn(g, element<kIn>(wg, k)) : g;
+          d[j] = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
+          if (has_ro) d[j] = add_rn(d[j], roc.at(j));
+          a[k] = add_rn(a[k], mul_rn(xh, g));
+        }
+        if (active) {
+          if constexpr (kAccShared<kIn>) {
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+              acc_at(i, 2 * hq + u) = make_float4(a[4 * u], a[4 * u + 1], a[4 * u + 2], a[4 * u + 3]);
+            }
+          } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) acc[i][8 * hq + k] = a[k];
+          }
+        }
       }
       Chunk dc;
       dc.set_all(d);
@@ -261,7 +328,11 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     for (int i = 0; i < kL; ++i) {
       RowChunk<Fmt::kFp32> a;
 #pragma unroll
-      for (int j = 0; j < kRmsChunk; ++j) a.w[j] = f2u(acc[i][j]);
+      for (int q = 0; q < kRmsChunk / 4; ++q) {
+        float4 v = make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
+        if constexpr (kAccShared<kIn>) v = acc_at(i, q);
+        a.w[4 * q] = f2u(v.x), a.w[4 * q + 1] = f2u(v.y), a.w[4 * q + 2] = f2u(v.z), a.w[4 * q + 3] = f2u(v.w);
+      }
       put(a, ws, i, slot_live, true);
     }
   }
