@@ -3,22 +3,25 @@
 // Symbols
 //   tk_norm_backward__<in>          in ∈ {fp32, bf16}: xGrad, and the weight-gradient partial sums of each token slot
 //   tk_norm_backward__<in>_unit     the same for outScale = 1 (no g = dy ⊗ outScale multiplications; same bits)
+//   tk_norm_backward__bf16_b4[_unit]  the bf16 rows kernels in their four-blocks-per-SM form (kFour; host default)
 //   tk_norm_backward_weight_grad    the fixed-order fold of the 512 slots per column, + the accumulated gradient
 //
 // Launch geometry (the host follows this table; both kernels read everything they need from NormBackwardParams):
 //
 //   kernel                   block.x  grid.x                         work
-//   tk_norm_backward__<in>[_unit]
+//   tk_norm_backward__<in>[_b4][_unit]
 //                            256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
 //
 //   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees); the bf16 rows kernel also
-//   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async).
+//   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async), the _b4 form
+//   16 KiB (the current row's gradOut chunks).
 //   Dynamic shared memory: the bf16 rows kernels take 32 KiB (kAccBytes: the weight-gradient partials), launched
-//   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 KiB in all > 48 KiB);
-//   the fp32 rows kernels and the fold take none. Occupancy: bf16 rows 80 registers → 3 blocks per SM; fp32 rows
-//   1 block per SM.
+//   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 49 KiB in all, above
+//   48 KiB); the fp32 rows kernels and the fold take none.
+//   Occupancy: bf16 rows 80 registers → 3 blocks per SM; _b4 64 registers → 4 blocks per SM (4 × 50 KiB of shared
+//   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM.
 //   Rows (x, gradOut, residualOutGrad, xGrad, the workspace row) move in whole 32-byte sectors (kBwdFullSectors):
 //   for P ≥ 2 lanes 2m, 2m + 1 copy, load and store their two chunks' pieces together (common/rms_tree.cuh), the
 //   chunk ownership (and so every sum) unchanged.
@@ -81,8 +84,15 @@ constexpr bool kBwdFullSectors = true;
 // rounded by RNx, the weight gradient by canonical_nan / encode_bf16 after the fold), so the bits are the same with
 // two multiplications fewer per element. A separate kernel rather than a branch: two row loops in one kernel spilled
 // at the 128-register budget.
-template <Fmt kIn, bool kOne>
+//
+// kFour (bf16 only, the _b4 symbols): four blocks per SM (64 registers, 32 warps; 512 slot blocks fit one round on
+// 132 SMs, where three blocks per SM leave 116 of them for a second round alone). No next-row staging (4 × 66 KiB
+// would not fit): each row's x and rstd load into registers at its top, and its gradOut is copied into this
+// thread's shared slots (16 KiB) and read from there in each pass instead of being held in registers.
+template <Fmt kIn, bool kOne, bool kFour = false>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
+  static_assert(!kFour || (kIn == Fmt::kBf16 && kAccShared<kIn>), "the four-block form is bf16 with shared partials");
+  constexpr bool kStageNext = kStage<kIn> && !kFour;  // the slot's next row staged while this one is computed
   using Chunk = RowChunk<kIn>;
   constexpr int kL = kRmsChunksPerThread;
   constexpr int kEb = FmtTraits<kIn>::kBits / 8;
@@ -165,15 +175,17 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   // [input][chunk][piece][thread] with odd pieces at column u ^ 1 (pair copies and owner reads both free of bank
   // conflicts, as in norm_forward.cu); and this thread's rstd slot.
   constexpr int kPieces = Chunk::kPieces;
-  __shared__ __align__(16) uint8_t stage_buf[kStage<kIn> ? 2 * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
-  __shared__ __align__(16) float stage_rs[kStage<kIn> ? kRmsBlockThreads : 1];
+  constexpr int kStagedInputs = kStageNext ? 2 : kFour ? 1 : 0;  // x and gradOut, gradOut only (as input 1), none
+  __shared__ __align__(16) uint8_t stage_buf[kStagedInputs ? kStagedInputs * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
+  __shared__ __align__(16) float stage_rs[kStageNext ? kRmsBlockThreads : 1];
   auto slot = [&](int in, int i, int s, uint32_t u) {
+    if constexpr (kFour) in = 0;  // gradOut alone
     return smem_addr(stage_buf) + (((in * kL + i) * kPieces + s) * kRmsBlockThreads + (u ^ (s & 1))) * kVecBytes;
   };
-  const uint32_t rs_slot = smem_addr(stage_rs + (kStage<kIn> ? threadIdx.x : 0));
+  const uint32_t rs_slot = smem_addr(stage_rs + (kStageNext ? threadIdx.x : 0));
   // Issue the copies of row t into the slots (nothing for an inactive row or a dead chunk).
   auto stage_row = [&](uint64_t t, bool active) {
-    if constexpr (kStage<kIn>) {
+    if constexpr (kStageNext) {
       if (active) {
         const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + t * p.x_row_stride * kEb;
         const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
@@ -204,7 +216,30 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     const bool active = slot_live && t < T;
     Chunk xc[kL], dyc[kL];
     float rs;
-    if constexpr (kStage<kIn>) {
+    if constexpr (kFour) {
+      // gradOut into the slots (by lane pairs, as stage_row), x and rstd into registers; every lane of the pair has
+      // read its slots in the previous row (__syncwarp at its end)
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(t) * p.x_row_stride * kEb;
+      const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + static_cast<uint64_t>(t) * p.grad_out_row_stride * kEb;
+      if (active) {
+#pragma unroll
+        for (int i = 0; i < kL; ++i) {
+          if (paired) {
+            const auto pair_slot = [&](int s, uint32_t k) { return slot(1, i, s, (threadIdx.x & ~1u) | k); };
+            Chunk::stage_pair(pair_slot, dyr + static_cast<uint64_t>(c0[i]) * Chunk::kBytes, live0[i], live1[i], dy_al);
+          } else if (live[i]) {
+            Chunk::stage([&](int s) { return slot(1, i, s, threadIdx.x); }, dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
+          }
+        }
+      }
+      cp_async_commit();
+#pragma unroll
+      for (int i = 0; i < kL; ++i) get(xc[i], xr, i, active, x_al);
+      rs = 0.0f;
+      if (active) rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));
+      cp_async_wait<0>();
+      __syncwarp();  // the pair lane's copies into this thread's slots have landed too
+    } else if constexpr (kStageNext) {
       // this row from the slots, then the slot's next row is in flight while this one is reduced and written (the
       // slots were read into registers first, by this same thread)
       cp_async_wait<0>();
@@ -230,6 +265,17 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       fetch(t, active, xc, dyc, rs);
     }
 
+    // gradOut's chunk i: from the registers, or (kFour) read from this thread's slots in each pass
+    auto dy_of = [&](int i) {
+      if constexpr (kFour) {
+        Chunk v;
+        v.zero();
+        if (active && live[i]) v.load_shared([&](int s) { return slot(1, i, s, threadIdx.x); });
+        return v;
+      } else {
+        return dyc[i];
+      }
+    };
     // dot = TREE(xh ⊗ gw), xh = x ⊗ rstd, g = dy ⊗ outScale, gw = g ⊗ w (or g)
     float cs[kL];
 #pragma unroll
@@ -237,11 +283,12 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       Chunk wc;
       wc.zero();
       if (has_w && live[i]) wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+      const Chunk dy = dy_of(i);
       float q[kRmsChunk];
 #pragma unroll
       for (int j = 0; j < kRmsChunk; ++j) {
         const float xh = mul_rn(xc[i].at(j), rs);
-        const float g = kOne ? dyc[i].at(j) : mul_rn(dyc[i].at(j), os);
+        const float g = kOne ? dy.at(j) : mul_rn(dy.at(j), os);
         const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
         q[j] = mul_rn(xh, gw);
       }
@@ -255,7 +302,10 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
 #pragma unroll
     for (int i = 0; i < kL; ++i)
 #pragma unroll
-      for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xc[i].w[k]), "+r"(dyc[i].w[k]));
+      for (int k = 0; k < Chunk::kWords; ++k) {
+        asm volatile("" : "+r"(xc[i].w[k]));
+        if constexpr (!kFour) asm volatile("" : "+r"(dyc[i].w[k]));
+      }
 
     // d = (gw ⊖ xh ⊗ m) ⊗ rstd (⊕ ro); acc ⊕= xh ⊗ g
     uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + static_cast<uint64_t>(t) * H * kEb;
@@ -267,6 +317,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       if (has_ro) get(roc, ror, i, active, ro_al);
       const bool w_live = active && live[i] && has_w;
       const uint8_t* wchunk = wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes;
+      const Chunk dy = dy_of(i);
       float d[kRmsChunk];
 #pragma unroll
       for (int hq = 0; hq < kRmsChunk / 8; ++hq) {
@@ -298,7 +349,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
         for (int k = 0; k < 8; ++k) {
           const int j = 8 * hq + k;
           const float xh = mul_rn(xc[i].at(j), rs);
-          const float g = kOne ? dyc[i].at(j) : mul_rn(dyc[i].at(j), os);
+          const float g = kOne ? dy.at(j) : mul_rn(dy.at(j), os);
           const float gw = has_w ? mul_rn(g, element<kIn>(wg, k)) : g;
           d[j] = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
           if (has_ro) d[j] = add_rn(d[j], roc.at(j));
@@ -320,6 +371,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       dc.set_all(d);
       put(dc, dxr, i, active, dx_al);
     }
+    if constexpr (kFour) __syncwarp();  // every lane has read its slots before the pair lanes refill them
   }
 
   if (has_w) {
@@ -394,6 +446,17 @@ TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
 
 TK_NORM_BACKWARD(fp32, kFp32)
 TK_NORM_BACKWARD(bf16, kBf16)
+
+// The four-blocks-per-SM form of the bf16 rows kernels (kFour): the host's default; normLaunchTuning
+// .backwardBf16Blocks = 3 (or TK_NORM_BWD_BF16_BLOCKS=3) picks the three-block ones above.
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
+    tk_norm_backward__bf16_b4(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_rows<tk::Fmt::kBf16, false, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
+    tk_norm_backward__bf16_b4_unit(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_rows<tk::Fmt::kBf16, true, true>(p);
+}
 
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads)
     tk_norm_backward_weight_grad(const __grid_constant__ NormBackwardParams p) {
