@@ -148,47 +148,82 @@ TK_HD double exp_fdlibm(double x) {
 // fast range or NaN, take exp_fdlibm. tools/expf_proof.cpp checks the composite function against a correctly
 // rounded oracle for all 2^32 inputs (the same source compiles for the host; every step is an explicit RN
 // operation, so host and device compute the same bits).
-TK_HD float expf_cr(float xf) {
+//
+// expf_fast is the fast path alone, evaluated whatever x is (no early exit, so a caller can run several
+// independent ones in one basic block): it returns whether `y` is expf_cr(xf); if not, expf_slow(xf) is.
+TK_HD bool expf_fast(float xf, float& y) {
   const double x = static_cast<double>(xf);
-  if (x >= -87.0 && x <= 88.0) {
-    constexpr double kLog2e = 1.4426950408889634;            // 0x3FF71547652B82FE
-    constexpr double kShifter = 6755399441055744.0;           // 1.5 · 2^52: adding it rounds to an integer
-    constexpr double kLn2Hi = 6.93147180369123816490e-01;     // 0x3FE62E42FEE00000 (k · kLn2Hi exact, |k| ≤ 128)
-    constexpr double kLn2Lo = 1.90821492927058770002e-10;     // 0x3DEA39EF35793C76
-    const double kd = dfma_rn(x, kLog2e, kShifter);
-    const int32_t k = static_cast<int32_t>(static_cast<uint32_t>(d2u(kd)));  // low word: the integer, two's complement
-    const double kf = dsub_rn(kd, kShifter);
-    const double r = dfma_rn(-kf, kLn2Lo, dfma_rn(-kf, kLn2Hi, x));
-    // 1/n!, n = 12 … 2
-    double p = 2.08767569878681e-09;
-    p = dfma_rn(p, r, 2.505210838544172e-08);
-    p = dfma_rn(p, r, 2.755731922398589e-07);
-    p = dfma_rn(p, r, 2.755731922398589e-06);
-    p = dfma_rn(p, r, 2.48015873015873e-05);
-    p = dfma_rn(p, r, 1.984126984126984e-04);
-    p = dfma_rn(p, r, 1.388888888888889e-03);
-    p = dfma_rn(p, r, 8.333333333333333e-03);
-    p = dfma_rn(p, r, 4.1666666666666664e-02);
-    p = dfma_rn(p, r, 1.6666666666666666e-01);
-    p = dfma_rn(p, r, 0.5);
-    p = dfma_rn(p, r, 1.0);
-    p = dfma_rn(p, r, 1.0);
-    const uint64_t y = d2u(p) + (static_cast<uint64_t>(static_cast<int64_t>(k)) << 52);  // p · 2^k, exact
-    const uint32_t low = static_cast<uint32_t>(y) & 0x1fffffffu;
-    const uint32_t dist = low > 0x10000000u ? low - 0x10000000u : 0x10000000u - low;
-    if (dist > 1024u) {
+  const bool in_range = x >= -87.0 && x <= 88.0;
+  constexpr double kLog2e = 1.4426950408889634;            // 0x3FF71547652B82FE
+  constexpr double kShifter = 6755399441055744.0;           // 1.5 · 2^52: adding it rounds to an integer
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;     // 0x3FE62E42FEE00000 (k · kLn2Hi exact, |k| ≤ 128)
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;     // 0x3DEA39EF35793C76
+  const double kd = dfma_rn(x, kLog2e, kShifter);
+  const int32_t k = static_cast<int32_t>(static_cast<uint32_t>(d2u(kd)));  // low word: the integer, two's complement
+  const double kf = dsub_rn(kd, kShifter);
+  const double r = dfma_rn(-kf, kLn2Lo, dfma_rn(-kf, kLn2Hi, x));
+  // 1/n!, n = 12 … 2
+  double p = 2.08767569878681e-09;
+  p = dfma_rn(p, r, 2.505210838544172e-08);
+  p = dfma_rn(p, r, 2.755731922398589e-07);
+  p = dfma_rn(p, r, 2.755731922398589e-06);
+  p = dfma_rn(p, r, 2.48015873015873e-05);
+  p = dfma_rn(p, r, 1.984126984126984e-04);
+  p = dfma_rn(p, r, 1.388888888888889e-03);
+  p = dfma_rn(p, r, 8.333333333333333e-03);
+  p = dfma_rn(p, r, 4.1666666666666664e-02);
+  p = dfma_rn(p, r, 1.6666666666666666e-01);
+  p = dfma_rn(p, r, 0.5);
+  p = dfma_rn(p, r, 1.0);
+  p = dfma_rn(p, r, 1.0);
+  const uint64_t yd = d2u(p) + (static_cast<uint64_t>(static_cast<int64_t>(k)) << 52);  // p · 2^k, exact
+  const uint32_t low = static_cast<uint32_t>(yd) & 0x1fffffffu;
+  const uint32_t dist = low > 0x10000000u ? low - 0x10000000u : 0x10000000u - low;
 #if defined(__CUDA_ARCH__)
-      return __double2float_rn(u2d(y));
+  y = __double2float_rn(u2d(yd));
 #else
-      return static_cast<float>(u2d(y));
+  y = static_cast<float>(u2d(yd));
 #endif
-    }
-  }
+  return in_range && dist > 1024u;
+}
+
+// The rest of expf_cr: V8's exponential rounded once (every x, NaN included).
+TK_HD float expf_slow(float xf) {
 #if defined(__CUDA_ARCH__)
-  return __double2float_rn(exp_fdlibm(x));
+  return __double2float_rn(exp_fdlibm(static_cast<double>(xf)));
 #else
-  return static_cast<float>(exp_fdlibm(x));
+  return static_cast<float>(exp_fdlibm(static_cast<double>(xf)));
 #endif
 }
+
+TK_HD float expf_cr(float xf) {
+  float y;
+  return expf_fast(xf, y) ? y : expf_slow(xf);
+}
+
+#if defined(__CUDACC__)
+// y[i] = expf_cr(x[i]) for N independent inputs: the N fast paths first, in one branch-free block (N binary64
+// chains interleaved: one chain alone is ~18 dependent FP64 operations, latency a warp otherwise waits out per
+// element), then the rare inputs the fast path leaves (|x| out of range, NaN, near a midpoint) one at a time
+// through a single inlined expf_slow. Inlining exp_fdlibm (two binary64 divisions) per element, as expf_cr at
+// each unrolled call site does, put ~16 copies of it between the hot instructions of the e4m3-x SwiGLU backward
+// (121 KB of code); an out-of-line call instead made ptxas save registers around it (spills at 128 registers).
+template <int N>
+TK_DEV void expf_cr_n(const float (&x)[N], float (&y)[N]) {
+  uint32_t slow = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) slow |= static_cast<uint32_t>(!expf_fast(x[i], y[i])) << i;
+  while (slow != 0) {
+    const int j = __ffs(slow) - 1;
+    slow &= slow - 1;
+    float xj = x[0];
+#pragma unroll
+    for (int i = 1; i < N; ++i) xj = select_f32(i == j, x[i], xj);
+    const float yj = expf_slow(xj);
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[i] = select_f32(i == j, yj, y[i]);
+  }
+}
+#endif
 
 }  // namespace tk

@@ -22,7 +22,8 @@
 //   binary64 operations and 2 conversions (the FP64 pipe runs 64 lanes per SM per clock, and at H200 speed that
 //   alone cost about as long as the memory traffic) and, for silu, the division. A clamped gate is c, any
 //   binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3 gates (a code times a
-//   binary32 scale per group) have no finite table and keep expf_cr.
+//   binary32 scale per group) have no finite table and keep expf_cr, a chunk's 8 at a time (expf_cr_n: the 8
+//   binary64 chains interleave, and the rare slow path is one inlined copy per call site, not one per element).
 //
 // Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
 // grid-stride by whole warps, so every loop bound is warp-uniform and the quantization groups can reduce with
@@ -200,6 +201,28 @@ struct GateFn {
       return select_f32(clamped, f_clamped, kSilu ? silu_bf16(b, table) : exp_neg_bf16(b, table));
     } else {
       return kSilu ? silu_cr(gc) : expf_cr(-gc);
+    }
+  }
+
+  // f[i] for the 8 gates of a chunk. g: the gates as loaded; clamped: g > c under a clamp; gc: the gates after
+  // the clamp. Without a table the 8 exponentials run side by side (expf_cr_n), not one after another.
+  TK_DEV void operator()(const float (&g)[kChunk], const bool (&clamped)[kChunk], const float (&gc)[kChunk],
+                         float (&f)[kChunk]) const {
+    if constexpr (kTable) {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        const uint32_t b = f2u(g[i]) >> 16;
+        f[i] = select_f32(clamped[i], f_clamped, kSilu ? silu_bf16(b, table) : exp_neg_bf16(b, table));
+      }
+    } else {
+      float xn[kChunk];
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) xn[i] = -gc[i];
+      expf_cr_n(xn, f);
+      if constexpr (kSilu) {
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) f[i] = div_rn(gc[i], add_rn(1.0f, f[i]));  // silu_cr(gc)
+      }
     }
   }
 };
@@ -507,32 +530,55 @@ TK_DEV void backward(const SwigluParams& p) {
               u[i] = mul_rn(u[i], su);
             }
           }
+          // One operation at a time over the chunk's 8 elements (each element's operations and their order are
+          // the reference's): the option tests stay outside the element loops, so the 8 elements' chains share
+          // basic blocks and interleave instead of each waiting out its own latency.
+          float gc[kChunk], uc[kChunk], e[kChunk], tmp[kChunk], sgm[kChunk], ac[kChunk];
+          bool cg[kChunk], cu[kChunk];
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) {
-            float gi = g[i], ui = u[i];
-            bool cg = false, cu = false;
-            if (clamp) {
-              cg = gi > c;
-              cu = ui > c || ui < -c;
-              gi = clamp_gate(gi, c);
-              ui = clamp_up(ui, c);
-            }
-            const float tmp = add_rn(1.0f, exp_neg(g[i], cg, gi));
-            const float sg = div_rn(1.0f, tmp);
-            float ac = 0.0f;
-            if (need_act) {
-              const float est = mul_rn(gi, sg);
-              const float tmpf = fminf(tmp, 3.40282346638528859812e+38f);  // minimumNumber: NaN → FLT_MAX
-              const float res = __fmaf_rn(est, tmpf, -gi);
-              const float sl = __fmaf_rn(-res, sg, est);
-              ac = mul_rn(sl, ui);
-            }
-            const float ws = mul_rn(mul_rn(d[i], w), sg);
-            gx[s][i] = cg ? 0.0f : mul_rn(mul_rn(ws, ui), __fmaf_rn(gi, __fsub_rn(1.0f, sg), 1.0f));
-            gu[s][i] = cu ? 0.0f : mul_rn(ws, gi);
-            if (weighted) part[i] = add_rn(part[i], mul_rn(d[i], ac));
-            a[i] = mul_rn(ac, w);
+            gc[i] = g[i];
+            uc[i] = u[i];
+            cg[i] = cu[i] = false;
+            ac[i] = 0.0f;
           }
+          if (clamp) {
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              cg[i] = g[i] > c;
+              cu[i] = u[i] > c || u[i] < -c;
+              gc[i] = clamp_gate(g[i], c);
+              uc[i] = clamp_up(u[i], c);
+            }
+          }
+          exp_neg(g, cg, gc, e);
+#pragma unroll
+          for (int i = 0; i < kChunk; ++i) {
+            tmp[i] = add_rn(1.0f, e[i]);
+            sgm[i] = div_rn(1.0f, tmp[i]);
+          }
+          if (need_act) {
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              const float est = mul_rn(gc[i], sgm[i]);
+              const float tmpf = fminf(tmp[i], 3.40282346638528859812e+38f);  // minimumNumber: NaN → FLT_MAX
+              const float res = __fmaf_rn(est, tmpf, -gc[i]);
+              const float sl = __fmaf_rn(-res, sgm[i], est);
+              ac[i] = mul_rn(sl, uc[i]);
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < kChunk; ++i) {
+            const float ws = mul_rn(mul_rn(d[i], w), sgm[i]);
+            gx[s][i] = cg[i] ? 0.0f : mul_rn(mul_rn(ws, uc[i]), __fmaf_rn(gc[i], __fsub_rn(1.0f, sgm[i]), 1.0f));
+            gu[s][i] = cu[i] ? 0.0f : mul_rn(ws, gc[i]);
+          }
+          if (weighted) {
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) part[i] = add_rn(part[i], mul_rn(d[i], ac[i]));
+          }
+#pragma unroll
+          for (int i = 0; i < kChunk; ++i) a[i] = mul_rn(ac[i], w);
           if (recompute) store8<kOut>(act + row * H * kOutElem + static_cast<uint64_t>(col[s]) * kOutElem, act_aligned, a);
         } else if (pad && ch < chunks && recompute) {
           store8_zero<kOut>(act + row * H * kOutElem + static_cast<uint64_t>(col[s]) * kOutElem, act_aligned);
