@@ -70,6 +70,10 @@ constexpr int kBlockCols = 128;  // columns per step of a team: 2 chunks per lan
 constexpr int kRowsPerWarp = kWarpSize / kTeam;
 // Resident blocks per SM the register budget is sized for: 2 (≤ 128 registers, no spills on sm_90a / sm_100a).
 constexpr int kMinBlocks = 2;
+// The plain forward of bf16 x fits 80 registers without spills: 3 resident blocks, as before its chunks were
+// computed one operation at a time (which alone would take it to 92 registers and 2 blocks).
+template <Fmt kIn>
+constexpr int kMinBlocksForward = kIn == Fmt::kBf16 ? 3 : kMinBlocks;
 
 enum class RowState { kDead, kPadding, kReal };
 
@@ -193,16 +197,6 @@ struct GateFn {
   static constexpr bool kTable = kIn == Fmt::kBf16;
   const float* table;  // shared memory; unused unless kTable
   float f_clamped;     // the function at g = c with a clamp; unused unless kTable
-
-  // g: the gate as loaded; clamped: g > c under a clamp; gc: the gate after the clamp.
-  TK_DEV float operator()(float g, bool clamped, float gc) const {
-    if constexpr (kTable) {
-      const uint32_t b = f2u(g) >> 16;
-      return select_f32(clamped, f_clamped, kSilu ? silu_bf16(b, table) : exp_neg_bf16(b, table));
-    } else {
-      return kSilu ? silu_cr(gc) : expf_cr(-gc);
-    }
-  }
 
   // f[i] for the 8 gates of a chunk. g: the gates as loaded; clamped: g > c under a clamp; gc: the gates after
   // the clamp. Without a table the 8 exponentials run side by side (expf_cr_n), not one after another.
@@ -383,21 +377,33 @@ TK_DEV void forward(const SwigluParams& p) {
           float g[kChunk], u[kChunk];
           cur[s].g.decode(g);
           cur[s].u.decode(u);
+          // One operation at a time over the chunk's 8 elements, the option tests outside the element loops (as
+          // in the backward): the 8 lookups (or exponentials) share a basic block and overlap.
+          float gc[kChunk], uc[kChunk], f[kChunk];
+          bool cg[kChunk];
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) {
-            float gi = g[i], ui = u[i];
-            bool cg = false;
-            if (clamp) {
-              cg = gi > c;
-              n0 += cg;
-              n1 += ui > c;
-              n2 += ui < -c;
-              gi = clamp_gate(gi, c);
-              ui = clamp_up(ui, c);
+            gc[i] = g[i];
+            uc[i] = u[i];
+            cg[i] = false;
+          }
+          if (clamp) {
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              cg[i] = g[i] > c;
+              n0 += cg[i];
+              n1 += u[i] > c;
+              n2 += u[i] < -c;
+              gc[i] = clamp_gate(g[i], c);
+              uc[i] = clamp_up(u[i], c);
             }
-            float v = mul_rn(silu(g[i], cg, gi), ui);
-            if (weighted) v = mul_rn(v, w);
-            val[s][i] = v;
+          }
+          silu(g, cg, gc, f);
+#pragma unroll
+          for (int i = 0; i < kChunk; ++i) val[s][i] = mul_rn(f[i], uc[i]);
+          if (weighted) {
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) val[s][i] = mul_rn(val[s][i], w);
           }
         }
       }
@@ -661,7 +667,7 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_c
 }
 
 #define TK_SWIGLU_FWD(in, IN, out, OUT)                                                                             \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_forward__##in##_##out(             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksForward<tk::Fmt::IN>) tk_swiglu_forward__##in##_##out(             \
       const __grid_constant__ SwigluParams p) {                                                                 \
     tk::forward<tk::Fmt::IN, tk::Fmt::OUT, 0>(p);                                                               \
   }
