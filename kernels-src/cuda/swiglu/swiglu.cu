@@ -36,7 +36,8 @@
 // element-wide otherwise.
 // With bf16 x a lane loads the chunks of block b + 1 (raw words: 16 registers forward, 24 backward) before it
 // computes block b, so its loads stay in flight while it computes (~16 warps per SM cannot hide a load-then-compute
-// step otherwise); fp32 x and the e4m3 cast form, short of registers, load a chunk where they use it.
+// step otherwise); the e4m3 cast form with bf16 dy loads both chunks of block b before computing the first; fp32 x
+// and the cast form with fp32 dy, short of registers, load a chunk where they use it.
 //
 // Rows of the expert layout (§8.1): row t is real when t ≥ align(psum[e−1], A) for the first e with psum[e] > t.
 // Block 0 also checks the contract of §11.2 and reports a breach in the error word; whatever psum holds, every
@@ -482,24 +483,35 @@ TK_DEV void backward(const SwigluParams& p) {
     const uint8_t* dyr = dy + rr * H * kDyElem;
     const float* sfr = reinterpret_cast<const float*>(p.x_sf) + rr * sf_cols;
     // bf16 x: the gate, up and dy chunks of step b + 1 are loaded (raw words, 24 registers) before step b is
-    // computed, as in the forward; fp32 x (48 registers of raw words) and the cast form (at 128 registers already)
-    // load a slot where they use it. A slot past the row's chunks (every slot of step `steps`) loads nothing.
+    // computed, as in the forward. The cast form with bf16 dy loads both slots of step b (raw words and the two
+    // sf words of each, 10 registers a slot) before it computes the first: one load round trip per step instead
+    // of two. A full step (or one slot) ahead needs those registers while the first slot's 16 results wait for
+    // the cast and spills at 128; so does the step load with fp32 dy (4 more words a slot) on sm_100a. fp32 x
+    // (48 registers of raw words) and the cast form with fp32 dy load a slot where they use it. A slot past the
+    // row's chunks (every slot of step `steps`) loads nothing.
     struct Slot {
       Raw8<kIn> g, u;
       Raw8<kDy> d;
+      uint32_t sg, su;  // cast form: the x scales of the gate and up groups (fp32 bits)
     };
     const auto load_slot = [&](uint32_t ch, Slot& sl) {
       if (real && ch < chunks) {
         sl.g.load(xr + static_cast<uint64_t>(ch * kChunk) * kInElem, x_aligned);
         sl.u.load(xr + static_cast<uint64_t>(H + ch * kChunk) * kInElem, x_aligned);
         sl.d.load(dyr + static_cast<uint64_t>(ch * kChunk) * kDyElem, dy_aligned);
+        if constexpr (kCast) {
+          sl.sg = ld_u32(sfr + ch * kChunk / kN);
+          sl.su = ld_u32(sfr + (H + ch * kChunk) / kN);
+        }
       } else {
         sl.g.zero();
         sl.u.zero();
         sl.d.zero();
+        sl.sg = sl.su = 0;
       }
     };
     constexpr bool kPrefetch = kIn == Fmt::kBf16;
+    constexpr bool kStepLoad = kCast && kDy == Fmt::kBf16;
     Slot cur[2];
     if constexpr (kPrefetch) {
 #pragma unroll
@@ -510,6 +522,9 @@ TK_DEV void backward(const SwigluParams& p) {
       if constexpr (kPrefetch) {
 #pragma unroll
         for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
+      } else if constexpr (kStepLoad) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) load_slot(b * (kBlockCols / kChunk) + s * kTeam + r, cur[s]);
       }
       float gx[2][kChunk], gu[2][kChunk];
       bool live[2];
@@ -522,14 +537,13 @@ TK_DEV void backward(const SwigluParams& p) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) gx[s][i] = gu[s][i] = 0.0f;
         if (real && ch < chunks) {
-          if constexpr (!kPrefetch) load_slot(ch, cur[s]);
+          if constexpr (!kPrefetch && !kStepLoad) load_slot(ch, cur[s]);
           float g[kChunk], u[kChunk], d[kChunk], a[kChunk];
           cur[s].g.decode(g);
           cur[s].u.decode(u);
           cur[s].d.decode(d);
           if constexpr (kCast) {
-            const float sg = u2f(ld_u32(sfr + col[s] / kN));
-            const float su = u2f(ld_u32(sfr + (H + col[s]) / kN));
+            const float sg = u2f(cur[s].sg), su = u2f(cur[s].su);
 #pragma unroll
             for (int i = 0; i < kChunk; ++i) {
               g[i] = mul_rn(g[i], sg);
