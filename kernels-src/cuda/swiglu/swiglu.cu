@@ -156,8 +156,11 @@ struct Raw8 {
   TK_DEV void decode(float (&v)[kChunk]) const { decode_chunk<kFmt, kChunk>(w, v); }
 };
 
-// Store 8 binary32 values as fp32 (NaN canonical) or bf16 (§1.5).
-template <Fmt kFmt>
+// Store 8 binary32 values as fp32 (NaN canonical) or bf16 (§1.5). kHw: bf16 by one hardware conversion per pair
+// with the NaN halves fixed (encode_bf16x2: the same bytes as encode_bf16 in about half the instructions);
+// otherwise encode_bf16 per value, which the e4m3-x backward with groups of 32 keeps (the hardware form spills
+// it on sm_100a at 128 registers).
+template <Fmt kFmt, bool kHw = true>
 TK_DEV void store8(uint8_t* p, bool aligned, const float (&v)[kChunk]) {
   if constexpr (kFmt == Fmt::kFp32) {
     uint32_t w[8];
@@ -168,7 +171,8 @@ TK_DEV void store8(uint8_t* p, bool aligned, const float (&v)[kChunk]) {
     static_assert(kFmt == Fmt::kBf16, "store8: fp32 or bf16");
     uint32_t w[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) w[i] = encode_bf16(v[2 * i]) | (encode_bf16(v[2 * i + 1]) << 16);
+    for (int i = 0; i < 4; ++i)
+      w[i] = kHw ? encode_bf16x2(v[2 * i], v[2 * i + 1]) : encode_bf16(v[2 * i]) | (encode_bf16(v[2 * i + 1]) << 16);
     store_chunk<16>(p, w, aligned);
   }
 }
@@ -466,6 +470,7 @@ TK_DEV void backward(const SwigluParams& p) {
   const bool need_act = weighted || recompute;
   const float c = p.clamp;
   constexpr int kNc = kCast ? kN : 32;
+  constexpr bool kHwBf16 = !(kCast && kN == 32);  // see store8
   const uint32_t nbk = kCast ? 2 * H / kNc : 1;
   const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
   const SfOut sf_out = make_sf_out(p, nbk);
@@ -599,14 +604,14 @@ TK_DEV void backward(const SwigluParams& p) {
           }
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) a[i] = mul_rn(ac[i], w);
-          if (recompute) store8<kOut>(act + row * H * kOutElem + static_cast<uint64_t>(col[s]) * kOutElem, act_aligned, a);
+          if (recompute) store8<kOut, kHwBf16>(act + row * H * kOutElem + static_cast<uint64_t>(col[s]) * kOutElem, act_aligned, a);
         } else if (pad && ch < chunks && recompute) {
           store8_zero<kOut>(act + row * H * kOutElem + static_cast<uint64_t>(col[s]) * kOutElem, act_aligned);
         }
         if (live[s]) {
           uint8_t* orow = gout + row * 2 * H * kOutElem;
-          store8<kOut>(orow + static_cast<uint64_t>(col[s]) * kOutElem, out_aligned, gx[s]);
-          store8<kOut>(orow + static_cast<uint64_t>(H + col[s]) * kOutElem, out_aligned, gu[s]);
+          store8<kOut, kHwBf16>(orow + static_cast<uint64_t>(col[s]) * kOutElem, out_aligned, gx[s]);
+          store8<kOut, kHwBf16>(orow + static_cast<uint64_t>(H + col[s]) * kOutElem, out_aligned, gu[s]);
         }
       }
       if constexpr (kPrefetch) {
