@@ -18,9 +18,10 @@
 //   every bf16 gate, of silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the
 //   backward (common/expf_bf16.cuh), which each CTA fills first (8704 entries, ~34 expf_cr per thread; a CTA then
 //   meets 32 rows × H gates, 2.3 · 10^5 at H = 7168, so the fill is ~4% of the expf work it replaces). A lookup
-//   is one shared-memory load and ~10 integer operations (plus ~8 exact fix-ups for silu) instead of expf_cr's ~17
-//   binary64 operations and 2 conversions (the FP64 pipe runs 64 lanes per SM per clock, and at H200 speed that
-//   alone cost about as long as the memory traffic) and, for silu, the division. A clamped gate is c, any
+//   is one shared-memory load and ~10 integer operations (plus, for silu, ~8 exact fix-ups when a chunk has a
+//   gate outside the window) instead of expf_cr's ~17 binary64 operations and 2 conversions (the FP64 pipe runs
+//   64 lanes per SM per clock, and at H200 speed that alone cost about as long as the memory traffic) and, for
+//   silu, the division. A clamped gate is c, any
 //   binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3 gates (a code times a
 //   binary32 scale per group) have no finite table and keep expf_cr, a chunk's 8 at a time (expf_cr_n: the 8
 //   binary64 chains interleave, and the rare slow path is one inlined copy per call site, not one per element).
