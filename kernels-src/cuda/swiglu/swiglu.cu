@@ -6,7 +6,8 @@
 //   tk_swiglu_forward__<in>_e4m3_g<N>         in ∈ {fp32, bf16}, N ∈ {32, 128}             (+ per-token cast)
 //   tk_swiglu_backward__<in>_<out>            in = x = actXGrad ∈ {fp32, bf16}, out ∈ {fp32, bf16}
 //   tk_swiglu_backward__e4m3_<dy>_g<N>        dy ∈ {fp32, bf16}, N ∈ {32, 128}             (e4m3 x, + cast)
-//   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests)
+//   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
+//                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
@@ -14,7 +15,8 @@
 //   forward / backward     256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
 //
-//   Static shared memory: 34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over
+//   Static shared memory: 256 bytes (a 2^(j/32) table, see below) in the kernels whose x is fp32 or e4m3 and in
+//   tk_swiglu_expf_check; 34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over
 //   every bf16 gate, of silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the
 //   backward (common/expf_bf16.cuh), which each CTA fills first (8704 entries, ~34 expf_cr per thread; a CTA then
 //   meets 32 rows × H gates, 2.3 · 10^5 at H = 7168, so the fill is ~4% of the expf work it replaces). A lookup
@@ -23,8 +25,11 @@
 //   64 lanes per SM per clock, and at H200 speed that alone cost about as long as the memory traffic) and, for
 //   silu, the division. A clamped gate is c, any
 //   binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3 gates (a code times a
-//   binary32 scale per group) have no finite table and keep expf_cr, a chunk's 8 at a time (expf_cr_n: the 8
-//   binary64 chains interleave, and the rare slow path is one inlined copy per call site, not one per element).
+//   binary32 scale per group) have no finite table and compute expf_cr's results, a chunk's 8 at a time
+//   (expf_cr_n: the 8 binary64 chains interleave, and the rare slow path is one inlined copy per call site, not
+//   one per element), by its table form (common/expf.cuh, expf_fast_tab: 2^(j/32) from a 256-byte shared table
+//   that each CTA of those kernels, and of tk_swiglu_expf_check, fills first; ~9 binary64 operations a gate
+//   instead of ~17; tools/expf_tab_proof.cpp: the same bits as expf_cr for all 2^32 inputs).
 //
 // Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
 // grid-stride by whole warps, so every loop bound is warp-uniform and the quantization groups can reduce with
@@ -194,12 +199,14 @@ TK_DEV float clamp_up(float u, float c) { return select_f32(u > c, c, select_f32
 // gate is c, whose value the thread computed once. Other formats: the reference's operations. A NaN gate gets a
 // NaN silu, or an unspecified e^(−g): every backward output it reaches is NaN whatever e is (the gate enters each
 // of them through an operation that propagates NaN), and NaN leaves the kernels canonical.
-template <Fmt kIn, bool kSilu>
+// kExpGroup: expf_cr_n's group size (no table).
+template <Fmt kIn, bool kSilu, int kExpGroup = 4>
 struct GateFn {
   static constexpr bool kTable = kIn == Fmt::kBf16;
-  const float* table;  // shared memory; unused unless kTable
-  float f_clamped;     // the function at g = c with a clamp; unused unless kTable
-  bool clamp;          // a clamp is given (kTable only)
+  const float* table;     // shared memory; unused unless kTable
+  float f_clamped;        // the function at g = c with a clamp; unused unless kTable
+  bool clamp;             // a clamp is given (kTable only)
+  const double* exp_tab;  // shared memory, 2^(j/32) for expf_cr_n's table fast path; unused if kTable
 
   // f[i] for the 8 gates of a chunk. g: the gates as loaded; clamped: g > c under a clamp; gc: the gates after
   // the clamp. Without a table the 8 exponentials run side by side (expf_cr_n), not one after another.
@@ -228,7 +235,7 @@ struct GateFn {
       float xn[kChunk];
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) xn[i] = -gc[i];
-      expf_cr_n(xn, f);
+      expf_cr_n<kExpGroup>(xn, f, exp_tab);
       if constexpr (kSilu) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) f[i] = div_rn(gc[i], add_rn(1.0f, f[i]));  // silu_cr(gc)
@@ -238,17 +245,20 @@ struct GateFn {
 };
 
 // Every thread of the CTA calls it (with a table it fills the table and synchronizes).
-template <Fmt kIn, bool kSilu>
-TK_DEV GateFn<kIn, kSilu> make_gate_fn(const SwigluParams& p) {
-  if constexpr (GateFn<kIn, kSilu>::kTable) {
+template <Fmt kIn, bool kSilu, int kExpGroup = 4>
+TK_DEV GateFn<kIn, kSilu, kExpGroup> make_gate_fn(const SwigluParams& p) {
+  if constexpr (GateFn<kIn, kSilu, kExpGroup>::kTable) {
     __shared__ float table[kExpNegBf16TableSize];
     fill_bf16_gate_table(table, [](uint32_t i) { return kSilu ? silu_bf16_entry(i) : exp_neg_bf16_entry(i); });
     const bool clamp = p.flags & kHasClamp;
     const float f_clamped = !clamp ? 0.0f : kSilu ? silu_cr(p.clamp) : expf_cr(-p.clamp);
     __syncthreads();
-    return GateFn<kIn, kSilu>{table, f_clamped, clamp};
+    return GateFn<kIn, kSilu, kExpGroup>{table, f_clamped, clamp, nullptr};
   } else {
-    return GateFn<kIn, kSilu>{nullptr, 0.0f, false};
+    __shared__ double exp_tab[kExp2TableSize];
+    fill_exp2_table(exp_tab);
+    __syncthreads();
+    return GateFn<kIn, kSilu, kExpGroup>{nullptr, 0.0f, false, exp_tab};
   }
 }
 
@@ -486,7 +496,8 @@ TK_DEV void backward(const SwigluParams& p) {
   const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
   const SfOut sf_out = make_sf_out(p, nbk);
   const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
-  const GateFn<kIn, false> exp_neg = make_gate_fn<kIn, false>(p);
+  constexpr int kExpGroup = kIn == Fmt::kE4m3 && kDy == Fmt::kFp32 && kN == 128 ? 2 : 4;  // no spills (expf.cuh)
+  const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
 
   for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
     const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
@@ -691,9 +702,15 @@ TK_DEV void backward(const SwigluParams& p) {
 extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_check(const __grid_constant__ SwigluParams p) {
   const float* x = reinterpret_cast<const float*>(p.x);
   float* y = reinterpret_cast<float*>(p.out);
+  __shared__ double exp_tab[tk::kExp2TableSize];
+  tk::fill_exp2_table(exp_tab);
+  __syncthreads();
   for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.num_tokens;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    y[i] = tk::expf_cr(x[i]);
+  {
+    const float a = tk::expf_cr(x[i]), b = tk::expf_cr_tab(x[i], exp_tab);
+    y[i] = tk::f2u(a) == tk::f2u(b) ? a : tk::u2f(0xffffffffu);  // a NaN: the test fails on any finite x
+  }
 }
 
 #define TK_SWIGLU_FWD(in, IN, out, OUT)                                                                             \
