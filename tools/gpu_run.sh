@@ -6,7 +6,8 @@
 #   STEPS="test bench" bash tools/gpu_run.sh          # deno (or bun: RT=bun)
 #
 # Steps: test (every GPU test file, each in its own process: a kernel fault poisons its CUDA context), memcheck / racecheck (compute-sanitizer over $SAN_FILES), peers
-# (bench/peers.py), bench (bench/roofline.ts with the peers file when present), variants (the roofline of each
+# (bench/peers.py), bench (bench/roofline.ts with the peers file when present), decode (bench/decode.ts, and bench/peers_decode.py once), ab (tools/ab_pack.sh's branches, each
+# in its own copy: AB_FILES tests, roofline --only AB_ONLY), ncu (Nsight Compute of the $NCU_CASES, summarised), variants (the roofline of each
 # prebuilt tree under .device/var/*).
 set -u
 RT=${RT:-deno}
@@ -49,6 +50,38 @@ for step in ${STEPS:-test}; do
       if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --json "$OUT/roofline-$RT.json" "${p[@]}" ${BENCH_ARGS:-} > "$OUT/roofline-$RT.log" 2>&1
       else bun bench/roofline.ts --json "$OUT/roofline-$RT.json" "${p[@]}" ${BENCH_ARGS:-} > "$OUT/roofline-$RT.log" 2>&1; fi
       echo "bench rc=$?"; tail -n 60 "$OUT/roofline-$RT.log" ;;
+    decode)
+      if [ "$RT" = deno ]; then deno run -A --no-check bench/decode.ts --json "$OUT/decode-$RT.json" > "$OUT/decode-$RT.log" 2>&1
+      else bun bench/decode.ts --json "$OUT/decode-$RT.json" > "$OUT/decode-$RT.log" 2>&1; fi
+      echo "decode rc=$?"; cat "$OUT/decode-$RT.log"
+      [ -f "$OUT/decode-peers.json" ] || { python3 bench/peers_decode.py --json "$OUT/decode-peers.json" > "$OUT/decode-peers.log" 2>&1; echo "decode peers rc=$?"; cat "$OUT/decode-peers.log"; } ;;
+    ab) # one copy of the checkout per .device/ab/<branch>.tar (tools/ab_pack.sh), each with its tests and roofline
+      for tb in .device/ab/*.tar; do
+        n=$(basename "$tb" .tar); d=/tmp/ab/$n
+        rm -rf "$d"; mkdir -p "$d"
+        tar -C . --exclude=./.device -cf - . | tar -C "$d" -xf -
+        tar -C "$d" -xf "$tb"
+        files=${AB_FILES:-}; [ -f ".device/ab/$n.tests" ] && files=$(cat ".device/ab/$n.tests")
+        only=${AB_ONLY:-none}; [ -f ".device/ab/$n.only" ] && only=$(cat ".device/ab/$n.only")
+        ( cd "$d" && for f in $files; do run_tests "ab-$n-$(basename "$f" .test.ts)" "$f"; done
+          if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --only "$only" > "$LOGS/ab-$n-bench.log" 2>&1
+          else bun bench/roofline.ts --only "$only" > "$LOGS/ab-$n-bench.log" 2>&1; fi
+          { echo "===== ab $n roofline"; cat "$LOGS/ab-$n-bench.log"; } >> "$OUT/ab-$RT.log"
+          echo "ab $n:"; grep -E '^tk ' "$LOGS/ab-$n-bench.log" )
+      done ;;
+    ncu) # Nsight Compute of the cases in $NCU_CASES ("op tokens variant-substring" separated by ';'), raw metrics as
+      # CSV appended to $OUT/ncu.csv with a "### case" line before each; python3 tools/ncu_summary.py reads it
+      IFS=';' read -ra cases <<< "${NCU_CASES:-normForward 16384}"
+      for c in "${cases[@]}"; do
+        read -r op tok var <<< "$c"
+        echo "### case $op $tok ${var:-}" >> "$OUT/ncu.csv"
+        if [ "$RT" = deno ]; then set -- deno run -A --no-check bench/profile.ts "$op" "$tok" ${var:+"$var"}; else set -- bun bench/profile.ts "$op" "$tok" ${var:+"$var"}; fi
+        timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw --profile-from-start off -k regex:tk_ --section SpeedOfLight --section Occupancy \
+          --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats --section SchedulerStats "$@" \
+          2> "$LOGS/ncu-err.log" | grep -E '^"' >> "$OUT/ncu.csv"
+        echo "ncu $op $tok ${var:-}: rc=${PIPESTATUS[0]} $(grep -c . "$LOGS/ncu-err.log") stderr lines"; tail -n 3 "$LOGS/ncu-err.log"
+      done
+      python3 tools/ncu_summary.py "$OUT/ncu.csv" | tee "$OUT/ncu-summary.txt" ;;
     variants)
       for v in .device/var/*/; do
         n=$(basename "$v")

@@ -1,0 +1,70 @@
+/**
+ * One roofline case, run a few times, for a profiler: `ncu ... deno run -A bench/profile.ts <op> <tokens> [variant]`
+ * (or `bun bench/profile.ts ...`). Picks the first case of bench/cases.ts's families whose op equals `<op>`, whose
+ * token count equals `<tokens>` and whose variant contains `[variant]`, sets it up, runs it `--runs N` times (default
+ * 3) and synchronises; tools/ncu_summary.py reports the last launch of each kernel name. The runs sit between
+ * cuProfilerStart and cuProfilerStop, so with `ncu --profile-from-start off` only they are profiled. `--list`
+ * prints every case instead. tools/gpu_run.sh's step `ncu` drives it.
+ * @module
+ */
+import process from "node:process";
+import { devices, synchronize } from "../mod.ts";
+import { runtimeName } from "../core/env.ts";
+import { type BenchCase, type CaseFactory, FAMILIES } from "./cases.ts";
+
+/** cuProfilerStart / cuProfilerStop of the driver (the shim does not export them: a profiling aid only). */
+function profilerApi(): { start(): number; stop(): number } {
+  const path = process.env.TK_CUDA_DRIVER ?? "libcuda.so.1";
+  if (runtimeName === "bun") {
+    type BunFfi = {
+      dlopen(p: string, d: Record<string, { args: string[]; returns: string }>): { symbols: Record<string, () => number> };
+    };
+    const ffi = (import.meta as unknown as { require(id: string): BunFfi }).require("bun:ffi");
+    const s = ffi.dlopen(path, { cuProfilerStart: { args: [], returns: "i32" }, cuProfilerStop: { args: [], returns: "i32" } }).symbols;
+    return { start: () => s.cuProfilerStart(), stop: () => s.cuProfilerStop() };
+  }
+  const s = Deno.dlopen(path, {
+    cuProfilerStart: { parameters: [], result: "i32" },
+    cuProfilerStop: { parameters: [], result: "i32" },
+  } as const).symbols;
+  return { start: () => s.cuProfilerStart(), stop: () => s.cuProfilerStop() };
+}
+
+const args = process.argv.slice(2);
+const runsAt = args.indexOf("--runs");
+const runs = runsAt >= 0 ? Number(args.splice(runsAt, 2)[1]) : 3;
+const list = args.includes("--list");
+const [op, tokensText, variant = ""] = args.filter((a) => a !== "--list");
+
+if (devices().length === 0) {
+  console.log("bench/profile.ts needs a CUDA device; none found");
+  process.exit(0);
+}
+
+let picked: BenchCase | null = null;
+for (const fam of FAMILIES) {
+  const mod = await import(`./${fam}`) as { cases: CaseFactory };
+  for (const c of mod.cases()) {
+    if (list) console.log(`${c.op}\t${c.tokens}\t${c.variant}`);
+    if (!list && picked === null && c.op === op && c.tokens === Number(tokensText) && c.variant.includes(variant)) {
+      picked = c;
+    } else {
+      c.dispose();
+    }
+  }
+}
+if (list) process.exit(0);
+if (picked === null) {
+  console.error(`no case ${op} ${tokensText} ${variant} (--list shows them)`);
+  process.exit(2);
+}
+picked.run(); // set-up calls of lazily built cases happen here, outside the profiled range
+synchronize(0);
+const prof = profilerApi();
+const started = prof.start();
+for (let i = 0; i < runs; i++) picked.run();
+synchronize(0);
+const stopped = prof.stop();
+if (started !== 0 || stopped !== 0) console.error(`cuProfilerStart / Stop returned ${started} / ${stopped}`);
+console.log(`profiled ${picked.op} ${picked.tokens} ${picked.variant}: ${runs} runs, ${picked.bytes} bytes each`);
+picked.dispose();

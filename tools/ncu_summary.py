@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Summarises tools/gpu_run.sh's `ncu` step: python3 tools/ncu_summary.py ncu.csv
+
+The file holds, per case, a line "### case <op> <tokens> <variant>" and Nsight Compute's raw CSV (`--page raw`):
+a header row ("ID", ..., "Kernel Name", metric names), a units row, one row per profiled launch. The case's setup
+launches come first, so for each kernel name the last launch is the one of the op. Printed per kernel: duration,
+DRAM / L2 / L1 / SM throughput (% of peak), achieved and theoretical occupancy, registers, the block limits, issue
+activity and the largest warp-stall reasons (cycles per issued instruction).
+"""
+import csv
+import sys
+
+
+def pick(row, *names):
+    for n in names:
+        v = row.get(n)
+        if v not in (None, "", "n/a"):
+            return v
+    return "-"
+
+
+def num(v):
+    try:
+        return float(v.replace(",", ""))
+    except (AttributeError, ValueError):
+        return None
+
+
+def cases(path):
+    """Yields (case label, [row dicts]) in file order."""
+    label, header, rows = None, None, []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("### case"):
+                if label is not None:
+                    yield label, rows
+                label, header, rows = line[len("### case"):].strip(), None, []
+                continue
+            if not line.startswith('"'):
+                continue
+            cells = next(csv.reader([line]))
+            if cells and cells[0] == "ID":
+                header = cells
+            elif header is not None and cells and cells[0] != "" and len(cells) == len(header):
+                rows.append(dict(zip(header, cells)))
+    if label is not None:
+        yield label, rows
+
+
+STALL_PREFIX = "smsp__average_warps_issue_stalled_"
+STALL_SUFFIX = "_per_issue_active.ratio"
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    for label, rows in cases(sys.argv[1]):
+        print(f"== {label}: {len(rows)} launches profiled")
+        last = {}
+        for r in rows:
+            last[r.get("Kernel Name", "?")] = r
+        for name, r in last.items():
+            short = name.split("(")[0]
+            print(f"  {short}")
+            print("    duration {} ns, grid {} x block {}, regs {}, smem/block {} B".format(
+                pick(r, "gpu__time_duration.sum"), pick(r, "launch__grid_size"), pick(r, "launch__block_size"),
+                pick(r, "launch__registers_per_thread"), pick(r, "launch__shared_mem_per_block_static", "launch__shared_mem_per_block")))
+            print("    % of peak: DRAM {}, memory {}, L2 {}, L1 {}, SM {}".format(
+                pick(r, "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+                pick(r, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),
+                pick(r, "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
+                pick(r, "l1tex__throughput.avg.pct_of_peak_sustained_active"),
+                pick(r, "sm__throughput.avg.pct_of_peak_sustained_elapsed")))
+            print("    occupancy achieved {} / theoretical {} %, block limits regs {} smem {} warps {} barriers {}".format(
+                pick(r, "sm__warps_active.avg.pct_of_peak_sustained_active"), pick(r, "sm__maximum_warps_per_active_cycle_pct"),
+                pick(r, "launch__occupancy_limit_registers"), pick(r, "launch__occupancy_limit_shared_mem"),
+                pick(r, "launch__occupancy_limit_warps"), pick(r, "launch__occupancy_limit_barriers")))
+            print("    issue: {} % of cycles with an eligible warp, {} warp cycles per issued instruction".format(
+                pick(r, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
+                pick(r, "smsp__average_warp_latency_per_inst_issued.ratio", "smsp__average_warps_issue_stalled_per_issue_active.ratio")))
+            stalls = []
+            for k, v in r.items():
+                if k.startswith(STALL_PREFIX) and k.endswith(STALL_SUFFIX) and "_not_issued" not in k:
+                    x = num(v)
+                    if x is not None:
+                        stalls.append((x, k[len(STALL_PREFIX):-len(STALL_SUFFIX)]))
+            stalls.sort(reverse=True)
+            if stalls:
+                print("    stalls (cycles per issue): " + ", ".join(f"{n} {x:.2f}" for x, n in stalls[:6]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
