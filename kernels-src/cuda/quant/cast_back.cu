@@ -110,8 +110,8 @@ struct CastBack {
   // item u of a unit (32 lanes × kVec columns from a multiple of 32·kVec) meet B = max(1, 32·kVec / c) blocks, so
   // a unit needs kU·B = max(kU, 1024 / c) ≤ 64 scales, and lane l holds the storage of slots l and 32 + l
   // (slot u·B + b: item u, its b-th block). Two registers per stage instead of kU, and one scale load per lane
-  // and unit instead of kU: the register budget then holds 6 blocks per SM, and a piece fetches its scale with
-  // one shuffle.
+  // and unit instead of kU (with the per-channel scales taken 4 at a time, 48 registers: 5 blocks per SM); a
+  // piece fetches its scale with one shuffle.
   TK_DEV uint32_t log_blocks_per_item() const {
     constexpr uint32_t kLogSpan = 5 + (kVec == 8 ? 3 : 2);  // log2(32 · kVec)
     return col_shift < kLogSpan ? kLogSpan - col_shift : 0u;
