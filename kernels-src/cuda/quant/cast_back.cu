@@ -156,10 +156,7 @@ struct CastBack {
       for (int i = 0; i < 4; ++i) {
         if constexpr (kOut == Fmt::kFp32) o[4 * g + i] = f2u(canonical_nan(y[i]));
       }
-      if constexpr (kOut == Fmt::kBf16) {
-        o[2 * g] = encode_bf16x2(y[0], y[1]);
-        o[2 * g + 1] = encode_bf16x2(y[2], y[3]);
-      }
+      if constexpr (kOut == Fmt::kBf16) encode_bf16x2_words<2>(y, o + 2 * g);
     }
     store_chunk<kOutBytes>(out_row + static_cast<uint64_t>(col) * kOutElemBytes, o, out_aligned);
   }
