@@ -221,10 +221,15 @@ TK_HD float sr_e4m3_value(uint32_t u, uint32_t R) {
 template <int kQuads>
 TK_DEV void sr_encode_e4m3_quads(const uint32_t (&u)[4 * kQuads], const uint32_t (&r0)[kQuads],
                                  uint32_t (&out)[kQuads]) {
-  float probe = fabsf(u2f(u[0]));
+  // pairwise, so that the branch waits for log2(4·kQuads) dependent adds, not 4·kQuads − 1
+  float probe[4 * kQuads];
 #pragma unroll
-  for (int i = 1; i < 4 * kQuads; ++i) probe = add_rn(probe, fabsf(u2f(u[i])));
-  if (probe == probe) {
+  for (int i = 0; i < 4 * kQuads; ++i) probe[i] = fabsf(u2f(u[i]));
+#pragma unroll
+  for (int n = 2 * kQuads; n >= 1; n /= 2)
+#pragma unroll
+    for (int i = 0; i < n; ++i) probe[i] = add_rn(probe[i], probe[i + n]);
+  if (probe[0] == probe[0]) {
 #pragma unroll
     for (int q = 0; q < kQuads; ++q) {
       float y[4];
