@@ -1,7 +1,9 @@
 // Stochastic rounding in software (spec/quant.md §7.3) with upstream's quad hash (§7.4), and the fp16 codec the
 // generic cast needs (§1.5). The PTX cvt.rs instruction is never used: the software rule is the definition on
-// every architecture, so CPU and GPU give the same bytes. All integer: no floating-point rounding happens here
-// except exact scalings by powers of two.
+// every architecture, so CPU and GPU give the same bytes. The rounding itself is integer arithmetic on bit
+// patterns. The floating-point operations here are exact (scalings by powers of two, which may overflow to ±Inf
+// only where the code saturates anyway; the hardware e4m3 conversion of a value that already is an e4m3 value),
+// truncate once on purpose (the rz FMA of sr_encode_8bit), or only test for NaN (sr_encode_e4m3_quads' probe).
 #pragma once
 #include <math.h>
 #include <stdint.h>
