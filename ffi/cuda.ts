@@ -248,6 +248,15 @@ export function kernelFunction(op: string, device: Device, symbol: string): numb
   return fn;
 }
 
+/**
+ * Allows launches of `fn` (from {@link kernelFunction}) with up to `bytes` of dynamic shared memory: above 48 KiB
+ * CUDA asks each function to opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). Call once per handle.
+ */
+export function setMaxDynamicSmem(op: string, device: Device, fn: number, bytes: number): void {
+  const st = deviceState(op, device);
+  call(op, "tk_function_set_max_dynamic_smem", st.index, fn, bytes);
+}
+
 let launches = 0;
 /** Kernel launches issued by this process (tests use it to prove a refused call launched nothing). */
 export function launchCount(): number {
