@@ -77,12 +77,11 @@ TK_DEV double normal_radius(uint32_t w1) {
   return __dsqrt_rn(__dmul_rn(-2.0, lnu));  // −0 when u = 1, as the spec defines
 }
 
-// (sin θ, cos θ) of θ = 2π·w2/2³²: quadrant q and a reduced angle φ ∈ [−π/4, π/4) from integer steps, then the
-// Taylor polynomials of §C.2.2.
+// (sin θ, cos θ) of θ = 2π·w2/2³²: quadrant q = A >> 30 and a reduced angle φ ∈ [−π/4, π/4) from integer steps,
+// then the Taylor polynomials of §C.2.2.
 TK_DEV void normal_sin_cos(uint32_t w2, double& sin_t, double& cos_t) {
   using namespace normal;
   const uint32_t A = w2 + 0x20000000u;
-  const uint32_t q = A >> 30;
   const int32_t d = static_cast<int32_t>(A & 0x3fffffffu) - 0x20000000;
   const double phi = __dmul_rn(static_cast<double>(d), kPi2p31);
   const double z2 = __dmul_rn(phi, phi);
@@ -94,8 +93,17 @@ TK_DEV void normal_sin_cos(uint32_t w2, double& sin_t, double& cos_t) {
 #pragma unroll
   for (int k = 8; k >= 2; --k) pc = __dadd_rn(__dmul_rn(pc, z2), kC[k]);
   const double cs = __dadd_rn(__dsub_rn(1.0, __dmul_rn(0.5, z2)), __dmul_rn(__dmul_rn(z2, z2), pc));
-  sin_t = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
-  cos_t = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
+  // q = 0: (sn, cs), 1: (cs, −sn), 2: (−sn, −cs), 3: (−cs, sn). An odd quadrant swaps the two; the negations are
+  // IEEE sign flips, applied to the high words: bit 31 of A is q's bit 1 (sin negated for q = 2, 3), bit 31 of
+  // A ^ (A << 1) is q's bit 1 xor bit 0 (cos negated for q = 1, 2). Two selects per word and three integer ops
+  // instead of select chains over four candidates and binary64 negations.
+  const bool odd = (A & 0x40000000u) != 0;
+  const double s_abs = odd ? cs : sn;
+  const double c_abs = odd ? sn : cs;
+  const int s_hi = __double2hiint(s_abs) ^ static_cast<int>(A & 0x80000000u);
+  const int c_hi = __double2hiint(c_abs) ^ static_cast<int>((A ^ (A << 1)) & 0x80000000u);
+  sin_t = __hiloint2double(s_hi, __double2loint(s_abs));
+  cos_t = __hiloint2double(c_hi, __double2loint(c_abs));
 }
 
 // The four binary64 normals of Philox block j of stream (seed, offset): elements 4j … 4j+3 (§C.2.1–§C.2.2).
