@@ -176,17 +176,23 @@ struct Rope {
     uint32_t h0;
   };
 
+  // (b, s) of token `tok`: B·S < 2^32 (the host checks), so the split is 32-bit, and none for a 3-D view (B = 1)
+  TK_DEV void split(uint64_t tok, uint32_t& bi, uint32_t& si) const {
+    const uint32_t t32 = static_cast<uint32_t>(tok);
+    bi = p.batch == 1 ? 0 : t32 / p.seqlen;
+    si = p.batch == 1 ? t32 : t32 % p.seqlen;
+  }
+
   TK_DEV int64_t token_offset(uint64_t tok) const {
-    // B·S < 2^32 (the host checks), so the split is 32-bit
-    const uint32_t bi = static_cast<uint32_t>(tok) / p.seqlen;
-    const uint32_t si = static_cast<uint32_t>(tok) % p.seqlen;
+    uint32_t bi, si;
+    split(tok, bi, si);
     return static_cast<int64_t>(bi) * p.x_stride_b + static_cast<int64_t>(si) * p.x_stride_s;
   }
 
   // Copy position `tok` into the 8-byte word `dst` (int32: its 4 bytes, sign-extended when read back).
   TK_DEV void stage_position(uint32_t dst, uint64_t tok, bool int64_pos) const {
-    const uint32_t bi = static_cast<uint32_t>(tok) / p.seqlen;
-    const uint32_t si = static_cast<uint32_t>(tok) % p.seqlen;
+    uint32_t bi, si;
+    split(tok, bi, si);
     const int64_t off = static_cast<int64_t>(bi) * p.pos_stride_b + static_cast<int64_t>(si) * p.pos_stride_s;
     if (int64_pos) {
       cp_async<8>(dst, reinterpret_cast<const int64_t*>(p.positions) + off, true);
@@ -290,7 +296,9 @@ struct Rope {
     // read or written.
     auto issue = [&](const Cursor& q, uint32_t s) {
       if (q.h0 == lane) {
-        uint64_t pos = static_cast<uint32_t>(q.tok) % p.seqlen;
+        uint32_t bi, pos32;
+        split(q.tok, bi, pos32);
+        uint64_t pos = pos32;
         if (has_pos) {
           uint32_t w[2];
           ld_shared(pos_word(ring), w);
