@@ -36,5 +36,6 @@ export const FAMILIES: readonly string[] = [
   "cases_swiglu_per_channel.ts",
   "cases_norm.ts",
   "cases_rope_randn.ts",
+  "cases_more.ts",
   // one line per family: "cases_<family>.ts",
 ];

@@ -15,7 +15,7 @@ const E = 64;
 const A = 128;
 
 /** psum of T tokens spread evenly over E experts (each expert's count leaves room for its aligned start). */
-function psumFor(T: number): { psum: Int32Array; real: number } {
+export function psumFor(T: number): { psum: Int32Array; real: number } {
   const p = new Int32Array(E);
   const per = Math.floor(T / E) - 1; // T / E is a multiple of A: one padding row per expert
   let start = 0, real = 0;

@@ -3,8 +3,9 @@
  * per-token cast cases of the roofline table.
  * @module
  */
-import { type DeviceTensor, empty, type PerTokenCastOptions, tensor, toDevice } from "../mod.ts";
-import { createEvent, destroyEvent, elapsedMs, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
+import { type DeviceTensor, empty, type HostTensor, type PerTokenCastOptions, synchronize, tensor, toDevice } from "../mod.ts";
+import { createEvent, destroyEvent, elapsedMs, kernelFunction, LaunchPacket, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
+import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 import { deviceRuntime, type Device } from "../core/tensor.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 
@@ -41,15 +42,20 @@ export function copyRateGBs(bytes: number): { us: number; gbps: number } {
   return { us, gbps: (2 * bytes) / (us * 1e3) };
 }
 
-/** A random bf16 `[T, H]` matrix on the device. */
-export function randomBf16(T: number, H: number, seed = 1): DeviceTensor {
+/** A random bf16 `[T, H]` matrix on the host: uniform in [−4, 4), a linear congruential sequence from `seed`. */
+export function randomBf16Host(T: number, H: number, seed = 1): HostTensor {
   const b = new Uint16Array(T * H);
   let a = seed >>> 0;
   for (let i = 0; i < b.length; i++) {
     a = (Math.imul(a, 1664525) + 1013904223) >>> 0;
     b[i] = encodeBf16(Math.fround(((a >>> 8) / 16777216 - 0.5) * 8));
   }
-  return toDevice(tensor(b, [T, H], "bf16"));
+  return tensor(b, [T, H], "bf16");
+}
+
+/** A random bf16 `[T, H]` matrix on the device (the values of {@link randomBf16Host}). */
+export function randomBf16(T: number, H: number, seed = 1): DeviceTensor {
+  return toDevice(randomBf16Host(T, H, seed));
 }
 
 /** The roofline cases: bf16 → e4m3, groups of 128, plain fp32 sf and DeepGEMM's packed UE8M0 layout. */
@@ -63,4 +69,30 @@ export function castBytes(T: number, H: number, packed: boolean): number {
   const nbk = Math.ceil(H / 128);
   const sf = packed ? Math.ceil(T / 4) * 4 * Math.ceil(nbk / 4) * 4 : T * nbk * 4;
   return 3 * T * H + sf;
+}
+
+/**
+ * Host time per call (µs) of `f`: bursts of `n` back-to-back calls, median of 41. `n` stays below the driver's
+ * launch queue depth (about 1000 pending launches), so the host never waits for the GPU and the time is the host's
+ * own.
+ */
+export function hostUs(f: () => void, n = 500): number {
+  for (let i = 0; i < 2000; i++) f();
+  synchronize(0);
+  const times: number[] = [];
+  for (let r = 0; r < 41; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) f();
+    times.push(((performance.now() - t0) * 1000) / n);
+    synchronize(0);
+  }
+  times.sort((a, b) => a - b);
+  return times[times.length >> 1];
+}
+
+/** An empty kernel launch (one block of 32 threads that checks nothing), straight through the launch packet. */
+export function bareLaunch(): () => void {
+  const bare = new LaunchPacket(GuardSelftestParams);
+  bare.setLaunch(kernelFunction("bench", DEV, "tk_guard_selftest__i32"), 0, 1, 32, 0, false, 0);
+  return () => bare.launch("bench");
 }

@@ -62,6 +62,38 @@ It measures, in one process:
      applyRotary "64/192 out of place"      the same rotation returned as a new [T, 128, 64] tensor:
                                             same bytes
      applyRotary "[T,128,64] in place"      a contiguous [T, 128, 64] query: same bytes (hidden: 128·64)
+     perChannelCastAndTranspose "bf16→e4m3 [128,1]"
+                                            perChannelCast's codes transposed to [H, T] (moved as uint8,
+                                            .t().contiguous()), fp32 sf [T/128, H]: 2TH + TH + (T/128)H4
+     swigluForwardAndPerChannelCastAndTranspose "bf16 → e4m3 [H, T], 128 tokens per scale" (also "…, 32 tokens
+                                            per scale" and "bf16 → e4m3 [T, H], 128 tokens per scale")
+                                            x bf16 [T, 2H] -> a = bf16(silu(gate)·up), per column blocks of r
+                                            rows -> e4m3 [H, T] (or [T, H]) + fp32 sf [T/r, H]: 4TH + TH + (T/r)H4
+     swigluBackwardAndPerTokenCast "e4m3 x, bf16 dy → bf16 + e4m3 128 + weightGrad"
+                                            x e4m3 [T, 2H] with fp32 sf [T, 2H/128] dequantized, dy bf16
+                                            [T, H], fp32 row weights [T] -> dx bf16 [T, 2H], dx e4m3 + fp32 sf
+                                            [T, 2H/128] (cast from fp32), weight gradient fp32 [T]:
+                                            2TH + T(2H/128)4 + 2TH + 4T + 4TH + 2TH + T(2H/128)4 + 4T. Every
+                                            row real (ours: the psum layout of 64 experts)
+     batchedTransposeWeightSf "256×7168×2048 bs128"
+                                            fp32 power-of-two scales [256, 56, 16] -> the two packed UE8M0
+                                            int32 layouts of spec/quant.md §9.1 (exponent bytes packed 4 per
+                                            word, repeat_interleave over the block rows, MN-major strides):
+                                            4·256·(56·16 + 4·7168 + 14·2048) (one size: tokens reported 256)
+     perBlockCastLossless "e2m1 [1,32] → e4m3 128x128 fp32-sf"
+                                            FP4 codes uint8 [T, H/2] decoded by a 16-entry table, power-of-two
+                                            fp32 sf [T, H/32] -> e4m3 [T, H] times 2^(Ein − Eout), fp32 sf
+                                            [T/128, H/128] = 2^(Eout − 127): TH/2 + T(H/32)4 + TH + (T/128)(H/128)4
+     perTokenCastBack "e4m3 128 fp32 sf → bf16" castBack's [1,128] function: TH + T(H/128)4 + 2TH
+     castBack "e4m3→fp32 [128,128] fp32 sf" as [128,128] with an fp32 result: TH + (T/128)(H/128)4 + 4TH
+     unpackFromE2m1fnX2 "e2m1x2 → bf16" / "e2m1x2 → fp32"
+                                            uint8 [T, H/2] decoded by the table: TH/2 + 2TH (bf16) or 4TH (fp32)
+     swigluForward "bf16→bf16 + weights"    x bf16 [T, 2H], fp32 row weights [T] -> bf16 silu(gate)·up·w:
+                                            4TH + 4T + 2TH (every row real; ours: 64 experts in the psum layout)
+     addRmsnormForwardAndPerTokenCast "bf16→e4m3 packed, residual in place"
+                                            residual.add_(x), F.rms_norm(residual), the packed UE8M0 cast of
+                                            section 2: 2TH·3 + 2H + TH + packed sf bytes (no rstd; ours +4T)
+     randnLike "bf16 [T, H] randn_like"     torch.randn_like of a bf16 [T, H] tensor: write 2TH
      randn "fp32 2^28"                      buf.normal_() on a preallocated fp32 buffer of 2^28 values,
                                             once (tokens reported 2^28, hidden 1): write 4·2^28. Its
                                             write-only reference: buf.fill_(1.0) and buf.zero_() on the
@@ -294,15 +326,18 @@ def swiglu_backward(x, dy):
 def swiglu_backward_weighted(x, dy, w):
     """As swiglu_backward with fp32 row weights w [T]: also the weight gradient fp32 [T] = sum_j dy * act."""
     h = dy.shape[1]
-    g = x[:, :h].float()
-    u = x[:, h:].float()
-    d = dy.float()
+    gx, gu, wgrad = _swiglu_grads_weighted(x[:, :h].float(), x[:, h:].float(), dy.float(), w)
+    return torch.cat([gx.to(x.dtype), gu.to(x.dtype)], dim=1), wgrad
+
+
+def _swiglu_grads_weighted(g, u, d, w):
+    """fp32 gate g, up u, gradient d, row weights w [T] -> (d gate, d up, weight gradient [T])."""
     s = torch.sigmoid(g)
     ws = d * w[:, None] * s
     gx = ws * u * (1.0 + g * (1.0 - s))
     gu = ws * g
     wgrad = (d * (g * s * u)).sum(-1)
-    return torch.cat([gx.to(x.dtype), gu.to(x.dtype)], dim=1), wgrad
+    return gx, gu, wgrad
 
 
 def _rms_norm(x, w):
@@ -361,6 +396,146 @@ def rope_in_place(x, cache, pos):
 def rope_out_of_place(x, cache, pos):
     """x [T, heads, 64] view -> a new contiguous rotated [T, heads, 64] tensor of x's dtype."""
     return (_rope_rotated(x, cache, pos).flatten(-2).to(x.dtype),)
+
+
+def per_channel_cast_and_transpose_128(x):
+    """bf16 [T, H] -> (e4m3 [H, T] = the codes of per_channel_cast_128 transposed, fp32 sf [T/128, H]).
+
+    The transpose moves the codes as uint8 (the same bytes; copies of float8 tensors are avoided).
+    """
+    data, sf = per_channel_cast_128(x)
+    return data.view(torch.uint8).t().contiguous().view(torch.float8_e4m3fn), sf
+
+
+def _swiglu_per_channel(x, r, transpose):
+    """bf16 [T, 2H] -> silu(gate) * up rounded to bf16, cast per column in blocks of r rows:
+    (e4m3 [H, T] if transpose else [T, H], fp32 sf [T/r, H])."""
+    t, h2 = x.shape
+    h = h2 // 2
+    g = x[:, :h].float()
+    u = x[:, h:].float()
+    a = (g / (1.0 + torch.exp(-g)) * u).to(torch.bfloat16).float()  # staged in bf16, as the op
+    ab = a.view(t // r, r, h)
+    amax = ab.abs().amax(1).clamp(min=AMAX_CLAMP)
+    sf = amax / FP8_MAX
+    data = (ab * (FP8_MAX / amax)[:, None, :]).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn).view(t, h)
+    if transpose:
+        data = data.view(torch.uint8).t().contiguous().view(torch.float8_e4m3fn)
+    return data, sf
+
+
+def swiglu_per_channel_t128(x):
+    return _swiglu_per_channel(x, 128, True)
+
+
+def swiglu_per_channel_t32(x):
+    return _swiglu_per_channel(x, 32, True)
+
+
+def swiglu_per_channel_n128(x):
+    return _swiglu_per_channel(x, 128, False)
+
+
+def swiglu_backward_and_per_token_cast(x, xsf, dy, w):
+    """e4m3 x [T, 2H] with fp32 sf [T, 2H/128], bf16 dy [T, H], fp32 row weights w [T] ->
+    (bf16 dx [T, 2H], e4m3 dx codes [T, 2H], fp32 sf [T, 2H/128], fp32 weight gradient [T]).
+
+    x is dequantized (codes times scale), the backward of silu(gate) * up * w as swiglu_backward_weighted, and
+    the fp32 gradient both rounded to bf16 and cast per token in groups of 128 (as the op: from fp32).
+    """
+    t, h2 = x.shape
+    h = h2 // 2
+    xf = (x.float().view(t, h2 // GROUP, GROUP) * xsf[..., None]).view(t, h2)
+    gx, gu, wgrad = _swiglu_grads_weighted(xf[:, :h], xf[:, h:], dy.float(), w)
+    grad = torch.cat([gx, gu], dim=1)
+    data, sf = _cast_groups_f32(grad.view(t, h2 // GROUP, GROUP))
+    return grad.to(torch.bfloat16), data.view(t, h2), sf, wgrad
+
+
+TW_GROUPS = 256  # batchedTransposeWeightSf: 256 experts of a 7168 x 2048 weight, blocks of 128
+TW_N = 7168
+TW_K = 2048
+TW_BS = 128
+
+
+def _pack4(e):
+    """int32 bytes [..., 4P] -> int32 words [..., P], byte 4p + i in bits 8i (the top byte taken signed: no
+    int32 overflow)."""
+    b = e.reshape(*e.shape[:-1], -1, 4)
+    b3 = b[..., 3]
+    b3 = b3 - ((b3 >> 7) << 8)
+    return b[..., 0] + b[..., 1] * 256 + b[..., 2] * 65536 + b3 * 16777216
+
+
+def transpose_weight_sf(sf):
+    """fp32 power-of-two weight scales [G, nS, kS] -> DeepGEMM's two packed UE8M0 layouts (spec/quant.md §9.1):
+    sf0 int32 [G, n, ceil(kS/4)] strides (P0·n, 1, n), sf1 int32 [G, k, ceil(nS/4)] strides (P1·k, 1, k);
+    words of 4 exponent bytes, zero past the last scale; every row of a block repeats its block's word."""
+    g, ns, ks = sf.shape
+    e = (sf.view(torch.int32) >> 23) & 0xFF
+    p0 = (ks + 3) // 4
+    p1 = (ns + 3) // 4
+    w0 = _pack4(torch.nn.functional.pad(e, (0, 4 * p0 - ks))).repeat_interleave(TW_BS, dim=1)  # [G, n, P0]
+    w1 = _pack4(torch.nn.functional.pad(e.transpose(1, 2), (0, 4 * p1 - ns))).repeat_interleave(TW_BS, dim=1)
+    return w0.transpose(1, 2).contiguous().transpose(1, 2), w1.transpose(1, 2).contiguous().transpose(1, 2)
+
+
+E2M1_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def _decode_e2m1(q, lut):
+    """uint8 [T, H/2] (two E2M1 codes per byte, element 2i in the low nibble) -> fp32 [T, H] by a 16-entry table."""
+    t, hh = q.shape
+    return torch.stack([lut[(q & 0xF).long()], lut[(q >> 4).long()]], dim=-1).view(t, 2 * hh)
+
+
+def per_block_cast_lossless(q, sf, lut):
+    """FP4 codes [T, H/2] with power-of-two fp32 scales [T, H/32] (blocks [1, 32]) -> e4m3 [T, H] with fp32 scales
+    [T/128, H/128] (spec/quant.md §10): Eout = max(Emax - 6, 0) per 128 x 128 block, codes times 2^(Ein - Eout)."""
+    t, hh = q.shape
+    h = 2 * hh
+    v = _decode_e2m1(q, lut)
+    eb = ((sf.view(torch.int32) >> 23) & 0xFF).view(t // 128, 128, h // 128, 4)
+    eout = (eb.amax(dim=(1, 3)) - 6).clamp(min=0)  # [T/128, H/128]
+    d = (eb - eout[:, None, :, None]).float()
+    y = v.view(t // 128, 128, h // 128, 4, 32) * torch.exp2(d)[..., None]
+    return y.view(t, h).to(torch.float8_e4m3fn), (eout << 23).view(torch.float32)
+
+
+def unpack_e2m1_bf16(q, lut):
+    """uint8 [T, H/2] -> bf16 [T, H] (unpackFromE2m1fnX2)."""
+    return (_decode_e2m1(q, lut).to(torch.bfloat16),)
+
+
+def unpack_e2m1_fp32(q, lut):
+    """uint8 [T, H/2] -> fp32 [T, H] (unpackFromE2m1fnX2)."""
+    return (_decode_e2m1(q, lut),)
+
+
+def cast_back_per_block_fp32(data, sf):
+    """e4m3 [T, H] with fp32 sf [T/128, H/128] -> fp32 [T, H]."""
+    t, h = data.shape
+    y = data.view(t // 128, 128, h // 128, 128).float() * sf[:, None, :, None]
+    return (y.view(t, h),)
+
+
+def swiglu_forward_weighted(x, w):
+    """bf16 x [T, 2H], fp32 row weights [T] -> bf16 silu(gate) * up * w [T, H] (swigluForward, fmt bf16)."""
+    h = x.shape[1] // 2
+    g = x[:, :h].float()
+    u = x[:, h:].float()
+    return ((g / (1.0 + torch.exp(-g)) * u * w[:, None]).to(torch.bfloat16),)
+
+
+def add_rms_norm_and_cast_packed(x, residual, w):
+    """residual += x (in place, bf16), then F.rms_norm of it and the packed UE8M0 per-token cast."""
+    residual.add_(x)
+    return per_token_cast_packed_ue8m0(_rms_norm(residual, w))
+
+
+def randn_like_bf16(t):
+    """torch.randn_like of a bf16 tensor: a new bf16 tensor of standard normal values."""
+    return (torch.randn_like(t),)
 
 
 def randn_fill(buf):
@@ -438,6 +613,47 @@ def _in_randn(t, h):
     return (torch.empty((RANDN_N,), device="cuda", dtype=torch.float32),)
 
 
+def _in_swiglu_bwd_cast(t, h):
+    x = _randn((t, 2 * h), 21 + t, scale=2.0)
+    data, sf = _cast_groups_f32(x.float().view(t, 2 * h // GROUP, GROUP))
+    w = torch.rand((t,), device="cuda", dtype=torch.float32, generator=_gen(23 + t))
+    return data.view(t, 2 * h), sf, _randn((t, h), 22 + t), w
+
+
+def _in_transpose_weight_sf(t, h):
+    e = torch.randint(-30, 31, (TW_GROUPS, TW_N // TW_BS, TW_K // TW_BS), device="cuda", generator=_gen(24))
+    return (torch.exp2(e.float()),)
+
+
+def _e2m1_lut():
+    return torch.tensor(E2M1_VALUES, device="cuda", dtype=torch.float32)
+
+
+def _in_fp4(t, h):
+    """Random FP4 code bytes [T, H/2], power-of-two fp32 scales [T, H/32] (2^-3 ... 2^3), the decode table."""
+    q = torch.randint(0, 256, (t, h // 2), device="cuda", dtype=torch.uint8, generator=_gen(25 + t))
+    e = torch.randint(-3, 4, (t, h // 32), device="cuda", generator=_gen(26 + t))
+    return q, torch.exp2(e.float()), _e2m1_lut()
+
+
+def _in_fp4_codes(t, h):
+    q, _, lut = _in_fp4(t, h)
+    return q, lut
+
+
+def _in_swiglu_fwd_w(t, h):
+    w = torch.rand((t,), device="cuda", dtype=torch.float32, generator=_gen(27 + t))
+    return _in_swiglu_fwd(t, h) + (w,)
+
+
+def _in_add_norm(t, h):
+    return _randn((t, h), 28 + t), _randn((t, h), 29 + t), _norm_weight(h)
+
+
+def _in_randn_like(t, h):
+    return (torch.empty((t, h), device="cuda", dtype=torch.bfloat16),)
+
+
 def _sf128(t, h):
     return t * (h // GROUP) * 4
 
@@ -505,6 +721,38 @@ def op_cases():
                shape=lambda t: (t, ROPE_HEADS * ROPE_QK)),
         OpCase("applyRotary", "[T,128,64] in place", rope_in_place, _in_rope_contig, _rope_bytes,
                shape=lambda t: (t, ROPE_HEADS * ROPE_D)),
+        OpCase("perChannelCastAndTranspose", "bf16→e4m3 [128,1]", per_channel_cast_and_transpose_128, bf16_in,
+               lambda t, h: 2 * t * h + t * h + (t // 128) * h * 4),
+        OpCase("swigluForwardAndPerChannelCastAndTranspose", "bf16 → e4m3 [H, T], 128 tokens per scale",
+               swiglu_per_channel_t128, _in_swiglu_fwd, lambda t, h: 2 * t * 2 * h + t * h + (t // 128) * h * 4),
+        OpCase("swigluForwardAndPerChannelCastAndTranspose", "bf16 → e4m3 [H, T], 32 tokens per scale",
+               swiglu_per_channel_t32, _in_swiglu_fwd, lambda t, h: 2 * t * 2 * h + t * h + (t // 32) * h * 4),
+        OpCase("swigluForwardAndPerChannelCastAndTranspose", "bf16 → e4m3 [T, H], 128 tokens per scale",
+               swiglu_per_channel_n128, _in_swiglu_fwd, lambda t, h: 2 * t * 2 * h + t * h + (t // 128) * h * 4),
+        OpCase("swigluBackwardAndPerTokenCast", "e4m3 x, bf16 dy → bf16 + e4m3 128 + weightGrad",
+               swiglu_backward_and_per_token_cast, _in_swiglu_bwd_cast,
+               lambda t, h: (t * 2 * h + _sf128(t, 2 * h) + 2 * t * h + 4 * t)
+               + (2 * t * 2 * h + t * 2 * h + _sf128(t, 2 * h) + 4 * t)),
+        OpCase("batchedTransposeWeightSf", "256×7168×2048 bs128", transpose_weight_sf, _in_transpose_weight_sf,
+               lambda t, h: 4 * TW_GROUPS * ((TW_N // TW_BS) * (TW_K // TW_BS)
+                                             + ((TW_K // TW_BS + 3) // 4) * TW_N + ((TW_N // TW_BS + 3) // 4) * TW_K),
+               shape=lambda t: (TW_GROUPS, HIDDEN), once=True),
+        OpCase("perBlockCastLossless", "e2m1 [1,32] → e4m3 128x128 fp32-sf", per_block_cast_lossless, _in_fp4,
+               lambda t, h: t * h // 2 + t * (h // 32) * 4 + t * h + _blk128(t, h)),
+        OpCase("perTokenCastBack", "e4m3 128 fp32 sf → bf16", cast_back_per_token, _in_per_token_cast_back,
+               lambda t, h: t * h + _sf128(t, h) + 2 * t * h),
+        OpCase("castBack", "e4m3→fp32 [128,128] fp32 sf", cast_back_per_block_fp32, _in_per_block_cast_back,
+               lambda t, h: t * h + _blk128(t, h) + 4 * t * h),
+        OpCase("unpackFromE2m1fnX2", "e2m1x2 → bf16", unpack_e2m1_bf16, _in_fp4_codes,
+               lambda t, h: t * h // 2 + 2 * t * h),
+        OpCase("unpackFromE2m1fnX2", "e2m1x2 → fp32", unpack_e2m1_fp32, _in_fp4_codes,
+               lambda t, h: t * h // 2 + 4 * t * h),
+        OpCase("swigluForward", "bf16→bf16 + weights", swiglu_forward_weighted, _in_swiglu_fwd_w,
+               lambda t, h: 2 * t * 2 * h + 4 * t + 2 * t * h),
+        OpCase("addRmsnormForwardAndPerTokenCast", "bf16→e4m3 packed, residual in place", add_rms_norm_and_cast_packed,
+               _in_add_norm, lambda t, h: 3 * 2 * t * h + 2 * h + t * h + sf_bytes("packed-ue8m0", t, h)),
+        OpCase("randnLike", "bf16 [T, H] randn_like", randn_like_bf16, _in_randn_like, lambda t, h: 2 * t * h,
+               compare=False),
         OpCase("randn", "fp32 2^28", randn_fill, _in_randn, lambda t, h: 4 * RANDN_N, compare=False,
                shape=lambda t: (RANDN_N, 1), once=True),
     ]

@@ -9,12 +9,11 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import process from "node:process";
-import { deviceInfo, type DeviceTensor, devices, empty, perTokenCast, synchronize } from "../mod.ts";
-import { driverVersion, kernelFunction, LaunchPacket } from "../ffi/cuda.ts";
-import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
+import { deviceInfo, type DeviceTensor, devices, empty, perTokenCast } from "../mod.ts";
+import { driverVersion } from "../ffi/cuda.ts";
 import { runtimeName } from "../core/env.ts";
 import { type BenchCase, type CaseFactory, FAMILIES } from "./cases.ts";
-import { CASES, castBytes, copyRateGBs, DEV, deviceTimeUs, randomBf16 } from "./common.ts";
+import { bareLaunch, CASES, castBytes, copyRateGBs, deviceTimeUs, hostUs, randomBf16 } from "./common.ts";
 
 const args = process.argv.slice(2);
 const argOf = (k: string) => (args.includes(k) ? args[args.indexOf(k) + 1] : undefined);
@@ -74,22 +73,7 @@ for (const fam of FAMILIES) {
   }
 }
 
-// Host time per call: tiny tensors, N back-to-back calls. N stays below the driver's launch queue depth (about
-// 1000 pending launches), so the host never waits for the GPU and the time is the host's own; the median of many
-// such bursts is reported.
-function hostUs(f: () => void, n: number): number {
-  for (let i = 0; i < 2000; i++) f();
-  synchronize(0);
-  const times: number[] = [];
-  for (let r = 0; r < 41; r++) {
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) f();
-    times.push(((performance.now() - t0) * 1000) / n);
-    synchronize(0);
-  }
-  times.sort((a, b) => a - b);
-  return times[times.length >> 1];
-}
+// Host time per call: tiny tensors, N back-to-back calls (common.ts hostUs).
 const tiny = randomBf16(1, 128);
 const o = { fmt: "e4m3", numPerChannels: 128 } as const;
 const [td, ts] = perTokenCast(tiny, o);
@@ -100,9 +84,7 @@ const fresh = hostUs(() => {
   d.dispose();
   s.dispose();
 }, 500);
-const bare = new LaunchPacket(GuardSelftestParams);
-bare.setLaunch(kernelFunction("bench", DEV, "tk_guard_selftest__i32"), 0, 1, 32, 0, false, 0);
-const bareUs = hostUs(() => bare.launch("bench"), 500);
+const bareUs = hostUs(bareLaunch(), 500);
 const host = { runtime: runtimeName, outUs: withOut, freshUs: fresh, bareLaunchUs: bareUs };
 
 // First call, fresh process.

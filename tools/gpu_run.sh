@@ -6,7 +6,8 @@
 #   STEPS="test bench" bash tools/gpu_run.sh          # deno (or bun: RT=bun)
 #
 # Steps: test (every GPU test file, each in its own process: a kernel fault poisons its CUDA context), memcheck / racecheck (compute-sanitizer over $SAN_FILES), peers
-# (bench/peers.py), bench (bench/roofline.ts with the peers file when present), variants (the roofline of each
+# (bench/peers.py), bench (bench/roofline.ts with the peers file when present), decode (bench/decode.ts, and bench/peers_decode.py once), ab (tools/ab_pack.sh's branches, each
+# in its own copy: AB_FILES tests, roofline --only AB_ONLY), variants (the roofline of each
 # prebuilt tree under .device/var/*).
 set -u
 RT=${RT:-deno}
@@ -49,6 +50,23 @@ for step in ${STEPS:-test}; do
       if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --json "$OUT/roofline-$RT.json" "${p[@]}" ${BENCH_ARGS:-} > "$OUT/roofline-$RT.log" 2>&1
       else bun bench/roofline.ts --json "$OUT/roofline-$RT.json" "${p[@]}" ${BENCH_ARGS:-} > "$OUT/roofline-$RT.log" 2>&1; fi
       echo "bench rc=$?"; tail -n 60 "$OUT/roofline-$RT.log" ;;
+    decode)
+      if [ "$RT" = deno ]; then deno run -A --no-check bench/decode.ts --json "$OUT/decode-$RT.json" > "$OUT/decode-$RT.log" 2>&1
+      else bun bench/decode.ts --json "$OUT/decode-$RT.json" > "$OUT/decode-$RT.log" 2>&1; fi
+      echo "decode rc=$?"; cat "$OUT/decode-$RT.log"
+      [ -f "$OUT/decode-peers.json" ] || { python3 bench/peers_decode.py --json "$OUT/decode-peers.json" > "$OUT/decode-peers.log" 2>&1; echo "decode peers rc=$?"; cat "$OUT/decode-peers.log"; } ;;
+    ab) # one copy of the checkout per .device/ab/<branch>.tar (tools/ab_pack.sh), each with its tests and roofline
+      for tb in .device/ab/*.tar; do
+        n=$(basename "$tb" .tar); d=/tmp/ab/$n
+        rm -rf "$d"; mkdir -p "$d"
+        tar -C . --exclude=./.device -cf - . | tar -C "$d" -xf -
+        tar -C "$d" -xf "$tb"
+        ( cd "$d" && for f in ${AB_FILES:-}; do run_tests "ab-$n-$(basename "$f" .test.ts)" "$f"; done
+          if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --only "${AB_ONLY:-none}" > "$LOGS/ab-$n-bench.log" 2>&1
+          else bun bench/roofline.ts --only "${AB_ONLY:-none}" > "$LOGS/ab-$n-bench.log" 2>&1; fi
+          { echo "===== ab $n roofline"; cat "$LOGS/ab-$n-bench.log"; } >> "$OUT/ab-$RT.log"
+          echo "ab $n:"; grep -E '^tk ' "$LOGS/ab-$n-bench.log" )
+      done ;;
     variants)
       for v in .device/var/*/; do
         n=$(basename "$v")

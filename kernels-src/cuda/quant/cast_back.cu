@@ -63,7 +63,9 @@ struct CastBack {
   TK_DEV explicit CastBack(const CastBackParams& params) : p(params) {
     chunks = p.hidden / kVec;
     row_shift = log2_pow2(p.block_rows);
-    col_shift = log2_pow2(p.block_cols);
+    // a whole-row block (perTokenCastBack with numPerChannels = H) need not be a power of two: every column has
+    // block 0, and col >> 31 is 0 for every col < H ≤ 2^31
+    col_shift = p.block_cols >= p.hidden ? 31u : log2_pow2(p.block_cols);
     per_element = p.block_cols == 1;
     // fp32 scales [nbm, H] or token-packed words [ceil(nbm/4), H] with unit column stride: element (m, j) is
     // word m'·s0 + j, and j of a chunk start is a multiple of kVec (16-byte loads of 4 scales)

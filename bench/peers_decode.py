@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""PyTorch's RMSNorm in the decode case, beside bench/decode.ts (same device command).
+
+For tokens 1, 2, 4, 8, 16, 32, 64 × hidden 7168 bf16 with a bf16 weight (eps 1e-6): F.rms_norm eager and
+torch.compile (mode "default", dynamic=False: one specialisation per shape, no CUDA graphs), plus an empty
+elementwise op for scale. Per row: device time per call (CUDA events around 100 back-to-back calls, median of 9)
+and host time per call (1000 back-to-back calls timed before the synchronize, median of 9 bursts).
+
+    python3 bench/peers_decode.py --json decode-peers.json
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+H = 7168
+EPS = 1e-6
+TOKENS = [1, 2, 4, 8, 16, 32, 64]
+
+
+def device_us(fn, n=100, reps=9):
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(n):
+            fn()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) * 1000 / n)
+    return statistics.median(times)
+
+
+def host_us(fn, n=1000, reps=9):
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - t0) * 1e6 / n)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    rows = []
+
+    def add(impl, op, t, fn):
+        r = {"impl": impl, "op": op, "tokens": t, "device_us": device_us(fn), "host_us": host_us(fn)}
+        rows.append(r)
+        print(f"{impl:<16}{op:<24}{t:<8}{r['device_us']:<12.2f}{r['host_us']:.2f}", flush=True)
+
+    print(f"{'impl':<16}{'op':<24}{'tokens':<8}{'device µs':<12}host µs", flush=True)
+    z = torch.zeros(1, device="cuda")
+    add("torch-eager", "empty op (zero_)", 1, lambda: z.zero_())
+    w = torch.randn(H, device="cuda").to(torch.bfloat16)
+    for t in TOKENS:
+        x = torch.randn(t, H, device="cuda").to(torch.bfloat16)
+        add("torch-eager", "F.rms_norm", t, lambda: F.rms_norm(x, (H,), w, EPS))
+        compiled = torch.compile(lambda a, b: F.rms_norm(a, (H,), b, EPS), dynamic=False)
+        compiled(x, w)
+        add("torch-compile", "F.rms_norm", t, lambda: compiled(x, w))
+    out = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

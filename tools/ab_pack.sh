@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Packs branches for an A/B device run: for each branch, the files that differ from the base (default main) —
+# sources, host code and the sm_90a cubins with the branch's manifest — into .device/ab/<branch>.tar. The device
+# step `ab` of tools/gpu_run.sh copies the checkout once per tar, lays the tar over it, and runs the GPU tests and
+# the roofline there, so several prepared branches are tested and measured in one device command:
+#
+#   bash tools/ab_pack.sh perf2-norm perf2-quant          # BASE=<rev> to diff against another base
+#   STEPS=ab AB_FILES="tests/norm_gpu.test.ts" AB_ONLY=normForward,castBack bash tools/gpu_run.sh   # on the GPU
+#
+# Only the branch's own changes since it left the base travel; the base must not have changed prebuilt/ or
+# kernels-src/ since then (the manifest travels whole). sm_100a cubins
+# are left out (the H200 loads sm_90a only; the loader checks the hash of what it loads).
+set -euo pipefail
+BASE=${BASE:-main}
+mkdir -p .device/ab
+for b in "$@"; do
+  mb=$(git merge-base "$BASE" "$b")
+  # the branch's own changes since it left the base; the base's later changes stay as the checkout has them
+  if ! git diff --quiet "$mb" "$BASE" -- prebuilt kernels-src; then
+    echo "$b: the base changed prebuilt/ or kernels-src/ since the branch left it: merge the base into it first" >&2
+    exit 1
+  fi
+  files=$(git diff --name-only --diff-filter=AM "$mb" "$b" -- | grep -v '^prebuilt/cuda/sm100a/' || true)
+  name=${b//\//_}
+  git archive --format=tar -o ".device/ab/$name.tar" "$b" $files
+  echo "$name: $(echo "$files" | wc -l) files, $(du -h ".device/ab/$name.tar" | cut -f1)"
+done
