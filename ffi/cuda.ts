@@ -248,13 +248,19 @@ export function kernelFunction(op: string, device: Device, symbol: string): numb
   return fn;
 }
 
+const maxDynamicSmem = new Map<number, number>(); // function handle → the MAX_DYNAMIC_SHARED_SIZE_BYTES it was given
+
 /**
- * Allows launches of `fn` (from {@link kernelFunction}) with up to `bytes` of dynamic shared memory: above 48 KiB
- * CUDA asks each function to opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). Call once per handle.
+ * {@link kernelFunction} for a kernel launched with `bytes` of dynamic shared memory where static + dynamic exceeds
+ * 48 KiB: raises the function's MAX_DYNAMIC_SHARED_SIZE_BYTES to `bytes` once (cuFuncSetAttribute), then returns it.
  */
-export function setMaxDynamicSmem(op: string, device: Device, fn: number, bytes: number): void {
-  const st = deviceState(op, device);
-  call(op, "tk_function_set_max_dynamic_smem", st.index, fn, bytes);
+export function kernelFunctionWithSmem(op: string, device: Device, symbol: string, bytes: number): number {
+  const fn = kernelFunction(op, device, symbol);
+  if ((maxDynamicSmem.get(fn) ?? 0) < bytes) {
+    call(op, "tk_function_set_max_dynamic_smem", device.index, fn, bytes);
+    maxDynamicSmem.set(fn, bytes);
+  }
+  return fn;
 }
 
 let launches = 0;

@@ -10,7 +10,7 @@ import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { copyInto, disposeStaged, onDevice, onHost, writeBackSpan } from "../../core/stage.ts";
 import { type Device, DeviceTensor, deviceRuntime, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
-import { errorWordPtr, kernelFunction, LaunchPacket, setMaxDynamicSmem } from "../../ffi/cuda.ts";
+import { errorWordPtr, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import { registerOpId } from "../../ffi/op_ids.ts";
 import { ROPE_FLAG, RopeParams } from "./rope.params.ts";
 import { rotaryRows, rotateRef } from "./rope.ref.ts";
@@ -213,8 +213,7 @@ function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTenso
   const cache0 = fnCache[device.index] ?? (fnCache[device.index] = {});
   let fn = cache0[x.dtype];
   if (fn === undefined) {
-    fn = kernelFunction(op, device, `tk_apply_rotary__${x.dtype}`);
-    setMaxDynamicSmem(op, device, fn, SMEM_BYTES);
+    fn = kernelFunctionWithSmem(op, device, `tk_apply_rotary__${x.dtype}`, SMEM_BYTES);
     cache0[x.dtype] = fn;
   }
   const p = packet;
