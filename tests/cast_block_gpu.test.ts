@@ -25,21 +25,11 @@ import { toHostSync } from "../core/tensor.ts";
 import { encodeFp16 } from "../core/dtype.ts";
 import { caseName, type GoldenCase, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS, storageBytes, uploadView } from "./gpu_util.ts";
 
 type Input = HostTensor | [HostTensor, HostTensor];
 type SfConfig = Pick<CastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0" | "useE4m3Sf">;
-
-const SF_CONFIGS: [string, SfConfig][] = [
-  ["fp32", {}],
-  ["fp32-round", { roundSf: true }],
-  ["fp32-col", { useTmaAlignedColMajorSf: true }],
-  ["fp32-col-round", { useTmaAlignedColMajorSf: true, roundSf: true }],
-  ["packed-row", { roundSf: true, usePackedUe8m0: true }],
-  ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
-  ["e4m3", { useE4m3Sf: true }],
-  ["e4m3-col", { useTmaAlignedColMajorSf: true, useE4m3Sf: true }],
-];
+const SF_CONFIGS: readonly [string, SfConfig][] = SF_LAYOUTS;
 
 /**
  * Block shapes of every routing class: per-token groups ([1, 16..128], [1, H]), per-block ([32|128]²), per-channel

@@ -7,6 +7,7 @@
 import { elementBytes } from "../core/dtype.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { deviceRuntime, DeviceStorage, DeviceTensor, HostTensor, type Quantized, type Tensor, tensor, toDevice } from "../core/tensor.ts";
+import assert from "node:assert/strict";
 import { assertBytesEqual } from "./harness.ts";
 
 /** Uploads the storage span of a host view and rebuilds the same view (shape, strides, offset) on the device. */
@@ -84,4 +85,37 @@ export function sameAllocation(gpu: unknown, expected: unknown, label: string): 
 /** Disposes every device tensor among the arguments (arrays at any depth); host tensors and nulls are skipped. */
 export function dispose(...ts: unknown[]): void {
   for (const t of ts.flat(Infinity)) if (t instanceof DeviceTensor) t.dispose();
+}
+
+type SfLayout = { useTmaAlignedColMajorSf?: boolean; roundSf?: boolean; usePackedUe8m0?: boolean };
+
+/** The fp32 and packed UE8M0 scale layouts (quant.md), rounded or not, row- and column-major: every op takes them. */
+export const SF_LAYOUTS_FP32: readonly [string, SfLayout][] = [
+  ["fp32", {}],
+  ["fp32-round", { roundSf: true }],
+  ["fp32-col", { useTmaAlignedColMajorSf: true }],
+  ["fp32-col-round", { useTmaAlignedColMajorSf: true, roundSf: true }],
+  ["packed-row", { roundSf: true, usePackedUe8m0: true }],
+  ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
+];
+
+/** {@link SF_LAYOUTS_FP32} and the two E4M3-scale layouts, in a fixed order (test seeds derive from the index). */
+export const SF_LAYOUTS: readonly [string, SfLayout & { useE4m3Sf?: boolean }][] = [
+  ...SF_LAYOUTS_FP32,
+  ["e4m3sf-row", { useE4m3Sf: true }],
+  ["e4m3sf-col", { useE4m3Sf: true, useTmaAlignedColMajorSf: true }],
+];
+
+/**
+ * Compares a device `[data, sf]` result with the expected pair (host or device): both allocations byte for byte and
+ * the sf strides; then disposes the device pair.
+ */
+export function samePair(gpu: readonly [Tensor, Tensor], expected: readonly [Tensor, Tensor], label: string): void {
+  try {
+    sameAllocation(gpu[0], expected[0], `${label} data`);
+    sameAllocation(gpu[1], expected[1], `${label} sf`);
+    assert.deepEqual([...gpu[1].strides], [...expected[1].strides], `${label} sf strides`);
+  } finally {
+    dispose(gpu);
+  }
 }

@@ -25,7 +25,7 @@ import {
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { loadGolden } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
 type Dt = "fp32" | "bf16";
 
@@ -188,14 +188,7 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 // ---- normForwardAndPerTokenCast ---------------------------------------------------------------------------
 
 type SfFlags = Pick<NormForwardAndPerTokenCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0">;
-const SF_CONFIGS: [string, SfFlags][] = [
-  ["fp32", {}],
-  ["fp32-round", { roundSf: true }],
-  ["fp32-col", { useTmaAlignedColMajorSf: true }],
-  ["fp32-col-round", { useTmaAlignedColMajorSf: true, roundSf: true }],
-  ["packed-row", { roundSf: true, usePackedUe8m0: true }],
-  ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
-];
+const SF_CONFIGS: readonly [string, SfFlags][] = SF_LAYOUTS_FP32;
 
 /** Runs the fused cast on both backends and compares data, sf, outBf16, rstd and residualOut allocations. */
 function compareCast(rand: () => number, c: FwdCase, o: Omit<NormForwardAndPerTokenCastOptions, "eps">, label: string): void {

@@ -25,17 +25,10 @@ import {
 } from "../mod.ts";
 import { asCodes, caseName, checkQuantized, loadGolden, opOptions, toColMajor } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
-type SfConfig = Pick<PerBlockCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0">;
-const SF_CONFIGS: [string, SfConfig][] = [
-  ["fp32", {}],
-  ["fp32-round", { roundSf: true }],
-  ["fp32-col", { useTmaAlignedColMajorSf: true }],
-  ["fp32-col-round", { useTmaAlignedColMajorSf: true, roundSf: true }],
-  ["packed-row", { roundSf: true, usePackedUe8m0: true }],
-  ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
-];
+/** The scale layouts of the per-block casts: fp32 and packed UE8M0 (no E4M3 scales). */
+const SF_CONFIGS = SF_LAYOUTS_FP32;
 const BLOCKS: [number, number][] = [[32, 32], [32, 128], [128, 32], [128, 128]];
 /** Small shapes: one tile, a partial last column tile (r = 32: 512-column tiles), several block rows. */
 const SHAPES: [number, number][] = [[0, 256], [128, 128], [256, 640]];
@@ -66,15 +59,12 @@ function withSpecials(x: HostTensor, rand: () => number): HostTensor {
 
 /** Runs perBlockCast on both backends and compares data and sf allocations byte for byte. */
 function compareCast(x: HostTensor, o: PerBlockCastOptions, label: string): void {
-  const [cd, cs] = perBlockCast(x, o);
+  const c = perBlockCast(x, o);
   const dx = uploadView(x);
-  const [gd, gs] = perBlockCast(dx, o);
   try {
-    sameAllocation(gd, cd, `${label} data`);
-    sameAllocation(gs, cs, `${label} sf`);
-    assert.deepEqual([...gs.strides], [...cs.strides], `${label} sf strides`);
+    samePair(perBlockCast(dx, o), c, label);
   } finally {
-    dispose(gd, gs, dx);
+    dispose(dx);
   }
 }
 
@@ -252,12 +242,7 @@ gpuTest("perBlockCastLossless kernels = reference for input/output block shapes,
         // two of the output configurations, drawn per shape
         for (const [name, sfo] of [0, 1].map(() => SF_CONFIGS[Math.floor(rand() * SF_CONFIGS.length)])) {
           const o = { fmt: "e4m3" as const, xBlockSize: xb, outBlockSize: ob, ...sfo };
-          const [cd, cs] = perBlockCastLossless(x, o);
-          const [gd, gs] = perBlockCastLossless(dx, o);
-          const label = `in[${xb}] ${inLay} → out[${ob}] ${name} ${T}x${H}`;
-          sameAllocation(gd, cd, `${label} data`);
-          sameAllocation(gs, cs, `${label} sf`);
-          dispose(gd, gs);
+          samePair(perBlockCastLossless(dx, o), perBlockCastLossless(x, o), `in[${xb}] ${inLay} → out[${ob}] ${name} ${T}x${H}`);
         }
         dispose(dx);
       }
@@ -270,11 +255,7 @@ gpuTest("perBlockCastLossless kernels at full size: 4096 × 7168, MXFP4 [1, 32] 
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   for (const sfo of [{ roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }]) {
     const o = { fmt: "e4m3" as const, xBlockSize: [1, 32] as [number, number], outBlockSize: [128, 128] as [number, number], ...sfo };
-    const [cd, cs] = perBlockCastLossless(x, o);
-    const [gd, gs] = perBlockCastLossless(dx, o);
-    sameAllocation(gd, cd, `${JSON.stringify(sfo)} data`);
-    sameAllocation(gs, cs, `${JSON.stringify(sfo)} sf`);
-    dispose(gd, gs);
+    samePair(perBlockCastLossless(dx, o), perBlockCastLossless(x, o), JSON.stringify(sfo));
   }
   dispose(dx);
 });

@@ -8,7 +8,7 @@
 #   STEPS=ab AB_FILES="tests/norm_gpu.test.ts" AB_ONLY=normForward,castBack bash tools/gpu_run.sh   # on the GPU
 #
 # A branch may carry its own tests and roofline ops, used instead of AB_FILES / AB_ONLY:
-#   bash tools/ab_pack.sh "perf2-norm:tests/norm_gpu.test.ts@normForward,normBackward"
+#   bash tools/ab_pack.sh "perf2-norm:tests/norm_gpu.test.ts@normForward,normBackward"     (@all: every roofline case)
 #
 # Only the branch's own changes since it left the base travel; the base must not have changed prebuilt/ or
 # kernels-src/ since then (the manifest travels whole). sm_100a cubins

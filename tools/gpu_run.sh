@@ -64,8 +64,9 @@ for step in ${STEPS:-test}; do
         files=${AB_FILES:-}; [ -f ".device/ab/$n.tests" ] && files=$(cat ".device/ab/$n.tests")
         only=${AB_ONLY:-none}; [ -f ".device/ab/$n.only" ] && only=$(cat ".device/ab/$n.only")
         ( cd "$d" && for f in $files; do run_tests "ab-$n-$(basename "$f" .test.ts)" "$f"; done
-          if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts --only "$only" > "$LOGS/ab-$n-bench.log" 2>&1
-          else bun bench/roofline.ts --only "$only" > "$LOGS/ab-$n-bench.log" 2>&1; fi
+          sel=(--only "$only"); [ "$only" = all ] && sel=()   # all: every family's cases
+          if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts "${sel[@]}" > "$LOGS/ab-$n-bench.log" 2>&1
+          else bun bench/roofline.ts "${sel[@]}" > "$LOGS/ab-$n-bench.log" 2>&1; fi
           { echo "===== ab $n roofline"; cat "$LOGS/ab-$n-bench.log"; } >> "$OUT/ab-$RT.log"
           echo "ab $n:"; grep -E '^tk ' "$LOGS/ab-$n-bench.log" )
       done ;;

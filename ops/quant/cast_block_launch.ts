@@ -132,18 +132,7 @@ export function launchCastBlock(
     device.index,
   );
   p.launch(op);
-  if (inv && T * H > 0) {
-    p.setLaunch(
-      kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`),
-      stream.handle,
-      dataGrid(device, T, H, fmt),
-      THREADS,
-      0,
-      false,
-      device.index,
-    );
-    p.launch(op);
-  }
+  if (inv && T * H > 0) launchDataPass(op, device, stream, x, T, H, fmt);
   inv?.dispose(); // stream-ordered: freed after both launches
 }
 
@@ -182,14 +171,12 @@ export function launchCastBlockPrecomputed(
   p.u32(W.dequantize_first, 0);
   p.u32(W.flags, 0);
   p.f32(W.amax_clamp, 0);
-  p.setLaunch(
-    kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`),
-    stream.handle,
-    dataGrid(device, T, H, fmt),
-    THREADS,
-    0,
-    false,
-    device.index,
-  );
-  p.launch(op);
+  launchDataPass(op, device, stream, x, T, H, fmt);
+}
+
+/** Launches the data pass (`tk_cast_block_data__*`) with the packet as filled. */
+function launchDataPass(op: string, device: Device, stream: Stream, x: Tensor, T: number, H: number, fmt: QuantFmt): void {
+  const fn = kernelFunction(op, device, `tk_cast_block_data__${IN_NAME[x.dtype]}_${fmt}`);
+  packet.setLaunch(fn, stream.handle, dataGrid(device, T, H, fmt), THREADS, 0, false, device.index);
+  packet.launch(op);
 }
