@@ -66,49 +66,9 @@ struct Stage {
   TK_DEV constexpr operator int() const { return kStage; }
 };
 
-//
-// kDepth > 2 (runtime stages only): kDepth − 1 units are in flight while one is computed; stage of unit i is
-// i % kDepth. A stage is overwritten kDepth − 1 units after it was computed, by the thread that read it, whose
-// reads have been consumed by then (the compute used them).
-template <int kU, bool kUnrolled, int kDepth = 2, class Prefetch, class Compute>
+template <int kU, bool kUnrolled, class Prefetch, class Compute>
 TK_DEV void pipelined_units(const RowTeam& team, uint64_t rows, uint32_t chunks_per_row, Prefetch&& prefetch,
                             Compute&& compute) {
-  if constexpr (kDepth > 2) {
-    static_assert(!kUnrolled, "pipelined_units: deeper pipelines index their stages at run time");
-    // positions of the units from the one computed next (0) to the last one in flight (kDepth − 2)
-    uint64_t ahead_row[kDepth];
-    uint32_t ahead_base[kDepth];
-    ahead_row[0] = team.first_row;
-    ahead_base[0] = team.warp_offset;
-#pragma unroll
-    for (int i = 0; i + 1 < kDepth; ++i) {
-      if (i > 0) {
-        ahead_row[i] = ahead_row[i - 1];
-        ahead_base[i] = ahead_base[i - 1];
-        if (ahead_row[i] < rows) team.next<kU>(ahead_row[i], ahead_base[i], chunks_per_row);
-      }
-      if (ahead_row[i] < rows) prefetch(i, ahead_row[i], ahead_base[i]);
-      cp_async_commit();
-    }
-    int stage = 0;
-    while (ahead_row[0] < rows) {
-      ahead_row[kDepth - 1] = ahead_row[kDepth - 2];
-      ahead_base[kDepth - 1] = ahead_base[kDepth - 2];
-      if (ahead_row[kDepth - 1] < rows) team.next<kU>(ahead_row[kDepth - 1], ahead_base[kDepth - 1], chunks_per_row);
-      const int last = stage == 0 ? kDepth - 1 : stage - 1;  // (stage + kDepth − 1) % kDepth
-      if (ahead_row[kDepth - 1] < rows) prefetch(last, ahead_row[kDepth - 1], ahead_base[kDepth - 1]);
-      cp_async_commit();
-      cp_async_wait<kDepth - 1>();  // all but the kDepth − 1 groups committed after this unit's
-      compute(stage, ahead_row[0], ahead_base[0]);
-#pragma unroll
-      for (int i = 0; i + 1 < kDepth; ++i) {
-        ahead_row[i] = ahead_row[i + 1];
-        ahead_base[i] = ahead_base[i + 1];
-      }
-      stage = stage + 1 == kDepth ? 0 : stage + 1;
-    }
-    return;
-  }
   uint64_t row = team.first_row;
   uint32_t base = team.warp_offset;
   if (row < rows) prefetch(Stage<0>{}, row, base);

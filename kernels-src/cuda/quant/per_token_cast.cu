@@ -17,7 +17,7 @@
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
-//   Static shared memory: _g<N> 24 KiB (value inputs: three stages) / ≤ 8 KiB (code inputs), _row 128 B.
+//   Static shared memory: _g<N> 16 KiB (value inputs) / ≤ 8 KiB (code inputs), _row 128 B.
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -29,9 +29,7 @@
 // Work split (_g<N>): a team of w warps per row; a thread owns 16-byte chunks of the row, and a group of N
 // columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly (no shared memory) and the group's
 // (sf, inv) is computed by one lane and shuffled to the others. Loads are staged through shared memory with
-// cp.async (common/ldst.cuh) two units ahead for value inputs, one for code inputs, so HBM stays busy while a unit
-// is reduced, scaled and stored (measured on an H200 with one unit ahead: bf16 → e4m3 N = 128, 7168 wide, 91% of
-// copy at T = 16384 (fp32 sf; packed ue8m0 90%), 78–81% at T = 4096; three stages keep the 4 blocks per SM). Inputs
+// cp.async one unit ahead (common/ldst.cuh), so HBM stays busy while a unit is reduced, scaled and stored. Inputs
 // whose base or row stride is not a multiple of the chunk size (any row stride ≥ H is legal for fp32 / bf16)
 // stage through registers with element-wide loads instead: same kernel, slower, correct.
 #include "../common/chunk.cuh"
@@ -60,10 +58,8 @@ constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? 2 : 4;
 // decode 16–32 values per chunk; one chunk per unit keeps their registers and code size in check.
 template <Fmt kIn>
 constexpr int kItemsPerStep = FmtTraits<kIn>::kCode ? 1 : 2;
-// Units whose loads are staged at once: value inputs the one being computed and the next two (64 bytes per thread
-// in flight, 24 KiB of shared memory per block), code inputs the one computed and the next.
-template <Fmt kIn>
-constexpr int kStagesOf = FmtTraits<kIn>::kCode ? 2 : 3;
+// Units whose loads are staged at once: the one being computed and the next.
+constexpr int kStages = 2;
 // Input-scale blocks of a re-quantized input are at least 16 columns wide and 16-aligned (§4.4: ci ≥ 16).
 constexpr int kMinInBlockCols = 16;
 
@@ -243,7 +239,6 @@ struct GroupCast {
 
   TK_DEV void run() const {
     // thread-private staging slots, [stage][item][thread] so that a warp's shared accesses are contiguous
-    constexpr int kStages = kStagesOf<kIn>;
     __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
@@ -264,7 +259,7 @@ struct GroupCast {
       }
     };
 
-    pipelined_units<kU, false, kStages>(team, rows, chunks, prefetch, [&](int st, uint64_t row, uint32_t base) {
+    pipelined_units<kU, false>(team, rows, chunks, prefetch, [&](int st, uint64_t row, uint32_t base) {
       uint32_t w[kU][S::kLoadWords];
 #pragma unroll
       for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[st][u][threadIdx.x]), w[u]);
