@@ -76,8 +76,11 @@ constexpr uint32_t kAccBytes = kAccShared<kIn> ? kRmsChunksPerThread * kRmsChunk
 template <Fmt kIn>
 constexpr bool kStage = kIn == Fmt::kBf16;
 // Rows read and written in whole 32-byte sectors by lane pairs (RowChunk::stage_pair, load_split, store_split)
-// instead of half a sector per 16-byte access (each sector requested twice). false restores the per-thread accesses.
-constexpr bool kBwdFullSectors = true;
+// instead of half a sector per 16-byte access (each sector requested twice). Measured on the H200 (2026-11-30, four
+// builds in one device command, 16384 × 7168 bf16): paired 48.6% of copy, per-thread 59.2%: the pairing's extra
+// shuffles and selects cost more in this register-bound kernel than the duplicate sector requests, which L1 serves.
+// So false: per-thread accesses (the forward kernels keep the pairing, which measured neutral to better there).
+constexpr bool kBwdFullSectors = false;
 
 // kOne: the launch has outScale = 1 (the default; the host picks the _unit symbol), and g = dy ⊗ outScale is dy:
 // v ⊗ 1 = v for every non-NaN v (no flush to zero), and a NaN stays a NaN whose payload no output keeps (xGrad is
