@@ -248,6 +248,21 @@ export function kernelFunction(op: string, device: Device, symbol: string): numb
   return fn;
 }
 
+const maxDynamicSmem = new Map<number, number>(); // function handle → the MAX_DYNAMIC_SHARED_SIZE_BYTES it was given
+
+/**
+ * {@link kernelFunction} for a kernel launched with `bytes` of dynamic shared memory where static + dynamic exceeds
+ * 48 KiB: raises the function's MAX_DYNAMIC_SHARED_SIZE_BYTES to `bytes` once (cuFuncSetAttribute), then returns it.
+ */
+export function kernelFunctionWithSmem(op: string, device: Device, symbol: string, bytes: number): number {
+  const fn = kernelFunction(op, device, symbol);
+  if ((maxDynamicSmem.get(fn) ?? 0) < bytes) {
+    call(op, "tk_function_set_max_dynamic_smem", device.index, fn, bytes);
+    maxDynamicSmem.set(fn, bytes);
+  }
+  return fn;
+}
+
 let launches = 0;
 /** Kernel launches issued by this process (tests use it to prove a refused call launched nothing). */
 export function launchCount(): number {

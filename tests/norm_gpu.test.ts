@@ -44,6 +44,17 @@ function moderate(rand: () => number, shape: number[], dtype: Dt): HostTensor {
   return tensor(new Uint16Array(n).map((_, i) => encodeBf16(v[i])), shape, "bf16");
 }
 
+/** Runs f with the bf16 normBackward rows kernel of `blocks` per SM (4: _b4, 3: staged), then restores the knob. */
+function withBwdBlocks<T>(blocks: number, f: () => T): T {
+  const prev = normLaunchTuning.backwardBf16Blocks;
+  normLaunchTuning.backwardBf16Blocks = blocks;
+  try {
+    return f();
+  } finally {
+    normLaunchTuning.backwardBf16Blocks = prev;
+  }
+}
+
 /** Sets the team width of the next launches (0 = default) and restores it afterwards. */
 function withTeam<T>(p: number, f: () => T): T {
   const prev = normLaunchTuning.teamThreads;
@@ -346,19 +357,22 @@ function compareBackwardOn(
   }
 }
 
-for (const dtype of ["fp32", "bf16"] as const) {
+for (const [dtype, blocks] of [["fp32", 0], ["bf16", 4], ["bf16", 3]] as const) {
   for (const weight of [false, true]) {
     const seed = 9000 + (dtype === "bf16" ? 100 : 0) + (weight ? 10 : 0);
-    gpuTest(`normBackward kernels = reference: ${dtype}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513} (seed ${seed})`, () => {
+    const form = blocks ? ` (${blocks} blocks/SM form)` : "";
+    gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513} (seed ${seed})`, () => {
       const rand = rng(seed);
-      for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168]]) {
-        for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
-          for (const accumulate of weight ? [false, true] : [false]) {
-            const c: BwdCase = { T, H, dtype, weight, ro: rand() < 0.5, outScale: rand() < 0.5 ? 1 : 0.3, wgDtype, accumulate, stride: H + (rand() < 0.3 ? 16 : 0) };
-            compareBackward(rand, c, `${T}x${H} ${JSON.stringify(c)}`);
+      withBwdBlocks(blocks, () => {
+        for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168]]) {
+          for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
+            for (const accumulate of weight ? [false, true] : [false]) {
+              const c: BwdCase = { T, H, dtype, weight, ro: rand() < 0.5, outScale: rand() < 0.5 ? 1 : 0.3, wgDtype, accumulate, stride: H + (rand() < 0.3 ? 16 : 0) };
+              compareBackward(rand, c, `${T}x${H} ${JSON.stringify(c)}`);
+            }
           }
         }
-      }
+      });
     });
   }
 }
@@ -433,9 +447,13 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
   }
 });
 
-gpuTest("normBackward at full size: 4001 × 7168 bf16 (seed 9401)", () => {
-  compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
-});
+for (const blocks of [4, 3]) {
+  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form (seed 9401)`, () => {
+    withBwdBlocks(blocks, () => {
+      compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
+    });
+  });
+}
 
 gpuTest("normBackward with 0 tokens launches nothing: an allocated weight gradient is +0, an accumulated one untouched", async () => {
   const x = toDevice(tensor(new Uint16Array(0), [0, 512], "bf16"));

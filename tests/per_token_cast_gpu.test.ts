@@ -216,31 +216,14 @@ gpuTest("perTokenCastWithSfOnly and perTokenCastWithPrecomputedSf kernels = refe
   }
 });
 
-gpuTest("perTokenCastBack kernel = reference with one scale per row (numPerChannels = H), H not a power of two", () => {
-  const rand = rng(78);
-  for (const inFmt of ["e4m3", "e2m1"] as const) {
-    for (const layout of REQUANT_LAYOUTS) {
-      for (const [T, H] of [[1, 192], [33, 576], [257, 7168]]) {
-        const x = randomQuantized(rand, T, H, inFmt, [1, H], layout);
-        const dx = up(x) as Quantized;
-        for (const fmt of ["fp32", "bf16"] as const) {
-          const c = perTokenCastBack(x, { fmt, numPerChannels: H });
-          const g = perTokenCastBack(dx, { fmt, numPerChannels: H });
-          sameAllocation(g, c, `${inFmt}/row ${layout} ${T}x${H} → ${fmt}`);
-          dispose(g);
-        }
-        dispose(dx);
-      }
-    }
-  }
-});
-
-gpuTest("perTokenCastBack kernel = reference for every scale layout", () => {
+// groups 0: one scale per row (numPerChannels = H; 576 and 7168 are not powers of two)
+gpuTest("perTokenCastBack kernel = reference for every scale layout, 16–128 channels and whole rows", () => {
   const rand = rng(77);
   for (const inFmt of ["e4m3", "e2m1"] as const) {
-    for (const npc of [16, 32, 64, 128]) {
+    for (const groups of [16, 32, 64, 128, 0]) {
       for (const layout of REQUANT_LAYOUTS) {
         for (const [T, H] of [[1, 128], [33, 576], [257, 7168]]) {
+          const npc = groups === 0 ? H : groups;
           const x = randomQuantized(rand, T, H, inFmt, [1, npc], layout);
           const dx = up(x) as Quantized;
           for (const fmt of ["fp32", "bf16"] as const) {

@@ -1,6 +1,6 @@
 // Exhaustive host check of tk::sr_encode_8bit (kernels-src/cuda/common/stochastic.cuh, the pattern form of §7.3 the
 // kernels use for e4m3 and e2m1) against tk::sr_encode_general (the 64-bit transcription of spec/quant.md §7.3 the
-// kernels used before), in two parts:
+// kernels used before), and of the device's e4m3 value path (part 3):
 //   1. the device's low term: for every |v| < 2^m, rz(|v|·0.5 + 2^(m−1)) (an FMA under FE_TOWARDZERO, as
 //      __fmaf_rz on the device, subnormals kept) equals the host's integer form, and for every |v| ≥ 2^m it is
 //      ≤ |v| (so max() keeps |v|);
@@ -11,10 +11,12 @@
 //
 //   g++ -O2 -ffp-contract=off -frounding-math -std=c++17 -Ikernels-src/cuda -o /tmp/sr_encode_check tools/sr_encode_check.cpp
 //   /tmp/sr_encode_check               # prints bad=0 (a few minutes per target)
+//   /tmp/sr_encode_check --value-only  # part 3 alone
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include "common/stochastic.cuh"
 
 template <tk::SrTarget kT>
@@ -79,12 +81,47 @@ long check_encode(const char* name) {
   return bad;
 }
 
-int main() {
+// 3. the device's e4m3 fast path (tk::sr_e4m3_value, then the RN satfinite conversion, which equals encode_e4m3 for
+//    every non-NaN input): encode_e4m3(sr_e4m3_value(u, R)) == sr_encode_8bit<e4m3>(u, R) for every non-NaN
+//    pattern u (NaN never takes that path) at the same R as part 2. The host form of sr_e4m3_value differs from
+//    the device's only in the low term, which part 1 proves equal.
+long check_e4m3_value() {
+  constexpr int kShift = 20;
+  const uint32_t min_normal = 121u << 23;
+  long bad = 0;
+  for (uint64_t w = 0; w < (1ull << 32); ++w) {
+    const uint32_t u = static_cast<uint32_t>(w);
+    const uint32_t mag = u & 0x7fffffffu;
+    if (mag > 0x7f800000u) continue;
+    const uint32_t low = mag < min_normal ? tk::sr_low_term_host<tk::SrTarget::kE4m3>(mag) : mag;
+    const uint32_t D = (low >> (kShift - 8)) & 0xffu;
+    const uint32_t edge = (256u - D) & 0xffu;
+    const uint32_t rs[] = {edge, (edge - 1u) & 0xffu, 0u, 0xffu, (u * 0x9e3779b9u) >> 24};
+    for (const uint32_t R : rs) {
+      const uint32_t want = tk::sr_encode_8bit<tk::SrTarget::kE4m3>(u, R);
+      const uint32_t got = tk::encode_e4m3(tk::sr_e4m3_value(u, R));
+      if (want != got && bad++ < 10) std::printf("e4m3 value: u=0x%08x R=%u pattern=0x%02x value=0x%02x\n", u, R, want, got);
+    }
+    if ((u & 0x0fffffffu) == 0x0fffffffu) {
+      std::printf("e4m3 value: through 0x%08x, bad=%ld\n", u, bad);
+      std::fflush(stdout);
+    }
+  }
+  return bad;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--value-only") {
+    const long bad = check_e4m3_value();
+    std::printf("bad=%ld\n", bad);
+    return bad == 0 ? 0 : 1;
+  }
   long bad = check_low<tk::SrTarget::kE4m3>() + check_low<tk::SrTarget::kE2m1>();
   std::printf("low term: bad=%ld\n", bad);
   std::fflush(stdout);
   bad += check_encode<tk::SrTarget::kE4m3>("e4m3");
   bad += check_encode<tk::SrTarget::kE2m1>("e2m1");
+  bad += check_e4m3_value();
   std::printf("bad=%ld\n", bad);
   return bad == 0 ? 0 : 1;
 }

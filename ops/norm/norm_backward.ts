@@ -9,9 +9,9 @@ import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, ov
 import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import { type Device, type DeviceTensor, deviceEmptyStrided, deviceRuntime, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
-import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import { checkWeight, shapeText } from "./checks.ts";
-import { NORM_BLOCK_THREADS, normStream, teamThreads } from "./launch.ts";
+import { NORM_BLOCK_THREADS, normLaunchTuning, normStream, teamThreads } from "./launch.ts";
 import { NORM_BWD_FLAG, NormBackwardParams } from "./norm_backward.params.ts";
 import { normBackwardRef, WEIGHT_GRAD_SLOTS } from "./norm_backward.ref.ts";
 
@@ -165,16 +165,22 @@ export function normBackward(
 
 const packet = new LaunchPacket(NormBackwardParams);
 const W = packet.w;
+/**
+ * Dynamic shared memory of the bf16 rows kernels (norm_backward.cu kAccBytes): the 32 weight-gradient partials of
+ * each of the 256 threads, fp32. With their static shared memory (34 KiB, `_b4` 17 KiB) that is above 48 KiB, so
+ * the launch raises the function's limit first. fp32 rows kernels take none.
+ */
+const BF16_ACC_SMEM = 2 * 16 * 4 * NORM_BLOCK_THREADS;
 
 function addr(t: Tensor | null): number {
   return t ? (t as DeviceTensor).addr : 0;
 }
 
 /**
- * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` over the 512 token slots, then (with a
- * weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in a stream-ordered fp32
- * workspace `[min(T, 512), H]`. `T = 0`: no launch; an allocated gradient is zero-filled, an accumulated one left
- * as it is (spec D.3).
+ * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4` unless
+ * normLaunchTuning.backwardBf16Blocks is 3, with 32 KiB of dynamic shared memory; `_unit` for outScale = 1) over the
+ * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
+ * an allocated gradient is zero-filled, an accumulated one left as it is (spec D.3).
  */
 function launchNormBackward(
   op: string,
@@ -215,7 +221,13 @@ function launchNormBackward(
   );
   p.f32(W.out_scale, outScale);
   const teams = NORM_BLOCK_THREADS / P;
-  p.setLaunch(kernelFunction(op, device, `tk_norm_backward__${t.x.dtype}`), stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, 0, false, device.index);
+  // outScale = 1 (after RN32, as the kernel sees it): the kernel without the dy ⊗ outScale multiplications
+  // bf16: the four-blocks-per-SM form (_b4) unless the tuning knob asks for the three-block one
+  const form = t.x.dtype === "bf16" && normLaunchTuning.backwardBf16Blocks !== 3 ? "_b4" : "";
+  const sym = `tk_norm_backward__${t.x.dtype}${form}${Math.fround(outScale) === 1 ? "_unit" : ""}`;
+  const smem = t.x.dtype === "bf16" ? BF16_ACC_SMEM : 0;
+  const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
+  p.setLaunch(fn, stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
   if (ws) {
     p.setLaunch(kernelFunction(op, device, "tk_norm_backward_weight_grad"), stream.handle, H / 32, NORM_BLOCK_THREADS, 0, false, device.index);

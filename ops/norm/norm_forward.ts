@@ -309,6 +309,8 @@ export function launchNormForward(
   p.f32(W.out_scale, r.outScale);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
   const rowsPerBlock = NORM_BLOCK_THREADS / P;
+  // 8 blocks per SM: two full waves of the 4 resident bf16 blocks (plain and cast: 64 registers), four of the 2 fp32
+  // ones. (A count that is not a multiple of the resident blocks leaves a part-empty last wave.)
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), 8 * config.getNumSms(device)));
   p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, 0, false, device.index);
   p.launch(op);

@@ -173,18 +173,19 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.block_cols, c);
   p.u32(w.sf_kind, SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
   p.u32(w.op_id, op === "castBack" ? OP_ID.castBack : OP_ID.perTokenCastBack);
-  p.setLaunch(fn, stream.handle, castBackGrid(device, T, H, out.dtype as "fp32" | "bf16"), THREADS, 0, false, device.index);
+  p.setLaunch(fn, stream.handle, castBackGrid(device, T, H, data.dtype === "e2m1x2" ? "e2m1" : "e4m3", out.dtype as "fp32" | "bf16"), THREADS, 0, false, device.index);
   p.launch(op);
 }
 
 /**
- * grid.x of cast_back.cu's launch table: R = rowsPerBlock(H, V) with V = 16 (bf16 out) or 8 (fp32 out);
- * min(⌈T / R⌉, 8 · SMs) for bf16 output, ⌈T / R⌉ uncapped for fp32 (measured faster). One resident wave (3 · SMs)
- * measured slower on the H200 (73–76% of copy against 75–79% at [128,128]), so the cap stays at 8 · SMs.
+ * grid.x of cast_back.cu's launch table: R = rowsPerBlock(H, V), V the elements of a thread's piece (one 16-byte
+ * store: 8 for bf16 output, 4 for e4m3 → fp32; 8 for e2m1 → fp32); min(⌈T / R⌉, 10 · SMs) for bf16 output (two
+ * waves of the kernel's 5 resident blocks per SM), ⌈T / R⌉ uncapped for fp32 (measured faster).
  */
-const BF16_GRID_PER_SM = 8;
+const BF16_GRID_PER_SM = 10;
 
-function castBackGrid(device: Device, T: number, H: number, out: "fp32" | "bf16"): number {
-  const grid = Math.ceil(T / rowsPerBlock(H, out === "bf16" ? 16 : 8));
+function castBackGrid(device: Device, T: number, H: number, input: "e4m3" | "e2m1", out: "fp32" | "bf16"): number {
+  const v = out === "bf16" ? 8 : input === "e4m3" ? 4 : 8;
+  const grid = Math.ceil(T / rowsPerBlock(H, v));
   return Math.max(1, out === "bf16" ? Math.min(grid, BF16_GRID_PER_SM * config.getNumSms(device)) : grid);
 }

@@ -10,7 +10,7 @@ import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { copyInto, disposeStaged, onDevice, onHost, writeBackSpan } from "../../core/stage.ts";
 import { type Device, DeviceTensor, deviceRuntime, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
-import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { errorWordPtr, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import { registerOpId } from "../../ffi/op_ids.ts";
 import { ROPE_FLAG, RopeParams } from "./rope.params.ts";
 import { rotaryRows, rotateRef } from "./rope.ref.ts";
@@ -183,11 +183,16 @@ function i64(word: number, v: number): void {
 
 /** Blocks of rope.cu's kernel resident per SM (its __launch_bounds__ minimum): the persistent grid's size. */
 const BLOCKS_PER_SM = 3;
+/**
+ * Dynamic shared memory of rope.cu's block (Rope::kSmemBytes, the same for every dtype): per thread two pass slots
+ * of 6 × 16 bytes (x vectors and cos/sin) and two 8-byte position words. 3 blocks use 156 KiB of an SM's 228.
+ */
+const SMEM_BYTES = 53248;
 
 /**
  * grid.x of rope.cu's launch table: V = 16 / element bytes, C = D / 2V chunks per head, P = 2 (fp32) or 1 heads
  * per pass, L = min(nextPow2(⌈H / P⌉), 256 / C) head lanes, teams = 256 / (C·L) tokens per block pass;
- * min(⌈B·S / teams⌉, 3 · SMs).
+ * min(⌈B·S / teams⌉, 3 · SMs): the blocks that fit at once (3 by registers and by {@link SMEM_BYTES} each).
  */
 function rotaryGrid(device: Device, tokens: number, heads: number, dim: number, elemBytes: number): number {
   const v = 16 / elemBytes;
@@ -206,7 +211,11 @@ function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTenso
   const H = x.shape[four ? 2 : 1];
   const D = x.shape[four ? 3 : 2];
   const cache0 = fnCache[device.index] ?? (fnCache[device.index] = {});
-  const fn = cache0[x.dtype] ?? (cache0[x.dtype] = kernelFunction(op, device, `tk_apply_rotary__${x.dtype}`));
+  let fn = cache0[x.dtype];
+  if (fn === undefined) {
+    fn = kernelFunctionWithSmem(op, device, `tk_apply_rotary__${x.dtype}`, SMEM_BYTES);
+    cache0[x.dtype] = fn;
+  }
   const p = packet;
   // Strides of size-1 dims are never used: 0 keeps them from disabling the vector path.
   const sb = four && B > 1 ? x.strides[0] : 0;
@@ -230,7 +239,7 @@ function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTenso
   p.u32(W.dim, D);
   p.u32(W.flags, flags);
   p.u32(W.op_id, OP_ID);
-  p.setLaunch(fn, stream.handle, rotaryGrid(device, B * S, H, D, x.dtype === "fp32" ? 4 : 2), THREADS, 0, false, device.index);
+  p.setLaunch(fn, stream.handle, rotaryGrid(device, B * S, H, D, x.dtype === "fp32" ? 4 : 2), THREADS, SMEM_BYTES, false, device.index);
   p.launch(op);
 }
 

@@ -133,6 +133,21 @@ TK_DEV uint32_t bf16x2_fix_nan(uint32_t w) {
 // Two binary32 values to a packed bf16 pair, lo in bits 0–15: encode_bf16(lo) | encode_bf16(hi) << 16 exactly
 // (NaN halves 0x7FC0). One hardware conversion per pair and a branch-free NaN fix.
 TK_DEV uint32_t encode_bf16x2(float lo, float hi) { return bf16x2_fix_nan(encode_bf16x2_nan_unfixed(lo, hi)); }
+// kWords packed pairs, w[k] = encode_bf16x2(v[2k], v[2k + 1]) exactly: the conversions first, then the NaN fix only
+// when some half came out NaN (3 integer operations per word to detect, against 9 to fix every word).
+template <int kWords>
+TK_DEV void encode_bf16x2_words(const float* v, uint32_t* w) {
+  uint32_t nan = 0;
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) {
+    w[k] = encode_bf16x2_nan_unfixed(v[2 * k], v[2 * k + 1]);
+    nan |= (w[k] & 0x7fff7fffu) + 0x007f007fu;
+  }
+  if (nan & 0x80008000u) {
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) w[k] = bf16x2_fix_nan(w[k]);
+  }
+}
 
 // Two e4m3 codes (bits 0–15: first code in the low byte) widened to binary32 through the hardware's exact
 // e4m3 → f16 conversion (every e4m3 value is an f16 value; e4m3 subnormals are f16 normals) and f16 → f32.

@@ -32,19 +32,22 @@ TK_DEV void philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, ui
   x[3] = c3;
 }
 
-// §C.2.2 constants (binary64, exact as written in the spec's hex column).
+// §C.2.2 constants (binary64, exact as written in the spec's hex column). The polynomial coefficients and the
+// full-precision scalars live in the constant bank, not in constexpr values: a binary64 instruction reads a
+// constant-bank operand directly, whereas a 64-bit immediate does not fit its encoding and costs two UMOVs per use
+// (116 of the 495 instructions of a Philox block were those; the transform is issue-bound, not FP64-bound, with them).
 namespace normal {
-constexpr double kSqrt2 = 0x1.6a09e667f3bcdp+0;
-constexpr double kLn2Hi = 0x1.62e42fee00000p-1;
-constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
-constexpr double kPi2p31 = 0x1.921fb54442d18p-30;
-__device__ constexpr double kL[10] = {0x1.0000000000000p+1, 0x1.5555555555555p-1, 0x1.999999999999ap-2, 0x1.2492492492492p-2,
+__constant__ double kSqrt2 = 0x1.6a09e667f3bcdp+0;
+__constant__ double kLn2Hi = 0x1.62e42fee00000p-1;
+__constant__ double kLn2Lo = 0x1.a39ef35793c76p-33;
+__constant__ double kPi2p31 = 0x1.921fb54442d18p-30;
+__constant__ double kL[10] = {0x1.0000000000000p+1, 0x1.5555555555555p-1, 0x1.999999999999ap-2, 0x1.2492492492492p-2,
                            0x1.c71c71c71c71cp-3, 0x1.745d1745d1746p-3, 0x1.3b13b13b13b14p-3, 0x1.1111111111111p-3,
                                       0x1.e1e1e1e1e1e1ep-4, 0x1.af286bca1af28p-4};
-__device__ constexpr double kS[9] = {0.0, -0x1.5555555555555p-3, 0x1.1111111111111p-7, -0x1.a01a01a01a01ap-13,
+__constant__ double kS[9] = {0.0, -0x1.5555555555555p-3, 0x1.1111111111111p-7, -0x1.a01a01a01a01ap-13,
                           0x1.71de3a556c734p-19, -0x1.ae64567f544e4p-26, 0x1.6124613a86d09p-33,
                           -0x1.ae7f3e733b81fp-41, 0x1.952c77030ad4ap-49};
-__device__ constexpr double kC[10] = {0.0, 0.0, 0x1.5555555555555p-5, -0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-16,
+__constant__ double kC[10] = {0.0, 0.0, 0x1.5555555555555p-5, -0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-16,
                            -0x1.27e4fb7789f5cp-22, 0x1.1eed8eff8d898p-29, -0x1.93974a8c07c9dp-37,
                            0x1.ae7f3e733b81fp-45, -0x1.6827863b97d97p-53};
 }  // namespace normal
@@ -74,12 +77,11 @@ TK_DEV double normal_radius(uint32_t w1) {
   return __dsqrt_rn(__dmul_rn(-2.0, lnu));  // −0 when u = 1, as the spec defines
 }
 
-// (sin θ, cos θ) of θ = 2π·w2/2³²: quadrant q and a reduced angle φ ∈ [−π/4, π/4) from integer steps, then the
-// Taylor polynomials of §C.2.2.
+// (sin θ, cos θ) of θ = 2π·w2/2³²: quadrant q = A >> 30 and a reduced angle φ ∈ [−π/4, π/4) from integer steps,
+// then the Taylor polynomials of §C.2.2.
 TK_DEV void normal_sin_cos(uint32_t w2, double& sin_t, double& cos_t) {
   using namespace normal;
   const uint32_t A = w2 + 0x20000000u;
-  const uint32_t q = A >> 30;
   const int32_t d = static_cast<int32_t>(A & 0x3fffffffu) - 0x20000000;
   const double phi = __dmul_rn(static_cast<double>(d), kPi2p31);
   const double z2 = __dmul_rn(phi, phi);
@@ -91,8 +93,17 @@ TK_DEV void normal_sin_cos(uint32_t w2, double& sin_t, double& cos_t) {
 #pragma unroll
   for (int k = 8; k >= 2; --k) pc = __dadd_rn(__dmul_rn(pc, z2), kC[k]);
   const double cs = __dadd_rn(__dsub_rn(1.0, __dmul_rn(0.5, z2)), __dmul_rn(__dmul_rn(z2, z2), pc));
-  sin_t = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
-  cos_t = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
+  // q = 0: (sn, cs), 1: (cs, −sn), 2: (−sn, −cs), 3: (−cs, sn). An odd quadrant swaps the two; the negations are
+  // IEEE sign flips, applied to the high words: bit 31 of A is q's bit 1 (sin negated for q = 2, 3), bit 31 of
+  // A ^ (A << 1) is q's bit 1 xor bit 0 (cos negated for q = 1, 2). Two selects per word and three integer ops
+  // instead of select chains over four candidates and binary64 negations.
+  const bool odd = (A & 0x40000000u) != 0;
+  const double s_abs = odd ? cs : sn;
+  const double c_abs = odd ? sn : cs;
+  const int s_hi = __double2hiint(s_abs) ^ static_cast<int>(A & 0x80000000u);
+  const int c_hi = __double2hiint(c_abs) ^ static_cast<int>((A ^ (A << 1)) & 0x80000000u);
+  sin_t = __hiloint2double(s_hi, __double2loint(s_abs));
+  cos_t = __hiloint2double(c_hi, __double2loint(c_abs));
 }
 
 // The four binary64 normals of Philox block j of stream (seed, offset): elements 4j … 4j+3 (§C.2.1–§C.2.2).

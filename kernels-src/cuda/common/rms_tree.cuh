@@ -101,37 +101,65 @@ struct RmsTeam {
   }
 };
 
+// Where a thread's register loads and stores of a row chunk go, as two 16-byte streams: for each sector of the chunk
+// (pieces s, s + 1, s even), piece s at q0 + 16·s and piece s + 1 at q1 + 16·s, under g0 / g1. A thread alone
+// (own) has q0 = its chunk, q1 = q0 + 16; a lane pair (pair, see RowChunk's "whole sectors") has q0 = the even
+// chunk + 16·h, q1 = q0 + the chunk's bytes, and swaps words with the other lane by shuffles (both must call).
+struct ChunkAccess {
+  uint64_t q0, q1;  // addresses
+  bool g0, g1;      // conditions
+  bool exchange;    // lane pairs (uniform over the warp)
+
+  static TK_DEV uint32_t half() { return threadIdx.x & 1; }
+  // Thread-alone access of the chunk at p under g.
+  static TK_DEV ChunkAccess own(const uint8_t* p, bool g) {
+    return {reinterpret_cast<uint64_t>(p), reinterpret_cast<uint64_t>(p) + kVecBytes, g, g, false};
+  }
+  // Lane-pair access of the pair of chunks of `bytes` whose even chunk is at `pair`, under the owners' conditions.
+  static TK_DEV ChunkAccess pair(const uint8_t* pair, uint32_t bytes, bool g0, bool g1) {
+    const uint64_t q0 = reinterpret_cast<uint64_t>(pair) + kVecBytes * half();
+    return {q0, q0 + bytes, g0, g1, true};
+  }
+};
+
 // ---- row chunks ---------------------------------------------------------------------------------------------------
 // A chunk of 16 fp32 / bf16 elements as 32-bit words (little-endian pairs for bf16).
 template <Fmt kIn>
 struct RowChunk {
   static constexpr int kBytes = kRmsChunk * FmtTraits<kIn>::kBits / 8;  // 64 or 32
   static constexpr int kWords = kBytes / 4;
+  static constexpr int kPieces = kBytes / kVecBytes;  // 16-byte pieces; two of them fill a 32-byte sector
   uint32_t w[kWords];
 
   TK_DEV float at(int i) const { return element<kIn>(w, i); }
 
-  // 16-byte loads when `aligned` (the view's base and strides allow them), element loads otherwise. `kStream`:
-  // read-once data skips L1; data read again by the same SM (weights) is cached. Every call sits under a condition
-  // (a live chunk, an active row, a tensor that is present); the loads of ldst.cuh are volatile, so they stay there.
+  // One 16-byte piece: a vector load when `aligned` (the view's base and strides allow it), element loads
+  // otherwise. `kStream`: read-once data skips L1; data read again by the same SM (weights) is cached. Every call
+  // sits under a condition (a live chunk, an active row, a tensor that is present); the loads of ldst.cuh are
+  // volatile, so they stay there.
+  template <bool kStream = true>
+  static TK_DEV void load_piece(const uint8_t* p, uint32_t (&q)[4], bool aligned) {
+    if (aligned) {
+      if constexpr (kStream) ld_stream(p, q);
+      else ld_cached(p, q);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (FmtTraits<kIn>::kAccessBytes == 4) {
+          q[i] = ld_u32(p + 4 * i);
+        } else {
+          q[i] = ld_u16(p + 4 * i) | (ld_u16(p + 4 * i + 2) << 16);
+        }
+      }
+    }
+  }
+  // The chunk at p, by this thread alone (the weight: cached, so the other half of each sector hits L1).
   template <bool kStream = true>
   TK_DEV void load(const uint8_t* p, bool aligned) {
 #pragma unroll
-    for (int s = 0; s < kWords / 4; ++s) {
+    for (int s = 0; s < kPieces; ++s) {
       uint32_t q[4];
-      if (aligned) {
-        if constexpr (kStream) ld_stream(p + 16 * s, q);
-        else ld_cached(p + 16 * s, q);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          if constexpr (FmtTraits<kIn>::kAccessBytes == 4) {
-            q[i] = ld_u32(p + 16 * s + 4 * i);
-          } else {
-            q[i] = ld_u16(p + 16 * s + 4 * i) | (ld_u16(p + 16 * s + 4 * i + 2) << 16);
-          }
-        }
-      }
+      load_piece<kStream>(p + kVecBytes * s, q, aligned);
 #pragma unroll
       for (int i = 0; i < 4; ++i) w[4 * s + i] = q[i];
     }
@@ -141,22 +169,96 @@ struct RowChunk {
     for (int i = 0; i < kWords; ++i) w[i] = 0;
   }
 
-  // Staged rows: the chunk's 16-byte pieces s sit in the thread's shared-memory slots at slot + s·stride.
-  // stage() copies them there (cp.async when `aligned`, common/ldst.cuh stage_chunk), load_shared() reads them
-  // back once the thread's copies have landed (cp_async_wait). Both under the same live-chunk condition.
-  static TK_DEV void stage(uint32_t slot, uint32_t stride, const uint8_t* p, bool aligned) {
+  // Staged rows: the chunk's 16-byte pieces s sit in shared-memory slots, slot(s) (common/ldst.cuh stage_chunk:
+  // cp.async when `aligned`). stage() copies this thread's own chunk there, load_shared() reads it back once the
+  // copies have landed (cp_async_wait, and __syncwarp when a pair lane copied them: stage_pair). Both under the
+  // same live-chunk condition.
+  template <class Slot>
+  static TK_DEV void stage(const Slot& slot, const uint8_t* p, bool aligned) {
 #pragma unroll
-    for (int s = 0; s < kWords / 4; ++s) {
-      stage_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(slot + s * stride, p + kVecBytes * s, true, aligned);
-    }
+    for (int s = 0; s < kPieces; ++s) stage_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(slot(s), p + kVecBytes * s, true, aligned);
   }
-  TK_DEV void load_shared(uint32_t slot, uint32_t stride) {
+  template <class Slot>
+  TK_DEV void load_shared(const Slot& slot) {
 #pragma unroll
-    for (int s = 0; s < kWords / 4; ++s) {
+    for (int s = 0; s < kPieces; ++s) {
       uint32_t q[4];
-      ld_shared(slot + s * stride, q);
+      ld_shared(slot(s), q);
 #pragma unroll
       for (int i = 0; i < 4; ++i) w[4 * s + i] = q[i];
+    }
+  }
+
+  // ---- whole sectors by lane pairs -------------------------------------------------------------------------------
+  // A thread's chunk is 32 (bf16) or 64 (fp32) contiguous bytes. When every lane moves its own chunk, each 16-byte
+  // instruction of a warp touches 32 sectors and uses half of each, and the next instruction requests the same
+  // sectors again: twice the L1↔L2 sector traffic (and twice the partial-sector writes) for the same bytes. Here
+  // the two lanes of a pair (lanes 2m, 2m + 1: in one team when P ≥ 2, so on one row, owning chunks c and c ^ 1)
+  // move together: lane h = lane & 1 moves piece 2σ + h of the pair's even chunk in one instruction and of its odd
+  // chunk in the next, so that every instruction reads or writes whole sectors. `pair` is the even chunk's address;
+  // `live0`, `live1` are the two owners' conditions (a copy / load / store of a chunk happens under its owner's
+  // condition, as before). The data crosses between the lanes by shuffles (load_split, store_split with
+  // ChunkAccess::pair; both lanes of the pair must call them) or lands in the owner's shared slot (stage_pair).
+  static TK_DEV uint32_t pair_half() { return ChunkAccess::half(); }
+  static TK_DEV uint32_t pair_mask() { return 3u << (threadIdx.x & (kWarpSize - 2)); }
+
+  // slot(s, k): the shared address of piece s of the pair's thread k (0 even, 1 odd).
+  template <class Slot>
+  static TK_DEV void stage_pair(const Slot& slot, const uint8_t* pair, bool live0, bool live1, bool aligned) {
+    const uint32_t h = pair_half();
+#pragma unroll
+    for (int s = 0; s < kPieces; s += 2) {
+      const uint32_t off = kVecBytes * (s + h);
+      if (live0) stage_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(slot(s + h, 0), pair + off, true, aligned);
+      if (live1) stage_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(slot(s + h, 1), pair + kBytes + off, true, aligned);
+    }
+  }
+  // Register loads and stores by ChunkAccess: one code path for a thread alone and for lane pairs (the plain
+  // forward keeps its 64 registers that way). load_split: the chunk, zeros where the owner's condition is false.
+  TK_DEV void load_split(const ChunkAccess& a, bool aligned) {
+    const uint32_t h = pair_half(), mask = pair_mask();
+#pragma unroll
+    for (int s = 0; s < kPieces; s += 2) {
+      uint32_t r0[4] = {}, r1[4] = {};
+      if (a.g0) load_piece(reinterpret_cast<const uint8_t*>(a.q0) + kVecBytes * s, r0, aligned);
+      if (a.g1) load_piece(reinterpret_cast<const uint8_t*>(a.q1) + kVecBytes * s, r1, aligned);
+      // pairs: the even lane holds its piece s (r0) and the odd lane's piece s (r1), the odd lane the even lane's
+      // piece s + 1 (r0) and its own (r1)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (a.exchange) {
+          const uint32_t x = __shfl_xor_sync(mask, h ? r0[i] : r1[i], 1);
+          if (h) {
+            r0[i] = x;
+          } else {
+            r1[i] = x;
+          }
+        }
+        w[4 * s + i] = r0[i];
+        w[4 * s + 4 + i] = r1[i];
+      }
+    }
+  }
+  // Destroys w (pairs exchange it word by word in place: no second copy of the chunk in registers).
+  TK_DEV void store_split(const ChunkAccess& a, bool aligned) {
+    const uint32_t h = pair_half(), mask = pair_mask();
+#pragma unroll
+    for (int s = 0; s < kPieces; s += 2) {
+      uint32_t* o0 = w + 4 * s;      // piece s; for pairs then the even chunk's piece s + h
+      uint32_t* o1 = w + 4 * s + 4;  // piece s + 1; for pairs then the odd chunk's piece s + h
+      if (a.exchange) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t x = __shfl_xor_sync(mask, h ? o0[i] : o1[i], 1);
+          if (h) {
+            o0[i] = x;
+          } else {
+            o1[i] = x;
+          }
+        }
+      }
+      if (a.g0) store_chunk<kVecBytes>(reinterpret_cast<uint8_t*>(a.q0) + kVecBytes * s, o0, aligned);
+      if (a.g1) store_chunk<kVecBytes>(reinterpret_cast<uint8_t*>(a.q1) + kVecBytes * s, o1, aligned);
     }
   }
 

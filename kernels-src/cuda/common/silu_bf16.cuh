@@ -30,11 +30,14 @@ TK_HD float silu_bf16_entry(uint32_t i) {
   return silu_cr(u2f(g << 16));
 }
 
-// silu of the gate pattern b (low 16 bits): bit-equal to silu_cr for every non-NaN result, a NaN for a NaN one.
-TK_HD float silu_bf16(uint32_t b, const float* table) {
+// Whether the gate pattern b lies outside the table's window (tiny, huge, ±Inf or NaN): the looked-up entry is then
+// not silu(g), and silu_bf16_fix must replace it.
+TK_HD bool silu_bf16_outside(uint32_t b) { return (b & 0x7fffu) - kExpNegBf16MagLo > kExpNegBf16MagHi - kExpNegBf16MagLo; }
+
+// silu of the gate pattern b given its looked-up entry: the entry inside the window, the exact fix-up outside.
+TK_HD float silu_bf16_fix(uint32_t b, float looked_up) {
   const float g = u2f(b << 16);
   const uint32_t mag = b & 0x7fffu;
-  const float looked_up = table[exp_neg_bf16_index(b)];
   const float half = mul_rn(g, 0.5f), zeroed = mul_rn(g, 0.0f);
 #if defined(__CUDA_ARCH__)
   // selects, not branches (the compiler otherwise branches around the multiplies)
@@ -45,5 +48,8 @@ TK_HD float silu_bf16(uint32_t b, const float* table) {
   return mag < kExpNegBf16MagLo ? half : (mag > kExpNegBf16MagHi ? big : looked_up);
 #endif
 }
+
+// silu of the gate pattern b (low 16 bits): bit-equal to silu_cr for every non-NaN result, a NaN for a NaN one.
+TK_HD float silu_bf16(uint32_t b, const float* table) { return silu_bf16_fix(b, table[exp_neg_bf16_index(b)]); }
 
 }  // namespace tk

@@ -12,24 +12,23 @@ namespace tk {
 template <Fmt kOut, int kVec>
 TK_DEV void encode_chunk_sr(const float* v, uint32_t* out, uint32_t col0) {
   static_assert(kVec % 4 == 0, "encode_chunk_sr: whole quads");
-  constexpr SrTarget kT = kOut == Fmt::kE4m3 ? SrTarget::kE4m3 : SrTarget::kE2m1;
-  constexpr int kWords = kOut == Fmt::kE4m3 ? kVec / 4 : (kVec + 7) / 8;
+  constexpr int kQuads = kVec / 4;
+  uint32_t u[kVec], r0[kQuads];
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) out[i] = 0;
+  for (int e = 0; e < kVec; ++e) u[e] = f2u(v[e]);
 #pragma unroll
-  for (int q = 0; q < kVec / 4; ++q) {
-    const uint32_t b0 = f2u(v[4 * q]), b1 = f2u(v[4 * q + 1]), b2 = f2u(v[4 * q + 2]), b3 = f2u(v[4 * q + 3]);
-    const uint32_t r0 = sr_mix(b0, b1, b2, b3, col0 / 4 + q).r0;
-    const uint32_t b[4] = {b0, b1, b2, b3};
+  for (int q = 0; q < kQuads; ++q) r0[q] = sr_mix(u[4 * q], u[4 * q + 1], u[4 * q + 2], u[4 * q + 3], col0 / 4 + q).r0;
+  if constexpr (kOut == Fmt::kE4m3) {
+    uint32_t o[kQuads];
+    sr_encode_e4m3_quads<kQuads>(u, r0, o);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int e = 4 * q + i;
-      const uint32_t code = sr_encode<kT>(b[i], (r0 >> (8 * i)) & 0xffu);
-      if constexpr (kOut == Fmt::kE4m3) {
-        out[e / 4] |= code << (8 * (e % 4));
-      } else {
-        out[e / 8] |= code << (4 * (e % 8));
-      }
+    for (int q = 0; q < kQuads; ++q) out[q] = o[q];
+  } else {
+#pragma unroll
+    for (int i = 0; i < (kVec + 7) / 8; ++i) out[i] = 0;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      out[e / 8] |= sr_encode<SrTarget::kE2m1>(u[e], (r0[e / 4] >> (8 * (e % 4))) & 0xffu) << (4 * (e % 8));
     }
   }
 }

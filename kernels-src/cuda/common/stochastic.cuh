@@ -1,8 +1,11 @@
 // Stochastic rounding in software (spec/quant.md §7.3) with upstream's quad hash (§7.4), and the fp16 codec the
 // generic cast needs (§1.5). The PTX cvt.rs instruction is never used: the software rule is the definition on
-// every architecture, so CPU and GPU give the same bytes. All integer: no floating-point rounding happens here
-// except exact scalings by powers of two.
+// every architecture, so CPU and GPU give the same bytes. The rounding itself is integer arithmetic on bit
+// patterns. The floating-point operations here are exact (scalings by powers of two, which may overflow to ±Inf
+// only where the code saturates anyway; the hardware e4m3 conversion of a value that already is an e4m3 value),
+// truncate once on purpose (the rz FMA of sr_encode_8bit), or only test for NaN (sr_encode_e4m3_quads' probe).
 #pragma once
+#include <math.h>
 #include <stdint.h>
 #include "codec.cuh"
 #include "fp.cuh"
@@ -78,6 +81,21 @@ struct SrRule<SrTarget::kFp16> {
   static constexpr int kN = 16, kMant = 10, kMinExp = -14;
 };
 
+#if !defined(__CUDA_ARCH__)
+// The low term of sr_encode_8bit in integers (the host's form of the device FMA): where |v| < 2^m,
+// 2^(m−1) + ⌊|v|·2^(23−m)⌋·2^(m−24) with |v| = M·2^(e−150); else 0.
+template <SrTarget kT>
+inline uint32_t sr_low_term_host(uint32_t mag) {
+  constexpr uint32_t kHalfMinNormal = static_cast<uint32_t>(126 + SrRule<kT>::kMinExp) << 23;
+  const uint32_t biased = mag >> 23;
+  const uint32_t M = biased != 0u ? ((mag & 0x7fffffu) | 0x800000u) : mag;
+  const uint32_t e = biased != 0u ? biased : 1u;
+  constexpr uint32_t kBelow = 126u + SrRule<kT>::kMinExp;  // largest biased exponent under 2^m
+  const uint32_t sh = e <= kBelow ? kBelow + 1u - e : 0u;  // ≥ 1
+  return e <= kBelow ? kHalfMinNormal + (sh > 31u ? 0u : M >> sh) : 0u;
+}
+#endif
+
 // The 8-bit targets on the bit pattern (e4m3, e2m1), equal to the general form below (tools/sr_encode_check.cpp
 // checks every u, at the carry boundary of its dropped bits and at other R). With m = kMinExp: for |v| ≥ 2^m the
 // quantum is the pattern's bit 23 − kMant, so adding R just below the kept bits and truncating is §7.3 (the lower
@@ -101,13 +119,7 @@ TK_HD uint32_t sr_encode_8bit(uint32_t u, uint32_t R) {
   // one exact-then-truncated FMA: |v|·0.5 + 2^(m−1), rounded toward zero once
   const uint32_t low = f2u(__fmaf_rz(u2f(mag), 0.5f, u2f(kHalfMinNormal)));
 #else
-  // the same value in integers where |v| < 2^m: 2^(m−1) + ⌊|v|·2^(23−m)⌋·2^(m−24), |v| = M·2^(e−150); else 0
-  const uint32_t biased = mag >> 23;
-  const uint32_t M = biased != 0u ? ((mag & 0x7fffffu) | 0x800000u) : mag;
-  const uint32_t e = biased != 0u ? biased : 1u;
-  constexpr uint32_t kBelow = 126u + Rule::kMinExp;  // largest biased exponent under 2^m
-  const uint32_t sh = e <= kBelow ? kBelow + 1u - e : 0u;  // ≥ 1
-  const uint32_t low = e <= kBelow ? kHalfMinNormal + (sh > 31u ? 0u : M >> sh) : 0u;
+  const uint32_t low = sr_low_term_host<kT>(mag);
 #endif
   const uint32_t p = mag > low ? mag : low;
   const uint32_t t = (p + (R << (kShift - 8)) - kHalfMinNormal) >> kShift;
@@ -175,5 +187,67 @@ TK_HD uint32_t sr_encode(uint32_t u, uint32_t R) {
     return sr_encode_general<kT>(u, R);
   }
 }
+
+// ---- e4m3 on the device: the rounded value, then the hardware conversion ---------------------------------------
+// sr_encode_8bit spends ~15 integer operations per element on the code (clamp, NaN select, sign, byte packing),
+// and those bounded the SR casts (stochasticCast bf16 → e4m3 at ~0.9 T elements/s, perTokenCast with
+// stochasticCast at ~0.7 T: the integer pipe, not HBM). Here the same first steps give the signed binary32 value
+// y = ±(k + up)·q of §7.3 instead, and the hardware RN conversion (encode_e4m3x4, codec.cuh) encodes two per
+// instruction: exact on a representable y, ±448 for |y| > 448 (§7.3's saturation, ±Inf included), −0 → 0x80.
+// A NaN does not survive these steps (it ends as a large finite y), so groups with a NaN are ruled out first
+// (sr_encode_e4m3_quads).
+//
+// With p and K = 2^(m−1)'s pattern as in sr_encode_8bit, the code magnitude is c = (p + R·2^12 − K) >> 20. Left in
+// place (bits 20–30, lower bits cleared, the sign of v at bit 31) that is a binary32 whose exponent field is c's
+// e4m3 exponent field e and whose top mantissa bits are c's: its value is 2^(e−127)·1.m for e ≥ 1 and, as a
+// binary32 subnormal, 0.m·2^−126 for e = 0, while the e4m3 value of c is 2^(e−7)·1.m or 0.m·2^−6: the binary32
+// times 2^120 in both cases. That product is exact, or (c ≥ 0x400, from |v| near the binary32 maximum or ±Inf)
+// overflows to ±Inf, which saturates like every c > 0x7E. The kernels keep subnormals (no -ftz), which e = 0 needs.
+TK_HD float sr_e4m3_value(uint32_t u, uint32_t R) {
+  constexpr uint32_t kHalfMinNormal = 120u << 23;  // K, the pattern of 2^−7
+  const float a = fabsf(u2f(u));
+#if defined(__CUDA_ARCH__)
+  const uint32_t p = f2u(fmaxf(a, __fmaf_rz(a, 0.5f, 0x1p-7f)));  // max(|v|, low) of sr_encode_8bit, non-NaN
+#else
+  const uint32_t p = f2u(fmaxf(a, u2f(sr_low_term_host<SrTarget::kE4m3>(f2u(a)))));  // tools/sr_encode_check.cpp
+#endif
+  const uint32_t t = p + R * 4096u - kHalfMinNormal + (u & 0x80000000u);  // p + R·2^12 − K < 2^31: bit 31 free
+  return mul_rn(u2f(t & 0xfff00000u), 0x1p120f);
+}
+
+#if defined(__CUDACC__)
+// kQuads quads of §7.3 e4m3 codes from binary32 patterns u; element 4q + i takes byte i of r0[q] (§7.4); four
+// codes per word, the first in the low byte. A group without NaN takes sr_e4m3_value and the conversion (~6 integer
+// operations per element); a group with one takes sr_encode_8bit per element (NaN → 0x7F, sign dropped). The probe
+// is a sum of |v| on the FP32 pipe: NaN exactly when some v is (every term is ≥ +0: no Inf − Inf).
+template <int kQuads>
+TK_DEV void sr_encode_e4m3_quads(const uint32_t (&u)[4 * kQuads], const uint32_t (&r0)[kQuads],
+                                 uint32_t (&out)[kQuads]) {
+  // pairwise, so that the branch waits for log2(4·kQuads) dependent adds, not 4·kQuads − 1
+  float probe[4 * kQuads];
+#pragma unroll
+  for (int i = 0; i < 4 * kQuads; ++i) probe[i] = fabsf(u2f(u[i]));
+#pragma unroll
+  for (int n = 2 * kQuads; n >= 1; n /= 2)
+#pragma unroll
+    for (int i = 0; i < n; ++i) probe[i] = add_rn(probe[i], probe[i + n]);
+  if (probe[0] == probe[0]) {
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) {
+      float y[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) y[i] = sr_e4m3_value(u[4 * q + i], __byte_perm(r0[q], 0u, 0x4440u + i));
+      out[q] = encode_e4m3x4(y[0], y[1], y[2], y[3]);
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) {
+      out[q] = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[q] |= sr_encode_8bit<SrTarget::kE4m3>(u[4 * q + i], (r0[q] >> (8 * i)) & 0xffu) << (8 * i);
+    }
+  }
+}
+#endif
 
 }  // namespace tk

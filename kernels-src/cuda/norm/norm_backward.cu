@@ -2,20 +2,33 @@
 //
 // Symbols
 //   tk_norm_backward__<in>          in ∈ {fp32, bf16}: xGrad, and the weight-gradient partial sums of each token slot
+//   tk_norm_backward__<in>_unit     the same for outScale = 1 (no g = dy ⊗ outScale multiplications; same bits)
+//   tk_norm_backward__bf16_b4[_unit]  the bf16 rows kernels in their four-blocks-per-SM form (kFour; host default)
 //   tk_norm_backward_weight_grad    the fixed-order fold of the 512 slots per column, + the accumulated gradient
 //
 // Launch geometry (the host follows this table; both kernels read everything they need from NormBackwardParams):
 //
 //   kernel                   block.x  grid.x                         work
-//   tk_norm_backward__<in>   256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
+//   tk_norm_backward__<in>[_b4][_unit]
+//                            256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
 //
 //   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees); the bf16 rows kernel also
-//   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async).
+//   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async), the _b4 form
+//   16 KiB (the current row's gradOut chunks).
+//   Dynamic shared memory: the bf16 rows kernels take 32 KiB (kAccBytes: the weight-gradient partials), launched
+//   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 49 KiB in all, above
+//   48 KiB); the fp32 rows kernels and the fold take none.
+//   Occupancy: bf16 rows 80 registers → 3 blocks per SM; _b4 64 registers → 4 blocks per SM (4 × 50 KiB of shared
+//   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM.
+//   Rows (x, gradOut, residualOutGrad, xGrad, the workspace row) move in whole 32-byte sectors (kBwdFullSectors):
+//   for P ≥ 2 lanes 2m, 2m + 1 copy, load and store their two chunks' pieces together (common/rms_tree.cuh), the
+//   chunk ownership (and so every sum) unchanged.
 //
 // Determinism (D.3): slot σ's partial sum A_σ,j starts at +0 and adds c_t,j = xh ⊗ g for t = σ, σ + 512, …
-// ascending, in the registers of the team thread that owns column j; the slot's team is the only writer of row σ
+// ascending, in the team thread that owns column j (in its registers, or for bf16 in its own shared-memory words:
+// the same additions in the same order); the slot's team is the only writer of row σ
 // of the fp32 workspace [min(T, 512), H]. The second kernel folds the slots of a column by halving (distance 256
 // first): warp w computes the subtree of slots ≡ w (mod 8) recursively (distances 256 … 8), then warp 0 combines
 // the 8 subtrees with distances 4, 2, 1. Slots ≥ T are +0 leaves, as in the reference. Nothing depends on the grid
@@ -44,19 +57,45 @@ constexpr uint32_t kSlots = 512;
 constexpr uint32_t kSubtrees = kRmsBlockThreads / kWarpSize;
 
 // Resident blocks per SM the register budget is sized for: a thread keeps 32 fp32 weight-gradient partials and its
-// row's x and gradOut words. bf16, whose next row waits in shared memory rather than in registers, fits two blocks
-// (128 registers, no spills; 16 warps per SM instead of 8); fp32 rows hold twice the words and spill at 128, so
-// their budget is one block and the kernel uses what it needs (~180 registers).
+// row's x and gradOut words. fp32 rows hold twice the words and spill at 128, so their budget is one block and the
+// kernel uses what it needs (~170–190 registers). bf16, whose next row waits in shared memory rather than in
+// registers, fitted two blocks with the partials in registers (128 registers, 16 warps per SM); it now keeps them
+// in shared memory instead (kAccShared: 32 KiB of dynamic shared memory per block, next to the 34 KiB
+// of static), which takes it to 80 registers and three blocks (24 warps) per SM: 3 × 66 KiB of the 227 KiB.
+// kAccShared = false restores the two-block register form (and the host must then launch without the 32 KiB).
 template <Fmt kIn>
-constexpr int kBwdMinBlocks = kIn == Fmt::kBf16 ? 2 : 1;
+constexpr bool kAccShared = kIn == Fmt::kBf16;
+template <Fmt kIn>
+constexpr int kBwdMinBlocks = kIn == Fmt::kBf16 ? (kAccShared<kIn> ? 3 : 2) : 1;
+// Dynamic shared memory of the rows kernel (the host passes the same: ops/norm/norm_backward.ts BF16_ACC_SMEM).
+template <Fmt kIn>
+constexpr uint32_t kAccBytes = kAccShared<kIn> ? kRmsChunksPerThread * kRmsChunk * 4 * kRmsBlockThreads : 0;
 // bf16 rows are staged through shared memory (cp.async): the slot's next row (x, gradOut, rstd) is copied while the
 // current one is reduced and written, without holding it in registers as the previous register prefetch did. fp32
 // slots (64 KiB for H = 8192) would not fit the static 48 KiB; fp32 rows load at the top of each row.
 template <Fmt kIn>
 constexpr bool kStage = kIn == Fmt::kBf16;
+// Rows read and written in whole 32-byte sectors by lane pairs (RowChunk::stage_pair, load_split, store_split)
+// instead of half a sector per 16-byte access (each sector requested twice). Measured on the H200 (2026-11-30, four
+// builds in one device command, 16384 × 7168 bf16): paired 48.6% of copy, per-thread 59.2%: the pairing's extra
+// shuffles and selects cost more in this register-bound kernel than the duplicate sector requests, which L1 serves.
+// So false: per-thread accesses (the forward kernels keep the pairing, which measured neutral to better there).
+constexpr bool kBwdFullSectors = false;
 
-template <Fmt kIn>
+// kOne: the launch has outScale = 1 (the default; the host picks the _unit symbol), and g = dy ⊗ outScale is dy:
+// v ⊗ 1 = v for every non-NaN v (no flush to zero), and a NaN stays a NaN whose payload no output keeps (xGrad is
+// rounded by RNx, the weight gradient by canonical_nan / encode_bf16 after the fold), so the bits are the same with
+// two multiplications fewer per element. A separate kernel rather than a branch: two row loops in one kernel spilled
+// at the 128-register budget.
+//
+// kFour (bf16 only, the _b4 symbols): four blocks per SM (64 registers, 32 warps; 512 slot blocks fit one round on
+// 132 SMs, where three blocks per SM leave 116 of them for a second round alone). No next-row staging (4 × 66 KiB
+// would not fit): each row's x and rstd load into registers at its top, and its gradOut is copied into this
+// thread's shared slots (16 KiB) and read from there in each pass instead of being held in registers.
+template <Fmt kIn, bool kOne, bool kFour = false>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
+  static_assert(!kFour || (kIn == Fmt::kBf16 && kAccShared<kIn>), "the four-block form is bf16 with shared partials");
+  constexpr bool kStageNext = kStage<kIn> && !kFour;  // the slot's next row staged while this one is computed
   using Chunk = RowChunk<kIn>;
   constexpr int kL = kRmsChunksPerThread;
   constexpr int kEb = FmtTraits<kIn>::kBits / 8;
@@ -80,15 +119,48 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     c[i] = team.p + i * team.threads;
     live[i] = c[i] < K;
   }
+  // Teams of P ≥ 2 move rows by lane pairs: the pair of chunk i is (c[i] & ~1, c[i] | 1), one team, one row.
+  const bool paired = kBwdFullSectors && team.threads >= 2;
+  uint32_t c0[kL];
+  bool live0[kL], live1[kL];
+#pragma unroll
+  for (int i = 0; i < kL; ++i) {
+    c0[i] = c[i] & ~1u;
+    live0[i] = c0[i] < K;
+    live1[i] = c0[i] + 1 < K;
+  }
+  // Chunk i of a row at row_p (element size of v's format): by lane pairs in whole sectors, or by its owner (P = 1).
+  // Warp-uniform control flow only (pairs shuffle).
+  auto access = [&](uint32_t bytes, const uint8_t* row_p, int i, bool active) {
+    return paired ? ChunkAccess::pair(row_p + static_cast<uint64_t>(c0[i]) * bytes, bytes, active && live0[i], active && live1[i])
+                  : ChunkAccess::own(row_p + static_cast<uint64_t>(c[i]) * bytes, active && live[i]);
+  };
+  auto get = [&](auto& v, const uint8_t* row_p, int i, bool active, bool al) { v.load_split(access(v.kBytes, row_p, i, active), al); };
+  auto put = [&](auto v, uint8_t* row_p, int i, bool active, bool al) {  // a copy: store_split destroys it
+    v.store_split(access(v.kBytes, row_p, i, active), al);
+  };
   const uint32_t sigma = blockIdx.x * team.teams + team.team;
   const uint32_t sigma_first = blockIdx.x * team.teams + team.warp_first_team();  // warp-uniform loop bound
   const bool slot_live = sigma < slots;
 
+  // The slot's weight-gradient partials A_σ,j of this thread's columns (spec D.3): in registers (fp32 rows), or in
+  // this thread's words of the dynamic shared memory (bf16, kAccShared: [chunk][quad][thread] float4, conflict free,
+  // read and written by this thread only), the same additions in the same order either way.
   float acc[kL][kRmsChunk];
 #pragma unroll
   for (int i = 0; i < kL; ++i)
 #pragma unroll
     for (int j = 0; j < kRmsChunk; ++j) acc[i][j] = 0.0f;
+  extern __shared__ float4 acc_smem[];  // kAccBytes<kIn> of dynamic shared memory
+  auto acc_at = [&](int i, int q) -> float4& {
+    return acc_smem[(i * (kRmsChunk / 4) + q) * kRmsBlockThreads + threadIdx.x];
+  };
+  if constexpr (kAccShared<kIn>) {
+#pragma unroll
+    for (int i = 0; i < kL; ++i)
+#pragma unroll
+      for (int q = 0; q < kRmsChunk / 4; ++q) acc_at(i, q) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
 
   // Row t's x and gradOut chunks and rstd (zeros for an inactive team or a dead chunk), loaded directly.
   auto fetch = [&](uint64_t t, bool active, Chunk (&xc)[kL], Chunk (&dyc)[kL], float& rs) {
@@ -96,61 +168,92 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
 #pragma unroll
     for (int i = 0; i < kL; ++i) {
-      xc[i].zero();
-      dyc[i].zero();
-      if (active && live[i]) {
-        xc[i].load(xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-        dyc[i].load(dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
-      }
+      get(xc[i], xr, i, active, x_al);
+      get(dyc[i], dyr, i, active, dy_al);
     }
     rs = 0.0f;
     if (active) rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));  // t < T only
   };
-  // Staged kernels: this thread's shared slot of chunk i of input `in` (0 x, 1 gradOut), piece s at + s·stride,
-  // [input][chunk][piece][thread] so that a warp's slot accesses are contiguous; and its rstd slot.
-  constexpr int kPieces = Chunk::kBytes / kVecBytes;
-  constexpr int kPieceStride = kRmsBlockThreads * kVecBytes;
-  __shared__ __align__(16) uint8_t stage_buf[kStage<kIn> ? 2 * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
-  __shared__ __align__(16) float stage_rs[kStage<kIn> ? kRmsBlockThreads : 1];
-  auto slot = [&](int in, int i) {
-    return smem_addr(stage_buf) + ((in * kL + i) * kPieces * kRmsBlockThreads + threadIdx.x) * kVecBytes;
+  // Staged kernels: the shared slot of piece s of thread u's chunk i of input `in` (0 x, 1 gradOut),
+  // [input][chunk][piece][thread] with odd pieces at column u ^ 1 (pair copies and owner reads both free of bank
+  // conflicts, as in norm_forward.cu); and this thread's rstd slot.
+  constexpr int kPieces = Chunk::kPieces;
+  constexpr int kStagedInputs = kStageNext ? 2 : kFour ? 1 : 0;  // x and gradOut, gradOut only (as input 1), none
+  __shared__ __align__(16) uint8_t stage_buf[kStagedInputs ? kStagedInputs * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
+  __shared__ __align__(16) float stage_rs[kStageNext ? kRmsBlockThreads : 1];
+  auto slot = [&](int in, int i, int s, uint32_t u) {
+    if constexpr (kFour) in = 0;  // gradOut alone
+    return smem_addr(stage_buf) + (((in * kL + i) * kPieces + s) * kRmsBlockThreads + (u ^ (s & 1))) * kVecBytes;
   };
-  const uint32_t rs_slot = smem_addr(stage_rs + (kStage<kIn> ? threadIdx.x : 0));
+  const uint32_t rs_slot = smem_addr(stage_rs + (kStageNext ? threadIdx.x : 0));
   // Issue the copies of row t into the slots (nothing for an inactive row or a dead chunk).
   auto stage_row = [&](uint64_t t, bool active) {
-    if constexpr (kStage<kIn>) {
+    if constexpr (kStageNext) {
       if (active) {
         const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + t * p.x_row_stride * kEb;
         const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + t * p.grad_out_row_stride * kEb;
+        auto stage_input = [&](int in, const uint8_t* src, bool al) {
 #pragma unroll
-        for (int i = 0; i < kL; ++i) {
-          if (!live[i]) continue;
-          Chunk::stage(slot(0, i), kPieceStride, xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-          Chunk::stage(slot(1, i), kPieceStride, dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
-        }
+          for (int i = 0; i < kL; ++i) {
+            if (paired) {
+              const auto pair_slot = [&](int s, uint32_t k) { return slot(in, i, s, (threadIdx.x & ~1u) | k); };
+              Chunk::stage_pair(pair_slot, src + static_cast<uint64_t>(c0[i]) * Chunk::kBytes, live0[i], live1[i], al);
+            } else if (live[i]) {
+              Chunk::stage([&](int s) { return slot(in, i, s, threadIdx.x); }, src + static_cast<uint64_t>(c[i]) * Chunk::kBytes, al);
+            }
+          }
+        };
+        stage_input(0, xr, x_al);
+        stage_input(1, dyr, dy_al);
         cp_async<4>(rs_slot, reinterpret_cast<const float*>(p.rstd) + t, true);  // t < T only
       }
       cp_async_commit();
     }
   };
-  const uint64_t off = sigma - sigma_first;
+  // Row indices in 32 bits: t + 512 cannot wrap (T ≤ 2^32 − 1 and xGrad holds T · H ≥ 32 · T elements, so T is far
+  // below 2^32 − 512); addresses are formed in 64 bits.
+  const uint32_t off = sigma - sigma_first;
   stage_row(sigma_first + off, slot_live && sigma_first + off < T);
-  for (uint64_t base = sigma_first; base < T; base += kSlots) {
-    const uint64_t t = base + off;
+  for (uint32_t base = sigma_first; base < T; base += kSlots) {
+    const uint32_t t = base + off;
     const bool active = slot_live && t < T;
     Chunk xc[kL], dyc[kL];
     float rs;
-    if constexpr (kStage<kIn>) {
+    if constexpr (kFour) {
+      // gradOut into the slots (by lane pairs, as stage_row), x and rstd into registers; every lane of the pair has
+      // read its slots in the previous row (__syncwarp at its end)
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(t) * p.x_row_stride * kEb;
+      const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + static_cast<uint64_t>(t) * p.grad_out_row_stride * kEb;
+      if (active) {
+#pragma unroll
+        for (int i = 0; i < kL; ++i) {
+          if (paired) {
+            const auto pair_slot = [&](int s, uint32_t k) { return slot(1, i, s, (threadIdx.x & ~1u) | k); };
+            Chunk::stage_pair(pair_slot, dyr + static_cast<uint64_t>(c0[i]) * Chunk::kBytes, live0[i], live1[i], dy_al);
+          } else if (live[i]) {
+            Chunk::stage([&](int s) { return slot(1, i, s, threadIdx.x); }, dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dy_al);
+          }
+        }
+      }
+      cp_async_commit();
+#pragma unroll
+      for (int i = 0; i < kL; ++i) get(xc[i], xr, i, active, x_al);
+      rs = 0.0f;
+      if (active) rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));
+      cp_async_wait<0>();
+      __syncwarp();  // the pair lane's copies into this thread's slots have landed too
+    } else if constexpr (kStageNext) {
       // this row from the slots, then the slot's next row is in flight while this one is reduced and written (the
       // slots were read into registers first, by this same thread)
       cp_async_wait<0>();
+      __syncwarp();  // the pair lane's copies into this thread's slots have landed too
 #pragma unroll
       for (int i = 0; i < kL; ++i) {
         xc[i].zero();
         dyc[i].zero();
         if (active && live[i]) {
-          xc[i].load_shared(slot(0, i), kPieceStride);
-          dyc[i].load_shared(slot(1, i), kPieceStride);
+          xc[i].load_shared([&](int s) { return slot(0, i, s, threadIdx.x); });
+          dyc[i].load_shared([&](int s) { return slot(1, i, s, threadIdx.x); });
         }
       }
       rs = 0.0f;
@@ -159,11 +262,23 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
         ld_shared(rs_slot, r);
         rs = u2f(r[0]);
       }
+      __syncwarp();  // every lane has read its slots before the pair lanes refill them
       stage_row(t + kSlots, slot_live && t + kSlots < T);
     } else {
       fetch(t, active, xc, dyc, rs);
     }
 
+    // gradOut's chunk i: from the registers, or (kFour) read from this thread's slots in each pass
+    auto dy_of = [&](int i) {
+      if constexpr (kFour) {
+        Chunk v;
+        v.zero();
+        if (active && live[i]) v.load_shared([&](int s) { return slot(1, i, s, threadIdx.x); });
+        return v;
+      } else {
+        return dyc[i];
+      }
+    };
     // dot = TREE(xh ⊗ gw), xh = x ⊗ rstd, g = dy ⊗ outScale, gw = g ⊗ w (or g)
     float cs[kL];
 #pragma unroll
@@ -171,11 +286,12 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       Chunk wc;
       wc.zero();
       if (has_w && live[i]) wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+      const Chunk dy = dy_of(i);
       float q[kRmsChunk];
 #pragma unroll
       for (int j = 0; j < kRmsChunk; ++j) {
         const float xh = mul_rn(xc[i].at(j), rs);
-        const float g = mul_rn(dyc[i].at(j), os);
+        const float g = kOne ? dy.at(j) : mul_rn(dy.at(j), os);
         const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
         q[j] = mul_rn(xh, gw);
       }
@@ -189,45 +305,90 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
 #pragma unroll
     for (int i = 0; i < kL; ++i)
 #pragma unroll
-      for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xc[i].w[k]), "+r"(dyc[i].w[k]));
+      for (int k = 0; k < Chunk::kWords; ++k) {
+        asm volatile("" : "+r"(xc[i].w[k]));
+        if constexpr (!kFour) asm volatile("" : "+r"(dyc[i].w[k]));
+      }
 
     // d = (gw ⊖ xh ⊗ m) ⊗ rstd (⊕ ro); acc ⊕= xh ⊗ g
-    uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + t * H * kEb;
+    uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + static_cast<uint64_t>(t) * H * kEb;
     const uint8_t* ror = reinterpret_cast<const uint8_t*>(p.residual_out_grad) + t * p.residual_out_grad_row_stride * kEb;
 #pragma unroll
     for (int i = 0; i < kL; ++i) {
-      Chunk wc, roc;
-      wc.zero();
+      Chunk roc;
       roc.zero();
-      if (active && live[i]) {
-        if (has_w) wc.template load<false>(wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
-        if (has_ro) roc.load(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
-      }
+      if (has_ro) get(roc, ror, i, active, ro_al);
+      const bool w_live = active && live[i] && has_w;
+      const uint8_t* wchunk = wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes;
+      const Chunk dy = dy_of(i);
       float d[kRmsChunk];
 #pragma unroll
-      for (int j = 0; j < kRmsChunk; ++j) {
-        const float xh = mul_rn(xc[i].at(j), rs);
-        const float g = mul_rn(dyc[i].at(j), os);
-        const float gw = has_w ? mul_rn(g, wc.at(j)) : g;
-        d[j] = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
-        if (has_ro) d[j] = add_rn(d[j], roc.at(j));
-        if (active) acc[i][j] = add_rn(acc[i][j], mul_rn(xh, g));
+      for (int hq = 0; hq < kRmsChunk / 8; ++hq) {
+        float a[8];
+        // the weight's 8 elements of this half chunk (its 16-byte pieces, loaded here rather than the whole chunk
+        // ahead: fewer live registers; same addresses and conditions)
+        constexpr int kGroupPieces = 8 * kEb / kVecBytes;
+        uint32_t wg[4 * kGroupPieces] = {};
+        if (w_live) {
+#pragma unroll
+          for (int u = 0; u < kGroupPieces; ++u) {
+            uint32_t q[4];
+            Chunk::template load_piece<false>(wchunk + kVecBytes * (hq * kGroupPieces + u), q, w_al);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) wg[4 * u + k] = q[k];
+          }
+        }
+        if constexpr (kAccShared<kIn>) {
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            const float4 v = acc_at(i, 2 * hq + u);
+            a[4 * u] = v.x, a[4 * u + 1] = v.y, a[4 * u + 2] = v.z, a[4 * u + 3] = v.w;
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < 8; ++k) a[k] = acc[i][8 * hq + k];
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const int j = 8 * hq + k;
+          const float xh = mul_rn(xc[i].at(j), rs);
+          const float g = kOne ? dy.at(j) : mul_rn(dy.at(j), os);
+          const float gw = has_w ? mul_rn(g, element<kIn>(wg, k)) : g;
+          d[j] = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
+          if (has_ro) d[j] = add_rn(d[j], roc.at(j));
+          a[k] = add_rn(a[k], mul_rn(xh, g));
+        }
+        if (active) {
+          if constexpr (kAccShared<kIn>) {
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+              acc_at(i, 2 * hq + u) = make_float4(a[4 * u], a[4 * u + 1], a[4 * u + 2], a[4 * u + 3]);
+            }
+          } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) acc[i][8 * hq + k] = a[k];
+          }
+        }
       }
       Chunk dc;
       dc.set_all(d);
-      if (active && live[i]) dc.store(dxr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, dx_al);
+      put(dc, dxr, i, active, dx_al);
     }
+    if constexpr (kFour) __syncwarp();  // every lane has read its slots before the pair lanes refill them
   }
 
-  if (has_w && slot_live) {
+  if (has_w) {
     uint8_t* ws = reinterpret_cast<uint8_t*>(p.workspace) + static_cast<uint64_t>(sigma) * H * 4;
 #pragma unroll
     for (int i = 0; i < kL; ++i) {
-      if (!live[i]) continue;
       RowChunk<Fmt::kFp32> a;
 #pragma unroll
-      for (int j = 0; j < kRmsChunk; ++j) a.w[j] = f2u(acc[i][j]);
-      a.store(ws + static_cast<uint64_t>(c[i]) * RowChunk<Fmt::kFp32>::kBytes, true);
+      for (int q = 0; q < kRmsChunk / 4; ++q) {
+        float4 v = make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
+        if constexpr (kAccShared<kIn>) v = acc_at(i, q);
+        a.w[4 * q] = f2u(v.x), a.w[4 * q + 1] = f2u(v.y), a.w[4 * q + 2] = f2u(v.z), a.w[4 * q + 3] = f2u(v.w);
+      }
+      put(a, ws, i, slot_live, true);
     }
   }
 }
@@ -279,11 +440,26 @@ TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
 #define TK_NORM_BACKWARD(in, IN)                                                                   \
   extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kBwdMinBlocks<tk::Fmt::IN>)                \
       tk_norm_backward__##in(const __grid_constant__ NormBackwardParams p) {                      \
-    tk::norm_backward_rows<tk::Fmt::IN>(p);                                                        \
+    tk::norm_backward_rows<tk::Fmt::IN, false>(p);                                                 \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kBwdMinBlocks<tk::Fmt::IN>)                \
+      tk_norm_backward__##in##_unit(const __grid_constant__ NormBackwardParams p) {               \
+    tk::norm_backward_rows<tk::Fmt::IN, true>(p);                                                  \
   }
 
 TK_NORM_BACKWARD(fp32, kFp32)
 TK_NORM_BACKWARD(bf16, kBf16)
+
+// The four-blocks-per-SM form of the bf16 rows kernels (kFour): the host's default; normLaunchTuning
+// .backwardBf16Blocks = 3 (or TK_NORM_BWD_BF16_BLOCKS=3) picks the three-block ones above.
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
+    tk_norm_backward__bf16_b4(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_rows<tk::Fmt::kBf16, false, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
+    tk_norm_backward__bf16_b4_unit(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_rows<tk::Fmt::kBf16, true, true>(p);
+}
 
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads)
     tk_norm_backward_weight_grad(const __grid_constant__ NormBackwardParams p) {

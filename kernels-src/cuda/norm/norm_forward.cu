@@ -9,6 +9,7 @@
 //
 //   block.x  dynamic smem  team P (threads per row)                 grid.x
 //   256      0             max(1, N/2), N = nextPow2(H / 16)         min(ceilDiv(B·T, 256 / P), 8 · SMs)
+//   (two full waves of blocks at 4 resident per SM, four at 2)
 //
 //   A thread owns the 16-element chunks p and p + P of its row and keeps them in registers from the load to the
 //   store: the row is read from HBM once, every output is written once. P ≤ 256 because H ≤ 8192 (N ≤ 512).
@@ -16,9 +17,13 @@
 //   32 KiB of staging slots: the team's next row (x, residual) is copied there by cp.async while the current row is
 //   reduced and written, so each block keeps one row in flight through its whole iteration (fp32 slots would need
 //   64 KiB, beyond the static 48 KiB: fp32 rows load at the top of each iteration).
-//   Registers (no spills, sm_90a and sm_100a): bf16 64 (4 blocks/SM: 32 warps, 132 KiB of smem), bf16 cast 80
-//   (3 blocks/SM), fp32 and fp32 cast ≤ 128 (2 blocks/SM).
+//   Registers (no spills, sm_90a and sm_100a): bf16 and bf16 cast 64 (4 blocks/SM: 32 warps, 132 KiB of smem),
+//   fp32 and fp32 cast ≤ 128 (2 blocks/SM).
 //   Any other power of two P in [max(1, N/2), 256] gives the same bits (the tests launch two).
+//   Rows move in whole 32-byte sectors (kFwdFullSectors: all but the fp32 casts): for P ≥ 2 lanes 2m, 2m + 1 copy,
+//   load and store the pieces of their two chunks together (common/rms_tree.cuh RowChunk "whole sectors"), where
+//   each thread moving its own 32-byte chunk by 16-byte accesses requested every sector twice. The reduction is
+//   untouched: each thread still owns and sums the same chunks.
 //
 // Per row (one team): s = x (+ residual, rounded to x's dtype and stored to residualOut), S = TREE(s ⊗ s),
 // rstd = 1 ⊘ √(S ⊘ H ⊕ eps), y = (s ⊗ rstd) ⊗ (w ⊗ outScale) rounded to x's dtype. The cast variants then cast
@@ -32,6 +37,7 @@
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
 #include "../common/rms_tree.cuh"
 #include "../common/scale.cuh"
 #include "../generated/norm_params.h"
@@ -42,10 +48,19 @@ namespace {
 // NORM_FWD_FLAG of ops/norm/norm_forward.params.ts (the sf bits are SfFlag's)
 enum NormFwdFlag : uint32_t { kFwdWeight = 8, kFwdResidual = 16, kFwdOutBf16 = 32 };
 
-// Resident blocks per SM the register budget is sized for (the largest count that compiles without spills for
-// both targets): fp32 rows hold twice the words of bf16 rows, and the cast keeps the row while it scales it.
+// Whether rows are read and written in whole 32-byte sectors by lane pairs (RowChunk::stage_pair, load_split,
+// store_split) rather than by each thread for its own chunks (half a sector per 16-byte access, every sector
+// requested twice). Per kernel, so that each can be measured and reverted alone. Not the fp32 casts: the pair
+// exchange takes them past 128 registers (1 block/SM instead of 2).
 template <Fmt kIn, int kCastN>
-constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : (kCastN ? 3 : 4);
+constexpr bool kFwdFullSectors = kIn == Fmt::kBf16 || kCastN == 0;
+
+// Resident blocks per SM the register budget is sized for (the largest count that compiles without spills for
+// both targets): fp32 rows hold twice the words of bf16 rows, and the fp32 cast keeps the row while it scales it.
+// The bf16 casts fit 64 registers (4 blocks/SM, as the plain kernel) since their amax works on the packed words,
+// the chunk loop is unrolled and the grid step is 32-bit; at 3 blocks/SM (80 registers) they were 41–44% of copy.
+template <Fmt kIn, int kCastN>
+constexpr int kFwdMinBlocks = kIn == Fmt::kFp32 ? (kCastN ? 1 : 2) : 4;
 
 // A compile-time flag passed as a value (a generic lambda instantiates its body once per flag).
 template <bool kValue>
@@ -67,6 +82,7 @@ struct NormForward {
   // bf16 rows are staged through shared memory (cp.async): the next row's copies fly while this row is reduced and
   // written. fp32 slots for H = 8192 (x and residual, 64 KiB) would not fit the static 48 KiB.
   static constexpr bool kStage = kIn == Fmt::kBf16;
+  static constexpr bool kFullSectors = kFwdFullSectors<kIn, kCastN>;
 
   const NormForwardParams& p;
   TK_DEV explicit NormForward(const NormForwardParams& params) : p(params) {}
@@ -84,7 +100,6 @@ struct NormForward {
     const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
     const bool w_al = (p.weight % kVecBytes) == 0;
     const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
-    const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, H / (kCast ? kCastN : 1)};
 
     uint32_t c[kL];
     bool live[kL];
@@ -93,43 +108,84 @@ struct NormForward {
       c[i] = team.p + i * P;
       live[i] = c[i] < K;
     }
-    const uint64_t step = static_cast<uint64_t>(gridDim.x) * team.teams;
-    const uint64_t team_off = team.team - team.warp_first_team();
+    // Teams of P ≥ 2 move their rows by lane pairs in whole sectors (RowChunk::stage_pair / load_split /
+    // store_split): the pair of chunk i is (c[i] & ~1, c[i] | 1); P = 1 (H ≤ 32) moves each thread's own chunks.
+    const bool paired = kFullSectors && P >= 2;
+    // (recomputed where used rather than held: the bf16 kernel has no registers to spare at 4 blocks/SM)
+    auto c0 = [&](int i) { return c[i] & ~1u; };
+    auto live0 = [&](int i) { return c0(i) < K; };
+    auto live1 = [&](int i) { return c0(i) + 1 < K; };
+    // The grid-stride step in rows, 32-bit: a 64-bit copy held across the loop kept the bf16 casts from fitting 64
+    // registers (4 blocks/SM). A grid of more than 2^31 rows' worth of teams uses only its first 2^31 / teams blocks
+    // (teams is a power of two, so each block is wholly inside or outside): the rows are still each walked once.
+    const uint64_t span = static_cast<uint64_t>(gridDim.x) * team.teams;
+    const uint32_t step = span < (1ull << 31) ? static_cast<uint32_t>(span) : (1u << 31);
+    // (batch, token) of an active row: b < num_batches and t < num_tokens fit 32 bits; 2-D views (one batch) skip
+    // the division (twice per row and thread otherwise: this row's indices and the staged next row's).
+    struct RowIndex {
+      uint32_t b, t;
+    };
+    auto split = [&](uint64_t row) -> RowIndex {
+      if (p.num_batches == 1) return {0u, static_cast<uint32_t>(row)};
+      return {static_cast<uint32_t>(row / T), static_cast<uint32_t>(row % T)};
+    };
+    const uint32_t team_off = team.team - team.warp_first_team();
 
-    constexpr int kPieces = Chunk::kBytes / kVecBytes;  // 16-byte pieces of a chunk
-    constexpr int kPieceStride = kRmsBlockThreads * kVecBytes;
-    // Staged kernels: this thread's shared slot of chunk i of input `in` (0 x, 1 residual); piece s at + s·stride.
-    // [input][chunk][piece][thread]: a warp's 16-byte slot accesses are contiguous.
+    constexpr int kPieces = Chunk::kPieces;
+    // Staged kernels: the shared slot of piece s of thread u's chunk i of input `in` (0 x, 1 residual),
+    // [input][chunk][piece][thread], odd pieces at thread column u ^ 1: the pair copies (a lane writes piece h of
+    // both pair threads' chunks) and the owners' reads (piece s of 32 consecutive threads) are both free of bank
+    // conflicts.
     __shared__ __align__(16) uint8_t stage_buf[kStage ? 2 * kL * kPieces * kRmsBlockThreads * kVecBytes : kVecBytes];
-    auto slot = [&](int in, int i) {
-      return smem_addr(stage_buf) + ((in * kL + i) * kPieces * kRmsBlockThreads + threadIdx.x) * kVecBytes;
+    auto slot = [&](int in, int i, int s, uint32_t u) {
+      return smem_addr(stage_buf) + (((in * kL + i) * kPieces + s) * kRmsBlockThreads + (u ^ (s & 1))) * kVecBytes;
     };
     // Issue the copies of row `row` into the slots (nothing for an inactive row or a dead chunk).
     auto stage_row = [&](uint64_t row) {
       if constexpr (kStage) {
         if (row < rows) {
-          const uint64_t b = row / T, t = row % T;
+          const RowIndex bt = split(row);
+          const uint32_t b = bt.b, t = bt.t;
           const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
           const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) +
                               row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
+          auto stage_input = [&](int in, const uint8_t* src, bool al) {
 #pragma unroll
-          for (int i = 0; i < kL; ++i) {
-            if (!live[i]) continue;
-            Chunk::stage(slot(0, i), kPieceStride, xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-            if (has_r) Chunk::stage(slot(1, i), kPieceStride, rr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, r_al);
-          }
+            for (int i = 0; i < kL; ++i) {
+              if (paired) {
+                const auto pair_slot = [&](int s, uint32_t k) { return slot(in, i, s, (threadIdx.x & ~1u) | k); };
+                Chunk::stage_pair(pair_slot, src + static_cast<uint64_t>(c0(i)) * Chunk::kBytes, live0(i), live1(i), al);
+              } else if (live[i]) {
+                Chunk::stage([&](int s) { return slot(in, i, s, threadIdx.x); }, src + static_cast<uint64_t>(c[i]) * Chunk::kBytes, al);
+              }
+            }
+          };
+          stage_input(0, xr, x_al);
+          if (has_r) stage_input(1, rr, r_al);
         }
         cp_async_commit();
       }
     };
+    // Chunk i of a row at row_p (element size of v's format): by lane pairs in whole sectors, or by its owner (P = 1).
+    // Warp-uniform control flow only (pairs shuffle).
+    auto access = [&](uint32_t bytes, const uint8_t* row_p, int i, bool active) {
+      return paired ? ChunkAccess::pair(row_p + static_cast<uint64_t>(c0(i)) * bytes, bytes, active && live0(i), active && live1(i))
+                    : ChunkAccess::own(row_p + static_cast<uint64_t>(c[i]) * bytes, active && live[i]);
+    };
+    auto get = [&](auto& v, const uint8_t* row_p, int i, bool active, bool al) { v.load_split(access(v.kBytes, row_p, i, active), al); };
+    auto put = [&](auto v, uint8_t* row_p, int i, bool active, bool al) {  // a copy: store_split destroys it
+      v.store_split(access(v.kBytes, row_p, i, active), al);
+    };
 
     // The loop bound is that of the warp's first team, so every lane of a shared warp takes part in the shuffles.
     uint64_t first = static_cast<uint64_t>(blockIdx.x) * team.teams + team.warp_first_team();
+    if (first >= step) first = rows;  // a block beyond a clamped grid: no rows
     stage_row(first + team_off);
     for (; first < rows; first += step) {
       const uint64_t row = first + team_off;
       const bool active = row < rows;
-      const uint64_t b = active ? row / T : 0, t = active ? row % T : 0;
+      const RowIndex bt = active ? split(row) : RowIndex{0u, 0u};
+      const uint32_t b = bt.b, t = bt.t;
 
       // s = x (+ residual, rounded to x's dtype → residualOut), kept in x's storage format. Staged kernels take the
       // row from the slots, then (after step 1) start the copies of the team's next row into them, which fly during
@@ -138,22 +194,26 @@ struct NormForward {
       Chunk sv[kL];
       {
         Chunk rc[kL];
-        if constexpr (kStage) cp_async_wait<0>();
+        if constexpr (kStage) {
+          cp_async_wait<0>();
+          __syncwarp();  // the pair lane's copies into this thread's slots have landed too
+        }
         const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
         const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) +
                             row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
 #pragma unroll
         for (int i = 0; i < kL; ++i) {
-          sv[i].zero();
-          rc[i].zero();
-          if (active && live[i]) {
-            if constexpr (kStage) {
-              sv[i].load_shared(slot(0, i), kPieceStride);
-              if (has_r) rc[i].load_shared(slot(1, i), kPieceStride);
-            } else {
-              sv[i].load(xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, x_al);
-              if (has_r) rc[i].load(rr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, r_al);
+          if constexpr (kStage) {
+            sv[i].zero();
+            rc[i].zero();
+            if (active && live[i]) {
+              sv[i].load_shared([&](int s) { return slot(0, i, s, threadIdx.x); });
+              if (has_r) rc[i].load_shared([&](int s) { return slot(1, i, s, threadIdx.x); });
             }
+          } else {
+            get(sv[i], xr, i, active, x_al);
+            rc[i].zero();
+            if (has_r) get(rc[i], rr, i, active, r_al);
           }
         }
         if (has_r) {
@@ -165,10 +225,11 @@ struct NormForward {
 #pragma unroll
             for (int j = 0; j < kRmsChunk; ++j) v[j] = add_rn(sv[i].at(j), rc[i].at(j));  // step 1
             sv[i].set_all(v);
-            if (active && live[i]) sv[i].store(ror + static_cast<uint64_t>(c[i]) * Chunk::kBytes, ro_al);
+            put(sv[i], ror, i, active, ro_al);
           }
         }
       }
+      if constexpr (kStage) __syncwarp();  // every lane has read its slots before the pair lanes refill them
       stage_row(row + step);
 
       // steps 2–3: S = TREE(s ⊗ s); rstd = 1 ⊘ √((S ⊘ H) ⊕ eps)
@@ -187,6 +248,9 @@ struct NormForward {
       // step 4: y = RNx((s ⊗ rstd) ⊗ (w ⊗ outScale)), or RNx((s ⊗ rstd) ⊗ outScale); overwrites s. With outScale = 1
       // (the default) its multiplications are left out: v ⊗ 1 = v for every non-NaN v (no flush to zero), and a NaN
       // stays a NaN, whose payload RNx drops (bf16 0x7FC0, fp32 0x7FC00000), so the bits are the same.
+      // The plain kernel stores each chunk as soon as it is computed (its words die there: registers for the pair
+      // exchange); the cast needs the whole row first.
+      uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
       auto step4 = [&](auto unit_scale) {
         constexpr bool kOne = decltype(unit_scale)::value;
 #pragma unroll
@@ -207,6 +271,7 @@ struct NormForward {
             }
           }
           sv[i].set_all(y);
+          if constexpr (!kCast) put(sv[i], orow, i, active, o_al);
         }
       };
       if (p.out_scale == 1.0f) {
@@ -214,28 +279,28 @@ struct NormForward {
       } else {
         step4(BoolConst<false>{});
       }
-      if constexpr (!kCast) {
-        uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
-#pragma unroll
-        for (int i = 0; i < kL; ++i)
-          if (active && live[i]) sv[i].store(orow + static_cast<uint64_t>(c[i]) * Chunk::kBytes, o_al);
-      } else {
-        cast_row(team, row, t, b, active, c, live, sv, with_bf16, d_al, b_al, sf_out);
-      }
+      if constexpr (kCast) cast_row(team, row, t, b, active, c, live, sv, with_bf16, d_al, b_al, put);
     }
     if constexpr (kCast) {
       for (uint32_t b = 0; b < p.num_batches; ++b) {
-        SfOut o = sf_out;
+        SfOut o = sf_out();
         o.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
         o.zero_padding_rows(p.num_tokens, p.sf_rows);
       }
     }
   }
 
+  // The scale tensor, built from the parameters where it is used (kernel parameters are constant-bank operands;
+  // held across the row loop it would take ~8 registers).
+  TK_DEV SfOut sf_out() const {
+    return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, p.hidden / (kCast ? kCastN : 1)};
+  }
+
   // The per-token cast of the x-dtype row y (spec §A.4 = spec/quant.md §2 on y), and outBf16 = RNbf16(y).
-  TK_DEV void cast_row(const RmsTeam& team, uint64_t row, uint64_t t, uint64_t b, bool active, const uint32_t (&c)[kL],
+  template <class Put>
+  TK_DEV void cast_row(const RmsTeam& team, uint64_t row, uint32_t t, uint32_t b, bool active, const uint32_t (&c)[kL],
                        const bool (&live)[kL], const Chunk (&y)[kL], bool with_bf16, bool d_al, bool b_al,
-                       const SfOut& sf_out) const {
+                       const Put& put) const {
     constexpr int kGroupChunks = kCastN / kRmsChunk;  // chunks per quantization group
     const uint32_t H = p.hidden;
     if (with_bf16) {
@@ -251,44 +316,60 @@ struct NormForward {
           for (int j = 0; j < kRmsChunk; ++j) v[j] = y[i].at(j);
           o.set_all(v);
         }
-        if (active && live[i]) o.store(br + static_cast<uint64_t>(c[i]) * RowChunk<Fmt::kBf16>::kBytes, b_al);
+        put(o, br, i, active, b_al);
       }
     }
     // group amax: over the chunk, then over the group's lanes (a row of one group narrower than the team's two
     // chunks per thread also folds the thread's two chunks; dead chunks contribute 0, neutral after the clamp)
-    float amax[kL];
-#pragma unroll
-    for (int i = 0; i < kL; ++i) {
-      float m = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kRmsChunk; ++j) m = max_num(m, abs_f(y[i].at(j)));
-      amax[i] = m;
-    }
     const uint32_t P = team.threads;
-    if (P < static_cast<uint32_t>(kGroupChunks)) amax[0] = amax[1] = max_num(amax[0], amax[1]);
     const uint32_t lanes = P < static_cast<uint32_t>(kGroupChunks) ? P : kGroupChunks;
+    float amax[kL];
+    if constexpr (kIn == Fmt::kBf16) {
+      // On the packed pairs (common/reduce.cuh): |y| maxima as non-negative, non-NaN bf16 bit patterns, both chunks
+      // in one word, so an unsigned 16-bit max is the same maximumNumber and one shuffle per step serves both.
+      uint32_t a2 = abs_max_bf16<Chunk::kWords>(y[0].w) | (abs_max_bf16<Chunk::kWords>(y[1].w) << 16);
+      if (P < static_cast<uint32_t>(kGroupChunks)) a2 = max(a2 & 0xffffu, a2 >> 16) * 0x10001u;
 #pragma unroll
-    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2)
-      if (m < lanes)
+      for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) {
+        if (m < lanes) {
+          const uint32_t o = __shfl_xor_sync(kFullWarpMask, a2, m);
+          asm("max.u16x2 %0, %0, %1;" : "+r"(a2) : "r"(o));
+        }
+      }
+      amax[0] = u2f(a2 << 16);
+      amax[1] = u2f(a2 & 0xffff0000u);
+    } else {
 #pragma unroll
-        for (int i = 0; i < kL; ++i) amax[i] = max_num(amax[i], __shfl_xor_sync(kFullWarpMask, amax[i], m));
+      for (int i = 0; i < kL; ++i) {
+        float m = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kRmsChunk; ++j) m = max_num(m, abs_f(y[i].at(j)));
+        amax[i] = m;
+      }
+      if (P < static_cast<uint32_t>(kGroupChunks)) amax[0] = amax[1] = max_num(amax[0], amax[1]);
+#pragma unroll
+      for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2)
+        if (m < lanes)
+#pragma unroll
+          for (int i = 0; i < kL; ++i) amax[i] = max_num(amax[i], __shfl_xor_sync(kFullWarpMask, amax[i], m));
+    }
 
     uint8_t* dr = reinterpret_cast<uint8_t*>(p.data) + row * H;
-    SfOut so = sf_out;
-    so.base += 4 * b * p.sf_batch_stride;
-    // one chunk at a time (not unrolled: one copy of the scale arithmetic), picking its words by select
-#pragma unroll 1
-    for (int i = 0; i < kL; ++i) {
-      if (!(active && (i == 0 ? live[0] : live[1]))) continue;
-      const uint32_t ci = i == 0 ? c[0] : c[1];
-      const ScaleAndInv si = sf_and_inv(select_f32(i == 0, amax[0], amax[1]), p.amax_clamp, kE4m3Max, p.flags);
-      if (ci % kGroupChunks == 0) so.store(t, ci / kGroupChunks, si.stored);
-      Chunk yi;
+    // one chunk after the other, unrolled: picking a chunk's words by select (one copy of the scale arithmetic) held
+    // a third chunk of registers
 #pragma unroll
-      for (int k = 0; k < Chunk::kWords; ++k) yi.w[k] = select_u32(i == 0, y[0].w[k], y[1].w[k]);
+    for (int i = 0; i < kL; ++i) {
+      if (!(active && live[i])) continue;
+      const uint32_t ci = c[i];
+      const ScaleAndInv si = sf_and_inv(amax[i], p.amax_clamp, kE4m3Max, p.flags);
+      if (ci % kGroupChunks == 0) {
+        SfOut so = sf_out();  // built here, from the parameters: nothing of it is held through the chunk loop
+        so.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
+        so.store(t, ci / kGroupChunks, si.stored);
+      }
       float v[kRmsChunk];
 #pragma unroll
-      for (int j = 0; j < kRmsChunk; ++j) v[j] = mul_rn(yi.at(j), si.inv);
+      for (int j = 0; j < kRmsChunk; ++j) v[j] = mul_rn(y[i].at(j), si.inv);
       uint32_t o[kRmsChunk / 4];
       encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
       store_chunk<kRmsChunk>(dr + static_cast<uint64_t>(ci) * kRmsChunk, o, d_al);

@@ -60,7 +60,15 @@ struct ElemCast {
     } else {
 #pragma unroll
       for (int i = 0; i < kOutWords; ++i) o[i] = 0;
-      if constexpr (kSr) {
+      if constexpr (kSr && kOut == Elem::kE4m3) {
+        uint32_t b[kChunk], r0[kChunk / 4];
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) b[i] = widen_bits<kIn, true>(raw_element<kIn>(w, i));
+#pragma unroll
+        for (int h = 0; h < kChunk / 4; ++h)
+          r0[h] = sr_mix(b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3], idx_base + static_cast<uint32_t>(first / 4 + h)).r0;
+        sr_encode_e4m3_quads<kChunk / 4>(b, r0, o);
+      } else if constexpr (kSr) {
 #pragma unroll
         for (int h = 0; h < kChunk / 4; ++h) {
           uint32_t b[4], r[4];

@@ -6,19 +6,18 @@
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride):
 //
 //   kernel                block.x  dynamic smem  grid.x
-//   tk_cast_back__*_bf16  256      0             min(ceilDiv(T, R), 8 · SMs)
-//   tk_cast_back__*_fp32  256      0             ceilDiv(T, R)          (no cap: measured faster uncapped)
+//   tk_cast_back__*_bf16  256      0             min(ceilDiv(T, R), 10 · SMs)   (two waves of 5 blocks per SM)
+//   tk_cast_back__*_fp32  256      0             ceilDiv(T, R)                   (no cap: measured faster uncapped)
 //
-//   R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32))), V = 16 (bf16 out) or 8 (fp32 out); SMs = multiprocessors.
-//   Static shared memory 16 KiB (e4m3 in) / 8 KiB (e2m1 in). bf16 out: 72 (sm_90a) / 80 (sm_100a) registers hold
-//   3 blocks per SM; a grid of exactly one resident wave (3 · SMs) measured slower than 8 · SMs on the H200
-//   (2026-11-30: 73–76% against 75–79% at [128,128]), so the cap stays 8 · SMs. Measured on an H200 before the
-//   hardware bf16 pairs (encode_bf16x2), 16384 × 7168, per-token [1,128]: e4m3 → bf16
-//   79% of the large-memcpy bandwidth, e4m3 → fp32 83%, e2m1 → fp32 90%, e2m1 → bf16 56%; [128,128] e4m3 → bf16
-//   75–79%.
+//   R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32))), V = kVecOf (8 for bf16 out, 4 for e4m3 → fp32, 8 for
+//   e2m1 → fp32); SMs = multiprocessors. Static shared memory 16 KiB (e4m3 in) / 8 KiB (e2m1 in); launch bound 5
+//   (48 registers, no spills on sm_90a and sm_100a): 40 warps per SM.
+//   History (H200, 16384 × 7168): with 16-element pieces (two 16-byte stores per lane at a 32-byte lane stride),
+//   72–80 registers and 3 blocks per SM, e4m3 → bf16 measured 76–79% of the large-memcpy bandwidth at [128,128]
+//   and per-token [1,128] (torch.compile: 88–94%), e4m3 → fp32 83%, e2m1 → fp32 90%.
 //
 // Block shapes (block_rows r, block_cols c) are powers of two: per-token [1, c], per-block [r, c], per-channel
-// [r, 1]. With c ≥ 16 the elements of a thread's chunk share one scale; with c = 1 every element has its own,
+// [r, 1]. With c ≥ 16 the elements of a thread's piece share one scale; with c = 1 every element has its own,
 // read with 16-byte loads when the scale row is contiguous and aligned, element by element otherwise.
 // fp32 outputs leave NaN as 0x7FC00000 (one pattern, as the CPU reference writes it; the GPU multiply would give
 // 0x7FFFFFFF).
@@ -34,30 +33,36 @@ namespace tk {
 namespace {
 
 constexpr int kBlockThreads = 256;
-// Resident blocks per SM the register budget is sized for: 4 (≤ 64 registers); the 16-element bf16 chunks hold
-// 16 scales and 16 products and get 3 (≤ 80) rather than spill on sm_100a.
-template <Fmt kOut>
-constexpr int kMinBlocksPerSm = kOut == Fmt::kBf16 ? 3 : 4;
+// Resident blocks per SM the register budget is sized for: 5 (≤ 48 registers). 6 (≤ 40) spills 8–128 bytes, the
+// per-channel path (4 scales of its own per group) being the largest user.
+constexpr int kMinBlocksPerSm = 5;
 constexpr int kStages = 2;        // units staged at once: the one computed and the next
+
+// Elements per thread piece: one 16-byte store of output (8 bf16 or 4 fp32), so that a warp's store covers
+// 512 contiguous bytes and every 32-byte sector it writes is written whole; e2m1 → fp32 takes 8 (32 output bytes,
+// two stores a lane apart) because 4 e2m1 codes are 2 bytes, below the 4-byte minimum of cp.async.
+template <Fmt kIn, Fmt kOut>
+constexpr int kVecOf = kOut == Fmt::kBf16 ? 8 : kIn == Fmt::kE4m3 ? 4 : 8;
 
 template <Fmt kIn, Fmt kOut>
 struct CastBack {
-  // Elements per thread chunk: 16 for bf16 output, 8 for fp32, i.e. 32 output bytes (two 16-byte stores) per chunk;
-  // more elements per chunk amortise its fixed costs (staging, scale, addressing), which bound this kernel more
-  // than its arithmetic (measured on an H200: bf16 with 8 per chunk reached 68% of memcpy). H % 64 == 0 keeps
-  // chunks inside rows and c ≥ 16 keeps them inside scale blocks.
-  static constexpr int kVec = kOut == Fmt::kBf16 ? 16 : 8;
-  static constexpr int kU = kOut == Fmt::kBf16 ? 2 : 4;  // chunks per thread per unit: 32 elements either way
-  static constexpr int kInBytes = kVec * FmtTraits<kIn>::kBits / 8;  // 4 to 16
+  // A piece holds kVec consecutive elements of a row; consecutive lanes take consecutive pieces, so the codes a
+  // warp loads (128–256 bytes) and the outputs it stores (512 bytes) are contiguous. H % 64 == 0 keeps pieces
+  // inside rows and c ≥ 16 keeps them inside scale blocks. The 16-element pieces of the previous version stored
+  // 2 × 16 bytes per lane at a 32-byte lane stride: every store instruction wrote half of 32 sectors (measured on
+  // an H200: 76–79% of memcpy for e4m3 → bf16, where torch.compile's 8-element pieces reach 88–92%).
+  static constexpr int kVec = kVecOf<kIn, kOut>;
+  static constexpr int kU = 32 / kVec;  // pieces per thread per unit: 32 elements, 16 or 32 staged bytes
+  static constexpr int kInBytes = kVec * FmtTraits<kIn>::kBits / 8;  // 4 or 8
   static constexpr int kInWords = kInBytes / 4;
   static constexpr int kOutElemBytes = kOut == Fmt::kFp32 ? 4 : 2;
   static constexpr int kOutBytes = kVec * kOutElemBytes;
 
   const CastBackParams& p;
-  uint32_t chunks;  // per row
+  uint32_t chunks;  // pieces per row
   uint32_t row_shift, col_shift;
   bool per_element;     // c == 1: one scale per column
-  bool scale_rows_vec;  // a chunk's per-column scales are kVec contiguous, 16-byte aligned 4-byte words
+  bool scale_rows_vec;  // a piece's per-column scales are kVec contiguous, 16-byte aligned 4-byte words
   bool out_aligned;
 
   TK_DEV explicit CastBack(const CastBackParams& params) : p(params) {
@@ -68,68 +73,90 @@ struct CastBack {
     col_shift = p.block_cols >= p.hidden ? 31u : log2_pow2(p.block_cols);
     per_element = p.block_cols == 1;
     // fp32 scales [nbm, H] or token-packed words [ceil(nbm/4), H] with unit column stride: element (m, j) is
-    // word m'·s0 + j, and j of a chunk start is a multiple of kVec (16-byte loads of 4 scales)
+    // word m'·s0 + j, and j of a piece start is a multiple of kVec (16-byte loads of 4 scales)
     scale_rows_vec = (p.sf_kind == kSfFp32 || p.sf_kind == kSfPackedToken) && p.sf_stride1 == 1 &&
                      ((p.sf | (p.sf_stride0 * 4)) % kVecBytes) == 0;
     out_aligned = rows_aligned(p.out, p.out_row_stride * kOutElemBytes, kVecBytes);
   }
 
-  // The kVec per-column scales of a chunk (c == 1).
-  TK_DEV void column_scales(uint64_t row, uint32_t col, float (&s)[kVec]) const {
+  // The 4 per-column scales of columns col … col + 3 (c == 1). A piece takes its per-column scales 4 at a time
+  // (one 16-byte load): with 8 at once the per-channel path held 8 scales and 8 products and set the register
+  // count of every variant.
+  TK_DEV void column_scales(uint64_t row, uint32_t col, float (&s)[4]) const {
     const uint64_t m = row >> row_shift;
     if (scale_rows_vec) {
       const bool token = p.sf_kind == kSfPackedToken;
       const uint64_t word_row = token ? m / kUe8m0PerWord : m;
       const uint8_t* src = reinterpret_cast<const uint8_t*>(p.sf) + 4 * (word_row * p.sf_stride0 + col);
       const uint32_t byte_shift = 8 * static_cast<uint32_t>(m % kUe8m0PerWord);
+      uint32_t w[4];
+      ld_cached(src, w);
 #pragma unroll
-      for (int q = 0; q < kVec / 4; ++q) {
-        uint32_t w[4];
-        ld_cached(src + 16 * q, w);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) s[4 * q + i] = token ? decode_ue8m0(w[i] >> byte_shift) : u2f(w[i]);
-      }
+      for (int i = 0; i < 4; ++i) s[i] = token ? decode_ue8m0(w[i] >> byte_shift) : u2f(w[i]);
     } else {
       // any layout, one scale at a time; a rolled loop shifting into s[] keeps one copy of load_scale and s[] in
       // registers (this is the rare path: strided or unaligned per-channel scales)
 #pragma unroll 1
-      for (int i = 0; i < kVec; ++i) {
+      for (int i = 0; i < 4; ++i) {
         const float v = load_scale(p.sf, p.sf_kind, p.sf_stride0, p.sf_stride1, m, col + i);
 #pragma unroll
-        for (int j = 0; j + 1 < kVec; ++j) s[j] = s[j + 1];
-        s[kVec - 1] = v;
+        for (int j = 0; j + 1 < 4; ++j) s[j] = s[j + 1];
+        s[3] = v;
       }
     }
   }
 
-  // The storage element of the chunk's block scale (c ≥ 16), loaded together with the chunk's codes.
-  TK_DEV uint32_t block_scale_storage(uint64_t row, uint32_t col) const {
-    return per_element ? 0u : scale_storage(p.sf, p.sf_kind, p.sf_stride0, p.sf_stride1, row >> row_shift, col >> col_shift);
+  // Block scales (c ≥ 16) are fetched one unit ahead, with the unit's codes, by the warp together: the pieces of
+  // item u of a unit (32 lanes × kVec columns from a multiple of 32·kVec) meet B = max(1, 32·kVec / c) blocks, so
+  // a unit needs kU·B = max(kU, 1024 / c) ≤ 64 scales, and lane l holds the storage of slots l and 32 + l
+  // (slot u·B + b: item u, its b-th block). Two registers per stage instead of kU, and one scale load per lane
+  // and unit instead of kU (with the per-channel scales taken 4 at a time, 48 registers: 5 blocks per SM); a
+  // piece fetches its scale with one shuffle.
+  TK_DEV uint32_t log_blocks_per_item() const {
+    constexpr uint32_t kLogSpan = 5 + (kVec == 8 ? 3 : 2);  // log2(32 · kVec)
+    return col_shift < kLogSpan ? kLogSpan - col_shift : 0u;
+  }
+
+  TK_DEV void block_scales(uint64_t row, uint32_t base, uint32_t team_threads, uint32_t lane, uint32_t (&rs)[2]) const {
+    const uint32_t log_b = log_blocks_per_item();
+    const uint64_t m = row >> row_shift;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const uint32_t slot = 32u * r + lane;
+      const uint32_t u = slot >> log_b;
+      // first column of the slot's block inside item u (b << 31 is 0: b is 0 whenever col_shift is 31)
+      const uint32_t col = (base + u * team_threads) * kVec + ((slot & ((1u << log_b) - 1u)) << col_shift);
+      rs[r] = u < kU && col < p.hidden ? scale_storage(p.sf, p.sf_kind, p.sf_stride0, p.sf_stride1, m, col >> col_shift) : 0u;
+    }
+  }
+
+  // The storage element of the block scale of this lane's piece of item u (a whole-warp shuffle: every lane calls
+  // it, live or not). Slots of item u all sit in rs[0] or all in rs[1] (B divides 32), a warp-uniform choice.
+  TK_DEV uint32_t piece_scale(const uint32_t (&rs)[2], int u, uint32_t lane) const {
+    const uint32_t slot = (static_cast<uint32_t>(u) << log_blocks_per_item()) + ((lane * kVec) >> col_shift);
+    return __shfl_sync(kFullWarpMask, slot < 32u ? rs[0] : rs[1], slot & 31u);
   }
 
   TK_DEV void process(const uint32_t (&w)[kInWords], uint32_t raw_scale, uint64_t row, uint32_t col,
                       uint8_t* out_row) const {
-    float s[kVec];
-    if (per_element) {
-      column_scales(row, col, s);
-    } else {
-      const float sc = decode_scale(p.sf_kind, raw_scale);
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) s[i] = sc;
-    }
-    float q[kVec];
-    decode_chunk<kIn, kVec>(w, q);
-    float y[kVec];
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) y[i] = mul_rn(q[i], s[i]);
+    const float sc = per_element ? 0.0f : decode_scale(p.sf_kind, raw_scale);
     uint32_t o[kOutBytes / 4];
 #pragma unroll
-    for (int i = 0; i < kOutBytes / 4; ++i) {
-      if constexpr (kOut == Fmt::kFp32) {
-        o[i] = f2u(canonical_nan(y[i]));
-      } else {
-        o[i] = encode_bf16x2(y[2 * i], y[2 * i + 1]);
+    for (int g = 0; g < kVec / 4; ++g) {
+      float s[4] = {sc, sc, sc, sc};
+      if (per_element) column_scales(row, col + 4 * g, s);
+      // the 4 codes of the group: a whole e4m3 word, or an e2m1 half-word
+      const uint32_t codes[1] = {FmtTraits<kIn>::kBits == 8 ? w[g] : w[g / 2] >> (16 * (g % 2))};
+      float q[4];
+      decode_chunk<kIn, 4>(codes, q);
+      float y[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) y[i] = mul_rn(q[i], s[i]);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (kOut == Fmt::kFp32) o[4 * g + i] = f2u(canonical_nan(y[i]));
       }
+      if constexpr (kOut == Fmt::kBf16) encode_bf16x2_words<2>(y, o + 2 * g);
     }
     store_chunk<kOutBytes>(out_row + static_cast<uint64_t>(col) * kOutElemBytes, o, out_aligned);
   }
@@ -142,9 +169,9 @@ struct CastBack {
     const bool in_aligned = rows_aligned(p.data, p.data_row_stride, kInBytes);
     const RowTeam team(chunks);
 
-    // Block scales travel with their codes, one register per chunk and stage; the pipeline is unrolled over the
-    // two stages so that `st` is a compile-time index and the array stays in registers.
-    uint32_t raw_scale[kStages][kU] = {};
+    // The pipeline is unrolled over the two stages so that `st` is a compile-time index and the block scales of
+    // both stages stay in registers.
+    uint32_t raw_scale[kStages][2] = {};
     auto prefetch = [&](auto st, uint64_t row, uint32_t base) {
       const uint8_t* in_row = reinterpret_cast<const uint8_t*>(p.data) + row * p.data_row_stride;
 #pragma unroll
@@ -153,25 +180,21 @@ struct CastBack {
         const bool live = c < chunks;
         stage_chunk<kInBytes, 1>(smem_addr(stage_buf[st][u][threadIdx.x]),
                                  live ? in_row + static_cast<uint64_t>(c) * kInBytes : in_row, live, in_aligned);
-        raw_scale[st][u] = live ? block_scale_storage(row, c * kVec) : 0u;
       }
+      if (!per_element) block_scales(row, base, team.threads, lane, raw_scale[st]);
     };
     pipelined_units<kU, true>(team, rows, chunks, prefetch, [&](auto st, uint64_t row, uint32_t base) {
       uint8_t* out_row = reinterpret_cast<uint8_t*>(p.out) + row * p.out_row_stride * kOutElemBytes;
-      // one copy of process per stage: a rolled loop, the scales shifting down a register queue
-      uint32_t rs[kU];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) rs[u] = raw_scale[st][u];
+      // one copy of process per stage: a rolled loop
 #pragma unroll 1
       for (int u = 0; u < kU; ++u) {
         const uint32_t c = base + u * team.threads + lane;
+        const uint32_t rs = per_element ? 0u : piece_scale(raw_scale[st], u, lane);
         if (c < chunks) {
           uint32_t w[kInWords];
           ld_shared(smem_addr(stage_buf[st][u][threadIdx.x]), w);
-          process(w, rs[0], row, c * kVec, out_row);
+          process(w, rs, row, c * kVec, out_row);
         }
-#pragma unroll
-        for (int v = 0; v + 1 < kU; ++v) rs[v] = rs[v + 1];
       }
     });
   }
@@ -181,7 +204,7 @@ struct CastBack {
 }  // namespace tk
 
 #define TK_CAST_BACK(in, IN, out, OUT)                                                                  \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::OUT>)                \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm)                \
       tk_cast_back__##in##_##out(const __grid_constant__ CastBackParams p) {                          \
     tk::CastBack<tk::Fmt::IN, tk::Fmt::OUT>(p).run();                                                 \
   }

@@ -94,9 +94,18 @@ TK_DEV uint32_t ceil_div(uint32_t a, uint32_t b) {
 // n / d and n % d by restoring division on 32-bit halves (no 64-bit division routine, whose call spills). Exact
 // when the quotient fits 32 bits (n < d · 2^32); otherwise the results are unspecified, and the callers' grid-stride
 // arithmetic never uses them (such an n is past the last item: n ≥ d · 2^32 > T · H).
+// An n below 2^32 (every grid-stride start and stride of the test and bench shapes) takes one 32-bit division
+// instead of the 32 loop steps: each kernel's threads run this twice before their first load, ~500 instructions
+// per thread that kept every warp of a new CTA off the memory system for ~2 µs (estimate: 32 warps × 512 / 4
+// schedulers per SM).
 TK_DEV void divmod_u64_u32(uint64_t n, uint32_t d, uint32_t& q, uint32_t& rem) {
-  uint64_t r = n >> 32;
   const uint32_t lo = static_cast<uint32_t>(n);
+  if ((n >> 32) == 0) {
+    q = lo / d;
+    rem = lo - q * d;
+    return;
+  }
+  uint64_t r = n >> 32;
   q = 0;
 #pragma unroll 1
   for (int i = 31; i >= 0; --i) {
@@ -312,18 +321,36 @@ TK_DEV void block_single(const CastBlockParams& p) {
   const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock * teams_per_warp;
   GridWalk mk(warp * teams_per_warp + lane / g, stride, nbk);
+  // The lane's chunks are q = tl + n·g (n = 0, 1, …) of its block, row-major: row i = q / cpr, chunk column
+  // jc = q % cpr (cpr = chunks per row). A cursor steps by g chunks without a division (q < rows · cpr ⟺ i < rows).
+  // The divisions that set a block's walk up depend only on its shape: computed once for the full r × c block and
+  // again only for edge and dead blocks (they were ~3 divisions per block and lane, ~2 instructions per element).
+  struct Walk {
+    uint32_t rows, cpr, sweeps, di, djc;
+    ChunkCursor start;
+  };
+  auto walk_of = [&](uint32_t rows, uint32_t cpr) {
+    Walk wk;
+    wk.rows = rows;
+    wk.cpr = cpr;
+    // 1 unless g = 32 (team-uniform); no division when one sweep holds the block
+    const uint32_t chunks = rows * cpr;
+    wk.sweeps = chunks <= g * kChunks ? (chunks != 0 ? 1u : 0u) : ceil_div(chunks, g * kChunks);
+    wk.di = g / cpr;
+    wk.djc = g - wk.di * cpr;
+    wk.start.i = tl / cpr;
+    wk.start.jc = tl - wk.start.i * cpr;
+    return wk;
+  };
+  const Walk full = walk_of(r, c / kVec);
   for (uint64_t base = warp * teams_per_warp; base < blocks; base += stride, mk.next()) {
     const bool live = base + lane / g < blocks;
     const uint32_t m = mk.q, k = mk.r;
     const uint32_t t0 = m * r, j0 = k * c;
-    const uint32_t rows = live ? min(r, T - t0) : 0, cpr = live ? min(c, H - j0) / kVec : 1;  // chunks per row
-    const uint32_t sweeps = ceil_div(rows * cpr, g * kChunks);  // 1 unless g = 32 (team-uniform)
-    // The lane's chunks are q = tl + n·g (n = 0, 1, …) of the block, row-major: row i = q / cpr, chunk column
-    // jc = q % cpr. A cursor steps by g chunks without a division (q < rows · cpr ⟺ i < rows).
-    const uint32_t di = g / cpr, djc = g - di * cpr;
-    ChunkCursor start;
-    start.i = tl / cpr;
-    start.jc = tl - start.i * cpr;
+    const uint32_t rows_here = live ? min(r, T - t0) : 0, cpr_here = live ? min(c, H - j0) / kVec : 1;
+    const Walk wk = rows_here == full.rows && cpr_here == full.cpr ? full : walk_of(rows_here, cpr_here);
+    const uint32_t rows = wk.rows, cpr = wk.cpr, sweeps = wk.sweeps, di = wk.di, djc = wk.djc;
+    const ChunkCursor start = wk.start;
     auto advance = [&](ChunkCursor& cu) {
       cu.i += di;
       cu.jc += djc;

@@ -10,11 +10,17 @@
 //   all        256      0             min(tiles, B · SMs)      tiles = (T / r) · ceilDiv(H, 16384 / r)
 //
 //   B = resident blocks per SM the registers are sized for: 2 (fp32 input), 4 (bf16 input). SMs = multiprocessors.
-//   Static shared memory: 192 B (three rotating rows of at most 16 block maxima).
+//   Static shared memory: 192 B (three rotating rows of at most 16 block maxima), plus 32 KiB for bf16 input (the
+//   next tile's slots: 4 blocks per SM hold 129 KiB). bf16: 60–64 registers on sm_90a / sm_100a, no spills.
+//   Measured on an H200 (bf16 → e4m3 128 × 128, 7168 wide) before the shared-memory stage: 78–80% of copy at 8192,
+//   83% at 16384; 64 KiB tiles at 2 blocks per SM with the next loads in registers measured 50% (fewer resident
+//   warps), so the stage keeps 4 blocks and 32 warps per SM.
 //
 // Tile: a CTA owns r rows × (16384 / r) columns of one block row (128 × 128 or 32 × 512 elements: 1 or 4 blocks
 // when r = 128, 4 or 16 blocks when r = 32), i.e. 16384 elements, 64 per thread, read ONCE into registers
-// (fp32: 16 chunks of 16 bytes per thread, bf16: 8). Chunk i of the tile (16 bytes, V = 4 fp32 / 8 bf16 elements,
+// (fp32: 16 chunks of 16 bytes per thread, bf16: 8). bf16 tiles are double-buffered: tile t + grid.x is copied
+// into shared memory (cp.async, each thread its own slots) from the barrier of tile t on, while tile t is cast and
+// stored, and a CTA's reads are no longer idle from its barrier to its next tile's first load. Chunk i of the tile (16 bytes, V = 4 fp32 / 8 bf16 elements,
 // row-major in the tile) belongs to thread i % 256, so a thread's chunks share one column (a warp reads 512
 // contiguous bytes of a row) and so one scale block; T % 128 == 0 and r | 128 make every tile's rows real, H %
 // 128 == 0 and c | 128 make every block whole (only the columns of the last tile may run past H: dead chunks are
@@ -61,6 +67,8 @@ struct BlockCast {
   static constexpr int kOutBytes = kOut == Fmt::kE4m3 ? kVec : kVec / 2;
   static constexpr int kOutWords = (kOutBytes + 3) / 4;
   static constexpr float kQmax = kOut == Fmt::kE4m3 ? kE4m3Max : kE2m1Max;
+  // bf16 tiles (32 KiB) are double-buffered: the next one in shared memory, the current one in registers
+  static constexpr bool kPipelined = kIn == Fmt::kBf16;
   static_assert(kBlockThreads % kCpr == 0 && kCpb <= kCpr && kU * kRowStep == kR, "tile shape");
   static_assert(kTileBlocks <= kMaxTileBlocks, "block maxima row");
 
@@ -108,6 +116,54 @@ struct BlockCast {
       __syncthreads();
     }
 
+    // Where tile t's chunk u of this thread sits: its element offset, and whether its column is inside H.
+    auto chunk_elem = [&](uint64_t t, int u, bool& live) {
+      const uint64_t m = t / col_tiles;
+      const uint32_t col = static_cast<uint32_t>(t % col_tiles) * kTileCols + cchunk * kVec;
+      live = col < hidden;
+      return (m * kR + trow + static_cast<uint64_t>(u) * kRowStep) * hidden + col;
+    };
+    // bf16 input: tile t + grid.x is copied (cp.async) into this thread's shared slots while tile t is cast and
+    // stored, and moved into registers when tile t is done (the thread reads only its own slots). The copies are
+    // issued after the tile's barrier: every thread's ld.shared of the previous tile from those slots has been
+    // performed by then (bar.sync), so a slot is never overwritten before it has been read.
+    __shared__ __align__(16) uint32_t next_tile[kPipelined ? kU : 1][kBlockThreads][4];
+    auto issue_next = [&](uint64_t t) {
+      if constexpr (kPipelined) {
+        if (t >= tiles) return;  // block-uniform: the last tile has no successor
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          bool live;
+          const uint64_t e = chunk_elem(t, u, live);
+          stage_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(smem_addr(next_tile[u][tid]),
+                                                               live ? x + e * (FmtTraits<kIn>::kBits / 8) : x, live, x_aligned);
+        }
+        cp_async_commit();
+      }
+    };
+    // Tile t's chunks into w[][] (zeros for dead chunks): from the shared slots when pipelined, else from HBM.
+    auto fetch = [&](uint64_t t, uint32_t (&w)[kU][4]) {
+      if constexpr (kPipelined) {
+        cp_async_wait<0>();
+#pragma unroll
+        for (int u = 0; u < kU; ++u) ld_shared(smem_addr(next_tile[u][tid]), w[u]);
+      } else {
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          bool live;
+          const uint64_t e = chunk_elem(t, u, live);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) w[u][i] = 0;
+          if (live) load_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(x + e * (FmtTraits<kIn>::kBits / 8), w[u], x_aligned);
+        }
+      }
+    };
+
+    uint32_t w[kU][4];
+    if (blockIdx.x < tiles) {
+      issue_next(blockIdx.x);
+      fetch(blockIdx.x, w);
+    }
     uint32_t it = 0;
     for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++it) {
       const uint64_t m = tile / col_tiles;
@@ -117,19 +173,10 @@ struct BlockCast {
       const uint32_t k = kt * kTileBlocks + tblk;  // this thread's global block column (< nbk when live)
       const uint64_t row0 = m * kR + trow;
 
-      uint32_t w[kU][4];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) w[u][i] = 0;
-        if (live) {
-          const uint64_t e = (row0 + static_cast<uint64_t>(u) * kRowStep) * hidden + col;
-          load_chunk<kVecBytes, FmtTraits<kIn>::kAccessBytes>(x + e * (FmtTraits<kIn>::kBits / 8), w[u], x_aligned);
-        }
-      }
-
       float inv;
       if (precomputed) {
+        if constexpr (kPipelined) __syncthreads();  // the barrier that orders the slots' reads before the next copies
+        issue_next(tile + gridDim.x);
         inv = live ? div_rn(1.0f, load_scale(p.x_sf, kSfFp32, p.x_sf_stride0, p.x_sf_stride1, m, k)) : 0.0f;
       } else {
         float a = 0.0f;
@@ -141,6 +188,7 @@ struct BlockCast {
         uint32_t* amax_row = block_amax[it % kAmaxRows];
         if (publisher && live) atomicMax(amax_row + tblk, f2u(a));
         __syncthreads();
+        issue_next(tile + gridDim.x);
         const ScaleAndInv si = sf_and_inv(u2f(amax_row[tblk]), p.amax_clamp, kQmax, p.flags);
         if (tid < kTileBlocks) block_amax[(it + 2) % kAmaxRows][tid] = 0;
         if (sf_writer && live) sf_out.store(m, k, si.stored);
@@ -159,6 +207,7 @@ struct BlockCast {
           store_chunk<kOutBytes>(data + (kOut == Fmt::kE4m3 ? e : e / 2), o, data_aligned);
         }
       }
+      if (tile + gridDim.x < tiles) fetch(tile + gridDim.x, w);
     }
     if (write_sf) sf_out.zero_padding_rows(p.num_tokens / kR, p.sf_rows);
   }

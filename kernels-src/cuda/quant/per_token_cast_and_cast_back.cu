@@ -14,8 +14,8 @@
 //   V = elements per 16-byte thread chunk (fp32 4, bf16 8); w warps share a row (common/work.cuh); a group of N
 //   columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly (bf16: both items of a unit in one
 //   u16x2 shuffle). Static shared memory 16 KiB: each thread stages its next unit (2 chunks) with cp.async while it
-//   computes the current one (as per_token_cast.cu). Every lane of a group computes the group's (sf, inv) itself
-//   (no shuffle of the result). 40 registers (launch bound 6 blocks per SM, sm_90a and sm_100a, no spills) and
+//   computes the current one (as per_token_cast.cu). A group's (scale, inv) for the unit's two items is computed
+//   once, by the group's lanes 0 and 1 in the same sfAndInv, and shuffled to the others. 40 registers (launch bound 6 blocks per SM, sm_90a and sm_100a, no spills) and
 //   6 × 16 KiB of shared memory: the whole 6 · SMs grid is resident, 48 warps per SM. At 4 · SMs (32 warps) the
 //   kernel measured 72–74% of memcpy on an H200, bound by instruction latency (bf16: about 31 PTX instructions per
 //   element then, about 23 with the packed bf16 amax and hardware bf16 pairs), so more warps and fewer
@@ -101,25 +101,35 @@ struct CastAndCastBack {
         amax[u] = group_max<kLanes>(m);
       }
     }
+    // (scale, inv) of item u, computed once per group: lane u of the group computes it (a group has kLanes ≥ kU
+    // lanes) and the group's lanes read it by shuffle, instead of every lane running sfAndInv (two IEEE divisions)
+    // for every item. Same function, same amax: the same bits.
+    static_assert(kLanes >= kU, "one lane of the group per item");
+    const uint32_t glane = lane % kLanes;
+    float mine = amax[0];
+#pragma unroll
+    for (int u = 1; u < kU; ++u) mine = select_f32(glane == static_cast<uint32_t>(u), amax[u], mine);
+    const ScaleAndInv own = sf_and_inv(mine, p.amax_clamp, kQmax, p.flags);
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const uint32_t c = base + u * threads + lane;
+      const uint32_t src = lane - glane + u;
+      const float scale = __shfl_sync(kFullWarpMask, own.scale, src), inv = __shfl_sync(kFullWarpMask, own.inv, src);
       if (c < chunks) {
         float x[kVec];
         decode_chunk<kIn, kVec>(w[u], x);
-        const ScaleAndInv si = sf_and_inv(amax[u], p.amax_clamp, kQmax, p.flags);
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) x[i] = mul_rn(x[i], si.inv);
+        for (int i = 0; i < kVec; ++i) x[i] = mul_rn(x[i], inv);
         quantize_dequantize(x);
         uint32_t o[kWords];
         if constexpr (kIn == Fmt::kFp32) {
           // one NaN pattern, as the CPU reference writes it (a NaN code decodes to NaN; 0·Inf with an Inf scale)
 #pragma unroll
-          for (int i = 0; i < kVec; ++i) o[i] = f2u(canonical_nan(mul_rn(x[i], si.scale)));
+          for (int i = 0; i < kVec; ++i) o[i] = f2u(canonical_nan(mul_rn(x[i], scale)));
         } else {
 #pragma unroll
           for (int i = 0; i < kVec / 2; ++i)
-            o[i] = encode_bf16x2(mul_rn(x[2 * i], si.scale), mul_rn(x[2 * i + 1], si.scale));
+            o[i] = encode_bf16x2(mul_rn(x[2 * i], scale), mul_rn(x[2 * i + 1], scale));
         }
         store_chunk<kVecBytes>(xr + static_cast<uint64_t>(c) * kVecBytes, o, aligned);
       }

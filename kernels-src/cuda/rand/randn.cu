@@ -13,8 +13,10 @@
 //
 // Output: rank 0 is a contiguous run (one 16-byte fp32 or 8-byte bf16/fp16 store per block when the address
 // allows it, element stores otherwise and for the last partial block); rank 1…6 is a strided view whose dims the
-// host has merged where it could, written element by element. The op is compute-bound in binary64 by design
-// (about 60 double operations per element, the division and square root correctly rounded).
+// host has merged where it could, written element by element. The op is compute-bound by design: per Philox block
+// (4 elements) the sm_90a loop issues ~385 instructions, 172 of them binary64 (43 per element, the correctly
+// rounded division and square root included), which keep the FP64 pipe (16 lanes per SM sub-partition) busy for
+// 344 of those cycles (docs/perf-notes/perf2-rope.md).
 #include "../common/codec.cuh"
 #include "../common/f16.cuh"
 #include "../common/fp.cuh"

@@ -128,20 +128,28 @@ struct SwigluPerChannel {
       for (int e = 0; e < kV; ++e) cm[e] = 0.0f;
 #pragma unroll
       for (int i = 0; i < kRowsPerThread; ++i) {
-#pragma unroll
-        for (int k = 0; k < kV / 2; ++k) aw[i][k] = 0;
+        // a row's 8 lookups first, the clamp test outside the element loop (one basic block: the lookups overlap),
+        // the bf16 pairs by the hardware conversion (encode_bf16x2: encode_bf16's bytes)
+        float sl[kV], u[kV];
 #pragma unroll
         for (int e = 0; e < kV; ++e) {
           const uint32_t gb = (gw[i][e / 2] >> (16 * (e % 2))) & 0xffffu;
-          float u = u2f(((uw[i][e / 2] >> (16 * (e % 2))) & 0xffffu) << 16);
-          float sl = silu_bf16(gb, s.silu_table);  // fl(g / fl(1 + expf(−g))), NaN for a NaN g
-          if (clamp) {
-            sl = select_f32(u2f(gb << 16) > c, silu_clamped, sl);
-            u = select_f32(u > c, c, select_f32(u < -c, -c, u));
+          u[e] = u2f(((uw[i][e / 2] >> (16 * (e % 2))) & 0xffffu) << 16);
+          sl[e] = silu_bf16(gb, s.silu_table);  // fl(g / fl(1 + expf(−g))), NaN for a NaN g
+        }
+        if (clamp) {
+#pragma unroll
+          for (int e = 0; e < kV; ++e) {
+            const uint32_t gb = (gw[i][e / 2] >> (16 * (e % 2))) & 0xffffu;
+            sl[e] = select_f32(u2f(gb << 16) > c, silu_clamped, sl[e]);
+            u[e] = select_f32(u[e] > c, c, select_f32(u[e] < -c, -c, u[e]));
           }
-          const uint32_t ab = encode_bf16(mul_rn(sl, u));
-          aw[i][e / 2] |= ab << (16 * (e % 2));
-          cm[e] = max_num(cm[e], abs_f(u2f(ab << 16)));
+        }
+#pragma unroll
+        for (int k = 0; k < kV / 2; ++k) {
+          aw[i][k] = encode_bf16x2(mul_rn(sl[2 * k], u[2 * k]), mul_rn(sl[2 * k + 1], u[2 * k + 1]));
+          cm[2 * k] = max_num(cm[2 * k], abs_f(bf16_lo(aw[i][k])));
+          cm[2 * k + 1] = max_num(cm[2 * k + 1], abs_f(bf16_hi(aw[i][k])));
         }
       }
 

@@ -10,23 +10,24 @@
 // Launch geometry (any grid.x ≥ 1 is correct: tokens are walked grid-stride):
 //
 //   kernel               block.x  dynamic smem  grid.x
-//   tk_apply_rotary__*   256      0             min(ceilDiv(B·S, teams), 3 · SMs)
+//   tk_apply_rotary__*   256      53248         min(ceilDiv(B·S, teams), 3 · SMs)
 //
 //   V = 16 / element bytes (4 fp32, 8 bf16/fp16) pairs per chunk; C = D / (2V) chunks per head (2 … 32);
 //   P = 2 (fp32) or 1 (bf16/fp16) heads per pass; L = min(nextPow2(ceilDiv(H, P)), 256 / C) head lanes; a team
 //   of C·L threads rotates one token, and a block holds teams = 256 / (C·L) of them. Thread (l, c) of a team owns
-//   chunk c of heads l, l + L, l + 2L, …: a pass is P of those heads of one token (P × 32 bytes, all loads before
-//   any store). The thread's passes, token after token of the grid stride, form one sequence, and each pass's
-//   loads (with the position of a new token) are issued before the previous pass is rotated and stored, so every
-//   thread always has a pass in flight. Blocks are therefore persistent: the grid is what fits at once (3 per SM),
-//   no block waits on its own latency between tokens, and none is launched per token. __launch_bounds__(256, 3):
-//   ≤ 80 registers (two passes, the chunk's cos/sin), no spills on sm_90a and sm_100a.
+//   chunk c of heads l, l + L, l + 2L, …: a pass is P of those heads of one token (P × 32 bytes). The thread's
+//   passes, token after token of the grid stride, form one sequence, staged through two private shared-memory
+//   slots with cp.async: pass i is issued two passes before it is rotated, so two passes are in flight while the
+//   thread waits (64 bytes, bf16: 48 KiB per SM), at no register cost. A token's cos/sin travel with its first
+//   pass, and its position was staged two tokens earlier, so no load waits on another. Blocks are persistent
+//   (what fits at once: 3 per SM by registers, __launch_bounds__(256, 3) ≤ 80, and by shared memory, 3 × 52 KiB).
 //
-// A chunk is two 16-byte vectors of one head: NeoX, elements [cV, cV+V) and [D/2+cV, D/2+cV+V) (pair j is lane j
-// of each); interleaved, elements [2cV, 2cV+2V) (pair j is elements 2j, 2j+1 of the two). Either way pair j uses
-// cache columns cV + j (cos) and D/2 + cV + j (sin). Vector accesses need the view's base and its batch, token and
-// head strides to be multiples of 16 bytes (and the cache's base and row stride); otherwise the same chunks move
-// element by element, with the same results. Elements outside the view are never touched.
+// A chunk is two 16-byte vectors of one head, elements [cV, cV+V) and [D/2+cV, D/2+cV+V) in both pairings, so each
+// warp access covers whole 32-byte sectors of its heads. NeoX: pair j is lane j of each vector (cache column cV+j).
+// Interleaved: each vector holds V/2 whole pairs (elements 2k, 2k+1), cache columns cV/2 + k for the first and
+// D/4 + cV/2 + k for the second. Vector accesses need the view's base and its batch, token and head strides to
+// be multiples of 16 bytes (and the cache's base and row stride); otherwise the same chunks move element by
+// element, with the same results. Elements outside the view are never touched.
 //
 // Positions are device values: a row outside [0, R) — computed in 64-bit unsigned arithmetic, so a wrapped sum
 // can never land inside — leaves that token unchanged and sets condition bit 1 of the error word (one count per
@@ -52,8 +53,8 @@ template <Elem kE>
 struct Rope {
   static constexpr int kElemBytes = kE == Elem::kFp32 ? 4 : 2;
   static constexpr int kVec = kVecBytes / kElemBytes;  // pairs per chunk = elements per 16-byte vector
-  // heads of a pass (2 × 16 bytes each): two passes (the one being rotated and the next, in flight) next to the
-  // chunk's cos/sin (2V floats) is what the register budget holds without spilling
+  // heads of a pass (2 × 16 bytes each): a slot holds a pass and the chunk's cos/sin (2V floats), 6 × 16 bytes
+  // for every dtype; the rotated pass and the cos/sin fit the 80 registers of 3 blocks per SM
   static constexpr int kHeadsPerPass = kElemBytes == 4 ? 2 : 1;
 
   const RopeParams& p;
@@ -73,22 +74,6 @@ struct Rope {
     cs_vec = ((p.cos_sin | (p.cos_sin_stride * 4)) % kVecBytes) == 0;
   }
 
-  // The 4 words of one 16-byte vector of the view (in place: coherent loads).
-  TK_DEV void load(const uint8_t* q, uint32_t (&w)[4]) const {
-    if (x_vec) {
-      ld_inplace(q, w);
-    } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if constexpr (kElemBytes == 4) {
-          w[i] = ld_inplace_u32(q + 4 * i);
-        } else {
-          w[i] = ld_inplace_u16(q + 4 * i) | (ld_inplace_u16(q + 4 * i + 2) << 16);
-        }
-      }
-    }
-  }
-
   TK_DEV void store(uint8_t* q, const uint32_t (&w)[4]) const {
     if (x_vec) {
       st_v4(q, w[0], w[1], w[2], w[3]);
@@ -102,22 +87,6 @@ struct Rope {
           st_u16(q + 4 * i + 2, w[i] >> 16);
         }
       }
-    }
-  }
-
-  // kVec fp32 cache values from `src` (read-only: cached non-coherent loads).
-  TK_DEV void load_cache(const float* src, float (&v)[kVec]) const {
-    if (cs_vec) {
-#pragma unroll
-      for (int q = 0; q < kVec / 4; ++q) {
-        uint32_t w[4];
-        ld_cached(src + 4 * q, w);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) v[4 * q + i] = u2f(w[i]);
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) v[i] = u2f(ld_u32(src + i));
     }
   }
 
@@ -185,124 +154,245 @@ struct Rope {
     }
   }
 
-  // One pass of a token: the chunk of heads h0, h0 + L, …, h0 + (P−1)L that exist.
-  struct Pass {
-    uint32_t u[kHeadsPerPass][4], v[kHeadsPerPass][4];
+  // Per-thread shared-memory staging (every slot is written by cp.async and read back by the same thread, so
+  // cp.async.wait_group alone orders them; no barrier). Field-major: field f of slot s of thread t is the 16
+  // bytes at ((s · kFields + f) · 256 + t) · 16, so a warp's 16-byte accesses are contiguous (no bank conflict).
+  //   x fields:  2P vectors of the pass (u, v of head k at fields 2k, 2k+1)
+  //   cs fields: the chunk's V cos then V sin floats (V/2 fields; only a token's first pass fills them)
+  //   positions: kSlots 8-byte words per thread after the slots, the ring of this thread's next tokens' positions
+  static constexpr int kSlots = 2;
+  static constexpr int kXFields = 2 * kHeadsPerPass;
+  static constexpr int kCsFields = kVec / 2;
+  static constexpr int kFields = kXFields + kCsFields;
+  static constexpr int kHalfBytes = kVec * 2;  // V/2 floats: one cp.async of 16 (bf16/fp16) or 8 (fp32) bytes
+  static constexpr uint32_t kPosBase = kSlots * kFields * kBlockThreads * kVecBytes;
+  static constexpr uint32_t kSmemBytes = kPosBase + kSlots * kBlockThreads * 8;
+  static_assert(kSmemBytes == 53248, "ops/transform/rope.ts SMEM_BYTES launches with 53248 bytes");
+
+  // A point of a thread's pass sequence: token `tok` (element offset `off`), heads h0, h0 + L, … (P of them).
+  struct Cursor {
+    uint64_t tok;
+    int64_t off;
+    uint32_t h0;
   };
+
+  // (b, s) of token `tok`: B·S < 2^32 (the host checks), so the split is 32-bit, and none for a 3-D view (B = 1)
+  TK_DEV void split(uint64_t tok, uint32_t& bi, uint32_t& si) const {
+    const uint32_t t32 = static_cast<uint32_t>(tok);
+    bi = p.batch == 1 ? 0 : t32 / p.seqlen;
+    si = p.batch == 1 ? t32 : t32 % p.seqlen;
+  }
+
+  TK_DEV int64_t token_offset(uint64_t tok) const {
+    uint32_t bi, si;
+    split(tok, bi, si);
+    return static_cast<int64_t>(bi) * p.x_stride_b + static_cast<int64_t>(si) * p.x_stride_s;
+  }
+
+  // Copy position `tok` into the 8-byte word `dst` (int32: its 4 bytes, sign-extended when read back).
+  TK_DEV void stage_position(uint32_t dst, uint64_t tok, bool int64_pos) const {
+    uint32_t bi, si;
+    split(tok, bi, si);
+    const int64_t off = static_cast<int64_t>(bi) * p.pos_stride_b + static_cast<int64_t>(si) * p.pos_stride_s;
+    if (int64_pos) {
+      cp_async<8>(dst, reinterpret_cast<const int64_t*>(p.positions) + off, true);
+    } else {
+      cp_async<4>(dst, reinterpret_cast<const int32_t*>(p.positions) + off, true);
+    }
+  }
+
+  // One 16-byte vector of the view into shared memory: asynchronously when aligned, else through registers with
+  // coherent element loads (in place: never the non-coherent path).
+  TK_DEV void stage_x(uint32_t dst, const uint8_t* q) const {
+    if (x_vec) {
+      cp_async<16>(dst, q, true);
+    } else {
+      uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (kElemBytes == 4) {
+          w[i] = ld_inplace_u32(q + 4 * i);
+        } else {
+          w[i] = ld_inplace_u16(q + 4 * i) | (ld_inplace_u16(q + 4 * i + 2) << 16);
+        }
+      }
+      st_shared(dst, w);
+    }
+  }
+
+  // V/2 cache floats into shared memory, through L1 (the lanes of a block that share a chunk share these bytes).
+  TK_DEV void stage_cache(uint32_t dst, const float* src) const {
+    if (cs_vec) {
+#pragma unroll
+      for (int i = 0; i < kHalfBytes / 8; ++i) cp_async<8>(dst + 8 * i, src + 2 * i, true);
+    } else {
+      uint32_t w[kHalfBytes / 4];
+#pragma unroll
+      for (int i = 0; i < kHalfBytes / 4; ++i) w[i] = ld_u32(src + i);
+      st_shared(dst, w);
+    }
+  }
 
   template <bool kInterleaved>
   TK_DEV void run() const {
+    extern __shared__ __align__(16) uint8_t rope_smem[];
+    const uint32_t smem = smem_addr(rope_smem);
     const uint32_t teams = kBlockThreads / team_threads;
     const uint32_t team = threadIdx.x / team_threads;
     const uint32_t t = threadIdx.x % team_threads;
     const uint32_t c = t % chunks;
     const uint32_t lane = t / chunks;
     const uint32_t half = p.dim / 2;
-    // element offsets of the chunk's two vectors inside a head
-    const uint32_t o1 = kInterleaved ? 2 * c * kVec : c * kVec;
-    const uint32_t o2 = kInterleaved ? o1 + kVec : half + c * kVec;
+    // The chunk's two vectors are elements [cV, cV+V) and [D/2+cV, D/2+cV+V) of a head in both pairings, so a
+    // warp's first (second) access covers the first (second) half of each of its heads: whole 32-byte sectors.
+    // NeoX: pair j is lane j of each vector, cache column cV + j. Interleaved: each vector holds V/2 whole pairs
+    // (elements 2k, 2k+1), the first those of cache columns cV/2 + k, the second D/4 + cV/2 + k; the chunk's cos
+    // (sin) registers are those two runs of V/2 columns one after the other, so that pair j is elements 2j, 2j+1
+    // of u ‖ v with cos[j], sin[j] (rotate<true>).
+    const uint32_t o1 = c * kVec;
+    const uint32_t o2 = half + c * kVec;
+    const uint32_t col_a = kInterleaved ? c * kVec / 2 : c * kVec;
+    const uint32_t col_b = kInterleaved ? p.dim / 4 + c * kVec / 2 : c * kVec + kVec / 2;
     const uint64_t tokens = static_cast<uint64_t>(p.batch) * p.seqlen;
     const uint64_t stride = static_cast<uint64_t>(gridDim.x) * teams;
     const bool int64_pos = (p.flags & kFlagPositionsInt64) != 0;
     const bool conjugate = (p.flags & kFlagConjugate) != 0;
     const uint32_t pass_heads = kHeadsPerPass * head_lanes;
     uint8_t* const x = reinterpret_cast<uint8_t*>(p.x);
-    // every load of a pass before any store
-    auto load_pass = [&](int64_t tok_off, uint32_t h0, Pass& d) {
-#pragma unroll
-      for (int k = 0; k < kHeadsPerPass; ++k) {
-        const uint32_t h = h0 + k * head_lanes;
-        if (h < p.heads) {
-          const uint8_t* head = x + (tok_off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
-          load(head + o1 * kElemBytes, d.u[k]);
-          load(head + o2 * kElemBytes, d.v[k]);
-        }
-      }
+    auto field = [&](uint32_t s, uint32_t f) { return smem + ((s * kFields + f) * kBlockThreads + threadIdx.x) * kVecBytes; };
+    auto pos_word = [&](uint32_t k) { return smem + kPosBase + (k * kBlockThreads + threadIdx.x) * 8; };
+    auto head_ptr = [&](const Cursor& q, uint32_t h) {
+      return x + (q.off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
     };
-    auto rotate_pass = [&](int64_t tok_off, uint32_t h0, const float (&cs)[kVec], const float (&sn)[kVec], Pass& d) {
-#pragma unroll
-      for (int k = 0; k < kHeadsPerPass; ++k) {
-        const uint32_t h = h0 + k * head_lanes;
-        if (h < p.heads) {
-          uint8_t* head = x + (tok_off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
-          rotate<kInterleaved>(d.u[k], d.v[k], cs, sn);
-          store(head + o1 * kElemBytes, d.u[k]);
-          store(head + o2 * kElemBytes, d.v[k]);
-        }
+    // The next pass of the sequence: the next P·L heads of the token, else the first pass of the token one grid
+    // stride on (which exists iff its tok < tokens).
+    auto advance = [&](Cursor& q) {
+      q.h0 += pass_heads;
+      if (q.h0 >= p.heads) {
+        q.h0 = lane;
+        q.tok += stride;
+        if (q.tok < tokens) q.off = token_offset(q.tok);
       }
-    };
-    // Token `tok`: its element offset, its position's load, and its first pass's loads (which do not depend on
-    // the row, so they are in flight together with the position's; a token whose row turns out illegal is read,
-    // never written).
-    auto start = [&](uint64_t tok, int64_t& tok_off, uint64_t& pos, Pass& d) {
-      // B·S < 2^32 (the host checks), so the split is 32-bit
-      const uint32_t bi = static_cast<uint32_t>(tok) / p.seqlen;
-      const uint32_t si = static_cast<uint32_t>(tok) % p.seqlen;
-      pos = si;
-      if (p.positions != 0) {
-        const int64_t off = static_cast<int64_t>(bi) * p.pos_stride_b + static_cast<int64_t>(si) * p.pos_stride_s;
-        pos = int64_pos ? ld_u64(reinterpret_cast<const int64_t*>(p.positions) + off)
-                        : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(
-                              ld_u32(reinterpret_cast<const int32_t*>(p.positions) + off))));
-      }
-      tok_off = static_cast<int64_t>(bi) * p.x_stride_b + static_cast<int64_t>(si) * p.x_stride_s;
-      load_pass(tok_off, lane, d);
     };
 
-    // The thread's passes form one sequence, (token, h0) for h0 = lane, lane + PL, … < H, then the next token of
-    // the grid stride. Each step issues the loads of the next pass (and, for a new token, its position's) before
-    // it rotates and stores the current one, so a thread always has a pass in flight: no block waits on its own
-    // load latency between tokens, and the grid needs no more blocks than fit on the GPU at once.
-    uint64_t tok = static_cast<uint64_t>(blockIdx.x) * teams + team;
-    if (tok >= tokens) return;
-    int64_t tok_off, next_off = 0;
-    uint64_t pos, next_pos = 0;
-    uint32_t h0 = lane;
-    bool ok = false;
-    float cs[kVec], sn[kVec];
-    auto step = [&](Pass& cur, Pass& nxt) {
-      if (h0 == lane) {
-        // a new token: its position has arrived (it was loaded with the previous pass); exact modulo 2^64, and
-        // |seqlen_offset| < 2^53, R < 2^53, so a wrapped sum is never inside [0, R)
+    uint64_t tok0 = static_cast<uint64_t>(blockIdx.x) * teams + team;
+    if (tok0 >= tokens) return;
+    // Positions are staged two tokens ahead of the pass that needs them (a token's first pass is issued two
+    // passes before it is rotated, and reads its position from ring word k; the same issue refills word k with
+    // the position of the token two grid strides on). The ring starts with the first two tokens.
+    const bool has_pos = p.positions != 0;
+    if (has_pos) {
+      stage_position(pos_word(0), tok0, int64_pos);
+      if (tok0 + stride < tokens) stage_position(pos_word(1), tok0 + stride, int64_pos);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+
+    uint32_t ring = 0;     // ring word of the next token to issue
+    uint32_t ok_bits = 0;  // bit s: the pass in slot s belongs to a token whose row is legal
+    bool issue_ok = false;
+    // Issue pass q into slot s: for a token's first pass, its row (checked, the fault counted once per token by
+    // the team's first thread) and its cos/sin; then the x vectors of its heads. Nothing of an illegal token is
+    // read or written.
+    auto issue = [&](const Cursor& q, uint32_t s) {
+      if (q.h0 == lane) {
+        uint32_t bi, pos32;
+        split(q.tok, bi, pos32);
+        uint64_t pos = pos32;
+        if (has_pos) {
+          uint32_t w[2];
+          ld_shared(pos_word(ring), w);
+          pos = int64_pos ? (static_cast<uint64_t>(w[1]) << 32 | w[0])
+                          : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(w[0])));
+        }
+        // exact modulo 2^64; |seqlen_offset| < 2^53 and R < 2^53, so a wrapped sum is never inside [0, R)
         const uint64_t row = static_cast<uint64_t>(p.seqlen_offset) + pos;
-        ok = row < p.num_rows;
-        report_fault_warp(p.error_word, p.op_id, kCondRowOutOfRange, !ok && t == 0);
-        if (ok) {
+        issue_ok = row < p.num_rows;
+        report_fault_warp(p.error_word, p.op_id, kCondRowOutOfRange, !issue_ok && t == 0);
+        if (issue_ok && lane < p.heads) {
           const float* cs_row =
               reinterpret_cast<const float*>(p.cos_sin) + static_cast<int64_t>(row) * p.cos_sin_stride;
-          load_cache(cs_row + c * kVec, cs);
-          load_cache(cs_row + half + c * kVec, sn);
-          if (conjugate) {
+          // cos halves at cs bytes [0, 2·half), sin halves after them
+          const uint32_t cs0 = field(s, kXFields);
+          const uint32_t hb = kHalfBytes;
+          auto at = [&](uint32_t b) { return cs0 + (b / kVecBytes) * kBlockThreads * kVecBytes + b % kVecBytes; };
+          stage_cache(at(0), cs_row + col_a);
+          stage_cache(at(hb), cs_row + col_b);
+          stage_cache(at(2 * hb), cs_row + half + col_a);
+          stage_cache(at(3 * hb), cs_row + half + col_b);
+        }
+        // after the position has been read (the row depends on it): refill the word
+        if (has_pos && q.tok + 2 * stride < tokens) stage_position(pos_word(ring), q.tok + 2 * stride, int64_pos);
+        ring ^= 1;
+      }
+      ok_bits = issue_ok ? ok_bits | (1u << s) : ok_bits & ~(1u << s);
+      if (issue_ok) {
 #pragma unroll
-            for (int j = 0; j < kVec; ++j) sn[j] = -sn[j];
+        for (int k = 0; k < kHeadsPerPass; ++k) {
+          const uint32_t h = q.h0 + k * head_lanes;
+          if (h < p.heads) {
+            const uint8_t* head = head_ptr(q, h);
+            stage_x(field(s, 2 * k), head + o1 * kElemBytes);
+            stage_x(field(s, 2 * k + 1), head + o2 * kElemBytes);
           }
         }
       }
-      const uint32_t next_h0 = h0 + pass_heads;
-      const bool same = next_h0 < p.heads;
-      const uint64_t next_tok = same ? tok : tok + stride;
-      const bool more = same || next_tok < tokens;
-      if (same) {
-        load_pass(tok_off, next_h0, nxt);
-      } else if (more) {
-        start(next_tok, next_off, next_pos, nxt);
-      }
-      if (ok) rotate_pass(tok_off, h0, cs, sn, cur);
-      if (same) {
-        h0 = next_h0;
-      } else {
-        tok = next_tok;
-        tok_off = next_off;
-        pos = next_pos;
-        h0 = lane;
-      }
-      return more;
     };
 
-    // Two register sets alternate (the loop is unrolled by two so that both stay in registers).
-    Pass a, b;
-    start(tok, tok_off, pos, a);
-    while (step(a, b) && step(b, a)) {
+    // Two slots: pass i is issued into slot i mod 2 two passes before it is rotated, so while a thread waits for
+    // pass i, pass i+1 is in flight too (2 · 32 bytes per thread, bf16), and no load waits on another: the
+    // position was staged two tokens earlier, and cos/sin travel in the same group as the first pass's x.
+    Cursor cur{tok0, token_offset(tok0), lane};
+    Cursor nxt = cur;
+    issue(nxt, 0);
+    cp_async_commit();
+    advance(nxt);
+    if (nxt.tok < tokens) issue(nxt, 1);
+    cp_async_commit();
+    advance(nxt);
+    float cs[kVec], sn[kVec];
+    uint32_t s = 0;
+    while (cur.tok < tokens) {
+      cp_async_wait<1>();  // pass `cur` (slot s) has landed; the pass after it may still be in flight
+      if ((ok_bits >> s) & 1) {
+        if (cur.h0 == lane && lane < p.heads) {
+#pragma unroll
+          for (int f = 0; f < kCsFields; ++f) {
+            uint32_t w[4];
+            ld_shared(field(s, kXFields + f), w);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int j = 4 * f + i;  // cs float j: cos j for j < V, sin j − V after
+              if (j < kVec) {
+                cs[j] = u2f(w[i]);
+              } else {
+                sn[j - kVec] = conjugate ? -u2f(w[i]) : u2f(w[i]);
+              }
+            }
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kHeadsPerPass; ++k) {
+          const uint32_t h = cur.h0 + k * head_lanes;
+          if (h < p.heads) {
+            uint32_t u[4], v[4];
+            ld_shared(field(s, 2 * k), u);
+            ld_shared(field(s, 2 * k + 1), v);
+            rotate<kInterleaved>(u, v, cs, sn);
+            uint8_t* head = head_ptr(cur, h);
+            store(head + o1 * kElemBytes, u);
+            store(head + o2 * kElemBytes, v);
+          }
+        }
+      }
+      // slot s is free once its words are in registers (they were used above): pass cur + 2 goes there
+      if (nxt.tok < tokens) {
+        issue(nxt, s);
+        advance(nxt);
+      }
+      cp_async_commit();  // one group per step, empty or not, so that wait_group<1> always means "pass cur"
+      advance(cur);
+      s ^= 1;
     }
   }
 };
