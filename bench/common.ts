@@ -32,7 +32,7 @@ export function deviceTimeUs(f: () => void, iters = 20, reps = 7): number {
 
 /**
  * Device time per call (µs) of `f` when the GPU never waits for the host: each repetition first queues a copy of
- * `leadBytes` (about 1 ms on an H200 at 2 GiB), then `iters` calls of `f` between two events. The calls are all
+ * `leadBytes` (about 2 ms on an H200 at 4 GiB), then `iters` calls of `f` between two events. The calls are all
  * queued before the copy ends as long as the host takes less than the copy to issue them, so the time between the
  * events is the kernels' own, back to back, and not the launch rate (which `deviceTimeUs` measures for short
  * kernels). `hostBound` is true when issuing took longer than the copy in some repetition: the figure is then an
@@ -42,7 +42,7 @@ export function queuedDeviceTimeUs(
   f: () => void,
   iters = 100,
   reps = 9,
-  leadBytes = 2 ** 31,
+  leadBytes = 2 ** 32,
 ): { us: number; hostBound: boolean } {
   const src = empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor;
   const dst = empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor;

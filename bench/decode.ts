@@ -1,6 +1,6 @@
 /**
  * `deno task bench:decode` (or `bun bench/decode.ts`): the decode case of the RMSNorm and RoPE family, 1 … 64
- * tokens. For each op and token count: device time per call (CUDA events around 100 calls queued behind a 2 GiB
+ * tokens. For each op and token count: device time per call (CUDA events around 100 calls queued behind a 4 GiB
  * copy, so the GPU runs them back to back and never waits for the host: `queuedDeviceTimeUs`), the rate of
  * back-to-back calls issued by the host (events around the calls, no lead: what a decode loop that launches one op
  * at a time gets) and host time per call (bursts of calls below the launch-queue depth), next to an empty kernel

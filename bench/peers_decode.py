@@ -3,7 +3,7 @@
 
 For tokens 1, 2, 4, 8, 16, 32, 64 × hidden 7168 bf16 with a bf16 weight (eps 1e-6): F.rms_norm eager and
 torch.compile (mode "default", dynamic=False: one specialisation per shape, no CUDA graphs), plus an empty
-elementwise op for scale. Per row: device time per call (100 calls queued behind a 2 GiB copy, so the GPU runs
+elementwise op for scale. Per row: device time per call (100 calls queued behind a 4 GiB copy, so the GPU runs
 them back to back without waiting for the host; CUDA events around them, median of 9; as bench/decode.ts), the
 rate of calls issued back to back by the host (events around 100 calls, no lead) and host time per call (1000
 back-to-back calls timed before the synchronize, median of 9 bursts).
@@ -40,7 +40,7 @@ def device_us(fn, n=100, reps=9):
     return statistics.median(times)
 
 
-def queued_device_us(fn, n=100, reps=9, lead_bytes=2 ** 31):
+def queued_device_us(fn, n=100, reps=9, lead_bytes=2 ** 32):
     src = torch.empty(lead_bytes, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     for _ in range(10):
