@@ -79,7 +79,7 @@ for step in ${STEPS:-test}; do
         echo "### case $op $tok ${var:-}" >> "$OUT/ncu.csv"
         if [ "$RT" = deno ]; then set -- deno run -A --no-check bench/profile.ts "$op" "$tok" ${var:+"$var"}; else set -- bun bench/profile.ts "$op" "$tok" ${var:+"$var"}; fi
         timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw --profile-from-start off -k regex:tk_ --section SpeedOfLight --section Occupancy \
-          --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats --section SchedulerStats "$@" \
+          --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats --section SchedulerStats "$@" \
           2> "$LOGS/ncu-err.log" | grep -E '^"' >> "$OUT/ncu.csv"
         echo "ncu $op $tok ${var:-}: rc=${PIPESTATUS[0]} $(grep -c . "$LOGS/ncu-err.log") stderr lines"; tail -n 3 "$LOGS/ncu-err.log"
       done

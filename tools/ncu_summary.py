@@ -5,7 +5,8 @@ The file holds, per case, a line "### case <op> <tokens> <variant>" and Nsight C
 a header row ("ID", ..., "Kernel Name", metric names), a units row, one row per profiled launch. The case's setup
 launches come first, so for each kernel name the last launch is the one of the op. Printed per kernel: duration,
 DRAM / L2 / L1 / SM throughput (% of peak), achieved and theoretical occupancy, registers, the block limits, issue
-activity and the largest warp-stall reasons (cycles per issued instruction).
+activity, the largest warp-stall reasons (cycles per issued instruction) and the busiest SM pipes (fp64, fma, alu,
+lsu, ...: what bounds a compute-heavy kernel such as randn).
 """
 import csv
 import sys
@@ -88,6 +89,19 @@ def main():
             stalls.sort(reverse=True)
             if stalls:
                 print("    stalls (cycles per issue): " + ", ".join(f"{n} {x:.2f}" for x, n in stalls[:6]))
+            pipes = []  # ComputeWorkloadAnalysis: how busy each SM pipe was (fp64, fma, alu, lsu, ...)
+            for k, v in r.items():
+                if k.startswith("sm__pipe_") and k.endswith("_cycles_active.avg.pct_of_peak_sustained_active"):
+                    x = num(v)
+                    if x is not None:
+                        pipes.append((x, k[len("sm__pipe_"):-len("_cycles_active.avg.pct_of_peak_sustained_active")]))
+                elif k.startswith("sm__inst_executed_pipe_") and k.endswith(".avg.pct_of_peak_sustained_active"):
+                    x = num(v)
+                    if x is not None:
+                        pipes.append((x, "inst " + k[len("sm__inst_executed_pipe_"):-len(".avg.pct_of_peak_sustained_active")]))
+            pipes.sort(reverse=True)
+            if pipes:
+                print("    pipes (% of peak while active): " + ", ".join(f"{n} {x:.1f}" for x, n in pipes[:6]))
     return 0
 
 
