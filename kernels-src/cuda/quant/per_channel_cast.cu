@@ -30,7 +30,8 @@
 //
 // Gather (pos_to_token ≠ 0): output row p is input row pos[p]; a negative entry is an all-zero row (codes 0,
 // scale 0: d = +0). An entry ≥ T breaks the caller contract (§11.2): the kernel reads nothing for it, treats the
-// row as zero and reports PER_CHANNEL_COND.posOutOfRange in the error word (DESIGN §6).
+// row as zero and reports PER_CHANNEL_COND.posOutOfRange in the error word (DESIGN §6). A thread loads the indices
+// of all its rows before it uses any, then the rows and their input scales: two round trips per tile, not N + 1.
 #include "../common/chunk.cuh"
 #include "../common/error_word.cuh"
 #include "../common/fp.cuh"
@@ -99,15 +100,31 @@ struct PerChannel {
     return (q % kPieceStride) / 4 * kV + (q / kPieceStride) * 4 + q % 4;
   }
 
-  // The input row of output row `row` (< out_tokens), or -1 for a zero row. Every thread that loads a row reads
-  // its index; only the `reporter` (first column group of the first column tile) counts a bad one, so the error
-  // word counts bad entries, not their readers.
-  TK_DEV int64_t source_row(uint64_t row, bool reporter) const {
-    if (p.pos_to_token == 0) return static_cast<int64_t>(row);
-    const int32_t s = static_cast<int32_t>(ld_u32(reinterpret_cast<const uint8_t*>(p.pos_to_token) + 4 * row));
-    const bool bad = s >= 0 && static_cast<uint32_t>(s) >= p.num_tokens;
-    report_fault_warp(p.error_word, p.op_id, kCondPosOutOfRange, bad && reporter);
-    return (s < 0 || bad) ? -1 : s;
+  // The input rows of the thread's output rows row0 + i (i < n_live; the others get -1, a zero row), or -1 for a
+  // zero row. With a gather every index is loaded before any is used, so the thread waits for one round trip to
+  // posToToken rather than one per row (the loads are volatile: a load placed after a use of the previous one is
+  // issued only once that one has arrived). Every thread that loads a row reads its index; only the `reporter`
+  // (first column group of the first column tile) counts a bad one, so the error word counts bad entries, not
+  // their readers.
+  TK_DEV void source_rows(uint64_t row0, uint32_t n_live, bool reporter, int64_t (&src)[kRowsPerThread]) const {
+    if (p.pos_to_token == 0) {
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i)
+        src[i] = static_cast<uint32_t>(i) < n_live ? static_cast<int64_t>(row0 + i) : -1;
+      return;
+    }
+    const uint8_t* pos = reinterpret_cast<const uint8_t*>(p.pos_to_token) + 4 * row0;
+    uint32_t raw[kRowsPerThread];
+#pragma unroll
+    for (int i = 0; i < kRowsPerThread; ++i) raw[i] = static_cast<uint32_t>(i) < n_live ? ld_u32(pos + 4 * i) : 0u;
+#pragma unroll
+    for (int i = 0; i < kRowsPerThread; ++i) {
+      const bool live = static_cast<uint32_t>(i) < n_live;
+      const int32_t s = static_cast<int32_t>(raw[i]);
+      const bool bad = live && s >= 0 && static_cast<uint32_t>(s) >= p.num_tokens;
+      report_fault_warp(p.error_word, p.op_id, kCondPosOutOfRange, bad && reporter);
+      src[i] = (!live || s < 0 || bad) ? -1 : s;
+    }
   }
 
   // The thread's V columns of input row `src`: one 16-byte load, or element loads of the columns < H.
@@ -207,16 +224,17 @@ struct PerChannel {
       float s_in[kRowsPerThread];
       // the thread's rows below out_tokens (fewer than N only in the partial last block of a gather)
       const uint32_t n_live = row0 < p.out_tokens ? static_cast<uint32_t>(p.out_tokens - row0) : 0u;
+      int64_t src[kRowsPerThread];
+      source_rows(row0, n_live, cg == 0 && col0 == 0, src);
+      // input scale column of the thread's columns (one division per tile, not per row)
+      const uint32_t k_in = kRequant ? col / p.num_per_channels : 0u;
 #pragma unroll
       for (int i = 0; i < kRowsPerThread; ++i) {
-        const bool live = static_cast<uint32_t>(i) < n_live;
-        const int64_t src = live ? source_row(row0 + i, cg == 0 && col0 == 0) : -1;
-        load_row(src, col, w[i]);
+        load_row(src[i], col, w[i]);
         s_in[i] = 0.0f;
         if constexpr (kRequant) {
-          if (src >= 0 && col < p.hidden)
-            s_in[i] = load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, static_cast<uint64_t>(src),
-                                 col / p.num_per_channels);
+          if (src[i] >= 0 && col < p.hidden)
+            s_in[i] = load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, static_cast<uint64_t>(src[i]), k_in);
         }
       }
 
