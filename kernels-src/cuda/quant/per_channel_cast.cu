@@ -15,9 +15,9 @@
 //   A tile is R rows (one scale block) × C columns. A thread owns N consecutive rows × V columns, V = one
 //   16-byte load of the input (fp32 4, bf16 8, e4m3 16), N = 8 (fp32, bf16) or 4 (e4m3); the block is R/N row
 //   groups × 256·N/R column groups, so C = V · 256 · N / R: fp32 64 / 256, bf16 128 / 512, e4m3 128 / 512 for
-//   R = 128 / 32. Resident CTAs per SM: 4 for fp32, bf16 and the transposed cast, 2 for e4m3. Static shared
-//   memory: the column-amax exchange (1 KiB · V), the tile's inverses (4 · C bytes) and, transposed, the tile's
-//   codes (R · C bytes = 16 KiB).
+//   R = 128 / 32. Resident CTAs per SM: 4 for fp32, bf16 and the transposed cast; e4m3 4 on sm_90a, 2 on
+//   sm_100a. Static shared memory: the column-amax exchange (1 KiB · V), the tile's inverses (4 · C bytes) and,
+//   transposed, the tile's codes (R · C bytes = 16 KiB).
 //
 // Data stays in registers between the amax and the quantization (one 16-byte chunk per row, N rows per thread:
 // 128 bytes in flight per thread for value inputs, 32 KiB per CTA, 4 CTAs per SM). The column amax crosses row
@@ -51,9 +51,16 @@ constexpr int kBlockThreads = 256;
 template <Fmt kIn>
 constexpr int kRowsPerThreadOf = FmtTraits<kIn>::kCode ? 4 : 8;
 // Resident CTAs per SM the register budget is sized for: 4 (≤ 64 registers, 4 × 32 KiB of loads in flight per SM)
-// for value inputs; e4m3 codes decode 16 values per row chunk and get 2 (≤ 128 registers) rather than spill on sm_100a.
+// for value inputs. e4m3 codes decode 16 values per row chunk: 4 as well on sm_90a (64 registers, no spill; with
+// the bound at 2 ptxas used 72 registers, i.e. 3 resident CTAs = 24 warps and 48 KiB of loads per SM, which measured
+// 41-44% of memcpy on an H200 re-quantizing 7168 gathered columns), 2 elsewhere (sm_100a spills at 64 and at 80).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+constexpr int kCodeMinBlocksPerSm = 4;
+#else
+constexpr int kCodeMinBlocksPerSm = 2;
+#endif
 template <Fmt kIn>
-constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? 2 : 4;
+constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? kCodeMinBlocksPerSm : 4;
 // The transposed cast gets 4 as well (32 warps, 4 × 32 KiB of loads in flight per SM; it had 3, ≤ 85 registers,
 // and measured 76-82% of memcpy on an H200 against 83-88% for the plain cast at 4). It fits 64 registers without
 // spilling only because a thread writes its codes to the shared tile under `col < H` (unconditional stores spilled
