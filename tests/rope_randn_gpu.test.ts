@@ -185,6 +185,38 @@ gpuTest("applyRotary kernel = reference at full size: MLA [4001, 32, 192] bf16 t
   }
 });
 
+gpuTest("applyRotary bf16 with NaN and ±Inf inputs: every non-NaN result = reference, every NaN result 0x7FC0 (both pairings, seed 7700)", () => {
+  // the kernel rounds bf16 pairs with the hardware conversion and fixes NaN halves to 0x7FC0 (encode_bf16's NaN)
+  const rand = rng(7700);
+  const T = 96, H = 8, D = 64;
+  for (const interleaved of [false, true]) {
+    const qs = randomStorage(rand, T * H * D, "bf16");
+    const bits = qs.data as Uint16Array;
+    const specials = [0x7fc0, 0xffc0, 0x7f81, 0xffff, 0x7f80, 0xff80];
+    for (let i = 0; i < bits.length; i++) if (rand() < 0.02) bits[i] = specials[Math.floor(rand() * specials.length)];
+    const q = new HostTensor(qs.data, "bf16", [T, H, D], [H * D, D, 1]);
+    const cache = randomCache(rand, T, D);
+    const dqs = uploadStorage(qs);
+    const dc = toDevice(cache);
+    const dq = twin(q, dqs);
+    try {
+      applyRotary(q, cache, { interleaved });
+      applyRotary(dq, dc, { interleaved });
+      const got = new Uint16Array(readAllocation(dq).buffer.slice(0));
+      let nans = 0;
+      for (let i = 0; i < bits.length; i++) {
+        const want = bits[i];
+        const isNan = (want & 0x7fff) > 0x7f80;
+        if (isNan) nans++;
+        assert.equal(got[i], isNan ? 0x7fc0 : want, `il=${interleaved} element ${i}: got 0x${got[i].toString(16)}, reference 0x${want.toString(16)}`);
+      }
+      assert.ok(nans > 0, "the case produces NaN results");
+    } finally {
+      dispose(dq, dqs, dc);
+    }
+  }
+});
+
 gpuTest("applyRotary: an out-of-range position leaves its token unchanged and raises DEVICE_VALUE at the next sync, once per token", async () => {
   const rand = rng(31337);
   for (const kind of ["int32", "int64"] as const) {

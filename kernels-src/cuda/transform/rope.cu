@@ -2,7 +2,8 @@
 // tensor (query, then key with error_word 0 so that a bad position is reported once).
 //   row = seqlen_offset + (positions ? positions[b, s] : s)
 //   a' = fma(a, c, −(b ⊗ s)),  b' = fma(a, s, b ⊗ c)    (conjugate: s ← −s, which gives §B.3's conjugate form)
-//   rounded once to the storage dtype (fp32 NaN → 0x7FC00000, bf16 NaN → 0x7FC0, fp16 NaN → 0x7E00 | sign).
+//   rounded once to the storage dtype (fp32 NaN → 0x7FC00000, bf16 NaN → 0x7FC0, fp16 NaN → 0x7E00 | sign); bf16
+//   pairs are rounded by the hardware conversion with the NaN halves fixed (encode_bf16x2_words, the same bits).
 //
 // Symbols: tk_apply_rotary__<dtype>, dtype ∈ {fp32, bf16, fp16}. Pairing (NeoX / interleaved), conjugate and the
 // position dtype are runtime flags (they change which registers pair up, not the loop).
@@ -135,21 +136,51 @@ struct Rope {
         b[j] = elem(v, j);
       }
     }
+    if constexpr (kE == Elem::kBf16) {
+      // bf16: the same a2, b2, rounded two at a time by the hardware conversion (RNE, NaN halves fixed to 0x7FC0:
+      // encode_bf16 of each, exactly) instead of ~8 integer operations per value.
+      float a2[kVec], b2[kVec];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) {
-      const float a2 = __fmaf_rn(a[j], cs[j], -__fmul_rn(b[j], sn[j]));
-      const float b2 = __fmaf_rn(a[j], sn[j], __fmul_rn(b[j], cs[j]));
+      for (int j = 0; j < kVec; ++j) {
+        a2[j] = __fmaf_rn(a[j], cs[j], -__fmul_rn(b[j], sn[j]));
+        b2[j] = __fmaf_rn(a[j], sn[j], __fmul_rn(b[j], cs[j]));
+      }
       if constexpr (kInterleaved) {
-        if (2 * j < kVec) {
-          put(u, 2 * j, a2);
-          put(u, 2 * j + 1, b2);
-        } else {
-          put(v, 2 * j - kVec, a2);
-          put(v, 2 * j + 1 - kVec, b2);
+        // element 2j of u ‖ v is a2[j], element 2j + 1 is b2[j]: word j of u ‖ v is the pair (a2[j], b2[j])
+        float e[2 * kVec];
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          e[2 * j] = a2[j];
+          e[2 * j + 1] = b2[j];
+        }
+        uint32_t w[kVec];
+        encode_bf16x2_words<kVec>(e, w);
+#pragma unroll
+        for (int i = 0; i < kVec / 2; ++i) {
+          u[i] = w[i];
+          v[i] = w[kVec / 2 + i];
         }
       } else {
-        put(u, j, a2);
-        put(v, j, b2);
+        encode_bf16x2_words<kVec / 2>(a2, u);
+        encode_bf16x2_words<kVec / 2>(b2, v);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const float a2 = __fmaf_rn(a[j], cs[j], -__fmul_rn(b[j], sn[j]));
+        const float b2 = __fmaf_rn(a[j], sn[j], __fmul_rn(b[j], cs[j]));
+        if constexpr (kInterleaved) {
+          if (2 * j < kVec) {
+            put(u, 2 * j, a2);
+            put(u, 2 * j + 1, b2);
+          } else {
+            put(v, 2 * j - kVec, a2);
+            put(v, 2 * j + 1 - kVec, b2);
+          }
+        } else {
+          put(u, j, a2);
+          put(v, j, b2);
+        }
       }
     }
   }
