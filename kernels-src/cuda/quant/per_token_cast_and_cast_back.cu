@@ -9,7 +9,8 @@
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride over rows):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             min(ceilDiv(T, R), 6 · SMs)      R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
+//   all      256      0             ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 6 · SMs)  (one balanced wave)
+//            R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
 //
 //   V = elements per 16-byte thread chunk (fp32 4, bf16 8); w warps share a row (common/work.cuh); a group of N
 //   columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly (bf16: both items of a unit in one
