@@ -12,7 +12,7 @@
 //
 //   The host takes the segmented kernel for e4m3 input when H / V ≥ 256 and its SEG_OUT switch names the output
 //   (ops/quant/cast_back.ts); no shared memory, launch bound 8 (32 / 30 registers on sm_90a / sm_100a, no spills):
-//   64 warps per SM, 2 pieces (16 codes) loaded per thread before any is computed.
+//   64 warps per SM, 2 pieces (16 codes for bf16, 8 for fp32) loaded per thread before any is computed.
 //   R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32))), V = kVecOf (8 for bf16 out, 4 for e4m3 → fp32, 8 for
 //   e2m1 → fp32); SMs = multiprocessors. Static shared memory 16 KiB (e4m3 in) / 8 KiB (e2m1 in); launch bound 5
 //   (48 registers, no spills on sm_90a and sm_100a): 40 warps per SM.
@@ -274,14 +274,17 @@ struct CastBack {
     tk::CastBack<tk::Fmt::IN, tk::Fmt::OUT>(p).run();                                                 \
   }
 
-// Segmented geometry (run_segments): e4m3 inputs only. kP = 2 pieces per thread (16 codes, 32 or 64 output bytes).
+namespace tk {
+// Segmented geometry (run_segments): e4m3 inputs only. kP = 2 pieces per thread (16 codes and 32 output bytes for
+// bf16, 8 codes and 32 bytes for fp32); launch bound 8 (≤ 32 registers: 64 warps per SM).
 constexpr int kSegPiecesPerThread = 2;
 constexpr int kSegMinBlocksPerSm = 8;
+}  // namespace tk
 
 #define TK_CAST_BACK_SEG(in, IN, out, OUT)                                                              \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, kSegMinBlocksPerSm)                 \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kSegMinBlocksPerSm)             \
       tk_cast_back_seg__##in##_##out(const __grid_constant__ CastBackParams p) {                      \
-    tk::CastBack<tk::Fmt::IN, tk::Fmt::OUT>(p).run_segments<kSegPiecesPerThread>();                   \
+    tk::CastBack<tk::Fmt::IN, tk::Fmt::OUT>(p).run_segments<tk::kSegPiecesPerThread>();               \
   }
 
 TK_CAST_BACK_SEG(e4m3, kE4m3, fp32, kFp32)
