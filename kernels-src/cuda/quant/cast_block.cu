@@ -47,6 +47,7 @@
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
 #include "../common/scale.cuh"
 #include "../generated/cast_block_params.h"
 
@@ -312,7 +313,7 @@ TK_DEV uint32_t chunk_absmax(uint32_t acc, const uint32_t (&w)[4]) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       if constexpr (kIn == BlockIn::kBf16) {
-        asm("max.bf16x2 %0, %0, %1;" : "+r"(acc) : "r"(w[e] & 0x7fff7fffu));
+        acc = max_bf16x2(acc, w[e] & 0x7fff7fffu);  // as abs_max_bf16 (common/reduce.cuh, per-token casts)
       } else {
         asm("max.f16x2 %0, %0, %1;" : "+r"(acc) : "r"(w[e] & 0x7fff7fffu));
       }
