@@ -363,8 +363,9 @@ for (const inFmt of ["e4m3", "e2m1"] as const) {
 
 gpuTest("castBack per-channel with a strided (non-16-byte-aligned) fp32 scale row takes the scalar path = reference (seed 31)", () => {
   const rand = rng(31);
-  for (const inFmt of ["e4m3", "e2m1"] as const) {
-    const [data, sf] = randomQuantized(rand, 96, 576, inFmt, [32, 1], "fp32-row");
+  // H = 2048: e4m3 rows of ≥ 256 pieces take the segmented kernel (tk_cast_back_seg__*), 576 the row-team one
+  for (const [inFmt, H] of [["e4m3", 576], ["e2m1", 576], ["e4m3", 2048]] as const) {
+    const [data, sf] = randomQuantized(rand, 96, H, inFmt, [32, 1], "fp32-row");
     // the same scales at element offset 1 of a larger buffer (a contiguous view, base not 16-byte aligned)
     const buf = new Float32Array(sf.numel + 4);
     buf.set((sf as HostTensor).data as Float32Array, 1);
@@ -372,7 +373,7 @@ gpuTest("castBack per-channel with a strided (non-16-byte-aligned) fp32 scale ro
     const dx: [Tensor, Tensor] = [uploadView(data as HostTensor), uploadView(sfu)];
     for (const fmt of ["fp32", "bf16"] as const) {
       const g = castBack(dx, { fmt, xBlockSize: [32, 1] });
-      sameAllocation(g, castBack([data, sfu], { fmt, xBlockSize: [32, 1] }), `${inFmt} → ${fmt}`);
+      sameAllocation(g, castBack([data, sfu], { fmt, xBlockSize: [32, 1] }), `${inFmt} H=${H} → ${fmt}`);
       dispose(g);
     }
     dispose(dx);

@@ -155,7 +155,10 @@ function dequantize(op: string, x: unknown, options: CastBackOptions | PerTokenC
 function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor, sf: Tensor, lay: CastBackSf, out: Tensor, H: number, r: number, c: number): void {
   const T = data.shape[0];
   if (T === 0) return;
-  const sym = `tk_cast_back__${data.dtype === "e2m1x2" ? "e2m1" : "e4m3"}_${out.dtype}`;
+  const input = data.dtype === "e2m1x2" ? "e2m1" : "e4m3";
+  const outFmt = out.dtype as "fp32" | "bf16";
+  const seg = useSegments(H, input, outFmt);
+  const sym = `tk_cast_back${seg ? "_seg" : ""}__${input}_${out.dtype}`;
   const fn = kernelFunction(op, device, sym);
   const p = packet;
   const w = p.w;
@@ -173,7 +176,8 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.block_cols, c);
   p.u32(w.sf_kind, SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
   p.u32(w.op_id, op === "castBack" ? OP_ID.castBack : OP_ID.perTokenCastBack);
-  p.setLaunch(fn, stream.handle, castBackGrid(device, T, H, data.dtype === "e2m1x2" ? "e2m1" : "e4m3", out.dtype as "fp32" | "bf16"), THREADS, 0, false, device.index);
+  const grid = seg ? castBackSegGrid(T, H, outFmt) : castBackGrid(device, T, H, input, outFmt);
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
   p.launch(op);
 }
 
@@ -188,4 +192,23 @@ function castBackGrid(device: Device, T: number, H: number, input: "e4m3" | "e2m
   const v = out === "bf16" ? 8 : input === "e4m3" ? 4 : 8;
   const grid = Math.ceil(T / rowsPerBlock(H, v));
   return Math.max(1, out === "bf16" ? Math.min(grid, BF16_GRID_PER_SM * config.getNumSms(device)) : grid);
+}
+
+/**
+ * The segmented kernels of cast_back.cu (`tk_cast_back_seg__e4m3_*`): a block takes one segment of
+ * SEG_PIECES = 256 threads × 2 pieces of a row (grid.x = T · ⌈(H / V) / SEG_PIECES⌉: one segment per block), for
+ * e4m3 input whose rows hold at least SEG_MIN_PIECES pieces (below that most of a block's threads would idle;
+ * those rows keep the row-team kernel). SEG_OUT: the outputs that take it (A/B switch of perf3-quant.md).
+ */
+const SEG_PIECES = 512;
+const SEG_MIN_PIECES = 256;
+const SEG_OUT: Readonly<Record<"fp32" | "bf16", boolean>> = { bf16: true, fp32: false };
+
+function useSegments(H: number, input: "e4m3" | "e2m1", out: "fp32" | "bf16"): boolean {
+  return input === "e4m3" && SEG_OUT[out] && H / (out === "bf16" ? 8 : 4) >= SEG_MIN_PIECES;
+}
+
+function castBackSegGrid(T: number, H: number, out: "fp32" | "bf16"): number {
+  const segs = Math.ceil(H / (out === "bf16" ? 8 : 4) / SEG_PIECES);
+  return Math.max(1, Math.min(T * segs, 0x7fffffff));
 }

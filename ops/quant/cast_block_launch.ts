@@ -69,6 +69,30 @@ function singlePass(
   return c % vec === 0 && H % vec === 0 && addr(x) % 16 === 0 && addr(data) % vec === 0 && (r * c) / vec < 2 ** 32;
 }
 
+/** Chunks a lane holds per sweep (cast_block.cu `kSingleChunks`). */
+const SINGLE_CHUNKS = 4;
+/**
+ * The staged single pass (`tk_cast_block_staged__*`, cast_block.cu) for blocks of at most 32 · SINGLE_CHUNKS chunks
+ * (one sweep); larger blocks keep `tk_cast_block_single__*`. A/B switch of docs/perf-notes/perf3-quant.md.
+ */
+const STAGED = true;
+/** Resident CTAs per SM of the staged kernel (its launch bound: 48 registers, 32 KiB of shared memory). */
+const STAGED_CTAS_PER_SM = 5;
+
+/**
+ * grid.x of the staged single pass: one resident wave at most, sized so that every warp walks the same number of
+ * block groups (n = ⌈units / resident warps⌉, then ⌈units / n⌉ warps), a unit being the 32 / g blocks of a warp's
+ * teams (g: the team lanes of cast_block.cu's `team_lanes`).
+ */
+function stagedGrid(device: Device, blocks: number, chunks: number): number {
+  let g = 1;
+  while (g < 32 && g * SINGLE_CHUNKS < chunks) g *= 2;
+  const units = Math.ceil(blocks / (32 / g));
+  const resident = STAGED_CTAS_PER_SM * WARPS * config.getNumSms(device);
+  const n = Math.ceil(units / resident);
+  return Math.max(1, Math.ceil(Math.ceil(units / n) / WARPS));
+}
+
 function dataGrid(device: Device, T: number, H: number, fmt: QuantFmt): number {
   const bytes = fmt === "e4m3" ? T * H : (T * H) / 2;
   return Math.max(
@@ -120,8 +144,15 @@ export function launchCastBlock(
       (a.rule.e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0),
   );
   p.f32(W.amax_clamp, a.rule.clamp);
-  const sfGrid = Math.max(1, Math.min(Math.ceil(blocks / WARPS), MAX_CTAS_PER_SM * config.getNumSms(device)));
-  const first = single ? `tk_cast_block_single__${IN_NAME[x.dtype]}_e4m3` : `tk_cast_block_sf__${IN_NAME[x.dtype]}`;
+  const staged = single && STAGED && (re * ce) / SINGLE_VEC[x.dtype] <= 32 * SINGLE_CHUNKS;
+  const sfGrid = staged
+    ? stagedGrid(device, blocks, (re * ce) / SINGLE_VEC[x.dtype])
+    : Math.max(1, Math.min(Math.ceil(blocks / WARPS), MAX_CTAS_PER_SM * config.getNumSms(device)));
+  const first = staged
+    ? `tk_cast_block_staged__${IN_NAME[x.dtype]}_e4m3`
+    : single
+    ? `tk_cast_block_single__${IN_NAME[x.dtype]}_e4m3`
+    : `tk_cast_block_sf__${IN_NAME[x.dtype]}`;
   p.setLaunch(
     kernelFunction(op, device, first),
     stream.handle,

@@ -301,7 +301,8 @@ function launchPerToken(
   p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
-  p.setLaunch(fn, stream.handle, perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype), PT.threads, 0, false, device.index);
+  const grid = perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
+  p.setLaunch(fn, stream.handle, grid, PT.threads, 0, false, device.index);
   p.launch(op);
 }
 
@@ -312,11 +313,20 @@ const IN_BITS: Record<string, number> = { fp32: 32, bf16: 16, e4m3: 8, e2m1x2: 4
  * grid.x of per_token_cast.cu's launch table: `_g<N>`: min(⌈T / R⌉, 8 · SMs) with V = min(128 / bits, N)
  * elements per thread chunk, w = min(8, nextPow2(⌈H / V / 32⌉)) warps per row and R = 8 / w rows per block;
  * `_row`: T. (Padding rows of a column-major sf are covered grid-stride by the same launch.)
+ * sf only (perTokenCastWithSfOnly) from fp32 / bf16 (4 resident blocks per SM): one balanced wave instead,
+ * ⌈G / n⌉ blocks with G = ⌈T / R⌉ and n = ⌈G / (4 · SMs)⌉, every block walking n or n − 1 row groups (8192 ×
+ * 7168: 512 blocks of 16 rows against 1056 blocks of 7–8 in two waves). A/B switch: SF_ONLY_ONE_WAVE.
  */
-function perTokenGrid(device: Device, T: number, H: number, n: number, dtype: string): number {
+const SF_ONLY_ONE_WAVE = true;
+
+function perTokenGrid(device: Device, T: number, H: number, n: number, dtype: string, sfOnly = false): number {
   if (!(GROUPS as readonly number[]).includes(n)) return Math.max(1, T);
   const v = Math.min(128 / IN_BITS[dtype], n);
-  return Math.max(1, Math.min(Math.ceil(T / rowsPerBlock(H, v)), 8 * config.getNumSms(device)));
+  const groups = Math.ceil(T / rowsPerBlock(H, v));
+  if (sfOnly && SF_ONLY_ONE_WAVE && (dtype === "fp32" || dtype === "bf16")) {
+    return Math.max(1, Math.ceil(groups / Math.ceil(groups / (4 * config.getNumSms(device)))));
+  }
+  return Math.max(1, Math.min(groups, 8 * config.getNumSms(device)));
 }
 
 /** Shape and strides (frozen, shared by every output of the same size) of the data output. */

@@ -104,13 +104,16 @@ const THREADS = 256;
 
 /**
  * per_token_cast_and_cast_back.cu's launch: `tk_per_token_cast_and_cast_back__<in>_<fmt>_g<N>`, grid.x =
- * min(⌈T / R⌉, 6 · SMs) with R = rowsPerBlock(H, V), V = 4 (fp32) or 8 (bf16). Nothing for 0 rows.
+ * ⌈G / n⌉ with G = ⌈T / R⌉ row groups, n = ⌈G / (6 · SMs)⌉ (one resident wave, every block walking n or n − 1
+ * groups: at 8192 × 7168 745 blocks of 11 rows instead of 792 blocks of 10 or 11), R = rowsPerBlock(H, V), V = 4
+ * (fp32) or 8 (bf16). Nothing for 0 rows.
  */
 function launchCastAndCastBack(op: string, device: Device, stream: Stream, x: Tensor, fmt: QuantFmt, n: number, roundSf: boolean, e4m3Sf: boolean): void {
   const [T, H] = x.shape;
   if (T === 0) return;
   const fn = kernelFunction(op, device, `tk_per_token_cast_and_cast_back__${x.dtype}_${fmt}_g${n}`);
-  const grid = Math.max(1, Math.min(Math.ceil(T / rowsPerBlock(H, x.dtype === "fp32" ? 4 : 8)), 6 * config.getNumSms(device)));
+  const groups = Math.ceil(T / rowsPerBlock(H, x.dtype === "fp32" ? 4 : 8));
+  const grid = Math.max(1, Math.ceil(groups / Math.ceil(groups / (6 * config.getNumSms(device)))));
   const p = packet;
   p.u64(W.x, (x as DeviceTensor).addr);
   p.u64(W.x_row_stride, T > 1 ? x.strides[0] : H);

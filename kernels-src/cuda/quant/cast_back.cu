@@ -5,10 +5,14 @@
 //
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride):
 //
-//   kernel                block.x  dynamic smem  grid.x
-//   tk_cast_back__*_bf16  256      0             min(ceilDiv(T, R), 10 · SMs)   (two waves of 5 blocks per SM)
-//   tk_cast_back__*_fp32  256      0             ceilDiv(T, R)                   (no cap: measured faster uncapped)
+//   kernel                     block.x  dynamic smem  grid.x
+//   tk_cast_back__*_bf16       256      0             min(ceilDiv(T, R), 10 · SMs)   (two waves of 5 blocks per SM)
+//   tk_cast_back__*_fp32       256      0             ceilDiv(T, R)                   (no cap: measured faster uncapped)
+//   tk_cast_back_seg__e4m3_*   256      0             T · ceilDiv(H / V, 512)         (one row segment per block)
 //
+//   The host takes the segmented kernel for e4m3 input when H / V ≥ 256 and its SEG_OUT switch names the output
+//   (ops/quant/cast_back.ts); no shared memory, launch bound 8 (32 / 30 registers on sm_90a / sm_100a, no spills):
+//   64 warps per SM, 2 pieces (16 codes for bf16, 8 for fp32) loaded per thread before any is computed.
 //   R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32))), V = kVecOf (8 for bf16 out, 4 for e4m3 → fp32, 8 for
 //   e2m1 → fp32); SMs = multiprocessors. Static shared memory 16 KiB (e4m3 in) / 8 KiB (e2m1 in); launch bound 5
 //   (48 registers, no spills on sm_90a and sm_100a): 40 warps per SM.
@@ -137,8 +141,11 @@ struct CastBack {
     return __shfl_sync(kFullWarpMask, slot < 32u ? rs[0] : rs[1], slot & 31u);
   }
 
+  // kBlockOnly: the caller has checked c ≥ 16 (the per-column path is then left out of this copy).
+  template <bool kBlockOnly = false>
   TK_DEV void process(const uint32_t (&w)[kInWords], uint32_t raw_scale, uint64_t row, uint32_t col,
                       uint8_t* out_row) const {
+    const bool per_element = !kBlockOnly && this->per_element;
     const float sc = per_element ? 0.0f : decode_scale(p.sf_kind, raw_scale);
     uint32_t o[kOutBytes / 4];
 #pragma unroll
@@ -159,6 +166,64 @@ struct CastBack {
       if constexpr (kOut == Fmt::kBf16) encode_bf16x2_words<2>(y, o + 2 * g);
     }
     store_chunk<kOutBytes>(out_row + static_cast<uint64_t>(col) * kOutElemBytes, o, out_aligned);
+  }
+
+  // Segmented geometry (tk_cast_back_seg__*): a work item is one segment of kSegPieces = 256 · kP consecutive
+  // pieces of one row (items numbered row-major, so consecutive blocks work on consecutive bytes); thread t takes
+  // pieces t, t + 256, … of its segment. Each thread issues the loads of all kP pieces and their block scales
+  // first, then decodes and stores: no shared memory, no pipeline, one item per block when grid.x = items (the
+  // Inductor pointwise shape: many short blocks, so a block's start and the last wave cost one small item each).
+  template <int kP>
+  TK_DEV void run_segments() const {
+    constexpr uint32_t kSegPieces = kBlockThreads * kP;
+    const uint32_t segs = (chunks + kSegPieces - 1) / kSegPieces;
+    const bool in_aligned = rows_aligned(p.data, p.data_row_stride, kInBytes);
+    // grid-stride over items = row · segs + seg, kept as (row, seg) by increments: one division per thread
+    const uint32_t step_rows = gridDim.x / segs, step_segs = gridDim.x % segs;
+    uint64_t row = blockIdx.x / segs;
+    uint32_t seg = blockIdx.x % segs;
+    for (; row < p.num_tokens;) {
+      const uint8_t* in_row = reinterpret_cast<const uint8_t*>(p.data) + row * p.data_row_stride;
+      uint8_t* out_row = reinterpret_cast<uint8_t*>(p.out) + row * p.out_row_stride * kOutElemBytes;
+      if (per_element) {
+        // per-channel scales (c = 1, the rare path): one piece at a time, its 2 or 4 16-byte scale loads in process
+#pragma unroll 1
+        for (int q = 0; q < kP; ++q) {
+          const uint32_t c = seg * kSegPieces + q * kBlockThreads + threadIdx.x;
+          if (c < chunks) {
+            uint32_t w[kInWords];
+            load_chunk<kInBytes, 1>(in_row + static_cast<uint64_t>(c) * kInBytes, w, in_aligned);
+            process(w, 0u, row, c * kVec, out_row);
+          }
+        }
+      } else {
+        const uint64_t m = row >> row_shift;
+        uint32_t w[kP][kInWords];
+        uint32_t raw[kP];
+#pragma unroll
+        for (int q = 0; q < kP; ++q) {
+          const uint32_t c = seg * kSegPieces + q * kBlockThreads + threadIdx.x;
+          raw[q] = 0u;
+#pragma unroll
+          for (int i = 0; i < kInWords; ++i) w[q][i] = 0u;
+          if (c < chunks) {
+            load_chunk<kInBytes, 1>(in_row + static_cast<uint64_t>(c) * kInBytes, w[q], in_aligned);
+            raw[q] = scale_storage(p.sf, p.sf_kind, p.sf_stride0, p.sf_stride1, m, (c * kVec) >> col_shift);
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < kP; ++q) {
+          const uint32_t c = seg * kSegPieces + q * kBlockThreads + threadIdx.x;
+          if (c < chunks) process<true>(w[q], raw[q], row, c * kVec, out_row);
+        }
+      }
+      row += step_rows;
+      seg += step_segs;
+      if (seg >= segs) {
+        seg -= segs;
+        ++row;
+      }
+    }
   }
 
   TK_DEV void run() const {
@@ -208,6 +273,22 @@ struct CastBack {
       tk_cast_back__##in##_##out(const __grid_constant__ CastBackParams p) {                          \
     tk::CastBack<tk::Fmt::IN, tk::Fmt::OUT>(p).run();                                                 \
   }
+
+namespace tk {
+// Segmented geometry (run_segments): e4m3 inputs only. kP = 2 pieces per thread (16 codes and 32 output bytes for
+// bf16, 8 codes and 32 bytes for fp32); launch bound 8 (≤ 32 registers: 64 warps per SM).
+constexpr int kSegPiecesPerThread = 2;
+constexpr int kSegMinBlocksPerSm = 8;
+}  // namespace tk
+
+#define TK_CAST_BACK_SEG(in, IN, out, OUT)                                                              \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kSegMinBlocksPerSm)             \
+      tk_cast_back_seg__##in##_##out(const __grid_constant__ CastBackParams p) {                      \
+    tk::CastBack<tk::Fmt::IN, tk::Fmt::OUT>(p).run_segments<tk::kSegPiecesPerThread>();               \
+  }
+
+TK_CAST_BACK_SEG(e4m3, kE4m3, fp32, kFp32)
+TK_CAST_BACK_SEG(e4m3, kE4m3, bf16, kBf16)
 
 TK_CAST_BACK(e4m3, kE4m3, fp32, kFp32)
 TK_CAST_BACK(e4m3, kE4m3, bf16, kBf16)

@@ -8,7 +8,9 @@
 //   tk_cast_block_single__<in>_e4m3 in ∈ {fp32, bf16, fp16}: one pass (sf and data) for e4m3 output when the
 //                                   effective block width c and H are multiples of kSingleVec (4 fp32, 8 bf16 /
 //                                   fp16), x is 16-byte and data kSingleVec-byte aligned (ops/quant/
-//                                   cast_block_launch.ts `singlePass`); every other form runs the two passes:
+//                                   cast_block_launch.ts `singlePass`); blocks of ≤ 128 chunks (one sweep) take
+//   tk_cast_block_staged__<in>_e4m3 the same pass with the warp's next block staged through shared memory
+//                                   (cast_block_launch.ts `STAGED`); every other form runs the two passes:
 //   tk_cast_block_sf__<in>          in ∈ {fp32, bf16, fp16, e4m3, e2m1}: scale pass (amax → sf and inverse)
 //   tk_cast_block_data__<in>_<out>  out ∈ {e4m3, e2m1}: data pass (data = encode(v · inv))
 //
@@ -16,11 +18,14 @@
 //
 //   kernel                   block.x  dynamic smem  grid.x
 //   tk_cast_block_single__*  256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))  teams of g lanes
+//   tk_cast_block_staged__*  256      0             ceilDiv(ceilDiv(U, n), 8), n = ceilDiv(U, 5 · 8 · SMs),
+//                                                   U = ceilDiv(nbm · nbk, 32 / g): one wave, equal warps
 //   tk_cast_block_sf__*      256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))  one warp per block
 //   tk_cast_block_data_*     256      0             max(1, min(ceilDiv(ceilDiv(bytes, 4), 256), 8 · SMs))
 //
-//   nbm · nbk = scale blocks, bytes = data bytes (T · H e4m3, T · H / 2 e2m1x2). No shared memory. Registers are
-//   bounded for 4 resident CTAs per SM (single pass: 60–64 registers, sm_90a / sm_100a). The single pass's team
+//   nbm · nbk = scale blocks, bytes = data bytes (T · H e4m3, T · H / 2 e2m1x2). No shared memory but the staged
+//   pass's 32 KiB static. Registers are bounded for 4 resident CTAs per SM (single pass: 60–64 registers, sm_90a /
+//   sm_100a), 5 for the staged pass (48 registers, no spills; bound 6 = 40 registers spills 12 bytes on sm_90a). The single pass's team
 //   size g (a power of two ≤ 32: the fewest lanes that hold a full block's 16-byte chunks at 4 per lane) is
 //   derived in the kernel from r and c; with g < 32 a warp holds 32 / g blocks, so the grid above is generous.
 //
@@ -42,6 +47,7 @@
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
 #include "../common/scale.cuh"
 #include "../generated/cast_block_params.h"
 
@@ -291,6 +297,42 @@ TK_DEV float chunk_value(const uint32_t (&w)[4], int e) {
   }
 }
 
+// maximumNumber of |x| over a 16-byte chunk, folded into `a`. bf16 / fp16 pairs are compared packed (abs by
+// clearing the sign bits, max.bf16x2 / max.f16x2: IEEE maxNum, a NaN operand loses, subnormals kept), then the
+// running packed maximum is widened once per block (chunk_absmax_finish): binary32 widening is exact and monotone,
+// so the maximum is the same value the scalar max_num over widened elements gives (§1.1.5: order independent).
+// Accumulator: binary32 bits for fp32 input, a packed pair (starting at +0, +0) otherwise.
+template <BlockIn kIn>
+TK_DEV uint32_t chunk_absmax(uint32_t acc, const uint32_t (&w)[4]) {
+  if constexpr (kIn == BlockIn::kFp32) {
+    float a = u2f(acc);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) a = max_num(a, abs_f(u2f(w[e])));
+    return f2u(a);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (kIn == BlockIn::kBf16) {
+        acc = max_bf16x2(acc, w[e] & 0x7fff7fffu);  // as abs_max_bf16 (common/reduce.cuh, per-token casts)
+      } else {
+        asm("max.f16x2 %0, %0, %1;" : "+r"(acc) : "r"(w[e] & 0x7fff7fffu));
+      }
+    }
+    return acc;
+  }
+}
+
+template <BlockIn kIn>
+TK_DEV float chunk_absmax_finish(uint32_t acc) {
+  if constexpr (kIn == BlockIn::kFp32) {
+    return u2f(acc);
+  } else if constexpr (kIn == BlockIn::kBf16) {
+    return max_num(bf16_lo(acc), bf16_hi(acc));
+  } else {
+    return max_num(fp16_lo(acc), fp16_hi(acc));
+  }
+}
+
 // A lane's position in its block: row i and chunk column jc (in chunks of kVec elements).
 struct ChunkCursor {
   uint32_t i, jc;
@@ -406,8 +448,135 @@ TK_DEV void block_single(const CastBlockParams& p) {
   sf_out.zero_padding_rows(nbm, p.sf_rows);
 }
 
+// ---- staged single pass (blocks of at most kSingleChunks · 32 chunks: one sweep) --------------------------------
+// The single pass above issues a block's loads only when the warp is done with the previous block: a warp has no
+// reads in flight through its amax, butterfly, sf_and_inv, encode and stores. Here a warp's next block is copied
+// with cp.async into thread-private shared-memory slots (the same chunks of the same lanes, 16 bytes each; dead
+// chunks are written as zeros and read nothing) while the current one is reduced and encoded, as perBlockCast's
+// double buffer does. The chunks are read from the slots twice (amax, then encode) instead of being held in
+// registers. Same team, cursor, elements, maximum (bf16 / fp16 pairs compared packed, chunk_absmax), sf_and_inv,
+// multiplication and encoder as block_single: the same bytes.
+// Slots: [stage][chunk][thread] × 16 bytes = 32 KiB per CTA; a stage is rewritten one iteration after its last
+// ld.shared, whose values the thread's stores have consumed (thread-private slots: no barrier, as in
+// pipelined_units).
+constexpr int kStagedMinBlocksPerSm = 5;
+
+template <BlockIn kIn>
+TK_DEV void block_single_staged(const CastBlockParams& p) {
+  constexpr int kVec = kSingleVec<kIn>, kChunks = kSingleChunks;
+  constexpr uint32_t kInBytes = kIn == BlockIn::kFp32 ? 4 : 2;
+  __shared__ __align__(16) uint32_t slots[2][kChunks][kBlockThreads][4];
+  const uint32_t T = p.num_tokens, H = p.hidden, r = p.block_rows, c = p.block_cols;
+  const uint32_t nbm = ceil_div(T, r), nbk = ceil_div(H, c);
+  const uint64_t blocks = static_cast<uint64_t>(nbm) * nbk;
+  const uint32_t g = team_lanes(static_cast<uint64_t>(r) * (c / kVec), kChunks);
+  const uint32_t lane = threadIdx.x % kWarpSize, tl = lane % g, teams_per_warp = kWarpSize / g;
+  const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
+  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
+
+  const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock * teams_per_warp;
+  const uint32_t team = lane / g;
+  GridWalk mk(warp * teams_per_warp + team, stride, nbk);
+  // A block's shape: rows and chunks per row (0 rows for a team past the last block), and the cursor steps; the
+  // full r × c block's are computed once.
+  struct Shape {
+    uint32_t rows, cpr, di, djc;
+    ChunkCursor start;
+  };
+  auto shape_of = [&](uint32_t rows, uint32_t cpr) {
+    Shape sh;
+    sh.rows = rows;
+    sh.cpr = cpr;
+    sh.di = g / cpr;
+    sh.djc = g - sh.di * cpr;
+    sh.start.i = tl / cpr;
+    sh.start.jc = tl - sh.start.i * cpr;
+    return sh;
+  };
+  const Shape full = shape_of(r, c / kVec);
+  auto shape_here = [&](uint64_t base, uint32_t m, uint32_t k) {
+    const bool live = base + team < blocks;
+    const uint32_t rows_here = live ? min(r, T - m * r) : 0, cpr_here = live ? min(c, H - k * c) / kVec : 1;
+    return rows_here == full.rows && cpr_here == full.cpr ? full : shape_of(rows_here, cpr_here);
+  };
+  auto advance = [](const Shape& sh, ChunkCursor& cu) {
+    cu.i += sh.di;
+    cu.jc += sh.djc;
+    if (cu.jc >= sh.cpr) {
+      cu.jc -= sh.cpr;
+      ++cu.i;
+    }
+  };
+  auto offset = [&](uint32_t m, uint32_t k, const ChunkCursor& cu) {
+    return static_cast<uint64_t>(m * r + cu.i) * H + k * c + cu.jc * kVec;
+  };
+  auto prefetch = [&](int st, uint64_t base, uint32_t m, uint32_t k) {
+    const Shape sh = shape_here(base, m, k);
+    ChunkCursor cur = sh.start;
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) {
+      const bool live = cur.i < sh.rows;
+      cp_async<16>(smem_addr(slots[st][u][threadIdx.x]), live ? x + kInBytes * offset(m, k, cur) : x, live);
+      advance(sh, cur);
+    }
+  };
+
+  // The loop bound is warp-uniform so that every lane reaches the shuffles; a team past the end stores nothing.
+  uint64_t base = warp * teams_per_warp;
+  uint32_t m = mk.q, k = mk.r;
+  if (base < blocks) prefetch(0, base, m, k);
+  cp_async_commit();
+  for (int st = 0; base < blocks; st ^= 1) {
+    mk.next();
+    const uint64_t next = base + stride;
+    if (next < blocks) prefetch(st ^ 1, next, mk.q, mk.r);
+    cp_async_commit();
+    cp_async_wait<1>();  // this block's copies
+    const bool live = base + team < blocks;
+    const Shape sh = shape_here(base, m, k);
+    uint32_t acc = 0u;
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) {
+      uint32_t w[4];
+      ld_shared(smem_addr(slots[st][u][threadIdx.x]), w);
+      acc = chunk_absmax<kIn>(acc, w);
+    }
+    float a = chunk_absmax_finish<kIn>(acc);
+    for (uint32_t b = g / 2; b >= 1; b >>= 1) a = max_num(a, __shfl_xor_sync(kFullWarpMask, a, b));
+    const ScaleAndInv si = sf_and_inv(a, p.amax_clamp, p.qmax, p.flags);
+    if (live && tl == 0) sf_out.store(m, k, si.stored);
+    ChunkCursor cur = sh.start;
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) {
+      if (cur.i < sh.rows) {
+        uint32_t w[4];
+        ld_shared(smem_addr(slots[st][u][threadIdx.x]), w);
+        float v[kVec];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[e] = mul_rn(chunk_value<kIn>(w, e), si.inv);
+        uint32_t o[kVec / 4];
+        encode_chunk<Fmt::kE4m3, kVec>(v, o);  // the hardware RN conversion checked equal to §1.2 (common/codec.cuh)
+        store_chunk<kVec>(data + offset(m, k, cur), o, true);
+      }
+      advance(sh, cur);
+    }
+    base = next;
+    m = mk.q;
+    k = mk.r;
+  }
+  sf_out.zero_padding_rows(nbm, p.sf_rows);
+}
+
 }  // namespace
 }  // namespace tk
+
+#define TK_CAST_BLOCK_STAGED(in, IN)                                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kStagedMinBlocksPerSm)     \
+      tk_cast_block_staged__##in##_e4m3(const __grid_constant__ CastBlockParams p) {             \
+    tk::block_single_staged<tk::BlockIn::IN>(p);                                                  \
+  }
 
 #define TK_CAST_BLOCK_SF(in, IN)                                                                 \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm)                              \
@@ -437,3 +606,6 @@ TK_CAST_BLOCK(e2m1, kE2m1)
 TK_CAST_BLOCK_SINGLE(fp32, kFp32)
 TK_CAST_BLOCK_SINGLE(bf16, kBf16)
 TK_CAST_BLOCK_SINGLE(fp16, kFp16)
+TK_CAST_BLOCK_STAGED(fp32, kFp32)
+TK_CAST_BLOCK_STAGED(bf16, kBf16)
+TK_CAST_BLOCK_STAGED(fp16, kFp16)

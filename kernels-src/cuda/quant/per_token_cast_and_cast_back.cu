@@ -9,7 +9,8 @@
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride over rows):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             min(ceilDiv(T, R), 6 · SMs)      R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
+//   all      256      0             ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 6 · SMs)  (one balanced wave)
+//            R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
 //
 //   V = elements per 16-byte thread chunk (fp32 4, bf16 8); w warps share a row (common/work.cuh); a group of N
 //   columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly (bf16: both items of a unit in one
@@ -18,7 +19,8 @@
 //   once, by the group's lanes 0 and 1 in the same sfAndInv, and shuffled to the others. 40 registers (launch bound 6 blocks per SM, sm_90a and sm_100a, no spills) and
 //   6 × 16 KiB of shared memory: the whole 6 · SMs grid is resident, 48 warps per SM. At 4 · SMs (32 warps) the
 //   kernel measured 72–74% of memcpy on an H200, bound by instruction latency (bf16: about 31 PTX instructions per
-//   element then, about 23 with the packed bf16 amax and hardware bf16 pairs), so more warps and fewer
+//   element then, about 23 with the packed bf16 amax and hardware bf16 pairs, about 20 with the bf16 NaN fix-up run
+//   only when a half is NaN), so more warps and fewer
 //   instructions per element both count (docs/perf-notes/perf-quant.md).
 //   In place: a chunk is read and written by the same thread, the read staged before the write, and no other
 //   thread touches it. Rows whose base or stride is not 16-byte aligned stage element-wide (plain coherent loads,
@@ -127,9 +129,12 @@ struct CastAndCastBack {
 #pragma unroll
           for (int i = 0; i < kVec; ++i) o[i] = f2u(canonical_nan(mul_rn(x[i], scale)));
         } else {
+          // the products first, then the pairs converted with the NaN fix only when a half is NaN
+          // (encode_bf16x2_words: the same words as encode_bf16x2 per pair, 3 instead of 9 operations per word)
+          float y[kVec];
 #pragma unroll
-          for (int i = 0; i < kVec / 2; ++i)
-            o[i] = encode_bf16x2(mul_rn(x[2 * i], scale), mul_rn(x[2 * i + 1], scale));
+          for (int i = 0; i < kVec; ++i) y[i] = mul_rn(x[i], scale);
+          encode_bf16x2_words<kWords>(y, o);
         }
         store_chunk<kVecBytes>(xr + static_cast<uint64_t>(c) * kVecBytes, o, aligned);
       }
