@@ -185,6 +185,52 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
   }
 });
 
+/** Runs f with the forward tuning knobs set (weight form, grid cap per SM), then restores them. */
+function withForwardTuning<T>(weightSmem: boolean, blocksPerSm: number, f: () => T): T {
+  const prev = [normLaunchTuning.forwardWeightSmem, normLaunchTuning.forwardBlocksPerSm] as const;
+  normLaunchTuning.forwardWeightSmem = weightSmem;
+  normLaunchTuning.forwardBlocksPerSm = blocksPerSm;
+  try {
+    return f();
+  } finally {
+    [normLaunchTuning.forwardWeightSmem, normLaunchTuning.forwardBlocksPerSm] = prev;
+  }
+}
+
+/** A bf16 weight `[H]` at element offset 1 of its storage (not 16-byte aligned: the element-wise staging path). */
+function unalignedWeight(rand: () => number, H: number): HostTensor {
+  const w = moderate(rand, [H + 1], "bf16");
+  return new HostTensor(w.data, "bf16", [H], [1], 1);
+}
+
+gpuTest("forward kernels: weight in shared memory (_ws, default) and through L1, grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
+  for (const weightSmem of [true, false]) {
+    for (const blocks of [0, 4, 1 << 20]) {
+      const tag = `ws ${weightSmem} blocks/SM ${blocks}`;
+      withForwardTuning(weightSmem, blocks, () => {
+        const rand = rng(7701);
+        for (const [H, team] of [[16, 0], [16, 2], [48, 4], [512, 0], [512, 32], [7168, 0], [8192, 0]] as [number, number][]) {
+          for (const residual of [false, true]) {
+            const x = rows(rand, 0, 37, H, "bf16");
+            const r = residual ? rows(rand, 0, 37, H, "bf16") : undefined;
+            for (const w of [moderate(rand, [H], "bf16"), unalignedWeight(rand, H)]) {
+              const label = `${tag} H ${H} team ${team} residual ${residual} weight offset ${w.offset}`;
+              compareForwardOn(x, r, w, residual ? 0.3 : 1, label, team);
+              if (H % 32 === 0) {
+                withTeam(team, () => compareCastOn(x, r, w, { B: 0, T: 37, H, outScale: 1 }, { fmt: "e4m3", numPerChannels: 32, withOutBf16: true }, `${label} cast`));
+              }
+            }
+          }
+        }
+        // full size, many rows per block (the weight staged once, read for every row)
+        const c: FwdCase = { B: 0, T: 1200, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
+        compareForward(rand, c, `${tag} 1200x7168`);
+        compareCast(rand, { ...c, residual: false }, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${tag} 1200x7168 cast`);
+      });
+    }
+  }
+});
+
 // ---- normForwardAndPerTokenCast ---------------------------------------------------------------------------
 
 type SfFlags = Pick<NormForwardAndPerTokenCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0">;

@@ -12,13 +12,26 @@ import { type Device, deviceRuntime, type Stream } from "../../core/tensor.ts";
 export const NORM_BLOCK_THREADS = 256;
 
 /**
- * Launch knobs for tests. `teamThreads`: 0 = the default team width, or a power of two that replaces it wherever
- * it is legal (≥ N/2 and ≤ 256) — the bits must not change (spec D.2, D.11). `backwardBf16Blocks`: which form of
- * the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the default) or 3 (next row staged, three
- * blocks per SM; measured 37% of copy against 49% for `_b4` on the H200, so kept for the tests only); 0 = the
- * default. Same bits either way. Not part of the public API.
+ * Launch knobs for tests and device A/B runs (same bits for every setting). Not part of the public API.
+ * - `teamThreads`: 0 = the default team width, or a power of two that replaces it wherever it is legal (≥ N/2 and
+ *   ≤ 256) — the bits must not change (spec D.2, D.11).
+ * - `backwardBf16Blocks`: which form of the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the
+ *   default) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for `_b4` on the H200, so
+ *   kept for the tests only); 0 = the default.
+ * - `forwardWeightSmem`: the bf16 forward kernels with a weight take it from shared memory, staged once per block
+ *   (`tk_norm_forward__bf16[_e4m3_gN]_ws`, the default), or (false) load it through L1 after each row's reduction
+ *   (the kernels measured up to round 2). docs/perf-notes/perf3-norm.md.
+ * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
+ *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
+ *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
  */
-export const normLaunchTuning = { teamThreads: 0, backwardBf16Blocks: 0 };
+export const normLaunchTuning = { teamThreads: 0, backwardBf16Blocks: 0, forwardWeightSmem: true, forwardBlocksPerSm: 0 };
+
+/** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or 8. */
+export function forwardBlocksPerSm(): number {
+  const b = normLaunchTuning.forwardBlocksPerSm;
+  return Number.isInteger(b) && b > 0 ? b : 8;
+}
 
 /** N = nextPow2(H / 16): the tree's width in 16-element chunks. */
 function treeWidth(hidden: number): number {

@@ -11,10 +11,10 @@ import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import { type Device, type DeviceTensor, deviceEmptyStrided, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
 import type { DType } from "../../core/dtype.ts";
-import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import type { SfGeometry } from "../quant/sf_layout.ts";
 import { checkWeight, shapeText } from "./checks.ts";
-import { NORM_BLOCK_THREADS, normStream, teamThreads } from "./launch.ts";
+import { forwardBlocksPerSm, NORM_BLOCK_THREADS, normLaunchTuning, normStream, teamThreads } from "./launch.ts";
 import { NORM_FWD_FLAG, NormForwardParams } from "./norm_forward.params.ts";
 import { normForwardRef, type NormForwardOut } from "./norm_forward.ref.ts";
 
@@ -233,6 +233,13 @@ export interface NormCastTarget {
   readonly packedUe8m0: boolean;
 }
 
+/**
+ * Dynamic shared memory of the `_ws` kernels: the weight slots, 2 chunks × 2 pieces × 16 bytes per thread of a
+ * 256-thread block (norm_forward.cu kFwdWeightSlotBytes). With the 33 KiB of static shared memory a block takes
+ * 49 KiB (above the 48 KiB default, hence the opt-in of kernelFunctionWithSmem); 4 blocks per SM still fit.
+ */
+const FWD_WEIGHT_SLOT_BYTES = 2 * 2 * NORM_BLOCK_THREADS * 16;
+
 const packet = new LaunchPacket(NormForwardParams);
 const W = packet.w;
 
@@ -267,8 +274,12 @@ export function launchNormForward(
   const H = x.shape[rank - 1];
   if (B * T === 0) return;
   const c = o.cast;
-  const sym = c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`;
-  const fn = kernelFunction(op, device, sym);
+  // bf16 with a weight: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared memory) unless
+  // the tuning knob asks for the L1 form
+  const ws = x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
+  const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (ws ? "_ws" : "");
+  const smem = ws ? FWD_WEIGHT_SLOT_BYTES : 0;
+  const fn = ws ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);
   const p = packet;
   p.u64(W.x, addr(x));
@@ -309,9 +320,9 @@ export function launchNormForward(
   p.f32(W.out_scale, r.outScale);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
   const rowsPerBlock = NORM_BLOCK_THREADS / P;
-  // 8 blocks per SM: two full waves of the 4 resident bf16 blocks (plain and cast: 64 registers), four of the 2 fp32
-  // ones. (A count that is not a multiple of the resident blocks leaves a part-empty last wave.)
-  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), 8 * config.getNumSms(device)));
-  p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, 0, false, device.index);
+  // 8 blocks per SM by default: two full waves of the 4 resident bf16 blocks (plain and cast: 64 registers), four of
+  // the 2 fp32 ones. (A count that is not a multiple of the resident blocks leaves a part-empty last wave.)
+  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), forwardBlocksPerSm() * config.getNumSms(device)));
+  p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
 }
