@@ -185,15 +185,16 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
   }
 });
 
-/** Runs f with the forward tuning knobs set (weight form, grid cap per SM), then restores them. */
-function withForwardTuning<T>(weightSmem: boolean, blocksPerSm: number, f: () => T): T {
-  const prev = [normLaunchTuning.forwardWeightSmem, normLaunchTuning.forwardBlocksPerSm] as const;
+/** Runs f with the forward tuning knobs set (weight form, grid cap per SM, warp rows), then restores them. */
+function withForwardTuning<T>(weightSmem: boolean, blocksPerSm: number, f: () => T, warpRows = false): T {
+  const prev = [normLaunchTuning.forwardWeightSmem, normLaunchTuning.forwardBlocksPerSm, normLaunchTuning.forwardWarpRows] as const;
   normLaunchTuning.forwardWeightSmem = weightSmem;
   normLaunchTuning.forwardBlocksPerSm = blocksPerSm;
+  normLaunchTuning.forwardWarpRows = warpRows;
   try {
     return f();
   } finally {
-    [normLaunchTuning.forwardWeightSmem, normLaunchTuning.forwardBlocksPerSm] = prev;
+    [normLaunchTuning.forwardWeightSmem, normLaunchTuning.forwardBlocksPerSm, normLaunchTuning.forwardWarpRows] = prev;
   }
 }
 
@@ -203,7 +204,31 @@ function unalignedWeight(rand: () => number, H: number): HostTensor {
   return new HostTensor(w.data, "bf16", [H], [1], 1);
 }
 
-gpuTest("forward kernels: weight in shared memory (_ws, default) and through L1, grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
+gpuTest("normForward bf16 without residual by warp rows (_wr, the default) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
+  const rand = rng(7801);
+  for (const blocks of [0, 1, 3]) {
+    withForwardTuning(true, blocks, () => {
+      // H > 256: N = 32 … 512 chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
+      for (const H of [272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
+        for (const weight of [true, false]) {
+          const outScale = rand() < 0.5 ? 1 : 0.3;
+          const tag = `wr blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
+          compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
+          compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
+          compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+        }
+        const x = rows(rand, 0, 19, H, "bf16");
+        compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `wr blocks/SM ${blocks} H ${H} unaligned weight`);
+      }
+    }, true);
+  }
+  // full size: many rows per warp with a capped grid, and one row per warp
+  for (const blocks of [1, 0]) {
+    withForwardTuning(true, blocks, () => compareForward(rand, { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 }, `wr 3000x7168 blocks/SM ${blocks}`), true);
+  }
+});
+
+gpuTest("forward team kernels: weight in shared memory (_ws, default) and through L1, grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
   for (const weightSmem of [true, false]) {
     for (const blocks of [0, 4, 1 << 20]) {
       const tag = `ws ${weightSmem} blocks/SM ${blocks}`;
@@ -483,8 +508,11 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         const x = specialRows(rand, T, H, dtype);
         const r = specialRows(rand, T, H, dtype);
         const w = specialWeight(rand, H, dtype);
-        compareForwardOn(x, undefined, w, outScale, `${label} weight`);
+        compareForwardOn(x, undefined, w, outScale, `${label} weight`); // bf16, H > 256: warp rows (_wr)
+        withForwardTuning(true, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, team kernel`));
+        withForwardTuning(false, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, team kernel, weight via L1`));
         compareForwardOn(x, r, null, outScale, `${label} residual`);
+        compareForwardOn(x, r, w, outScale, `${label} residual and weight`);
         if (H % 128 === 0) compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast`);
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);

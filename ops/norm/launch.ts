@@ -24,13 +24,22 @@ export const NORM_BLOCK_THREADS = 256;
  * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
  *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
+ * - `forwardWarpRows`: bf16 normForward without residual, H > 256, runs `tk_norm_forward__bf16_wr` (one warp per
+ *   row, two passes over the row, 16 rows per SM; the default) instead of the team kernels above (false).
+ *   Its default grid is one block per 8 rows (no cap: `forwardBlocksPerSm` caps it when set).
  */
-export const normLaunchTuning = { teamThreads: 0, backwardBf16Blocks: 0, forwardWeightSmem: true, forwardBlocksPerSm: 0 };
+export const normLaunchTuning = {
+  teamThreads: 0,
+  backwardBf16Blocks: 0,
+  forwardWeightSmem: true,
+  forwardBlocksPerSm: 0,
+  forwardWarpRows: true,
+};
 
-/** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or 8. */
-export function forwardBlocksPerSm(): number {
+/** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */
+export function forwardBlocksPerSm(fallback = 8): number {
   const b = normLaunchTuning.forwardBlocksPerSm;
-  return Number.isInteger(b) && b > 0 ? b : 8;
+  return Number.isInteger(b) && b > 0 ? b : fallback;
 }
 
 /** N = nextPow2(H / 16): the tree's width in 16-element chunks. */

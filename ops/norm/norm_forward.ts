@@ -274,10 +274,12 @@ export function launchNormForward(
   const H = x.shape[rank - 1];
   if (B * T === 0) return;
   const c = o.cast;
-  // bf16 with a weight: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared memory) unless
-  // the tuning knob asks for the L1 form
-  const ws = x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
-  const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (ws ? "_ws" : "");
+  // bf16 plain forward without residual, H > 256 (N ≥ 32): one warp per row (`_wr`, 8 rows per block)
+  const wr = !c && x.dtype === "bf16" && !r.residual && H > 256 && normLaunchTuning.forwardWarpRows;
+  // bf16 with a weight otherwise: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared
+  // memory) unless the tuning knob asks for the L1 form
+  const ws = !wr && x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
+  const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (wr ? "_wr" : ws ? "_ws" : "");
   const smem = ws ? FWD_WEIGHT_SLOT_BYTES : 0;
   const fn = ws ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);
@@ -319,10 +321,12 @@ export function launchNormForward(
   p.f32(W.eps, r.eps); // the packer's Float32Array rounds: RN32(eps), RN32(outScale)
   p.f32(W.out_scale, r.outScale);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
-  const rowsPerBlock = NORM_BLOCK_THREADS / P;
-  // 8 blocks per SM by default: two full waves of the 4 resident bf16 blocks (plain and cast: 64 registers), four of
-  // the 2 fp32 ones. (A count that is not a multiple of the resident blocks leaves a part-empty last wave.)
-  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), forwardBlocksPerSm() * config.getNumSms(device)));
+  // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
+  // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
+  // last wave). _wr: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
+  const rowsPerBlock = wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
+  const perSm = forwardBlocksPerSm(wr ? 1 << 20 : 8);
+  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
   p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
 }

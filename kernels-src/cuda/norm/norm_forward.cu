@@ -6,6 +6,8 @@
 //   tk_norm_forward__<in>_e4m3_g<N>    N ∈ {32, 128}: data + sf (+ outBf16), rstd, residualOut; no x-dtype out
 //   tk_norm_forward__bf16[_e4m3_g<N>]_ws   the bf16 kernels with the weight staged in shared memory once per block
 //                                          (the host's default for bf16 with a weight; normLaunchTuning)
+//   tk_norm_forward__bf16_wr               bf16 out, no residual, H > 256: one warp per row, two passes (below,
+//                                          "warp rows"); the host's default for that case
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -13,6 +15,9 @@
 //   256      0; _ws: 16 KiB         max(1, N/2), N = nextPow2(H / 16)    min(ceilDiv(B·T, 256 / P), 8 · SMs)
 //   (two full waves of blocks at 4 resident per SM, four at 2; the host's normLaunchTuning.forwardBlocksPerSm
 //   replaces the 8 for A/B runs. _ws: 33 KiB static + 16 KiB dynamic = 49 KiB per block, 4 per SM = 196 KiB.)
+//
+//   _wr: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
+//   by warp for any grid); 128 registers → 2 blocks = 16 rows per SM.
 //
 //   _ws: the weight's chunks p and p + P of every team thread are copied (cp.async, with the block's first row)
 //   into kFwdWeightSlotBytes of dynamic shared memory, laid out as the row slots, and step 4 reads them there:
@@ -422,6 +427,180 @@ struct NormForward {
   }
 };
 
+// ---- warp rows: tk_norm_forward__bf16_wr -------------------------------------------------------------------------
+// One warp per row, two passes, no shared memory and no barrier: pass 1 reads the row (L2::evict_last) and reduces
+// it, pass 2 reads it again (from L2, L2::evict_first) with the weight (L1) and writes the output. The team is the
+// warp (P = 32, legal for N ≥ 32, spec D.2): lane l owns the chunks l + 32·j, j < J = N/32 (1 … 16), sums each by
+// the 8/4/2/1 tree, folds its J sums by halving (distance J/2 first: the tree's steps N/2 … 32) and the lanes
+// combine by xor shuffles 16 … 1 (the steps 16 … 1), so S has the bits of TREE. Rows are not held in registers:
+// 16 rows per SM in flight (2 blocks of 8 warps) instead of 4 (+ 4 staged), at the cost of a second read of x from
+// L2; the per-row fixed work (tree tail, rstd, addressing) is paid by one warp instead of eight. bf16 x, no residual (the host's condition; with a residual the second pass would have to read
+// residualOut back, which may alias x or residual), H > 256 (N ≥ 32), any weight / outScale / strides / alignment.
+// Loads the row through the non-coherent path: x is never written by this kernel (out overlaps no input).
+
+// L2 eviction-priority policies (createpolicy, sm_80+): pass 1 keeps the row for pass 2, pass 2 lets it go.
+TK_DEV uint64_t l2_policy_evict_last() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+TK_DEV uint64_t l2_policy_evict_first() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+// 16 bytes, non-coherent, not allocated in L1, with an L2 cache policy.
+TK_DEV void ld_stream_hint(const void* ptr, uint32_t (&w)[4], uint64_t pol) {
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr), "l"(pol));
+}
+
+// Chunks per pass-1 step: four pairs (j, j + J/2) in flight per lane (64 registers): H = 7168 reads its row in two
+// steps. Pass 2 moves kWrPass2Chunks chunks of x and of the weight per step.
+constexpr int kWrPairsPerStep = 4;
+constexpr int kWrPass2Chunks = 4;
+// Register budget: 2 blocks per SM (128 registers, no spills on sm_90a / sm_100a) = 16 rows per SM. Every resident
+// row waits in L2 between its two passes: 16 × 132 × 14 KB = 30 MB at H = 7168, within the 50 MB L2 (32 rows per SM,
+// 60 MB, would not be).
+constexpr int kWrMinBlocks = 2;
+
+struct NormForwardWarpRows {
+  using Chunk = RowChunk<Fmt::kBf16>;
+  static constexpr int kEb = 2;
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardWarpRows(const NormForwardParams& params) : p(params) {}
+
+  // A chunk's 16 elements at q (2 × 16 bytes; element-wise when not aligned), zeros when !live.
+  static TK_DEV void load(Chunk& v, const uint8_t* q, bool live, bool aligned, uint64_t pol) {
+    v.zero();
+    if (!live) return;
+    if (aligned) {
+#pragma unroll
+      for (int s = 0; s < Chunk::kPieces; ++s) {
+        uint32_t w[4];
+        ld_stream_hint(q + kVecBytes * s, w, pol);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v.w[4 * s + i] = w[i];
+      }
+    } else {
+      v.load(q, false);
+    }
+  }
+
+  TK_DEV void run() const {
+    const uint32_t H = p.hidden, K = H / kRmsChunk;
+    uint32_t N = 1;
+    while (N < K) N *= 2;
+    const uint32_t J = N / kWarpSize;  // chunks per lane (N ≥ 32)
+    const uint32_t Jh = J / 2;          // the top local fold's distance; 0 when J = 1
+    const uint32_t lane = threadIdx.x % kWarpSize;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const bool has_w = p.flags & kFwdWeight;
+    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool w_al = (p.weight % kVecBytes) == 0;
+    const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
+    const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
+
+    for (uint64_t row = static_cast<uint64_t>(blockIdx.x) * warps_per_block + threadIdx.x / kWarpSize; row < rows; row += step) {
+      const uint64_t b = p.num_batches == 1 ? 0 : row / T, t = p.num_batches == 1 ? row : row % T;
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+
+      // pass 1: steps 2–3. c[jj] = sum(chunk l + 32·jj) ⊕ sum(chunk l + 32·(jj + Jh)) (the tree's step N/2), then the
+      // halving over jj (steps N/4 … 32), then the lanes (16 … 1). J = 1: the lane's one chunk.
+      float S;
+      {
+        const uint64_t keep = l2_policy_evict_last();
+        auto chunk_sum = [&](const Chunk& v) {
+          float q[kRmsChunk];
+#pragma unroll
+          for (int j = 0; j < kRmsChunk; ++j) q[j] = mul_rn(v.at(j), v.at(j));
+          return chunk_tree(q);  // a dead chunk holds +0s: the +0 pad of D.2
+        };
+        float c[8];
+#pragma unroll
+        for (int jj = 0; jj < 8; jj += kWrPairsPerStep) {
+          if (static_cast<uint32_t>(jj) >= (Jh ? Jh : 1u)) {  // no pair left (uniform): +0, never folded in
+#pragma unroll
+            for (int u = 0; u < kWrPairsPerStep; ++u) c[jj + u] = 0.0f;
+            continue;
+          }
+          Chunk a[kWrPairsPerStep], z[kWrPairsPerStep];
+#pragma unroll
+          for (int u = 0; u < kWrPairsPerStep; ++u) {
+            const uint32_t j = jj + u;
+            const bool pair = j < Jh;  // J ≥ 2: chunks j and j + Jh; J = 1: chunk 0 alone (as a, j = 0)
+            const uint32_t k0 = lane + kWarpSize * j, k1 = lane + kWarpSize * (j + Jh);
+            load(a[u], xr + static_cast<uint64_t>(k0) * Chunk::kBytes, (pair || (Jh == 0 && j == 0)) && k0 < K, x_al, keep);
+            load(z[u], xr + static_cast<uint64_t>(k1) * Chunk::kBytes, pair && k1 < K, x_al, keep);
+          }
+#pragma unroll
+          for (int u = 0; u < kWrPairsPerStep; ++u) {
+            const float sa = chunk_sum(a[u]);
+            c[jj + u] = Jh == 0 ? sa : add_rn(sa, chunk_sum(z[u]));
+          }
+        }
+#pragma unroll
+        for (uint32_t h = 4; h >= 1; h /= 2)
+          if (h < Jh)
+#pragma unroll
+            for (uint32_t j = 0; j < h; ++j) c[j] = add_rn(c[j], c[j + h]);
+        float v = c[0];
+#pragma unroll
+        for (uint32_t h = kWarpSize / 2; h >= 1; h /= 2) v = add_rn(v, __shfl_xor_sync(kFullWarpMask, v, h));
+        S = v;
+      }
+      const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+      if (lane == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
+
+      // pass 2: step 4 for the lane's chunks, two at a time (the row read again, the weight from L1)
+      const uint64_t last = l2_policy_evict_first();
+      uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+      const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
+      auto step4 = [&](auto unit_scale, auto with_weight) {
+        constexpr bool kOne = decltype(unit_scale)::value, kW = decltype(with_weight)::value;
+        for (uint32_t j = 0; j < J; j += kWrPass2Chunks) {
+          Chunk sv[kWrPass2Chunks], wc[kWrPass2Chunks];
+#pragma unroll
+          for (int u = 0; u < kWrPass2Chunks; ++u) {
+            const uint32_t k = lane + kWarpSize * (j + u);
+            const bool live = j + u < J && k < K;
+            load(sv[u], xr + static_cast<uint64_t>(k) * Chunk::kBytes, live, x_al, last);
+            wc[u].zero();
+            if (kW && live) wc[u].template load<false>(wr + static_cast<uint64_t>(k) * Chunk::kBytes, w_al);
+          }
+#pragma unroll
+          for (int u = 0; u < kWrPass2Chunks; ++u) {
+            const uint32_t k = lane + kWarpSize * (j + u);
+            if (!(j + u < J && k < K)) continue;
+            float y[kRmsChunk];
+#pragma unroll
+            for (int e = 0; e < kRmsChunk; ++e) {
+              const float sr = mul_rn(sv[u].at(e), rstd);
+              if constexpr (kOne) {
+                y[e] = kW ? mul_rn(sr, wc[u].at(e)) : sr;
+              } else {
+                y[e] = mul_rn(sr, kW ? mul_rn(wc[u].at(e), p.out_scale) : p.out_scale);
+              }
+            }
+            sv[u].set_all(y);
+            sv[u].store(orow + static_cast<uint64_t>(k) * Chunk::kBytes, o_al);
+          }
+        }
+      };
+      // (the branches uniform over the launch, outside the element loops)
+      if (p.out_scale == 1.0f) {
+        if (has_w) step4(BoolConst<true>{}, BoolConst<true>{});
+        else step4(BoolConst<true>{}, BoolConst<false>{});
+      } else {
+        if (has_w) step4(BoolConst<false>{}, BoolConst<true>{});
+        else step4(BoolConst<false>{}, BoolConst<false>{});
+      }
+    }
+  }
+};
+
 }  // namespace
 }  // namespace tk
 
@@ -455,5 +634,12 @@ TK_NORM_FORWARD_CAST(fp32, kFp32, 128)
 TK_NORM_FORWARD_CAST(bf16, kBf16, 32)
 TK_NORM_FORWARD_CAST(bf16, kBf16, 128)
 TK_NORM_FORWARD_WS(bf16, kBf16)
+
+// Warp rows (bf16, no residual, H > 256; normLaunchTuning.forwardWarpRows): 256 threads, no shared memory of its own
+// 128 registers: 2 blocks = 16 warps = 16 rows per SM.
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)
+    tk_norm_forward__bf16_wr(const __grid_constant__ NormForwardParams p) {
+  tk::NormForwardWarpRows(p).run();
+}
 TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 32)
 TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 128)
