@@ -187,14 +187,16 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 
 /** Runs f with the forward tuning knobs set (weight form, grid cap per SM, warp rows), then restores them. */
 function withForwardTuning<T>(weightSmem: boolean, blocksPerSm: number, f: () => T, warpRows = false): T {
-  const prev = [normLaunchTuning.forwardWeightSmem, normLaunchTuning.forwardBlocksPerSm, normLaunchTuning.forwardWarpRows] as const;
-  normLaunchTuning.forwardWeightSmem = weightSmem;
-  normLaunchTuning.forwardBlocksPerSm = blocksPerSm;
-  normLaunchTuning.forwardWarpRows = warpRows;
+  const t = normLaunchTuning;
+  const prev = [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
+  t.forwardWeightSmem = weightSmem;
+  t.forwardBlocksPerSm = blocksPerSm;
+  t.forwardWarpRows = warpRows;
+  t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [normLaunchTuning.forwardWeightSmem, normLaunchTuning.forwardBlocksPerSm, normLaunchTuning.forwardWarpRows] = prev;
+    [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
   }
 }
 
@@ -204,7 +206,7 @@ function unalignedWeight(rand: () => number, H: number): HostTensor {
   return new HostTensor(w.data, "bf16", [H], [1], 1);
 }
 
-gpuTest("normForward bf16 without residual by warp rows (_wr, the default) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
+gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 16 rows per SM) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
   const rand = rng(7801);
   for (const blocks of [0, 1, 3]) {
     withForwardTuning(true, blocks, () => {
@@ -508,8 +510,8 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         const x = specialRows(rand, T, H, dtype);
         const r = specialRows(rand, T, H, dtype);
         const w = specialWeight(rand, H, dtype);
-        compareForwardOn(x, undefined, w, outScale, `${label} weight`); // bf16, H > 256: warp rows (_wr)
-        withForwardTuning(true, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, team kernel`));
+        compareForwardOn(x, undefined, w, outScale, `${label} weight`); // default: 10 rows, the team kernel
+        withForwardTuning(true, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, warp rows`), true);
         withForwardTuning(false, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, team kernel, weight via L1`));
         compareForwardOn(x, r, null, outScale, `${label} residual`);
         compareForwardOn(x, r, w, outScale, `${label} residual and weight`);

@@ -24,9 +24,11 @@ export const NORM_BLOCK_THREADS = 256;
  * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
  *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
- * - `forwardWarpRows`: bf16 normForward without residual, H > 256, runs `tk_norm_forward__bf16_wr` (one warp per
- *   row, two passes over the row, 16 rows per SM; the default) instead of the team kernels above (false).
- *   Its default grid is one block per 8 rows (no cap: `forwardBlocksPerSm` caps it when set).
+ * - `forwardWarpRows`: bf16 normForward without residual, H > 256, at least `forwardWarpRowsMinRowsPerSm` rows per
+ *   SM (default 16: every SM's 16 resident warps get a row), runs `tk_norm_forward__bf16_wr` (one warp per row, two
+ *   passes over the row; the default) instead of the team kernels above (false). Fewer rows (decode) keep the team
+ *   kernels: 256 threads per row finish one row sooner than one warp. Its default grid is one block per 8 rows (no
+ *   cap: `forwardBlocksPerSm` caps it when set).
  */
 export const normLaunchTuning = {
   teamThreads: 0,
@@ -34,6 +36,7 @@ export const normLaunchTuning = {
   forwardWeightSmem: true,
   forwardBlocksPerSm: 0,
   forwardWarpRows: true,
+  forwardWarpRowsMinRowsPerSm: 16,
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */
