@@ -188,15 +188,16 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 /** Runs f with the forward tuning knobs set (weight form, grid cap per SM, warp rows), then restores them. */
 function withForwardTuning<T>(weightSmem: boolean, blocksPerSm: number, f: () => T, warpRows = false): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
+  const prev = [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
   t.forwardWeightSmem = weightSmem;
   t.forwardBlocksPerSm = blocksPerSm;
   t.forwardWarpRows = warpRows;
+  t.castWarpRows = warpRows;
   t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
+    [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
   }
 }
 
@@ -221,12 +222,26 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
         }
         const x = rows(rand, 0, 19, H, "bf16");
         compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `wr blocks/SM ${blocks} H ${H} unaligned weight`);
+        // the fused casts by warp rows: groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
+        for (const npc of [32, 128] as const) {
+          if (H % npc) continue;
+          for (const [name, sf] of SF_CONFIGS) {
+            const withOutBf16 = rand() < 0.5;
+            const B = rand() < 0.3 ? 2 : 0;
+            const c: FwdCase = { B, T: B ? 7 : 23, H, dtype: "bf16", weight: rand() < 0.7, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 64) };
+            compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `wr cast blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
+          }
+        }
       }
     }, true);
   }
   // full size: many rows per warp with a capped grid, and one row per warp
   for (const blocks of [1, 0]) {
-    withForwardTuning(true, blocks, () => compareForward(rand, { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 }, `wr 3000x7168 blocks/SM ${blocks}`), true);
+    withForwardTuning(true, blocks, () => {
+      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+      compareForward(rand, c, `wr 3000x7168 blocks/SM ${blocks}`);
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr cast 3000x7168 blocks/SM ${blocks}`);
+    }, true);
   }
 });
 
@@ -516,6 +531,9 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         compareForwardOn(x, r, null, outScale, `${label} residual`);
         compareForwardOn(x, r, w, outScale, `${label} residual and weight`);
         if (H % 128 === 0) compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast`);
+        if (H % 128 === 0) {
+          withForwardTuning(true, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows`), true);
+        }
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);
       }

@@ -29,6 +29,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   passes over the row; the default) instead of the team kernels above (false). Fewer rows (decode) keep the team
  *   kernels: 256 threads per row finish one row sooner than one warp. Its default grid is one block per 8 rows (no
  *   cap: `forwardBlocksPerSm` caps it when set).
+ * - `castWarpRows`: the same for the fused casts (normForwardAndPerTokenCast without residual:
+ *   `tk_norm_forward__bf16_e4m3_g<N>_wr`; addRmsnormForwardAndPerTokenCast always has a residual).
  */
 export const normLaunchTuning = {
   teamThreads: 0,
@@ -36,6 +38,7 @@ export const normLaunchTuning = {
   forwardWeightSmem: true,
   forwardBlocksPerSm: 0,
   forwardWarpRows: true,
+  castWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,
 };
 

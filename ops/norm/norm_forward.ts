@@ -274,8 +274,8 @@ export function launchNormForward(
   const H = x.shape[rank - 1];
   if (B * T === 0) return;
   const c = o.cast;
-  // bf16 plain forward without residual, H > 256 (N ≥ 32), enough rows: one warp per row (`_wr`, 8 rows per block)
-  const wr = !c && x.dtype === "bf16" && !r.residual && H > 256 && normLaunchTuning.forwardWarpRows &&
+  // bf16 without residual, H > 256 (N ≥ 32), enough rows: one warp per row (`_wr`, 8 rows per block), plain or cast
+  const wr = x.dtype === "bf16" && !r.residual && H > 256 && (c ? normLaunchTuning.castWarpRows : normLaunchTuning.forwardWarpRows) &&
     B * T >= normLaunchTuning.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // bf16 with a weight otherwise: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared
   // memory) unless the tuning knob asks for the L1 form

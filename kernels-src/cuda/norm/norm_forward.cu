@@ -7,7 +7,8 @@
 //   tk_norm_forward__bf16[_e4m3_g<N>]_ws   the bf16 kernels with the weight staged in shared memory once per block
 //                                          (the host's default for bf16 with a weight; normLaunchTuning)
 //   tk_norm_forward__bf16_wr               bf16 out, no residual, H > 256: one warp per row, two passes (below,
-//                                          "warp rows"); the host's default for that case
+//   tk_norm_forward__bf16_e4m3_g<N>_wr     "warp rows"), plain and fused cast; the host's default for that case
+//                                          from 16 rows per SM
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -17,7 +18,7 @@
 //   replaces the 8 for A/B runs. _ws: 33 KiB static + 16 KiB dynamic = 49 KiB per block, 4 per SM = 196 KiB.)
 //
 //   _wr: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
-//   by warp for any grid); 128 registers → 2 blocks = 16 rows per SM.
+//   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
 //
 //   _ws: the weight's chunks p and p + P of every team thread are copied (cp.async, with the block's first row)
 //   into kFwdWeightSlotBytes of dynamic shared memory, laid out as the row slots, and step 4 reads them there:
@@ -432,7 +433,8 @@ struct NormForward {
 // it, pass 2 reads it again (from L2, L2::evict_first) with the weight (L1) and writes the output. The team is the
 // warp (P = 32, legal for N ≥ 32, spec D.2): lane l owns the chunks l + 32·j, j < J = N/32 (1 … 16), sums each by
 // the 8/4/2/1 tree, folds its J sums by halving (distance J/2 first: the tree's steps N/2 … 32) and the lanes
-// combine by xor shuffles 16 … 1 (the steps 16 … 1), so S has the bits of TREE. Rows are not held in registers:
+// combine by xor shuffles 16 … 1 (the steps 16 … 1), so S has the bits of TREE. The casts (kCastN) cast each chunk
+// after step 4 with its group's kCastN / 16 adjacent lanes (cast_chunk). Rows are not held in registers:
 // 16 rows per SM in flight (2 blocks of 8 warps) instead of 4 (+ 4 staged), at the cost of a second read of x from
 // L2; the per-row fixed work (tree tail, rstd, addressing) is paid by one warp instead of eight. bf16 x, no residual (the host's condition; with a residual the second pass would have to read
 // residualOut back, which may alias x or residual), H > 256 (N ≥ 32), any weight / outScale / strides / alignment.
@@ -465,9 +467,14 @@ constexpr int kWrPass2Chunks = 4;
 // 60 MB, would not be).
 constexpr int kWrMinBlocks = 2;
 
+template <int kCastN>
 struct NormForwardWarpRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr int kEb = 2;
+  static constexpr bool kCast = kCastN != 0;
+  // pass-2 chunks per step: the casts keep fewer in flight (their scaling needs registers too)
+  static constexpr int kPass2 = kCast ? 2 : kWrPass2Chunks;
+  static constexpr int kGroupChunks = kCast ? kCastN / kRmsChunk : 1;  // a group: kGroupChunks adjacent lanes
   const NormForwardParams& p;
   TK_DEV explicit NormForwardWarpRows(const NormForwardParams& params) : p(params) {}
 
@@ -499,6 +506,8 @@ struct NormForwardWarpRows {
     const bool has_w = p.flags & kFwdWeight;
     const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
     const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool with_bf16 = p.flags & kFwdOutBf16;
+    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
     const bool w_al = (p.weight % kVecBytes) == 0;
     const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
@@ -556,14 +565,14 @@ struct NormForwardWarpRows {
 
       // pass 2: step 4 for the lane's chunks, two at a time (the row read again, the weight from L1)
       const uint64_t last = l2_policy_evict_first();
-      uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+      uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
       const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
       auto step4 = [&](auto unit_scale, auto with_weight) {
         constexpr bool kOne = decltype(unit_scale)::value, kW = decltype(with_weight)::value;
-        for (uint32_t j = 0; j < J; j += kWrPass2Chunks) {
-          Chunk sv[kWrPass2Chunks], wc[kWrPass2Chunks];
+        for (uint32_t j = 0; j < J; j += kPass2) {
+          Chunk sv[kPass2], wc[kPass2];
 #pragma unroll
-          for (int u = 0; u < kWrPass2Chunks; ++u) {
+          for (int u = 0; u < kPass2; ++u) {
             const uint32_t k = lane + kWarpSize * (j + u);
             const bool live = j + u < J && k < K;
             load(sv[u], xr + static_cast<uint64_t>(k) * Chunk::kBytes, live, x_al, last);
@@ -571,9 +580,11 @@ struct NormForwardWarpRows {
             if (kW && live) wc[u].template load<false>(wr + static_cast<uint64_t>(k) * Chunk::kBytes, w_al);
           }
 #pragma unroll
-          for (int u = 0; u < kWrPass2Chunks; ++u) {
+          for (int u = 0; u < kPass2; ++u) {
             const uint32_t k = lane + kWarpSize * (j + u);
-            if (!(j + u < J && k < K)) continue;
+            if (j + u >= J) continue;  // uniform over the warp
+            const bool live = k < K;
+            if (!kCast && !live) continue;  // (the casts' dead chunks still take part in the group shuffles)
             float y[kRmsChunk];
 #pragma unroll
             for (int e = 0; e < kRmsChunk; ++e) {
@@ -585,7 +596,11 @@ struct NormForwardWarpRows {
               }
             }
             sv[u].set_all(y);
-            sv[u].store(orow + static_cast<uint64_t>(k) * Chunk::kBytes, o_al);
+            if constexpr (kCast) {
+              cast_chunk(sv[u], row, t, b, k, live, with_bf16, d_al, b_al);
+            } else {
+              sv[u].store(orow + static_cast<uint64_t>(k) * Chunk::kBytes, o_al);
+            }
           }
         }
       };
@@ -598,6 +613,43 @@ struct NormForwardWarpRows {
         else step4(BoolConst<false>{}, BoolConst<false>{});
       }
     }
+    if constexpr (kCast) {
+      for (uint32_t bb = 0; bb < p.num_batches; ++bb) {
+        SfOut o = sf_out();
+        o.base += 4 * static_cast<uint64_t>(bb) * p.sf_batch_stride;
+        o.zero_padding_rows(p.num_tokens, p.sf_rows);
+      }
+    }
+  }
+
+  TK_DEV SfOut sf_out() const {
+    return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, p.hidden / (kCast ? kCastN : 1)};
+  }
+
+  // The per-token cast of the bf16 chunk y (chunk k of row (b, t)), as NormForward::cast_row does for a team: the
+  // group of kCastN columns is kGroupChunks adjacent lanes (k = lane + 32·j, 32 a multiple of kGroupChunks), its
+  // amax an xor-shuffle max of the lanes' packed |y| maxima (every lane calls: uniform control flow; a dead chunk,
+  // all +0, lies in a dead group since H % kCastN == 0). outBf16 = y.
+  TK_DEV void cast_chunk(const Chunk& y, uint64_t row, uint64_t t, uint64_t b, uint32_t k, bool live, bool with_bf16,
+                         bool d_al, bool b_al) const {
+    const uint64_t H = p.hidden;
+    if (with_bf16 && live) y.store(reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes, b_al);
+    uint32_t a = abs_max_bf16<Chunk::kWords>(y.w);
+#pragma unroll
+    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) a = max(a, __shfl_xor_sync(kFullWarpMask, a, m));
+    if (!live) return;
+    const ScaleAndInv si = sf_and_inv(u2f(a << 16), p.amax_clamp, kE4m3Max, p.flags);
+    if (k % kGroupChunks == 0) {
+      SfOut so = sf_out();
+      so.base += 4 * b * p.sf_batch_stride;
+      so.store(t, k / kGroupChunks, si.stored);
+    }
+    float v[kRmsChunk];
+#pragma unroll
+    for (int e = 0; e < kRmsChunk; ++e) v[e] = mul_rn(y.at(e), si.inv);
+    uint32_t o[kRmsChunk / 4];
+    encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
+    store_chunk<kRmsChunk>(reinterpret_cast<uint8_t*>(p.data) + row * H + static_cast<uint64_t>(k) * kRmsChunk, o, d_al);
   }
 };
 
@@ -639,7 +691,14 @@ TK_NORM_FORWARD_WS(bf16, kBf16)
 // 128 registers: 2 blocks = 16 warps = 16 rows per SM.
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)
     tk_norm_forward__bf16_wr(const __grid_constant__ NormForwardParams p) {
-  tk::NormForwardWarpRows(p).run();
+  tk::NormForwardWarpRows<0>(p).run();
 }
+#define TK_NORM_FORWARD_CAST_WR(n)                                                                        \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
+      tk_norm_forward__bf16_e4m3_g##n##_wr(const __grid_constant__ NormForwardParams p) {                 \
+    tk::NormForwardWarpRows<n>(p).run();                                                                  \
+  }
+TK_NORM_FORWARD_CAST_WR(32)
+TK_NORM_FORWARD_CAST_WR(128)
 TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 32)
 TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 128)
