@@ -474,7 +474,6 @@ struct NormForwardWarpRows {
   static constexpr bool kCast = kCastN != 0;
   // pass-2 chunks per step: the casts keep fewer in flight (their scaling needs registers too)
   static constexpr int kPass2 = kCast ? 2 : kWrPass2Chunks;
-  static constexpr int kGroupChunks = kCast ? kCastN / kRmsChunk : 1;  // a group: kGroupChunks adjacent lanes
   const NormForwardParams& p;
   TK_DEV explicit NormForwardWarpRows(const NormForwardParams& params) : p(params) {}
 
@@ -632,6 +631,7 @@ struct NormForwardWarpRows {
   // all +0, lies in a dead group since H % kCastN == 0). outBf16 = y.
   TK_DEV void cast_chunk(const Chunk& y, uint64_t row, uint64_t t, uint64_t b, uint32_t k, bool live, bool with_bf16,
                          bool d_al, bool b_al) const {
+    constexpr uint32_t kGroupChunks = kCastN / kRmsChunk;  // a group: kGroupChunks adjacent lanes
     const uint64_t H = p.hidden;
     if (with_bf16 && live) y.store(reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes, b_al);
     uint32_t a = abs_max_bf16<Chunk::kWords>(y.w);
