@@ -30,6 +30,8 @@ const FORMS: Record<string, Partial<Tuning>> = {
   "team-l1": { forwardWarpRows: false, castWarpRows: false, forwardWeightSmem: false },
   // warp rows with the grid capped at 2 blocks per SM (one wave, ~rows / 2112 rows per warp)
   "wr-2": { forwardBlocksPerSm: 2 },
+  // warp rows held at 1 resident block (8 rows) per SM by 120 KiB of unused dynamic shared memory
+  "wr-1blk": { warpRowsSmemPad: 120 * 1024 },
 };
 
 const args = process.argv.slice(2);

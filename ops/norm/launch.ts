@@ -31,6 +31,9 @@ export const NORM_BLOCK_THREADS = 256;
  *   cap: `forwardBlocksPerSm` caps it when set).
  * - `castWarpRows`: the same for the fused casts (normForwardAndPerTokenCast without residual:
  *   `tk_norm_forward__bf16_e4m3_g<N>_wr`; addRmsnormForwardAndPerTokenCast always has a residual).
+ * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
+ *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
+ *   L2 between the two passes); 0 = none.
  */
 export const normLaunchTuning = {
   teamThreads: 0,
@@ -40,6 +43,7 @@ export const normLaunchTuning = {
   forwardWarpRows: true,
   castWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,
+  warpRowsSmemPad: 0,
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

@@ -281,8 +281,8 @@ export function launchNormForward(
   // memory) unless the tuning knob asks for the L1 form
   const ws = !wr && x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (wr ? "_wr" : ws ? "_ws" : "");
-  const smem = ws ? FWD_WEIGHT_SLOT_BYTES : 0;
-  const fn = ws ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
+  const smem = ws ? FWD_WEIGHT_SLOT_BYTES : wr ? normLaunchTuning.warpRowsSmemPad : 0;
+  const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);
   const p = packet;
   p.u64(W.x, addr(x));
