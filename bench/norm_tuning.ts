@@ -1,7 +1,7 @@
 /**
  * A/B of the RMSNorm forward's launch forms in one process (docs/perf-notes/perf3-norm.md): `deno run -A --no-check
  * bench/norm_tuning.ts` (or `bun bench/norm_tuning.ts`), optionally `--forms a,b` (names below) and `--json FILE`.
- * For each form it sets `normLaunchTuning` (ops/norm/launch.ts), then measures
+ * For each form of bench/norm_forms.ts it sets `normLaunchTuning` (ops/norm/launch.ts), then measures
  *  - the roofline cases of normForward and normForwardAndPerTokenCast (bench/cases_norm.ts, 8192 and 16384 tokens)
  *    and addRmsnormForwardAndPerTokenCast (bench/cases_more.ts) as µs and % of the same run's cuMemcpyDtoD rate;
  *  - the decode case (1 and 64 tokens × 7168, weight) as device time queued behind a copy (bench/decode.ts's figure).
@@ -11,32 +11,15 @@
 import { writeFileSync } from "node:fs";
 import process from "node:process";
 import { deviceInfo, type DeviceTensor, devices, empty, normForward, normForwardAndPerTokenCast } from "../mod.ts";
-import { normLaunchTuning } from "../ops/norm/launch.ts";
+import { applyNormForm, NORM_FORMS, resetNormForm } from "./norm_forms.ts";
 import type { BenchCase } from "./cases.ts";
 import { cases as normCases } from "./cases_norm.ts";
 import { casesOn } from "./cases_more.ts";
 import { copyRateGBs, deviceTimeUs, queuedDeviceTimeUs, randomBf16 } from "./common.ts";
 
-type Tuning = typeof normLaunchTuning;
-/** The forms: name → knobs (unlisted knobs keep their defaults). */
-const FORMS: Record<string, Partial<Tuning>> = {
-  // the defaults of this round: warp rows from 16 rows per SM (no residual), else team kernels with the weight staged
-  "default": {},
-  // team kernels everywhere, weight staged in shared memory (_ws), grid 8 / 4 blocks per SM, one block per row
-  "team-ws": { forwardWarpRows: false, castWarpRows: false },
-  "team-ws-4": { forwardWarpRows: false, castWarpRows: false, forwardBlocksPerSm: 4 },
-  "team-ws-rows": { forwardWarpRows: false, castWarpRows: false, forwardBlocksPerSm: 1 << 20 },
-  // main's form: team kernels, weight through L1 after the reduction, grid 8 blocks per SM
-  "team-l1": { forwardWarpRows: false, castWarpRows: false, forwardWeightSmem: false },
-  // warp rows with the grid capped at 2 blocks per SM (one wave, ~rows / 2112 rows per warp)
-  "wr-2": { forwardBlocksPerSm: 2 },
-  // warp rows held at 1 resident block (8 rows) per SM by 120 KiB of unused dynamic shared memory
-  "wr-1blk": { warpRowsSmemPad: 120 * 1024 },
-};
-
 const args = process.argv.slice(2);
 const argOf = (k: string) => (args.includes(k) ? args[args.indexOf(k) + 1] : undefined);
-const forms = argOf("--forms")?.split(",") ?? Object.keys(FORMS);
+const forms = argOf("--forms")?.split(",") ?? Object.keys(NORM_FORMS);
 const jf = argOf("--json");
 
 if (devices().length === 0) {
@@ -47,15 +30,12 @@ const info = deviceInfo(0);
 const copy = copyRateGBs(2 ** 30);
 console.log(`${info.name} (${info.arch}, ${info.smCount} SMs); cuMemcpyDtoD ${copy.gbps.toFixed(0)} GB/s = 100%`);
 
-const defaults = { ...normLaunchTuning };
 const rows: Record<string, unknown>[] = [];
 for (const form of forms) {
-  const knobs = FORMS[form];
-  if (!knobs) {
-    console.log(`unknown form ${form} (${Object.keys(FORMS).join(", ")})`);
+  if (!applyNormForm(form)) {
+    console.log(`unknown form ${form} (${Object.keys(NORM_FORMS).join(", ")})`);
     continue;
   }
-  Object.assign(normLaunchTuning, defaults, knobs);
   try {
     const wanted = ["normForward", "normForwardAndPerTokenCast", "addRmsnormForwardAndPerTokenCast"];
     const all: BenchCase[] = [...normCases(), ...casesOn([8192, 16384], 0)];
@@ -88,7 +68,7 @@ for (const form of forms) {
     }
     w.dispose();
   } finally {
-    Object.assign(normLaunchTuning, defaults);
+    resetNormForm();
   }
 }
 
