@@ -188,16 +188,15 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 /** Runs f with the forward tuning knobs set (weight form, grid cap per SM, warp rows), then restores them. */
 function withForwardTuning<T>(weightSmem: boolean, blocksPerSm: number, f: () => T, warpRows = false): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
+  const prev = [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
   t.forwardWeightSmem = weightSmem;
   t.forwardBlocksPerSm = blocksPerSm;
-  t.forwardWarpRows = warpRows;
-  t.castWarpRows = warpRows;
+  t.forwardWarpRows = t.castWarpRows = t.residualWarpRows = warpRows;
   t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
+    [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
   }
 }
 
@@ -235,6 +234,58 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
       }
     }, true);
   }
+  // with a residual (_wr_res): residualOut new, in place into residual or x; padded and unaligned strides; the casts
+  for (const blocks of [0, 3]) {
+    withForwardTuning(true, blocks, () => {
+      for (const H of [272, 528, 1024, 7168, 8192]) {
+        const tag = `wr_res blocks/SM ${blocks} H ${H}`;
+        compareForward(rand, { B: 0, T: 29, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H }, `${tag} 2-D`);
+        compareForward(rand, { B: 2, T: 5, H, dtype: "bf16", weight: false, residual: true, outScale: 0.3, stride: H + 32 }, `${tag} 3-D padded`);
+        compareForward(rand, { B: 0, T: 7, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+        for (const into of ["residual", "x"] as const) {
+          for (const stride of [H, H + 1]) {
+            const x = rows(rand, 0, 13, H, "bf16", stride);
+            const r = rows(rand, 0, 13, H, "bf16", stride);
+            const w = moderate(rand, [H], "bf16");
+            // host copies in the same (strided) layout, updated in place by the reference
+            const hx = new HostTensor(x.data.slice(), "bf16", x.shape, x.strides, x.offset);
+            const hr = new HostTensor(r.data.slice(), "bf16", r.shape, r.strides, r.offset);
+            const [co, cr] = normForward(hx, w, { eps: 1e-6, residual: hr, out: { residualOut: into === "x" ? hx : hr } });
+            const dx = uploadView(x);
+            const dr = uploadView(r);
+            const dw = uploadView(w);
+            const target = into === "x" ? dx : dr;
+            const [go, gr] = normForward(dx, dw, { eps: 1e-6, residual: dr, out: { residualOut: target } });
+            const label = `${tag} in place into ${into}, stride ${stride}`;
+            sameAllocation(go, co, `${label}: out`);
+            sameAllocation(gr, cr, `${label}: rstd`);
+            sameAllocation(dx, hx, `${label}: x`);
+            sameAllocation(dr, hr, `${label}: residual`);
+            dispose(go, gr, dx, dr, dw);
+          }
+        }
+        for (const npc of [32, 128] as const) {
+          if (H % npc) continue;
+          const c: FwdCase = { B: 0, T: 17, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H };
+          compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, ...SF_CONFIGS[5][1] }, `${tag} cast ${npc}`);
+          // addRmsnorm: residual updated in place
+          const x = rows(rand, 0, 17, H, "bf16");
+          const r = rows(rand, 0, 17, H, "bf16");
+          const w = moderate(rand, [H], "bf16");
+          const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: npc, ...SF_CONFIGS[0][1] } as const;
+          const dx = uploadView(x);
+          const dr = uploadView(r);
+          const dw = uploadView(w);
+          const [cd, cf] = addRmsnormForwardAndPerTokenCast(x, r, w, o);
+          const [gd, gf] = addRmsnormForwardAndPerTokenCast(dx, dr, dw, o);
+          sameAllocation(gd, cd, `${tag} addRmsnorm ${npc} data`);
+          sameAllocation(gf, cf, `${tag} addRmsnorm ${npc} sf`);
+          sameAllocation(dr, r, `${tag} addRmsnorm ${npc} residual`);
+          dispose(gd, gf, dx, dr, dw);
+        }
+      }
+    }, true);
+  }
   // full size: many rows per warp with a capped grid, and one row per warp (with the residency pad of the A/B)
   for (const blocks of [1, 0]) {
     withForwardTuning(true, blocks, () => {
@@ -243,6 +294,8 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
         const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
         compareForward(rand, c, `wr 3000x7168 blocks/SM ${blocks}`);
         compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr cast 3000x7168 blocks/SM ${blocks}`);
+        compareForward(rand, { ...c, residual: true }, `wr_res 3000x7168 blocks/SM ${blocks}`);
+        compareCast(rand, { ...c, residual: true }, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_res cast 3000x7168 blocks/SM ${blocks}`);
       } finally {
         normLaunchTuning.warpRowsSmemPad = 0;
       }
@@ -538,7 +591,9 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         if (H % 128 === 0) compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast`);
         if (H % 128 === 0) {
           withForwardTuning(true, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows`), true);
+          withForwardTuning(true, 0, () => compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows with residual`), true);
         }
+        if (H > 256) withForwardTuning(true, 0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);
       }

@@ -29,8 +29,11 @@ export const NORM_BLOCK_THREADS = 256;
  *   passes over the row; the default) instead of the team kernels above (false). Fewer rows (decode) keep the team
  *   kernels: 256 threads per row finish one row sooner than one warp. Its default grid is one block per 8 rows (no
  *   cap: `forwardBlocksPerSm` caps it when set).
- * - `castWarpRows`: the same for the fused casts (normForwardAndPerTokenCast without residual:
- *   `tk_norm_forward__bf16_e4m3_g<N>_wr`; addRmsnormForwardAndPerTokenCast always has a residual).
+ * - `castWarpRows`: the same for the fused casts without residual (normForwardAndPerTokenCast:
+ *   `tk_norm_forward__bf16_e4m3_g<N>_wr`).
+ * - `residualWarpRows`: the same with a residual, plain or cast (`tk_norm_forward__bf16[_e4m3_g<N>]_wr_res`:
+ *   normForward with residual, addRmsnormForwardAndPerTokenCast): s = x + residual is written to residualOut in
+ *   the first pass and read back from L2 in the second.
  * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
  *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
  *   L2 between the two passes); 0 = none.
@@ -42,6 +45,7 @@ export const normLaunchTuning = {
   forwardBlocksPerSm: 0,
   forwardWarpRows: true,
   castWarpRows: true,
+  residualWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,
   warpRowsSmemPad: 0,
 };

@@ -274,13 +274,15 @@ export function launchNormForward(
   const H = x.shape[rank - 1];
   if (B * T === 0) return;
   const c = o.cast;
-  // bf16 without residual, H > 256 (N ≥ 32), enough rows: one warp per row (`_wr`, 8 rows per block), plain or cast
-  const wr = x.dtype === "bf16" && !r.residual && H > 256 && (c ? normLaunchTuning.castWarpRows : normLaunchTuning.forwardWarpRows) &&
-    B * T >= normLaunchTuning.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
+  // bf16, H > 256 (N ≥ 32), enough rows: one warp per row (`_wr`, 8 rows per block), plain or cast, with a residual
+  // `_wr_res`
+  const t = normLaunchTuning;
+  const wr = x.dtype === "bf16" && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows) &&
+    B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // bf16 with a weight otherwise: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared
   // memory) unless the tuning knob asks for the L1 form
   const ws = !wr && x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
-  const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (wr ? "_wr" : ws ? "_ws" : "");
+  const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (wr ? (r.residual ? "_wr_res" : "_wr") : ws ? "_ws" : "");
   const smem = ws ? FWD_WEIGHT_SLOT_BYTES : wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);

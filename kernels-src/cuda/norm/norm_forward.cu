@@ -6,9 +6,9 @@
 //   tk_norm_forward__<in>_e4m3_g<N>    N ∈ {32, 128}: data + sf (+ outBf16), rstd, residualOut; no x-dtype out
 //   tk_norm_forward__bf16[_e4m3_g<N>]_ws   the bf16 kernels with the weight staged in shared memory once per block
 //                                          (the host's default for bf16 with a weight; normLaunchTuning)
-//   tk_norm_forward__bf16_wr               bf16 out, no residual, H > 256: one warp per row, two passes (below,
-//   tk_norm_forward__bf16_e4m3_g<N>_wr     "warp rows"), plain and fused cast; the host's default for that case
-//                                          from 16 rows per SM
+//   tk_norm_forward__bf16_wr               bf16, H > 256: one warp per row, two passes (below, "warp rows"), plain
+//   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
+//   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -430,15 +430,17 @@ struct NormForward {
 
 // ---- warp rows: tk_norm_forward__bf16_wr -------------------------------------------------------------------------
 // One warp per row, two passes, no shared memory and no barrier: pass 1 reads the row (L2::evict_last) and reduces
-// it, pass 2 reads it again (from L2, L2::evict_first) with the weight (L1) and writes the output. The team is the
+// it, pass 2 reads it again (from L2, L2::evict_first) with the weight (L1) and writes the output (the residual form:
+// kRes below). The team is the
 // warp (P = 32, legal for N ≥ 32, spec D.2): lane l owns the chunks l + 32·j, j < J = N/32 (1 … 16), sums each by
 // the 8/4/2/1 tree, folds its J sums by halving (distance J/2 first: the tree's steps N/2 … 32) and the lanes
 // combine by xor shuffles 16 … 1 (the steps 16 … 1), so S has the bits of TREE. The casts (kCastN) cast each chunk
 // after step 4 with its group's kCastN / 16 adjacent lanes (cast_chunk). Rows are not held in registers:
 // 16 rows per SM in flight (2 blocks of 8 warps) instead of 4 (+ 4 staged), at the cost of a second read of x from
-// L2; the per-row fixed work (tree tail, rstd, addressing) is paid by one warp instead of eight. bf16 x, no residual (the host's condition; with a residual the second pass would have to read
-// residualOut back, which may alias x or residual), H > 256 (N ≥ 32), any weight / outScale / strides / alignment.
-// Loads the row through the non-coherent path: x is never written by this kernel (out overlaps no input).
+// L2; the per-row fixed work (tree tail, rstd, addressing) is paid by one warp instead of eight. bf16 x, H > 256
+// (N ≥ 32), any weight / outScale / strides / alignment. Without a residual x is never written by the kernel (out
+// overlaps no input) and is read through the non-coherent path in both passes; with one (kRes) pass 2 reads
+// residualOut, which this kernel wrote, by coherent .cg loads.
 
 // L2 eviction-priority policies (createpolicy, sm_80+): pass 1 keeps the row for pass 2, pass 2 lets it go.
 TK_DEV uint64_t l2_policy_evict_last() {
@@ -458,8 +460,31 @@ TK_DEV void ld_stream_hint(const void* ptr, uint32_t (&w)[4], uint64_t pol) {
                : "l"(ptr), "l"(pol));
 }
 
+// Coherent 16-byte load from L2 (.cg: never served by an L1 line; data this kernel wrote: the residual form's
+// residualOut, possibly x itself, whose unaligned element loads went through L1), with an L2 cache policy; and the
+// element-wise form of a bf16 pair for unaligned views.
+TK_DEV void ld_coherent_hint(const void* ptr, uint32_t (&w)[4], uint64_t pol) {
+  asm volatile("ld.global.cg.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr), "l"(pol)
+               : "memory");
+}
+TK_DEV uint32_t ld_coherent_bf16x2(const uint8_t* ptr) {
+  uint16_t lo, hi;
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(lo) : "l"(ptr) : "memory");
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(hi) : "l"(ptr + 2) : "memory");
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+// 16-byte store with an L2 cache policy.
+TK_DEV void st_hint(void* ptr, const uint32_t* w, uint64_t pol) {
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(ptr), "r"(w[0]), "r"(w[1]), "r"(w[2]),
+               "r"(w[3]), "l"(pol)
+               : "memory");
+}
+
 // Chunks per pass-1 step: four pairs (j, j + J/2) in flight per lane (64 registers): H = 7168 reads its row in two
-// steps. Pass 2 moves kWrPass2Chunks chunks of x and of the weight per step.
+// steps (the residual form: two pairs, x and residual). Pass 2 moves kWrPass2Chunks chunks of x (residual form:
+// residualOut) and of the weight per step.
 constexpr int kWrPairsPerStep = 4;
 constexpr int kWrPass2Chunks = 4;
 // Register budget: 2 blocks per SM (128 registers, no spills on sm_90a / sm_100a) = 16 rows per SM. Every resident
@@ -467,11 +492,16 @@ constexpr int kWrPass2Chunks = 4;
 // 60 MB, would not be).
 constexpr int kWrMinBlocks = 2;
 
-template <int kCastN>
+// kRes (the `_wr_res` symbols): s = RNbf16(x ⊕ residual) is formed in pass 1, stored to residualOut (L2::evict_last)
+// and summed; pass 2 reads s back from residualOut by coherent loads (the same lane wrote those bytes: program order;
+// residualOut may be x or residual itself, each element read by its lane before that lane overwrites it, as in the
+// team kernels). x and residual are read once (L2::evict_first).
+template <int kCastN, bool kRes = false>
 struct NormForwardWarpRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr int kEb = 2;
   static constexpr bool kCast = kCastN != 0;
+  static constexpr int kPairs = kRes ? (kCast ? 1 : 2) : kWrPairsPerStep;  // pairs per pass-1 step (registers)
   // pass-2 chunks per step: the casts keep fewer in flight (their scaling needs registers too)
   static constexpr int kPass2 = kCast ? 2 : kWrPass2Chunks;
   const NormForwardParams& p;
@@ -494,6 +524,38 @@ struct NormForwardWarpRows {
     }
   }
 
+  // Step 1 on a chunk: v ← RNbf16(v ⊕ r), stored at q (residualOut) when live, with the policy `pol`.
+  static TK_DEV void add_residual(Chunk& v, const Chunk& r, uint8_t* q, bool live, bool aligned, uint64_t pol) {
+    float s[kRmsChunk];
+#pragma unroll
+    for (int j = 0; j < kRmsChunk; ++j) s[j] = add_rn(v.at(j), r.at(j));
+    v.set_all(s);
+    if (!live) return;
+    if (aligned) {
+#pragma unroll
+      for (int p = 0; p < Chunk::kPieces; ++p) st_hint(q + kVecBytes * p, v.w + 4 * p, pol);
+    } else {
+      v.store(q, false);
+    }
+  }
+  // The chunk this lane stored at q in pass 1, read back by coherent loads; zeros when !live.
+  static TK_DEV void load_back(Chunk& v, const uint8_t* q, bool live, bool aligned, uint64_t pol) {
+    v.zero();
+    if (!live) return;
+    if (aligned) {
+#pragma unroll
+      for (int p = 0; p < Chunk::kPieces; ++p) {
+        uint32_t w[4];
+        ld_coherent_hint(q + kVecBytes * p, w, pol);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v.w[4 * p + i] = w[i];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < Chunk::kWords; ++i) v.w[i] = ld_coherent_bf16x2(q + 4 * i);
+    }
+  }
+
   TK_DEV void run() const {
     const uint32_t H = p.hidden, K = H / kRmsChunk;
     uint32_t N = 1;
@@ -507,6 +569,8 @@ struct NormForwardWarpRows {
     const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
     const bool with_bf16 = p.flags & kFwdOutBf16;
     const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
+    const bool r_al = view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
+    const bool ro_al = view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
     const bool w_al = (p.weight % kVecBytes) == 0;
     const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
@@ -514,12 +578,16 @@ struct NormForwardWarpRows {
     for (uint64_t row = static_cast<uint64_t>(blockIdx.x) * warps_per_block + threadIdx.x / kWarpSize; row < rows; row += step) {
       const uint64_t b = p.num_batches == 1 ? 0 : row / T, t = p.num_batches == 1 ? row : row % T;
       const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+      const uint8_t* rr = kRes ? reinterpret_cast<const uint8_t*>(p.residual) + row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb : nullptr;
+      uint8_t* ror = kRes ? reinterpret_cast<uint8_t*>(p.residual_out) + row_offset(b, t, p.residual_out_batch_stride, p.residual_out_row_stride) * kEb : nullptr;
 
       // pass 1: steps 2–3. c[jj] = sum(chunk l + 32·jj) ⊕ sum(chunk l + 32·(jj + Jh)) (the tree's step N/2), then the
       // halving over jj (steps N/4 … 32), then the lanes (16 … 1). J = 1: the lane's one chunk.
       float S;
       {
-        const uint64_t keep = l2_policy_evict_last();
+        // plain: x stays in L2 for pass 2; residual form: x and residual are read once, residualOut is kept
+        const uint64_t keep = kRes ? l2_policy_evict_first() : l2_policy_evict_last();
+        const uint64_t hold = kRes ? l2_policy_evict_last() : 0;
         auto chunk_sum = [&](const Chunk& v) {
           float q[kRmsChunk];
 #pragma unroll
@@ -528,23 +596,42 @@ struct NormForwardWarpRows {
         };
         float c[8];
 #pragma unroll
-        for (int jj = 0; jj < 8; jj += kWrPairsPerStep) {
+        for (int jj = 0; jj < 8; jj += kPairs) {
           if (static_cast<uint32_t>(jj) >= (Jh ? Jh : 1u)) {  // no pair left (uniform): +0, never folded in
 #pragma unroll
-            for (int u = 0; u < kWrPairsPerStep; ++u) c[jj + u] = 0.0f;
+            for (int u = 0; u < kPairs; ++u) c[jj + u] = 0.0f;
             continue;
           }
-          Chunk a[kWrPairsPerStep], z[kWrPairsPerStep];
+          Chunk a[kPairs], z[kPairs];
+          uint32_t ka[kPairs], kz[kPairs];
+          bool la[kPairs], lz[kPairs];
 #pragma unroll
-          for (int u = 0; u < kWrPairsPerStep; ++u) {
+          for (int u = 0; u < kPairs; ++u) {
             const uint32_t j = jj + u;
             const bool pair = j < Jh;  // J ≥ 2: chunks j and j + Jh; J = 1: chunk 0 alone (as a, j = 0)
-            const uint32_t k0 = lane + kWarpSize * j, k1 = lane + kWarpSize * (j + Jh);
-            load(a[u], xr + static_cast<uint64_t>(k0) * Chunk::kBytes, (pair || (Jh == 0 && j == 0)) && k0 < K, x_al, keep);
-            load(z[u], xr + static_cast<uint64_t>(k1) * Chunk::kBytes, pair && k1 < K, x_al, keep);
+            ka[u] = lane + kWarpSize * j;
+            kz[u] = lane + kWarpSize * (j + Jh);
+            la[u] = (pair || (Jh == 0 && j == 0)) && ka[u] < K;
+            lz[u] = pair && kz[u] < K;
+            load(a[u], xr + static_cast<uint64_t>(ka[u]) * Chunk::kBytes, la[u], x_al, keep);
+            load(z[u], xr + static_cast<uint64_t>(kz[u]) * Chunk::kBytes, lz[u], x_al, keep);
+          }
+          if constexpr (kRes) {
+            // step 1: s = RNbf16(x ⊕ residual) → residualOut, kept in L2 for pass 2
+            Chunk ra[kPairs], rz[kPairs];
+#pragma unroll
+            for (int u = 0; u < kPairs; ++u) {
+              load(ra[u], rr + static_cast<uint64_t>(ka[u]) * Chunk::kBytes, la[u], r_al, keep);
+              load(rz[u], rr + static_cast<uint64_t>(kz[u]) * Chunk::kBytes, lz[u], r_al, keep);
+            }
+#pragma unroll
+            for (int u = 0; u < kPairs; ++u) {
+              add_residual(a[u], ra[u], ror + static_cast<uint64_t>(ka[u]) * Chunk::kBytes, la[u], ro_al, hold);
+              add_residual(z[u], rz[u], ror + static_cast<uint64_t>(kz[u]) * Chunk::kBytes, lz[u], ro_al, hold);
+            }
           }
 #pragma unroll
-          for (int u = 0; u < kWrPairsPerStep; ++u) {
+          for (int u = 0; u < kPairs; ++u) {
             const float sa = chunk_sum(a[u]);
             c[jj + u] = Jh == 0 ? sa : add_rn(sa, chunk_sum(z[u]));
           }
@@ -574,7 +661,11 @@ struct NormForwardWarpRows {
           for (int u = 0; u < kPass2; ++u) {
             const uint32_t k = lane + kWarpSize * (j + u);
             const bool live = j + u < J && k < K;
-            load(sv[u], xr + static_cast<uint64_t>(k) * Chunk::kBytes, live, x_al, last);
+            if constexpr (kRes) {
+              load_back(sv[u], ror + static_cast<uint64_t>(k) * Chunk::kBytes, live, ro_al, last);
+            } else {
+              load(sv[u], xr + static_cast<uint64_t>(k) * Chunk::kBytes, live, x_al, last);
+            }
             wc[u].zero();
             if (kW && live) wc[u].template load<false>(wr + static_cast<uint64_t>(k) * Chunk::kBytes, w_al);
           }
@@ -700,5 +791,17 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR(32)
 TK_NORM_FORWARD_CAST_WR(128)
+// with a residual (normLaunchTuning.residualWarpRows)
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)
+    tk_norm_forward__bf16_wr_res(const __grid_constant__ NormForwardParams p) {
+  tk::NormForwardWarpRows<0, true>(p).run();
+}
+#define TK_NORM_FORWARD_CAST_WR_RES(n)                                                                    \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
+      tk_norm_forward__bf16_e4m3_g##n##_wr_res(const __grid_constant__ NormForwardParams p) {             \
+    tk::NormForwardWarpRows<n, true>(p).run();                                                            \
+  }
+TK_NORM_FORWARD_CAST_WR_RES(32)
+TK_NORM_FORWARD_CAST_WR_RES(128)
 TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 32)
 TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 128)
