@@ -14,7 +14,8 @@ export const NORM_BLOCK_THREADS = 256;
 /**
  * Launch knobs for tests and device A/B runs (same bits for every setting). Not part of the public API.
  * - `teamThreads`: 0 = the default team width, or a power of two that replaces it wherever it is legal (≥ N/2 and
- *   ≤ 256) — the bits must not change (spec D.2, D.11).
+ *   ≤ 256) — the bits must not change (spec D.2, D.11). Non-zero also keeps the forward on the team kernels (not
+ *   the warp-rows ones, whose team is the warp).
  * - `backwardBf16Blocks`: which form of the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the
  *   default) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for `_b4` on the H200, so
  *   kept for the tests only); 0 = the default.

@@ -275,10 +275,10 @@ export function launchNormForward(
   if (B * T === 0) return;
   const c = o.cast;
   // bf16, H > 256 (N ≥ 32), enough rows: one warp per row (`_wr`, 8 rows per block), plain or cast, with a residual
-  // `_wr_res`
+  // `_wr_res`; not when a test asks for a team width (that is a team kernel's knob)
   const t = normLaunchTuning;
   const wr = x.dtype === "bf16" && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows) &&
-    B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
+    t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // bf16 with a weight otherwise: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared
   // memory) unless the tuning knob asks for the L1 form
   const ws = !wr && x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
