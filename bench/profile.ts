@@ -2,7 +2,8 @@
  * One roofline case, run a few times, for a profiler: `ncu ... deno run -A bench/profile.ts <op> <tokens> [variant]`
  * (or `bun bench/profile.ts ...`). Picks the first case of bench/cases.ts's families whose op equals `<op>`, whose
  * token count equals `<tokens>` and whose variant contains `[variant]`, sets it up, runs it `--runs N` times (default
- * 3) and synchronises; tools/ncu_summary.py reports the last launch of each kernel name. The runs sit between
+ * 3) and synchronises; tools/ncu_summary.py reports the last launch of each kernel name. A variant ending in
+ * `@<form>` (e.g. `"bf16 weight@team-l1"`) first sets that launch form of the RMSNorm forward (bench/norm_forms.ts). The runs sit between
  * cuProfilerStart and cuProfilerStop, so with `ncu --profile-from-start off` only they are profiled. `--list`
  * prints every case instead. tools/gpu_run.sh's step `ncu` drives it.
  * @module
@@ -11,6 +12,7 @@ import process from "node:process";
 import { devices, synchronize } from "../mod.ts";
 import { runtimeName } from "../core/env.ts";
 import { type BenchCase, type CaseFactory, FAMILIES } from "./cases.ts";
+import { applyNormForm } from "./norm_forms.ts";
 
 /** cuProfilerStart / cuProfilerStop of the driver (the shim does not export them: a profiling aid only). */
 function profilerApi(): { start(): number; stop(): number } {
@@ -34,7 +36,14 @@ const args = process.argv.slice(2);
 const runsAt = args.indexOf("--runs");
 const runs = runsAt >= 0 ? Number(args.splice(runsAt, 2)[1]) : 3;
 const list = args.includes("--list");
-const [op, tokensText, variant = ""] = args.filter((a) => a !== "--list");
+const [op, tokensText, variantArg = ""] = args.filter((a) => a !== "--list");
+// `<variant>@<form>`: the RMSNorm forward's launch form of bench/norm_forms.ts (normLaunchTuning knobs)
+const at = variantArg.lastIndexOf("@");
+const variant = at >= 0 ? variantArg.slice(0, at) : variantArg;
+if (at >= 0 && !applyNormForm(variantArg.slice(at + 1))) {
+  console.error(`unknown norm form ${variantArg.slice(at + 1)} (bench/norm_forms.ts)`);
+  process.exit(2);
+}
 
 if (devices().length === 0) {
   console.log("bench/profile.ts needs a CUDA device; none found");

@@ -185,6 +185,152 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
   }
 });
 
+/** Runs f with the forward tuning knobs set (weight form, grid cap per SM, warp rows), then restores them. */
+function withForwardTuning<T>(weightSmem: boolean, blocksPerSm: number, f: () => T, warpRows = false): T {
+  const t = normLaunchTuning;
+  const prev = [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
+  t.forwardWeightSmem = weightSmem;
+  t.forwardBlocksPerSm = blocksPerSm;
+  t.forwardWarpRows = t.castWarpRows = t.residualWarpRows = warpRows;
+  t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
+  try {
+    return f();
+  } finally {
+    [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
+  }
+}
+
+/** A bf16 weight `[H]` at element offset 1 of its storage (not 16-byte aligned: the element-wise staging path). */
+function unalignedWeight(rand: () => number, H: number): HostTensor {
+  const w = moderate(rand, [H + 1], "bf16");
+  return new HostTensor(w.data, "bf16", [H], [1], 1);
+}
+
+gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 16 rows per SM) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
+  const rand = rng(7801);
+  for (const blocks of [0, 1, 3]) {
+    withForwardTuning(true, blocks, () => {
+      // H > 256: N = 32 … 512 chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
+      for (const H of [272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
+        for (const weight of [true, false]) {
+          const outScale = rand() < 0.5 ? 1 : 0.3;
+          const tag = `wr blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
+          compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
+          compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
+          compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+        }
+        const x = rows(rand, 0, 19, H, "bf16");
+        compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `wr blocks/SM ${blocks} H ${H} unaligned weight`);
+        // the fused casts by warp rows: groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
+        for (const npc of [32, 128] as const) {
+          if (H % npc) continue;
+          for (const [name, sf] of SF_CONFIGS) {
+            const withOutBf16 = rand() < 0.5;
+            const B = rand() < 0.3 ? 2 : 0;
+            const c: FwdCase = { B, T: B ? 7 : 23, H, dtype: "bf16", weight: rand() < 0.7, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 64) };
+            compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `wr cast blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
+          }
+        }
+      }
+    }, true);
+  }
+  // with a residual (_wr_res): residualOut new, in place into residual or x; padded and unaligned strides; the casts
+  for (const blocks of [0, 3]) {
+    withForwardTuning(true, blocks, () => {
+      for (const H of [272, 528, 1024, 7168, 8192]) {
+        const tag = `wr_res blocks/SM ${blocks} H ${H}`;
+        compareForward(rand, { B: 0, T: 29, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H }, `${tag} 2-D`);
+        compareForward(rand, { B: 2, T: 5, H, dtype: "bf16", weight: false, residual: true, outScale: 0.3, stride: H + 32 }, `${tag} 3-D padded`);
+        compareForward(rand, { B: 0, T: 7, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+        for (const into of ["residual", "x"] as const) {
+          for (const stride of [H, H + 1]) {
+            const x = rows(rand, 0, 13, H, "bf16", stride);
+            const r = rows(rand, 0, 13, H, "bf16", stride);
+            const w = moderate(rand, [H], "bf16");
+            // host copies in the same (strided) layout, updated in place by the reference
+            const hx = new HostTensor(x.data.slice(), "bf16", x.shape, x.strides, x.offset);
+            const hr = new HostTensor(r.data.slice(), "bf16", r.shape, r.strides, r.offset);
+            const [co, cr] = normForward(hx, w, { eps: 1e-6, residual: hr, out: { residualOut: into === "x" ? hx : hr } });
+            const dx = uploadView(x);
+            const dr = uploadView(r);
+            const dw = uploadView(w);
+            const target = into === "x" ? dx : dr;
+            const [go, gr] = normForward(dx, dw, { eps: 1e-6, residual: dr, out: { residualOut: target } });
+            const label = `${tag} in place into ${into}, stride ${stride}`;
+            sameAllocation(go, co, `${label}: out`);
+            sameAllocation(gr, cr, `${label}: rstd`);
+            sameAllocation(dx, hx, `${label}: x`);
+            sameAllocation(dr, hr, `${label}: residual`);
+            dispose(go, gr, dx, dr, dw);
+          }
+        }
+        for (const npc of [32, 128] as const) {
+          if (H % npc) continue;
+          const c: FwdCase = { B: 0, T: 17, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H };
+          compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, ...SF_CONFIGS[5][1] }, `${tag} cast ${npc}`);
+          // addRmsnorm: residual updated in place
+          const x = rows(rand, 0, 17, H, "bf16");
+          const r = rows(rand, 0, 17, H, "bf16");
+          const w = moderate(rand, [H], "bf16");
+          const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: npc, ...SF_CONFIGS[0][1] } as const;
+          const dx = uploadView(x);
+          const dr = uploadView(r);
+          const dw = uploadView(w);
+          const [cd, cf] = addRmsnormForwardAndPerTokenCast(x, r, w, o);
+          const [gd, gf] = addRmsnormForwardAndPerTokenCast(dx, dr, dw, o);
+          sameAllocation(gd, cd, `${tag} addRmsnorm ${npc} data`);
+          sameAllocation(gf, cf, `${tag} addRmsnorm ${npc} sf`);
+          sameAllocation(dr, r, `${tag} addRmsnorm ${npc} residual`);
+          dispose(gd, gf, dx, dr, dw);
+        }
+      }
+    }, true);
+  }
+  // full size: many rows per warp with a capped grid, and one row per warp (with the residency pad of the A/B)
+  for (const blocks of [1, 0]) {
+    withForwardTuning(true, blocks, () => {
+      if (blocks === 0) normLaunchTuning.warpRowsSmemPad = 120 * 1024; // restored below
+      try {
+        const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+        compareForward(rand, c, `wr 3000x7168 blocks/SM ${blocks}`);
+        compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr cast 3000x7168 blocks/SM ${blocks}`);
+        compareForward(rand, { ...c, residual: true }, `wr_res 3000x7168 blocks/SM ${blocks}`);
+        compareCast(rand, { ...c, residual: true }, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_res cast 3000x7168 blocks/SM ${blocks}`);
+      } finally {
+        normLaunchTuning.warpRowsSmemPad = 0;
+      }
+    }, true);
+  }
+});
+
+gpuTest("forward team kernels: weight in shared memory (_ws, default) and through L1, grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
+  for (const weightSmem of [true, false]) {
+    for (const blocks of [0, 4, 1 << 20]) {
+      const tag = `ws ${weightSmem} blocks/SM ${blocks}`;
+      withForwardTuning(weightSmem, blocks, () => {
+        const rand = rng(7701);
+        for (const [H, team] of [[16, 0], [16, 2], [48, 4], [512, 0], [512, 32], [7168, 0], [8192, 0]] as [number, number][]) {
+          for (const residual of [false, true]) {
+            const x = rows(rand, 0, 37, H, "bf16");
+            const r = residual ? rows(rand, 0, 37, H, "bf16") : undefined;
+            for (const w of [moderate(rand, [H], "bf16"), unalignedWeight(rand, H)]) {
+              const label = `${tag} H ${H} team ${team} residual ${residual} weight offset ${w.offset}`;
+              compareForwardOn(x, r, w, residual ? 0.3 : 1, label, team);
+              if (H % 32 === 0) {
+                withTeam(team, () => compareCastOn(x, r, w, { B: 0, T: 37, H, outScale: 1 }, { fmt: "e4m3", numPerChannels: 32, withOutBf16: true }, `${label} cast`));
+              }
+            }
+          }
+        }
+        // full size, many rows per block (the weight staged once, read for every row)
+        const c: FwdCase = { B: 0, T: 1200, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
+        compareForward(rand, c, `${tag} 1200x7168`);
+        compareCast(rand, { ...c, residual: false }, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${tag} 1200x7168 cast`);
+      });
+    }
+  }
+});
+
 // ---- normForwardAndPerTokenCast ---------------------------------------------------------------------------
 
 type SfFlags = Pick<NormForwardAndPerTokenCastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0">;
@@ -437,9 +583,17 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         const x = specialRows(rand, T, H, dtype);
         const r = specialRows(rand, T, H, dtype);
         const w = specialWeight(rand, H, dtype);
-        compareForwardOn(x, undefined, w, outScale, `${label} weight`);
+        compareForwardOn(x, undefined, w, outScale, `${label} weight`); // default: 10 rows, the team kernel
+        withForwardTuning(true, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, warp rows`), true);
+        withForwardTuning(false, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, team kernel, weight via L1`));
         compareForwardOn(x, r, null, outScale, `${label} residual`);
+        compareForwardOn(x, r, w, outScale, `${label} residual and weight`);
         if (H % 128 === 0) compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast`);
+        if (H % 128 === 0) {
+          withForwardTuning(true, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows`), true);
+          withForwardTuning(true, 0, () => compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows with residual`), true);
+        }
+        if (H > 256) withForwardTuning(true, 0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);
       }

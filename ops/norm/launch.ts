@@ -12,13 +12,50 @@ import { type Device, deviceRuntime, type Stream } from "../../core/tensor.ts";
 export const NORM_BLOCK_THREADS = 256;
 
 /**
- * Launch knobs for tests. `teamThreads`: 0 = the default team width, or a power of two that replaces it wherever
- * it is legal (≥ N/2 and ≤ 256) — the bits must not change (spec D.2, D.11). `backwardBf16Blocks`: which form of
- * the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the default) or 3 (next row staged, three
- * blocks per SM; measured 37% of copy against 49% for `_b4` on the H200, so kept for the tests only); 0 = the
- * default. Same bits either way. Not part of the public API.
+ * Launch knobs for tests and device A/B runs (same bits for every setting). Not part of the public API.
+ * - `teamThreads`: 0 = the default team width, or a power of two that replaces it wherever it is legal (≥ N/2 and
+ *   ≤ 256) — the bits must not change (spec D.2, D.11). Non-zero also keeps the forward on the team kernels (not
+ *   the warp-rows ones, whose team is the warp).
+ * - `backwardBf16Blocks`: which form of the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the
+ *   default) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for `_b4` on the H200, so
+ *   kept for the tests only); 0 = the default.
+ * - `forwardWeightSmem`: the bf16 forward kernels with a weight take it from shared memory, staged once per block
+ *   (`tk_norm_forward__bf16[_e4m3_gN]_ws`, the default), or (false) load it through L1 after each row's reduction
+ *   (the kernels measured up to round 2). docs/perf-notes/perf3-norm.md.
+ * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
+ *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
+ *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
+ * - `forwardWarpRows`: bf16 normForward without residual, H > 256, at least `forwardWarpRowsMinRowsPerSm` rows per
+ *   SM (default 16: every SM's 16 resident warps get a row), runs `tk_norm_forward__bf16_wr` (one warp per row, two
+ *   passes over the row; the default) instead of the team kernels above (false). Fewer rows (decode) keep the team
+ *   kernels: 256 threads per row finish one row sooner than one warp. Its default grid is one block per 8 rows (no
+ *   cap: `forwardBlocksPerSm` caps it when set).
+ * - `castWarpRows`: the same for the fused casts without residual (normForwardAndPerTokenCast:
+ *   `tk_norm_forward__bf16_e4m3_g<N>_wr`).
+ * - `residualWarpRows`: the same with a residual, plain or cast (`tk_norm_forward__bf16[_e4m3_g<N>]_wr_res`:
+ *   normForward with residual, addRmsnormForwardAndPerTokenCast): s = x + residual is written to residualOut in
+ *   the first pass and read back from L2 in the second.
+ * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
+ *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
+ *   L2 between the two passes); 0 = none.
  */
-export const normLaunchTuning = { teamThreads: 0, backwardBf16Blocks: 0 };
+export const normLaunchTuning = {
+  teamThreads: 0,
+  backwardBf16Blocks: 0,
+  forwardWeightSmem: true,
+  forwardBlocksPerSm: 0,
+  forwardWarpRows: true,
+  castWarpRows: true,
+  residualWarpRows: true,
+  forwardWarpRowsMinRowsPerSm: 16,
+  warpRowsSmemPad: 0,
+};
+
+/** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */
+export function forwardBlocksPerSm(fallback = 8): number {
+  const b = normLaunchTuning.forwardBlocksPerSm;
+  return Number.isInteger(b) && b > 0 ? b : fallback;
+}
 
 /** N = nextPow2(H / 16): the tree's width in 16-element chunks. */
 function treeWidth(hidden: number): number {

@@ -11,10 +11,10 @@ import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import { type Device, type DeviceTensor, deviceEmptyStrided, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
 import type { DType } from "../../core/dtype.ts";
-import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import type { SfGeometry } from "../quant/sf_layout.ts";
 import { checkWeight, shapeText } from "./checks.ts";
-import { NORM_BLOCK_THREADS, normStream, teamThreads } from "./launch.ts";
+import { forwardBlocksPerSm, NORM_BLOCK_THREADS, normLaunchTuning, normStream, teamThreads } from "./launch.ts";
 import { NORM_FWD_FLAG, NormForwardParams } from "./norm_forward.params.ts";
 import { normForwardRef, type NormForwardOut } from "./norm_forward.ref.ts";
 
@@ -233,6 +233,13 @@ export interface NormCastTarget {
   readonly packedUe8m0: boolean;
 }
 
+/**
+ * Dynamic shared memory of the `_ws` kernels: the weight slots, 2 chunks × 2 pieces × 16 bytes per thread of a
+ * 256-thread block (norm_forward.cu kFwdWeightSlotBytes). With the 33 KiB of static shared memory a block takes
+ * 49 KiB (above the 48 KiB default, hence the opt-in of kernelFunctionWithSmem); 4 blocks per SM still fit.
+ */
+const FWD_WEIGHT_SLOT_BYTES = 2 * 2 * NORM_BLOCK_THREADS * 16;
+
 const packet = new LaunchPacket(NormForwardParams);
 const W = packet.w;
 
@@ -267,8 +274,17 @@ export function launchNormForward(
   const H = x.shape[rank - 1];
   if (B * T === 0) return;
   const c = o.cast;
-  const sym = c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`;
-  const fn = kernelFunction(op, device, sym);
+  // bf16, H > 256 (N ≥ 32), enough rows: one warp per row (`_wr`, 8 rows per block), plain or cast, with a residual
+  // `_wr_res`; not when a test asks for a team width (that is a team kernel's knob)
+  const t = normLaunchTuning;
+  const wr = x.dtype === "bf16" && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows) &&
+    t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
+  // bf16 with a weight otherwise: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared
+  // memory) unless the tuning knob asks for the L1 form
+  const ws = !wr && x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
+  const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (wr ? (r.residual ? "_wr_res" : "_wr") : ws ? "_ws" : "");
+  const smem = ws ? FWD_WEIGHT_SLOT_BYTES : wr ? normLaunchTuning.warpRowsSmemPad : 0;
+  const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);
   const p = packet;
   p.u64(W.x, addr(x));
@@ -308,10 +324,12 @@ export function launchNormForward(
   p.f32(W.eps, r.eps); // the packer's Float32Array rounds: RN32(eps), RN32(outScale)
   p.f32(W.out_scale, r.outScale);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
-  const rowsPerBlock = NORM_BLOCK_THREADS / P;
-  // 8 blocks per SM: two full waves of the 4 resident bf16 blocks (plain and cast: 64 registers), four of the 2 fp32
-  // ones. (A count that is not a multiple of the resident blocks leaves a part-empty last wave.)
-  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), 8 * config.getNumSms(device)));
-  p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, 0, false, device.index);
+  // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
+  // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
+  // last wave). _wr: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
+  const rowsPerBlock = wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
+  const perSm = forwardBlocksPerSm(wr ? 1 << 20 : 8);
+  const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
+  p.setLaunch(fn, stream.handle, grid, NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
 }

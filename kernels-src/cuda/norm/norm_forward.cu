@@ -4,12 +4,26 @@
 // Symbols
 //   tk_norm_forward__<in>              in ∈ {fp32, bf16}: out (x's dtype), rstd, residualOut
 //   tk_norm_forward__<in>_e4m3_g<N>    N ∈ {32, 128}: data + sf (+ outBf16), rstd, residualOut; no x-dtype out
+//   tk_norm_forward__bf16[_e4m3_g<N>]_ws   the bf16 kernels with the weight staged in shared memory once per block
+//                                          (the host's default for bf16 with a weight; normLaunchTuning)
+//   tk_norm_forward__bf16_wr               bf16, H > 256: one warp per row, two passes (below, "warp rows"), plain
+//   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
+//   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
-//   block.x  dynamic smem  team P (threads per row)                 grid.x
-//   256      0             max(1, N/2), N = nextPow2(H / 16)         min(ceilDiv(B·T, 256 / P), 8 · SMs)
-//   (two full waves of blocks at 4 resident per SM, four at 2)
+//   block.x  dynamic smem           team P (threads per row)            grid.x
+//   256      0; _ws: 16 KiB         max(1, N/2), N = nextPow2(H / 16)    min(ceilDiv(B·T, 256 / P), 8 · SMs)
+//   (two full waves of blocks at 4 resident per SM, four at 2; the host's normLaunchTuning.forwardBlocksPerSm
+//   replaces the 8 for A/B runs. _ws: 33 KiB static + 16 KiB dynamic = 49 KiB per block, 4 per SM = 196 KiB.)
+//
+//   _wr: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
+//   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
+//
+//   _ws: the weight's chunks p and p + P of every team thread are copied (cp.async, with the block's first row)
+//   into kFwdWeightSlotBytes of dynamic shared memory, laid out as the row slots, and step 4 reads them there:
+//   no global load is left between a row's reduction and its stores. The plain bf16 symbols load the weight
+//   through L1 in step 4, one chunk after the other (the form measured up to round 2).
 //
 //   A thread owns the 16-element chunks p and p + P of its row and keeps them in registers from the load to the
 //   store: the row is read from HBM once, every output is written once. P ≤ 256 because H ≤ 8192 (N ≤ 512).
@@ -73,7 +87,15 @@ TK_DEV uint64_t row_offset(uint64_t b, uint64_t t, uint64_t batch_stride, uint64
   return b * batch_stride + t * row_stride;
 }
 
-template <Fmt kIn, int kCastN>
+// The bf16 kernels' weight in shared memory (the `_ws` symbols): staged once per block, by cp.async together with
+// the block's first row, into kWeightSlotBytes of dynamic shared memory, and read from there in step 4 of every
+// row. Without it (the plain symbols) step 4 loads the weight through L1 after the reduction, one chunk after the
+// other: a load whose latency sits on every row's chain (an L1 miss waits behind the streaming rows in L2).
+extern __shared__ __align__(16) uint8_t fwd_weight_slots[];
+// Its size (ops/norm/norm_forward.ts FWD_WEIGHT_SLOT_BYTES): two chunks of two 16-byte pieces per thread (bf16).
+constexpr uint32_t kFwdWeightSlotBytes = kRmsChunksPerThread * 2 * kRmsBlockThreads * kVecBytes;
+
+template <Fmt kIn, int kCastN, bool kWSmem = false>
 struct NormForward {
   using Chunk = RowChunk<kIn>;
   static constexpr int kL = kRmsChunksPerThread;
@@ -83,6 +105,8 @@ struct NormForward {
   // written. fp32 slots for H = 8192 (x and residual, 64 KiB) would not fit the static 48 KiB.
   static constexpr bool kStage = kIn == Fmt::kBf16;
   static constexpr bool kFullSectors = kFwdFullSectors<kIn, kCastN>;
+  static_assert(!kWSmem || kStage, "the weight is staged only by the staged (bf16) kernels");
+  static_assert(!kWSmem || kL * Chunk::kPieces * kRmsBlockThreads * kVecBytes == kFwdWeightSlotBytes, "weight slots");
 
   const NormForwardParams& p;
   TK_DEV explicit NormForward(const NormForwardParams& params) : p(params) {}
@@ -166,6 +190,25 @@ struct NormForward {
         cp_async_commit();
       }
     };
+    // kWSmem: the weight's slots, [chunk][piece][thread] as the row slots (odd pieces at column u ^ 1). Every team
+    // holds its own copy (each thread reads only the slots of its own chunks, written by itself or its pair lane:
+    // the row slots' protocol, cp_async_wait + __syncwarp at the top of the first row; never refilled).
+    auto wslot = [&](int i, int s, uint32_t u) {
+      return smem_addr(fwd_weight_slots) + ((i * kPieces + s) * kRmsBlockThreads + (u ^ (s & 1))) * kVecBytes;
+    };
+    // Issue the weight's copies (joined to the first row's cp.async group).
+    auto stage_weight = [&]() {
+      const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
+#pragma unroll
+      for (int i = 0; i < kL; ++i) {
+        if (paired) {
+          Chunk::stage_pair([&](int s, uint32_t k) { return wslot(i, s, (threadIdx.x & ~1u) | k); },
+                            wr + static_cast<uint64_t>(c0(i)) * Chunk::kBytes, live0(i), live1(i), w_al);
+        } else if (live[i]) {
+          Chunk::stage([&](int s) { return wslot(i, s, threadIdx.x); }, wr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+        }
+      }
+    };
     // Chunk i of a row at row_p (element size of v's format): by lane pairs in whole sectors, or by its owner (P = 1).
     // Warp-uniform control flow only (pairs shuffle).
     auto access = [&](uint32_t bytes, const uint8_t* row_p, int i, bool active) {
@@ -180,6 +223,10 @@ struct NormForward {
     // The loop bound is that of the warp's first team, so every lane of a shared warp takes part in the shuffles.
     uint64_t first = static_cast<uint64_t>(blockIdx.x) * team.teams + team.warp_first_team();
     if (first >= step) first = rows;  // a block beyond a clamped grid: no rows
+    // (only warps that will run the row loop, whose first wait covers the copies: none is left in flight at exit)
+    if constexpr (kWSmem) {
+      if (has_w && first < rows) stage_weight();
+    }
     stage_row(first + team_off);
     for (; first < rows; first += step) {
       const uint64_t row = first + team_off;
@@ -258,7 +305,11 @@ struct NormForward {
           Chunk wc;  // the weight stays in L1 (cached loads) across rows; registers for it would cost a block/SM
           wc.zero();
           if (has_w && live[i]) {
-            wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+            if constexpr (kWSmem) {
+              wc.load_shared([&](int s) { return wslot(i, s, threadIdx.x); });
+            } else {
+              wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
+            }
           }
           float y[kRmsChunk];
 #pragma unroll
@@ -377,6 +428,322 @@ struct NormForward {
   }
 };
 
+// ---- warp rows: tk_norm_forward__bf16_wr -------------------------------------------------------------------------
+// One warp per row, two passes, no shared memory and no barrier: pass 1 reads the row (L2::evict_last) and reduces
+// it, pass 2 reads it again (from L2, L2::evict_first) with the weight (L1) and writes the output (the residual form:
+// kRes below). The team is the
+// warp (P = 32, legal for N ≥ 32, spec D.2): lane l owns the chunks l + 32·j, j < J = N/32 (1 … 16), sums each by
+// the 8/4/2/1 tree, folds its J sums by halving (distance J/2 first: the tree's steps N/2 … 32) and the lanes
+// combine by xor shuffles 16 … 1 (the steps 16 … 1), so S has the bits of TREE. The casts (kCastN) cast each chunk
+// after step 4 with its group's kCastN / 16 adjacent lanes (cast_chunk). Rows are not held in registers:
+// 16 rows per SM in flight (2 blocks of 8 warps) instead of 4 (+ 4 staged), at the cost of a second read of x from
+// L2; the per-row fixed work (tree tail, rstd, addressing) is paid by one warp instead of eight. bf16 x, H > 256
+// (N ≥ 32), any weight / outScale / strides / alignment. Without a residual x is never written by the kernel (out
+// overlaps no input) and is read through the non-coherent path in both passes; with one (kRes) pass 2 reads
+// residualOut, which this kernel wrote, by coherent .cg loads.
+
+// L2 eviction-priority policies (createpolicy, sm_80+): pass 1 keeps the row for pass 2, pass 2 lets it go.
+TK_DEV uint64_t l2_policy_evict_last() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+TK_DEV uint64_t l2_policy_evict_first() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+// 16 bytes, non-coherent, not allocated in L1, with an L2 cache policy.
+TK_DEV void ld_stream_hint(const void* ptr, uint32_t (&w)[4], uint64_t pol) {
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr), "l"(pol));
+}
+
+// Coherent 16-byte load from L2 (.cg: never served by an L1 line; data this kernel wrote: the residual form's
+// residualOut, possibly x itself, whose unaligned element loads went through L1), with an L2 cache policy; and the
+// element-wise form of a bf16 pair for unaligned views.
+TK_DEV void ld_coherent_hint(const void* ptr, uint32_t (&w)[4], uint64_t pol) {
+  asm volatile("ld.global.cg.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr), "l"(pol)
+               : "memory");
+}
+TK_DEV uint32_t ld_coherent_bf16x2(const uint8_t* ptr) {
+  uint16_t lo, hi;
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(lo) : "l"(ptr) : "memory");
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(hi) : "l"(ptr + 2) : "memory");
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+// 16-byte store with an L2 cache policy.
+TK_DEV void st_hint(void* ptr, const uint32_t* w, uint64_t pol) {
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(ptr), "r"(w[0]), "r"(w[1]), "r"(w[2]),
+               "r"(w[3]), "l"(pol)
+               : "memory");
+}
+
+// Chunks per pass-1 step: four pairs (j, j + J/2) in flight per lane (64 registers): H = 7168 reads its row in two
+// steps (the residual form: two pairs, x and residual). Pass 2 moves kWrPass2Chunks chunks of x (residual form:
+// residualOut) and of the weight per step.
+constexpr int kWrPairsPerStep = 4;
+constexpr int kWrPass2Chunks = 4;
+// Register budget: 2 blocks per SM (128 registers, no spills on sm_90a / sm_100a) = 16 rows per SM. Every resident
+// row waits in L2 between its two passes: 16 × 132 × 14 KB = 30 MB at H = 7168, within the 50 MB L2 (32 rows per SM,
+// 60 MB, would not be).
+constexpr int kWrMinBlocks = 2;
+
+// kRes (the `_wr_res` symbols): s = RNbf16(x ⊕ residual) is formed in pass 1, stored to residualOut (L2::evict_last)
+// and summed; pass 2 reads s back from residualOut by coherent loads (the same lane wrote those bytes: program order;
+// residualOut may be x or residual itself, each element read by its lane before that lane overwrites it, as in the
+// team kernels). x and residual are read once (L2::evict_first).
+template <int kCastN, bool kRes = false>
+struct NormForwardWarpRows {
+  using Chunk = RowChunk<Fmt::kBf16>;
+  static constexpr int kEb = 2;
+  static constexpr bool kCast = kCastN != 0;
+  static constexpr int kPairs = kRes ? (kCast ? 1 : 2) : kWrPairsPerStep;  // pairs per pass-1 step (registers)
+  // pass-2 chunks per step: the casts keep fewer in flight (their scaling needs registers too)
+  static constexpr int kPass2 = kCast ? 2 : kWrPass2Chunks;
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardWarpRows(const NormForwardParams& params) : p(params) {}
+
+  // A chunk's 16 elements at q (2 × 16 bytes; element-wise when not aligned), zeros when !live.
+  static TK_DEV void load(Chunk& v, const uint8_t* q, bool live, bool aligned, uint64_t pol) {
+    v.zero();
+    if (!live) return;
+    if (aligned) {
+#pragma unroll
+      for (int s = 0; s < Chunk::kPieces; ++s) {
+        uint32_t w[4];
+        ld_stream_hint(q + kVecBytes * s, w, pol);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v.w[4 * s + i] = w[i];
+      }
+    } else {
+      v.load(q, false);
+    }
+  }
+
+  // Step 1 on a chunk: v ← RNbf16(v ⊕ r), stored at q (residualOut) when live, with the policy `pol`.
+  static TK_DEV void add_residual(Chunk& v, const Chunk& r, uint8_t* q, bool live, bool aligned, uint64_t pol) {
+    float s[kRmsChunk];
+#pragma unroll
+    for (int j = 0; j < kRmsChunk; ++j) s[j] = add_rn(v.at(j), r.at(j));
+    v.set_all(s);
+    if (!live) return;
+    if (aligned) {
+#pragma unroll
+      for (int p = 0; p < Chunk::kPieces; ++p) st_hint(q + kVecBytes * p, v.w + 4 * p, pol);
+    } else {
+      v.store(q, false);
+    }
+  }
+  // The chunk this lane stored at q in pass 1, read back by coherent loads; zeros when !live.
+  static TK_DEV void load_back(Chunk& v, const uint8_t* q, bool live, bool aligned, uint64_t pol) {
+    v.zero();
+    if (!live) return;
+    if (aligned) {
+#pragma unroll
+      for (int p = 0; p < Chunk::kPieces; ++p) {
+        uint32_t w[4];
+        ld_coherent_hint(q + kVecBytes * p, w, pol);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v.w[4 * p + i] = w[i];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < Chunk::kWords; ++i) v.w[i] = ld_coherent_bf16x2(q + 4 * i);
+    }
+  }
+
+  TK_DEV void run() const {
+    const uint32_t H = p.hidden, K = H / kRmsChunk;
+    uint32_t N = 1;
+    while (N < K) N *= 2;
+    const uint32_t J = N / kWarpSize;  // chunks per lane (N ≥ 32)
+    const uint32_t Jh = J / 2;          // the top local fold's distance; 0 when J = 1
+    const uint32_t lane = threadIdx.x % kWarpSize;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const bool has_w = p.flags & kFwdWeight;
+    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool with_bf16 = p.flags & kFwdOutBf16;
+    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
+    const bool r_al = view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
+    const bool ro_al = view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
+    const bool w_al = (p.weight % kVecBytes) == 0;
+    const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
+    const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
+
+    for (uint64_t row = static_cast<uint64_t>(blockIdx.x) * warps_per_block + threadIdx.x / kWarpSize; row < rows; row += step) {
+      const uint64_t b = p.num_batches == 1 ? 0 : row / T, t = p.num_batches == 1 ? row : row % T;
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+      const uint8_t* rr = kRes ? reinterpret_cast<const uint8_t*>(p.residual) + row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb : nullptr;
+      uint8_t* ror = kRes ? reinterpret_cast<uint8_t*>(p.residual_out) + row_offset(b, t, p.residual_out_batch_stride, p.residual_out_row_stride) * kEb : nullptr;
+
+      // pass 1: steps 2–3. c[jj] = sum(chunk l + 32·jj) ⊕ sum(chunk l + 32·(jj + Jh)) (the tree's step N/2), then the
+      // halving over jj (steps N/4 … 32), then the lanes (16 … 1). J = 1: the lane's one chunk.
+      float S;
+      {
+        // plain: x stays in L2 for pass 2; residual form: x and residual are read once, residualOut is kept
+        const uint64_t keep = kRes ? l2_policy_evict_first() : l2_policy_evict_last();
+        const uint64_t hold = kRes ? l2_policy_evict_last() : 0;
+        auto chunk_sum = [&](const Chunk& v) {
+          float q[kRmsChunk];
+#pragma unroll
+          for (int j = 0; j < kRmsChunk; ++j) q[j] = mul_rn(v.at(j), v.at(j));
+          return chunk_tree(q);  // a dead chunk holds +0s: the +0 pad of D.2
+        };
+        float c[8];
+#pragma unroll
+        for (int jj = 0; jj < 8; jj += kPairs) {
+          if (static_cast<uint32_t>(jj) >= (Jh ? Jh : 1u)) {  // no pair left (uniform): +0, never folded in
+#pragma unroll
+            for (int u = 0; u < kPairs; ++u) c[jj + u] = 0.0f;
+            continue;
+          }
+          Chunk a[kPairs], z[kPairs];
+          uint32_t ka[kPairs], kz[kPairs];
+          bool la[kPairs], lz[kPairs];
+#pragma unroll
+          for (int u = 0; u < kPairs; ++u) {
+            const uint32_t j = jj + u;
+            const bool pair = j < Jh;  // J ≥ 2: chunks j and j + Jh; J = 1: chunk 0 alone (as a, j = 0)
+            ka[u] = lane + kWarpSize * j;
+            kz[u] = lane + kWarpSize * (j + Jh);
+            la[u] = (pair || (Jh == 0 && j == 0)) && ka[u] < K;
+            lz[u] = pair && kz[u] < K;
+            load(a[u], xr + static_cast<uint64_t>(ka[u]) * Chunk::kBytes, la[u], x_al, keep);
+            load(z[u], xr + static_cast<uint64_t>(kz[u]) * Chunk::kBytes, lz[u], x_al, keep);
+          }
+          if constexpr (kRes) {
+            // step 1: s = RNbf16(x ⊕ residual) → residualOut, kept in L2 for pass 2
+            Chunk ra[kPairs], rz[kPairs];
+#pragma unroll
+            for (int u = 0; u < kPairs; ++u) {
+              load(ra[u], rr + static_cast<uint64_t>(ka[u]) * Chunk::kBytes, la[u], r_al, keep);
+              load(rz[u], rr + static_cast<uint64_t>(kz[u]) * Chunk::kBytes, lz[u], r_al, keep);
+            }
+#pragma unroll
+            for (int u = 0; u < kPairs; ++u) {
+              add_residual(a[u], ra[u], ror + static_cast<uint64_t>(ka[u]) * Chunk::kBytes, la[u], ro_al, hold);
+              add_residual(z[u], rz[u], ror + static_cast<uint64_t>(kz[u]) * Chunk::kBytes, lz[u], ro_al, hold);
+            }
+          }
+#pragma unroll
+          for (int u = 0; u < kPairs; ++u) {
+            const float sa = chunk_sum(a[u]);
+            c[jj + u] = Jh == 0 ? sa : add_rn(sa, chunk_sum(z[u]));
+          }
+        }
+#pragma unroll
+        for (uint32_t h = 4; h >= 1; h /= 2)
+          if (h < Jh)
+#pragma unroll
+            for (uint32_t j = 0; j < h; ++j) c[j] = add_rn(c[j], c[j + h]);
+        float v = c[0];
+#pragma unroll
+        for (uint32_t h = kWarpSize / 2; h >= 1; h /= 2) v = add_rn(v, __shfl_xor_sync(kFullWarpMask, v, h));
+        S = v;
+      }
+      const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+      if (lane == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
+
+      // pass 2: step 4 for the lane's chunks, two at a time (the row read again, the weight from L1)
+      const uint64_t last = l2_policy_evict_first();
+      uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+      const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
+      auto step4 = [&](auto unit_scale, auto with_weight) {
+        constexpr bool kOne = decltype(unit_scale)::value, kW = decltype(with_weight)::value;
+        for (uint32_t j = 0; j < J; j += kPass2) {
+          Chunk sv[kPass2], wc[kPass2];
+#pragma unroll
+          for (int u = 0; u < kPass2; ++u) {
+            const uint32_t k = lane + kWarpSize * (j + u);
+            const bool live = j + u < J && k < K;
+            if constexpr (kRes) {
+              load_back(sv[u], ror + static_cast<uint64_t>(k) * Chunk::kBytes, live, ro_al, last);
+            } else {
+              load(sv[u], xr + static_cast<uint64_t>(k) * Chunk::kBytes, live, x_al, last);
+            }
+            wc[u].zero();
+            if (kW && live) wc[u].template load<false>(wr + static_cast<uint64_t>(k) * Chunk::kBytes, w_al);
+          }
+#pragma unroll
+          for (int u = 0; u < kPass2; ++u) {
+            const uint32_t k = lane + kWarpSize * (j + u);
+            if (j + u >= J) continue;  // uniform over the warp
+            const bool live = k < K;
+            if (!kCast && !live) continue;  // (the casts' dead chunks still take part in the group shuffles)
+            float y[kRmsChunk];
+#pragma unroll
+            for (int e = 0; e < kRmsChunk; ++e) {
+              const float sr = mul_rn(sv[u].at(e), rstd);
+              if constexpr (kOne) {
+                y[e] = kW ? mul_rn(sr, wc[u].at(e)) : sr;
+              } else {
+                y[e] = mul_rn(sr, kW ? mul_rn(wc[u].at(e), p.out_scale) : p.out_scale);
+              }
+            }
+            sv[u].set_all(y);
+            if constexpr (kCast) {
+              cast_chunk(sv[u], row, t, b, k, live, with_bf16, d_al, b_al);
+            } else {
+              sv[u].store(orow + static_cast<uint64_t>(k) * Chunk::kBytes, o_al);
+            }
+          }
+        }
+      };
+      // (the branches uniform over the launch, outside the element loops)
+      if (p.out_scale == 1.0f) {
+        if (has_w) step4(BoolConst<true>{}, BoolConst<true>{});
+        else step4(BoolConst<true>{}, BoolConst<false>{});
+      } else {
+        if (has_w) step4(BoolConst<false>{}, BoolConst<true>{});
+        else step4(BoolConst<false>{}, BoolConst<false>{});
+      }
+    }
+    if constexpr (kCast) {
+      for (uint32_t bb = 0; bb < p.num_batches; ++bb) {
+        SfOut o = sf_out();
+        o.base += 4 * static_cast<uint64_t>(bb) * p.sf_batch_stride;
+        o.zero_padding_rows(p.num_tokens, p.sf_rows);
+      }
+    }
+  }
+
+  TK_DEV SfOut sf_out() const {
+    return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, p.hidden / (kCast ? kCastN : 1)};
+  }
+
+  // The per-token cast of the bf16 chunk y (chunk k of row (b, t)), as NormForward::cast_row does for a team: the
+  // group of kCastN columns is kGroupChunks adjacent lanes (k = lane + 32·j, 32 a multiple of kGroupChunks), its
+  // amax an xor-shuffle max of the lanes' packed |y| maxima (every lane calls: uniform control flow; a dead chunk,
+  // all +0, lies in a dead group since H % kCastN == 0). outBf16 = y.
+  TK_DEV void cast_chunk(const Chunk& y, uint64_t row, uint64_t t, uint64_t b, uint32_t k, bool live, bool with_bf16,
+                         bool d_al, bool b_al) const {
+    constexpr uint32_t kGroupChunks = kCastN / kRmsChunk;  // a group: kGroupChunks adjacent lanes
+    const uint64_t H = p.hidden;
+    if (with_bf16 && live) y.store(reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes, b_al);
+    uint32_t a = abs_max_bf16<Chunk::kWords>(y.w);
+#pragma unroll
+    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) a = max(a, __shfl_xor_sync(kFullWarpMask, a, m));
+    if (!live) return;
+    const ScaleAndInv si = sf_and_inv(u2f(a << 16), p.amax_clamp, kE4m3Max, p.flags);
+    if (k % kGroupChunks == 0) {
+      SfOut so = sf_out();
+      so.base += 4 * b * p.sf_batch_stride;
+      so.store(t, k / kGroupChunks, si.stored);
+    }
+    float v[kRmsChunk];
+#pragma unroll
+    for (int e = 0; e < kRmsChunk; ++e) v[e] = mul_rn(y.at(e), si.inv);
+    uint32_t o[kRmsChunk / 4];
+    encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
+    store_chunk<kRmsChunk>(reinterpret_cast<uint8_t*>(p.data) + row * H + static_cast<uint64_t>(k) * kRmsChunk, o, d_al);
+  }
+};
+
 }  // namespace
 }  // namespace tk
 
@@ -391,9 +758,50 @@ struct NormForward {
     tk::NormForward<tk::Fmt::IN, n>(p).run();                                                            \
   }
 
+// The bf16 kernels with the weight in shared memory (kWSmem): launched with kWeightSlotBytes of dynamic shared memory.
+#define TK_NORM_FORWARD_WS(in, IN)                                                                       \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kFwdMinBlocks<tk::Fmt::IN, 0>)   \
+      tk_norm_forward__##in##_ws(const __grid_constant__ NormForwardParams p) {                         \
+    tk::NormForward<tk::Fmt::IN, 0, true>(p).run();                                                      \
+  }
+#define TK_NORM_FORWARD_CAST_WS(in, IN, n)                                                               \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kFwdMinBlocks<tk::Fmt::IN, n>)   \
+      tk_norm_forward__##in##_e4m3_g##n##_ws(const __grid_constant__ NormForwardParams p) {             \
+    tk::NormForward<tk::Fmt::IN, n, true>(p).run();                                                      \
+  }
+
 TK_NORM_FORWARD(fp32, kFp32)
 TK_NORM_FORWARD(bf16, kBf16)
 TK_NORM_FORWARD_CAST(fp32, kFp32, 32)
 TK_NORM_FORWARD_CAST(fp32, kFp32, 128)
 TK_NORM_FORWARD_CAST(bf16, kBf16, 32)
 TK_NORM_FORWARD_CAST(bf16, kBf16, 128)
+TK_NORM_FORWARD_WS(bf16, kBf16)
+
+// Warp rows (bf16, no residual, H > 256; normLaunchTuning.forwardWarpRows): 256 threads, no shared memory of its own
+// 128 registers: 2 blocks = 16 warps = 16 rows per SM.
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)
+    tk_norm_forward__bf16_wr(const __grid_constant__ NormForwardParams p) {
+  tk::NormForwardWarpRows<0>(p).run();
+}
+#define TK_NORM_FORWARD_CAST_WR(n)                                                                        \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
+      tk_norm_forward__bf16_e4m3_g##n##_wr(const __grid_constant__ NormForwardParams p) {                 \
+    tk::NormForwardWarpRows<n>(p).run();                                                                  \
+  }
+TK_NORM_FORWARD_CAST_WR(32)
+TK_NORM_FORWARD_CAST_WR(128)
+// with a residual (normLaunchTuning.residualWarpRows)
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)
+    tk_norm_forward__bf16_wr_res(const __grid_constant__ NormForwardParams p) {
+  tk::NormForwardWarpRows<0, true>(p).run();
+}
+#define TK_NORM_FORWARD_CAST_WR_RES(n)                                                                    \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
+      tk_norm_forward__bf16_e4m3_g##n##_wr_res(const __grid_constant__ NormForwardParams p) {             \
+    tk::NormForwardWarpRows<n, true>(p).run();                                                            \
+  }
+TK_NORM_FORWARD_CAST_WR_RES(32)
+TK_NORM_FORWARD_CAST_WR_RES(128)
+TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 32)
+TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 128)
