@@ -32,6 +32,39 @@ TK_HD uint32_t exp_neg_bf16_index(uint32_t b) {
   return ((mag - kExpNegBf16MagLo) << 1) | ((b >> 15) & 1u);
 }
 
+// The table offsets of both gates of a 32-bit word of bf16 values (element 0 in the low half), by whole-word
+// operations: what exp_neg_bf16_index costs per gate (~10 integer operations) serves two. The magnitudes are
+// clamped into the window by one 16x2 max and one 16x2 min (one instruction each on sm_90 / sm_100); (mag − lo) · 8
+// of both halves in one subtract-and-shift (each half stays below 2^16: no carry crosses); the sign bits 15 and 31
+// moved to bit 2 of their half. `lo` / `hi`: 4 · exp_neg_bf16_index of the low / high half (a byte offset into the
+// float table). `outside`: nonzero iff a half lies outside the window (silu_bf16_outside of it), since then the
+// clamp changed that half. tools/expf_bf16_check.cpp compares all 2^32 words with the per-gate forms.
+struct Bf16x2Offsets {
+  uint32_t lo, hi, outside;
+};
+static_assert((kExpNegBf16MagHi - kExpNegBf16MagLo) * 8 + 4 < 0x10000u, "a half's offset fits its 16 bits");
+
+TK_HD Bf16x2Offsets exp_neg_bf16x2_offsets(uint32_t w) {
+  constexpr uint32_t kLo2 = kExpNegBf16MagLo * 0x10001u, kHi2 = kExpNegBf16MagHi * 0x10001u;
+  const uint32_t m = w & 0x7fff7fffu;
+  uint32_t c;
+#if defined(__CUDA_ARCH__)
+  asm("max.u16x2 %0, %1, %2;" : "=r"(c) : "r"(m), "r"(kLo2));
+  asm("min.u16x2 %0, %0, %1;" : "+r"(c) : "r"(kHi2));
+#else
+  const uint32_t l = m & 0xffffu, h = m >> 16;
+  const auto clamp = [](uint32_t v) { return v < kExpNegBf16MagLo ? kExpNegBf16MagLo : v > kExpNegBf16MagHi ? kExpNegBf16MagHi : v; };
+  c = clamp(l) | (clamp(h) << 16);
+#endif
+  const uint32_t a = ((c - kLo2) << 3) | ((w >> 13) & 0x00040004u);
+  return {a & 0xffffu, a >> 16, c ^ m};
+}
+
+// The table entry at byte offset `off` (exp_neg_bf16x2_offsets).
+TK_HD float bf16_table_at(const float* table, uint32_t off) {
+  return *reinterpret_cast<const float*>(reinterpret_cast<const char*>(table) + off);
+}
+
 // Table entry i: expf_cr(−g) for the gate pattern the index maps back to.
 TK_HD float exp_neg_bf16_entry(uint32_t i) {
   const uint32_t g = ((i & 1u) << 15) | ((i >> 1) + kExpNegBf16MagLo);

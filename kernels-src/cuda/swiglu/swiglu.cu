@@ -20,12 +20,12 @@
 //   every bf16 gate, of silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the
 //   backward (common/expf_bf16.cuh), which each CTA fills first (8704 entries, ~34 expf_cr per thread; a CTA then
 //   meets 32 rows × H gates, 2.3 · 10^5 at H = 7168, so the fill is ~4% of the expf work it replaces). A lookup
-//   is one shared-memory load and ~10 integer operations (plus, for silu, ~8 exact fix-ups when a chunk has a
-//   gate outside the window) instead of expf_cr's ~17 binary64 operations and 2 conversions (the FP64 pipe runs
-//   64 lanes per SM per clock, and at H200 speed that alone cost about as long as the memory traffic) and, for
-//   silu, the division. A clamped gate is c, any
-//   binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3 gates (a code times a
-//   binary32 scale per group) have no finite table and compute expf_cr's results, a chunk's 8 at a time
+//   is one shared-memory load and ~5 integer operations (a word's two gates share their offset arithmetic:
+//   exp_neg_bf16x2_offsets; plus, for silu, ~8 exact fix-ups when a chunk has a gate outside the window)
+//   instead of expf_cr's ~17 binary64 operations and 2 conversions (the FP64 pipe runs 64 lanes per SM per
+//   clock, and at H200 speed that alone cost about as long as the memory traffic) and, for silu, the division.
+//   A clamped gate is c, any binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3
+//   gates (a code times a binary32 scale per group) have no finite table and compute expf_cr's results, 8 at a time
 //   (expf_cr_n: the 8 binary64 chains interleave, and the rare slow path is one inlined copy per call site, not
 //   one per element), by its table form (common/expf.cuh, expf_fast_tab: 2^(j/32) from a 256-byte shared table
 //   that each CTA of those kernels, and of tk_swiglu_expf_check, fills first; ~9 binary64 operations a gate
@@ -208,22 +208,24 @@ struct GateFn {
   bool clamp;             // a clamp is given (kTable only)
   const double* exp_tab;  // shared memory, 2^(j/32) for expf_cr_n's table fast path; unused if kTable
 
-  // f[i] for the 8 gates of a chunk. g: the gates as loaded; clamped: g > c under a clamp; gc: the gates after
-  // the clamp. Without a table the 8 exponentials run side by side (expf_cr_n), not one after another.
-  TK_DEV void operator()(const float (&g)[kChunk], const bool (&clamped)[kChunk], const float (&gc)[kChunk],
-                         float (&f)[kChunk]) const {
+  // f[i] for the 8 gates of a chunk. gw: the chunk's raw words as loaded (kTable only: the bf16 gates); g: the
+  // gates as loaded; clamped: g > c under a clamp; gc: the gates after the clamp. Without a table the 8
+  // exponentials run side by side (expf_cr_n), not one after another.
+  TK_DEV void operator()(const uint32_t* gw, const float (&g)[kChunk], const bool (&clamped)[kChunk],
+                         const float (&gc)[kChunk], float (&f)[kChunk]) const {
     if constexpr (kTable) {
-      // silu: the entries first, the exact fix-ups of common/silu_bf16.cuh only when a gate of the chunk lies
-      // outside the table's window (rare in activations: ~12 fewer operations per gate otherwise); the clamp's
-      // select only under a clamp.
-      bool outside = false;
+      // silu: the entries first (their offsets two gates a word: exp_neg_bf16x2_offsets), the exact fix-ups of
+      // common/silu_bf16.cuh only when a gate of the chunk lies outside the table's window (rare in activations:
+      // ~12 fewer operations per gate otherwise); the clamp's select only under a clamp.
+      uint32_t outside = 0;
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) {
-        const uint32_t b = f2u(g[i]) >> 16;
-        f[i] = table[exp_neg_bf16_index(b)];
-        if constexpr (kSilu) outside |= silu_bf16_outside(b);
+      for (int k = 0; k < kChunk / 2; ++k) {
+        const Bf16x2Offsets o = exp_neg_bf16x2_offsets(gw[k]);
+        f[2 * k] = bf16_table_at(table, o.lo);
+        f[2 * k + 1] = bf16_table_at(table, o.hi);
+        if constexpr (kSilu) outside |= o.outside;
       }
-      if (kSilu && outside) {
+      if (kSilu && outside != 0) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) f[i] = silu_bf16_fix(f2u(g[i]) >> 16, f[i]);
       }
@@ -424,7 +426,7 @@ TK_DEV void forward(const SwigluParams& p) {
               uc[i] = clamp_up(u[i], c);
             }
           }
-          silu(g, cg, gc, f);
+          silu(cur[s].g.w, g, cg, gc, f);
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) val[s][i] = mul_rn(f[i], uc[i]);
           if (weighted) {
@@ -598,7 +600,7 @@ TK_DEV void backward(const SwigluParams& p) {
               uc[i] = clamp_up(u[i], c);
             }
           }
-          exp_neg(g, cg, gc, e);
+          exp_neg(cur[s].g.w, g, cg, gc, e);
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) {
             tmp[i] = add_rn(1.0f, e[i]);

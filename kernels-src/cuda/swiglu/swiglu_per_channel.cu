@@ -130,12 +130,19 @@ struct SwigluPerChannel {
       for (int i = 0; i < kRowsPerThread; ++i) {
         // a row's 8 lookups first, the clamp test outside the element loop (one basic block: the lookups overlap),
         // the bf16 pairs by the hardware conversion (encode_bf16x2: encode_bf16's bytes)
+        // (the entries' offsets two gates a word: exp_neg_bf16x2_offsets)
         float sl[kV], u[kV];
+#pragma unroll
+        for (int k = 0; k < kV / 2; ++k) {
+          const Bf16x2Offsets o = exp_neg_bf16x2_offsets(gw[i][k]);
+          sl[2 * k] = bf16_table_at(s.silu_table, o.lo);
+          sl[2 * k + 1] = bf16_table_at(s.silu_table, o.hi);
+        }
 #pragma unroll
         for (int e = 0; e < kV; ++e) {
           const uint32_t gb = (gw[i][e / 2] >> (16 * (e % 2))) & 0xffffu;
           u[e] = u2f(((uw[i][e / 2] >> (16 * (e % 2))) & 0xffffu) << 16);
-          sl[e] = silu_bf16(gb, s.silu_table);  // fl(g / fl(1 + expf(−g))), NaN for a NaN g
+          sl[e] = silu_bf16_fix(gb, sl[e]);  // fl(g / fl(1 + expf(−g))), NaN for a NaN g
         }
         if (clamp) {
 #pragma unroll
