@@ -4,10 +4,12 @@
 // half an ulp of 1 on either side), above it e^(−g) is +0 (g ≥ 128) or +Inf (g ≤ −128), and the table's first and
 // last exponent rows already hold exactly 1 and exactly +0 / +Inf. So the lookup clamps the magnitude pattern into
 // the window and needs no other case: 2 signs × 34 exponents × 128 mantissas = 8704 binary32 entries (34 KiB of
-// shared memory), filled by the kernel with expf_cr itself, so each entry is the reference value by construction.
+// shared memory), each entry expf_cr itself (exp_neg_bf16_entry), so the reference value by construction: computed
+// once on the host into common/bf16_gate_tables.h, which each CTA copies into shared memory (copy_bf16_gate_table).
 // A NaN gate reads some finite entry: its e^(−g) is unspecified, which is harmless where the caller's result is NaN
 // anyway (SwiGLU: g / (1 + e) is NaN for a NaN g whatever e is). tools/expf_bf16_check.cpp checks every non-NaN
-// pattern against expf_cr on the host, and that every pattern's index is inside the table.
+// pattern against expf_cr on the host, that every pattern's index is inside the table, and the generated header's
+// entries against exp_neg_bf16_entry.
 //
 // Why: expf_cr costs about 17 binary64 operations per element, about as much time on an H200 as the memory traffic
 // of a SwiGLU row; the lookup costs one shared-memory load and four integer operations.
@@ -15,6 +17,9 @@
 #include <stdint.h>
 #include "expf.cuh"
 #include "fp.cuh"
+#if defined(__CUDACC__)
+#include "ldst.cuh"
+#endif
 
 namespace tk {
 
@@ -75,13 +80,17 @@ TK_HD float exp_neg_bf16_entry(uint32_t i) {
 TK_HD float exp_neg_bf16(uint32_t b, const float* table) { return table[exp_neg_bf16_index(b)]; }
 
 #if defined(__CUDACC__)
-// Fills a block's shared table over this window with entry(i) (exp_neg_bf16_entry, or silu_bf16_entry of
-// silu_bf16.cuh): every thread of the block calls it, and the caller synchronizes before the first lookup. About 34
-// entries per thread of a 256-thread block.
-template <class Entry>
-TK_DEV void fill_bf16_gate_table(float* table, Entry entry) {
-  for (uint32_t i = threadIdx.x; i < static_cast<uint32_t>(kExpNegBf16TableSize); i += blockDim.x) {
-    table[i] = entry(i);
+// Copies a table of common/bf16_gate_tables.h (global memory, the entries computed on the host by
+// exp_neg_bf16_entry / silu_bf16_entry of this header and silu_bf16.cuh; L2-resident after the first CTAs) into a
+// block's 16-byte-aligned shared table: every thread of the block calls it, and the caller synchronizes before the
+// first lookup. About 8.5 sixteen-byte loads per thread of a 256-thread block, where filling the table with
+// entry(i) cost ~34 expf_cr and divisions per thread (~8 k clocks of an SM for 2 CTAs, with no load in flight).
+TK_DEV void copy_bf16_gate_table(float* table, const uint32_t* src) {
+  static_assert(kExpNegBf16TableSize % 4 == 0, "whole 16-byte pieces");
+  for (uint32_t i = threadIdx.x; i < static_cast<uint32_t>(kExpNegBf16TableSize / 4); i += blockDim.x) {
+    uint32_t w[4];
+    ld_cached(src + 4 * i, w);
+    st_shared(smem_addr(table + 4 * i), w);
   }
 }
 #endif

@@ -1,7 +1,8 @@
 // silu(g) = fl(g / fl(1 + expf(−g))) of spec/quant.md §8.3 (expf_cr, §1.1-4) for a gate g that is a bf16 value, by
 // a table lookup: the forward SwiGLU of bf16 inputs needs no division and no exponential. The table has the window
-// of common/expf_bf16.cuh (same index, 8704 binary32 entries, 34 KiB of shared memory, each entry computed by the
-// kernel with the reference's operations, so it is the reference value by construction). Outside the window the
+// of common/expf_bf16.cuh (same index, 8704 binary32 entries, 34 KiB of shared memory, each entry computed with the
+// reference's operations (silu_bf16_entry), so the reference value by construction: on the host, into
+// common/bf16_gate_tables.h, which each CTA copies). Outside the window the
 // result is exact arithmetic on g itself:
 //   |g| < 2^-26 (zeros and subnormals included): e^(−g) rounds to 1, so silu(g) = g / 2 = fl(g · 0.5) (exact: the
 //     lowest set bit of a bf16 value is ≥ 2^-133, so halving it stays on the binary32 grid);

@@ -18,8 +18,9 @@
 //   Static shared memory: 256 bytes (a 2^(j/32) table, see below) in the kernels whose x is fp32 or e4m3 and in
 //   tk_swiglu_expf_check; 34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over
 //   every bf16 gate, of silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the
-//   backward (common/expf_bf16.cuh), which each CTA fills first (8704 entries, ~34 expf_cr per thread; a CTA then
-//   meets 32 rows × H gates, 2.3 · 10^5 at H = 7168, so the fill is ~4% of the expf work it replaces). A lookup
+//   backward (common/expf_bf16.cuh), which each CTA first copies from global memory (common/bf16_gate_tables.h,
+//   computed on the host by the same functions: 8.5 sixteen-byte loads per thread, where computing the 8704
+//   entries per CTA cost ~34 expf_cr and divisions per thread, a few µs with no load in flight). A lookup
 //   is one shared-memory load and ~5 integer operations (a word's two gates share their offset arithmetic:
 //   exp_neg_bf16x2_offsets; plus, for silu, ~8 exact fix-ups when a chunk has a gate outside the window)
 //   instead of expf_cr's ~17 binary64 operations and 2 conversions (the FP64 pipe runs 64 lanes per SM per
@@ -49,6 +50,7 @@
 // Block 0 also checks the contract of §11.2 and reports a breach in the error word; whatever psum holds, every
 // access stays inside [0, T) rows (the walk never leaves it) and inside psum ([0, E)).
 // Forward skips padding rows; backward writes them 0 (every output, sf entries included).
+#include "../common/bf16_gate_tables.h"
 #include "../common/chunk.cuh"
 #include "../common/codec.cuh"
 #include "../common/error_word.cuh"
@@ -250,8 +252,8 @@ struct GateFn {
 template <Fmt kIn, bool kSilu, int kExpGroup = 4>
 TK_DEV GateFn<kIn, kSilu, kExpGroup> make_gate_fn(const SwigluParams& p) {
   if constexpr (GateFn<kIn, kSilu, kExpGroup>::kTable) {
-    __shared__ float table[kExpNegBf16TableSize];
-    fill_bf16_gate_table(table, [](uint32_t i) { return kSilu ? silu_bf16_entry(i) : exp_neg_bf16_entry(i); });
+    __shared__ __align__(16) float table[kExpNegBf16TableSize];
+    copy_bf16_gate_table(table, kSilu ? kSiluBf16Table : kExpNegBf16Table);
     const bool clamp = p.flags & kHasClamp;
     const float f_clamped = !clamp ? 0.0f : kSilu ? silu_cr(p.clamp) : expf_cr(-p.clamp);
     __syncthreads();

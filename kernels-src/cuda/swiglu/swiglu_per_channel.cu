@@ -19,8 +19,9 @@
 //   A tile is R rows (one scale block) × C columns, C = 8 · 1024 / R (64 for R = 128, 256 for R = 32). A thread
 //   owns 4 consecutive rows × 8 columns: per row one 16-byte chunk of gate and one of up (128 bytes of loads in
 //   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent because
-//   every CTA first fills its shared-memory table of silu(g) = g / (1 + e^(−g)) over every bf16 gate
-//   (common/silu_bf16.cuh: 8704 expf_cr and divisions, about the arithmetic of one tile); after that silu(g) is
+//   every CTA first copies its shared-memory table of silu(g) = g / (1 + e^(−g)) over every bf16 gate
+//   (common/silu_bf16.cuh; 34 KiB from common/bf16_gate_tables.h, computed on the host, where computing its 8704
+//   expf_cr and divisions per CTA cost about the arithmetic of one tile); after that silu(g) is
 //   one shared-memory load and ~18 integer and select operations instead of ~17 binary64 operations, which would
 //   cost about as much time as the memory traffic, and a division, whose exact-rounding check sends a warp to a
 //   called slow path whenever one lane's gate is ≤ −87.3. Static shared memory: the table (34 KiB), the
@@ -36,6 +37,7 @@
 // read nothing, compute zeros and store nothing. x views whose base is not 16-byte aligned take element loads
 // (rows are multiples of 256 bytes); the outputs are fresh allocations, checked all the same.
 // No value inside a device tensor steers an access: there is nothing to guard (DESIGN §6).
+#include "../common/bf16_gate_tables.h"
 #include "../common/chunk.cuh"
 #include "../common/code_tile.cuh"
 #include "../common/codec.cuh"
@@ -88,7 +90,7 @@ struct SwigluPerChannel {
 
   TK_DEV void run() const {
     __shared__ __align__(16) Smem s;
-    fill_bf16_gate_table(s.silu_table, [](uint32_t i) { return silu_bf16_entry(i); });
+    copy_bf16_gate_table(s.silu_table, kSiluBf16Table);
     const bool clamp = p.flags & kClamp;
     const float c = p.clamp;
     const float silu_clamped = clamp ? silu_cr(c) : 0.0f;  // silu of a clamped gate (g = c, any binary32)
