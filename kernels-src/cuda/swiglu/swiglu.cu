@@ -12,7 +12,8 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
 //   kernel                 block.x  dynamic smem  grid.x
-//   forward / backward     256      0             min(ceilDiv(T, 32), 8 · SMs)
+//   forward (all)          256      0             min(ceilDiv(T, 32) · P, 8 · P · SMs),  P = kFwdParts = 3
+//   backward (all)         256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
 //
 //   Static shared memory: 256 bytes (a 2^(j/32) table, see below) in the kernels whose x is fp32 or e4m3 and in
@@ -33,10 +34,11 @@
 //   instead of ~17; tools/expf_tab_proof.cpp: the same bits as expf_cr for all 2^32 inputs).
 //
 // Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
-// grid-stride by whole warps, so every loop bound is warp-uniform and the quantization groups can reduce with
-// xor shuffles inside a team. A row is cut into blocks of 128 columns; in block b team lane r takes the chunks of
-// 8 columns starting at 128b + 8r and 128b + 64 + 8r (gate and up: the same columns of both halves). So lane r
-// meets exactly the columns j ≡ 8r … 8r + 7 (mod 64), in increasing j: the 64 partial sums of the weight gradient
+// grid-stride by whole warps (in the forward a warp's unit is a third of the column blocks of its 4 rows, so that
+// there are 3 × as many warps of work: for_rows), so every loop bound is warp-uniform and the quantization groups
+// can reduce with xor shuffles inside a team. A row is cut into blocks of 128 columns; in block b team lane r takes
+// the chunks of 8 columns starting at 128b + 8r and 128b + 64 + 8r (gate and up: the same columns of both halves).
+// So lane r meets exactly the columns j ≡ 8r … 8r + 7 (mod 64), in increasing j: the 64 partial sums of the weight gradient
 // (§8.5's fixed order) are 8 registers per lane, and the halving tree is 3 xor shuffles plus 3 in-lane steps.
 // A group of 32 columns is 4 lanes of one chunk slot, a group of 128 the 16 chunks of a block (8 lanes × 2).
 // Chunks are 16-byte vector loads/stores when the views are aligned (fp32 uses two, e4m3 codes one 8-byte access),
@@ -77,8 +79,18 @@ constexpr int kTeam = 8;        // lanes per row
 constexpr int kChunk = 8;       // columns per chunk
 constexpr int kBlockCols = 128;  // columns per step of a team: 2 chunks per lane
 constexpr int kRowsPerWarp = kWarpSize / kTeam;
+// Column parts of a row group in the forward kernels (for_rows; FORWARD_PARTS of ops/quant/swiglu_launch.ts).
+constexpr int kFwdParts = 3;
 // Resident blocks per SM the register budget is sized for: 2 (≤ 128 registers, no spills on sm_90a / sm_100a).
 constexpr int kMinBlocks = 2;
+// The forward kernels with bf16 x, except the cast to groups of 32: 3 on sm_90 (≤ 80 registers without spills:
+// 24 warps per SM, for which kFwdParts makes the work), 2 on sm_100 (its code needs ~105–115 registers). The others
+// spill at 80 (fp32 x: 36–140 bytes, bf16 x with groups of 32: 4 bytes) and keep 2.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+constexpr int kFwdMinBlocks = 2;
+#else
+constexpr int kFwdMinBlocks = 3;
+#endif
 
 enum class RowState { kDead, kPadding, kReal };
 
@@ -320,18 +332,33 @@ TK_DEV void add_count(const SwigluParams& p, int i, uint64_t v) {
   }
 }
 
-// The walk shared by all kernels: body(row, state, lane_in_team) once per row slot of the warp, warp-uniformly.
-template <class Body>
-TK_DEV void for_rows(const SwigluParams& p, Body&& body) {
+// The walk shared by all kernels: body(row, state, lane_in_team, b0, b1) once per work unit of the warp,
+// warp-uniformly. A unit is a group of 4 rows and one of kParts contiguous ranges [b0, b1) of its `steps` column
+// blocks (the parts of a group are consecutive units). kParts > 1 (the forward) makes T / 4 · kParts warps of work
+// instead of T / 4: at T = 8192 that is 15.5 warps per SM with whole rows, too few to hide the latency of a step,
+// whatever the registers allow.
+template <int kParts, class Body>
+TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
   const uint32_t lane = threadIdx.x % kWarpSize;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * (blockDim.x / kWarpSize);
   const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
   const uint64_t T = p.num_tokens;
-  for (uint64_t row0 = warp * kRowsPerWarp; row0 < T; row0 += warps * kRowsPerWarp) {
-    const uint64_t row = row0 + lane / kTeam;
-    const RowState st = row >= T ? RowState::kDead : row_is_real(p, static_cast<int64_t>(row)) ? RowState::kReal
-                                                                                                : RowState::kPadding;
-    body(row, st, lane % kTeam);
+  const auto state = [&](uint64_t row) {
+    if (row >= T) return RowState::kDead;
+    return row_is_real(p, static_cast<int64_t>(row)) ? RowState::kReal : RowState::kPadding;
+  };
+  if constexpr (kParts == 1) {
+    for (uint64_t row0 = warp * kRowsPerWarp; row0 < T; row0 += warps * kRowsPerWarp) {
+      const uint64_t row = row0 + lane / kTeam;
+      body(row, state(row), lane % kTeam, 0u, steps);
+    }
+  } else {
+    const uint64_t units = (T + kRowsPerWarp - 1) / kRowsPerWarp * kParts;
+    for (uint64_t u = warp; u < units; u += warps) {
+      const uint64_t row = u / kParts * kRowsPerWarp + lane / kTeam;
+      const uint32_t part = static_cast<uint32_t>(u % kParts);
+      body(row, state(row), lane % kTeam, part * steps / kParts, (part + 1) * steps / kParts);
+    }
   }
 }
 
@@ -358,22 +385,26 @@ TK_DEV void forward(const SwigluParams& p) {
   const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p);
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
-  for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
+  for_rows<kFwdParts>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
     const bool real = st == RowState::kReal;
     const float w = real ? row_weight(p, row) : 1.0f;
-    if (real && r == 0) n3 += H;
+    if (real && r == 0 && b1 == steps) n3 += H;  // once per row: only its last part ends at `steps`
     const uint8_t* xr = x + (real ? row : 0) * x_row;
     // bf16 x: the gate and up chunks of step b + 1 are loaded (raw words, 16 registers) before step b is computed,
     // so a warp keeps a step's loads in flight while it computes: with ~16 resident warps per SM the loads of a
     // warp that computes between them would leave HBM idle. fp32 x (32 registers of raw words; it spills on
     // sm_100a) loads a slot where it uses it. A slot past the row's chunks (every slot of step `steps`) loads
-    // nothing.
+    // nothing, and so does step b1 (the next part's).
     constexpr bool kPrefetch = kIn == Fmt::kBf16;
     struct Slot {
       Raw8<kIn> g, u;
     };
+    constexpr uint32_t kStepChunks = kBlockCols / kChunk;
+    // the part's chunks end here; steps b < b1 are exactly those with b · 16 < ch_end (b · 16 < chunks for every
+    // step b < steps)
+    const uint32_t ch_end = b1 * kStepChunks < chunks ? b1 * kStepChunks : chunks;
     const auto load_slot = [&](uint32_t ch, Slot& sl) {
-      if (real && ch < chunks) {
+      if (real && ch < ch_end) {
         sl.g.load(xr + static_cast<uint64_t>(ch * kChunk) * (FmtTraits<kIn>::kBits / 8), x_aligned);
         sl.u.load(xr + static_cast<uint64_t>(H + ch * kChunk) * (FmtTraits<kIn>::kBits / 8), x_aligned);
       } else {
@@ -384,20 +415,20 @@ TK_DEV void forward(const SwigluParams& p) {
     Slot cur[2];
     if constexpr (kPrefetch) {
 #pragma unroll
-      for (int s = 0; s < 2; ++s) load_slot(s * kTeam + r, cur[s]);
+      for (int s = 0; s < 2; ++s) load_slot(b0 * kStepChunks + s * kTeam + r, cur[s]);
     }
-    for (uint32_t b = 0; b < steps; ++b) {
+    for (uint32_t base = b0 * kStepChunks; base < ch_end; base += kStepChunks) {  // step b = base / 16
       Slot nxt[2];
       if constexpr (kPrefetch) {
 #pragma unroll
-        for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
+        for (int s = 0; s < 2; ++s) load_slot(base + kStepChunks + s * kTeam + r, nxt[s]);
       }
       float val[2][kChunk];
       bool live[2];
       uint32_t col[2];
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
-        const uint32_t ch = b * (kBlockCols / kChunk) + s * kTeam + r;
+        const uint32_t ch = base + s * kTeam + r;
         col[s] = ch * kChunk;
         live[s] = real && ch < chunks;
 #pragma unroll
@@ -503,7 +534,7 @@ TK_DEV void backward(const SwigluParams& p) {
   constexpr int kExpGroup = kIn == Fmt::kE4m3 && kDy == Fmt::kFp32 && kN == 128 ? 2 : 4;  // no spills (expf.cuh)
   const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
 
-  for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
+  for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
     const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
     const float w = real ? row_weight(p, row) : 1.0f;
     float part[kChunk];  // P_l for l = 8r + i (§8.5)
@@ -717,13 +748,13 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_c
   }
 }
 
-#define TK_SWIGLU_FWD(in, IN, out, OUT)                                                                             \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_forward__##in##_##out(             \
+#define TK_SWIGLU_FWD(in, IN, out, OUT, blocks)                                                                     \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_##out(                    \
       const __grid_constant__ SwigluParams p) {                                                                 \
     tk::forward<tk::Fmt::IN, tk::Fmt::OUT, 0>(p);                                                               \
   }
-#define TK_SWIGLU_FWD_CAST(in, IN, n)                                                                               \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_forward__##in##_e4m3_g##n(         \
+#define TK_SWIGLU_FWD_CAST(in, IN, n, blocks)                                                                       \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_e4m3_g##n(                \
       const __grid_constant__ SwigluParams p) {                                                                 \
     tk::forward<tk::Fmt::IN, tk::Fmt::kE4m3, n>(p);                                                             \
   }
@@ -738,14 +769,14 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_c
     tk::backward<tk::Fmt::kE4m3, tk::Fmt::DY, tk::Fmt::kBf16, n>(p);                                            \
   }
 
-TK_SWIGLU_FWD(fp32, kFp32, fp32, kFp32)
-TK_SWIGLU_FWD(fp32, kFp32, bf16, kBf16)
-TK_SWIGLU_FWD(bf16, kBf16, fp32, kFp32)
-TK_SWIGLU_FWD(bf16, kBf16, bf16, kBf16)
-TK_SWIGLU_FWD_CAST(fp32, kFp32, 32)
-TK_SWIGLU_FWD_CAST(fp32, kFp32, 128)
-TK_SWIGLU_FWD_CAST(bf16, kBf16, 32)
-TK_SWIGLU_FWD_CAST(bf16, kBf16, 128)
+TK_SWIGLU_FWD(fp32, kFp32, fp32, kFp32, tk::kMinBlocks)
+TK_SWIGLU_FWD(fp32, kFp32, bf16, kBf16, tk::kMinBlocks)
+TK_SWIGLU_FWD(bf16, kBf16, fp32, kFp32, tk::kFwdMinBlocks)
+TK_SWIGLU_FWD(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks)
+TK_SWIGLU_FWD_CAST(fp32, kFp32, 32, tk::kMinBlocks)
+TK_SWIGLU_FWD_CAST(fp32, kFp32, 128, tk::kMinBlocks)
+TK_SWIGLU_FWD_CAST(bf16, kBf16, 32, tk::kMinBlocks)
+TK_SWIGLU_FWD_CAST(bf16, kBf16, 128, tk::kFwdMinBlocks)
 TK_SWIGLU_BWD(fp32, kFp32, fp32, kFp32)
 TK_SWIGLU_BWD(fp32, kFp32, bf16, kBf16)
 TK_SWIGLU_BWD(bf16, kBf16, fp32, kFp32)
