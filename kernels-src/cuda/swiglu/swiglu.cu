@@ -17,9 +17,10 @@
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
 //
 //   Static shared memory: 256 bytes (a 2^(j/32) table, see below) in the kernels whose x is fp32 or e4m3 and in
-//   tk_swiglu_expf_check; 34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over
-//   every bf16 gate, of silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the
-//   backward (common/expf_bf16.cuh), which each CTA first copies from global memory (common/bf16_gate_tables.h,
+//   tk_swiglu_expf_check, plus 40 KiB (BwdStage: a step's inputs staged two steps deep) in backward__e4m3_bf16_*;
+//   34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over every bf16 gate, of
+//   silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the backward
+//   (common/expf_bf16.cuh), which each CTA first copies from global memory (common/bf16_gate_tables.h,
 //   computed on the host by the same functions: 8.5 sixteen-byte loads per thread, where computing the 8704
 //   entries per CTA cost ~34 expf_cr and divisions per thread, a few µs with no load in flight). A lookup
 //   is one shared-memory load and ~5 integer operations (a word's two gates share their offset arithmetic:
@@ -38,15 +39,17 @@
 // there are 3 × as many warps of work: for_rows), so every loop bound is warp-uniform and the quantization groups
 // can reduce with xor shuffles inside a team. A row is cut into blocks of 128 columns; in block b team lane r takes
 // the chunks of 8 columns starting at 128b + 8r and 128b + 64 + 8r (gate and up: the same columns of both halves).
-// So lane r meets exactly the columns j ≡ 8r … 8r + 7 (mod 64), in increasing j: the 64 partial sums of the weight gradient
-// (§8.5's fixed order) are 8 registers per lane, and the halving tree is 3 xor shuffles plus 3 in-lane steps.
+// So lane r meets exactly the columns j ≡ 8r … 8r + 7 (mod 64), in increasing j: the 64 partial sums of the weight
+// gradient (§8.5's fixed order) are 8 registers per lane, and the halving tree is 3 xor shuffles plus 3 in-lane
+// steps (the reason the backward cannot split a row's columns between warps as the forward does).
 // A group of 32 columns is 4 lanes of one chunk slot, a group of 128 the 16 chunks of a block (8 lanes × 2).
 // Chunks are 16-byte vector loads/stores when the views are aligned (fp32 uses two, e4m3 codes one 8-byte access),
 // element-wide otherwise.
 // With bf16 x a lane loads the chunks of block b + 1 (raw words: 16 registers forward, 24 backward) before it
 // computes block b, so its loads stay in flight while it computes (~16 warps per SM cannot hide a load-then-compute
-// step otherwise); the e4m3 cast form with bf16 dy loads both chunks of block b before computing the first; fp32 x
-// and the cast form with fp32 dy, short of registers, load a chunk where they use it.
+// step otherwise); the e4m3 cast form with bf16 dy copies block b + 1 into shared memory by cp.async (BwdStage)
+// while it computes block b; fp32 x and the cast form with fp32 dy, short of registers, load a chunk where they use
+// it.
 //
 // Rows of the expert layout (§8.1): row t is real when t ≥ align(psum[e−1], A) for the first e with psum[e] > t.
 // Block 0 also checks the contract of §11.2 and reports a breach in the error word; whatever psum holds, every
@@ -503,6 +506,22 @@ TK_DEV void forward(const SwigluParams& p) {
 }
 
 // ---- backward ----------------------------------------------------------------------------------------------------
+// The cast form with bf16 dy stages a step's inputs in shared memory (see backward): per thread and slot the 8 gate
+// and 8 up codes, the 8 dy values and the two x-scale words, two steps deep. Arrays of one field over the threads,
+// so that a warp's accesses to a field are consecutive (no bank conflicts). 40 KiB per CTA (2 CTAs per SM: 80 KiB).
+struct BwdStage {
+  uint32_t d[2][2][kBlockThreads][4];  // [step parity][slot][thread]: dy, bf16
+  uint32_t g[2][2][kBlockThreads][2];  // gate codes, e4m3
+  uint32_t u[2][2][kBlockThreads][2];  // up codes, e4m3
+  uint32_t sg[2][2][kBlockThreads];    // fp32 bits of the gate group's x scale
+  uint32_t su[2][2][kBlockThreads];    // of the up group's
+};
+
+TK_DEV BwdStage& bwd_stage() {
+  __shared__ __align__(16) BwdStage s;
+  return s;
+}
+
 // kIn fp32 / bf16: plain form, outputs kOut. kIn e4m3: cast form (kOut = bf16 xGrad / actOut, e4m3 + sf of groups kN).
 template <Fmt kIn, Fmt kDy, Fmt kOut, int kN>
 TK_DEV void backward(const SwigluParams& p) {
@@ -531,7 +550,7 @@ TK_DEV void backward(const SwigluParams& p) {
   const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
   const SfOut sf_out = make_sf_out(p, nbk);
   const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
-  constexpr int kExpGroup = kIn == Fmt::kE4m3 && kDy == Fmt::kFp32 && kN == 128 ? 2 : 4;  // no spills (expf.cuh)
+  constexpr int kExpGroup = kIn == Fmt::kE4m3 && kN == 128 ? 2 : 4;  // no spills (expf.cuh; staged bf16 dy too)
   const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
 
   for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
@@ -545,10 +564,9 @@ TK_DEV void backward(const SwigluParams& p) {
     const uint8_t* dyr = dy + rr * H * kDyElem;
     const float* sfr = reinterpret_cast<const float*>(p.x_sf) + rr * sf_cols;
     // bf16 x: the gate, up and dy chunks of step b + 1 are loaded (raw words, 24 registers) before step b is
-    // computed, as in the forward. The cast form with bf16 dy loads both slots of step b (raw words and the two
-    // sf words of each, 10 registers a slot) before it computes the first: one load round trip per step instead
-    // of two. A full step (or one slot) ahead needs those registers while the first slot's 16 results wait for
-    // the cast and spills at 128; so does the step load with fp32 dy (4 more words a slot) on sm_100a. fp32 x
+    // computed, as in the forward. The cast form with bf16 dy stages step b + 1 in shared memory (kStaged below).
+    // A register prefetch there needs 10 registers a slot while the first slot's 16 results wait for the cast and
+    // spills at 128; so does a step load with fp32 dy (4 more words a slot) on sm_100a. fp32 x
     // (48 registers of raw words) and the cast form with fp32 dy load a slot where they use it. A slot past the
     // row's chunks (every slot of step `steps`) loads nothing.
     struct Slot {
@@ -573,20 +591,65 @@ TK_DEV void backward(const SwigluParams& p) {
       }
     };
     constexpr bool kPrefetch = kIn == Fmt::kBf16;
-    constexpr bool kStepLoad = kCast && kDy == Fmt::kBf16;
+    // The cast form with bf16 dy: step b + 1 is staged in shared memory by cp.async (BwdStage; element loads into
+    // it for unaligned views) while step b is computed, and a slot of step b is read back from there where it is
+    // used. Its loads stay in flight during the computation without holding registers (a register
+    // prefetch spills at 128; the loads of a step issued at its start left every step waiting one HBM round trip
+    // with 16 warps per SM). A slot past the row's chunks reads nothing and is staged as zeros.
+    constexpr bool kStaged = kCast && kDy == Fmt::kBf16;
+    const auto stage_step = [&](uint32_t b) {
+      if constexpr (kStaged) {
+        BwdStage& sb = bwd_stage();
+        const uint32_t t = threadIdx.x, q = b & 1;
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          const uint32_t ch = b * (kBlockCols / kChunk) + s * kTeam + r;
+          const bool live = real && ch < chunks;
+          const uint32_t cl = live ? ch : 0;  // a dead slot's source stays inside row 0 (nothing is read)
+          stage_chunk<8, 1>(smem_addr(sb.g[q][s][t]), xr + static_cast<uint64_t>(cl * kChunk), live, x_aligned);
+          stage_chunk<8, 1>(smem_addr(sb.u[q][s][t]), xr + static_cast<uint64_t>(H + cl * kChunk), live, x_aligned);
+          stage_chunk<16, 2>(smem_addr(sb.d[q][s][t]), dyr + static_cast<uint64_t>(cl * kChunk) * 2, live, dy_aligned);
+          cp_async<4>(smem_addr(&sb.sg[q][s][t]), sfr + cl * kChunk / kN, live);
+          cp_async<4>(smem_addr(&sb.su[q][s][t]), sfr + (H + cl * kChunk) / kN, live);
+        }
+        cp_async_commit();
+      }
+    };
+    // Slot s of step b from the stage. Groups of 128 read a slot where it is used, groups of 32 both at the step's
+    // start (each placement is the one that does not spill at 128 registers on sm_90a and sm_100a).
+    constexpr bool kReadAtUse = kN == 128;
+    const auto read_staged = [&](uint32_t b, int s, Slot& sl) {
+      if constexpr (kStaged) {
+        BwdStage& sb = bwd_stage();
+        const uint32_t t = threadIdx.x, q = b & 1;
+        uint32_t sg[1], su[1];
+        ld_shared(smem_addr(sb.g[q][s][t]), sl.g.w);
+        ld_shared(smem_addr(sb.u[q][s][t]), sl.u.w);
+        ld_shared(smem_addr(sb.d[q][s][t]), sl.d.w);
+        ld_shared(smem_addr(&sb.sg[q][s][t]), sg);
+        ld_shared(smem_addr(&sb.su[q][s][t]), su);
+        sl.sg = sg[0];
+        sl.su = su[0];
+      }
+    };
     Slot cur[2];
     if constexpr (kPrefetch) {
 #pragma unroll
       for (int s = 0; s < 2; ++s) load_slot(s * kTeam + r, cur[s]);
     }
+    stage_step(0);
     for (uint32_t b = 0; b < steps; ++b) {
       Slot nxt[2];
       if constexpr (kPrefetch) {
 #pragma unroll
         for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
-      } else if constexpr (kStepLoad) {
+      } else if constexpr (kStaged) {
+        stage_step(b + 1);
+        cp_async_wait<1>();  // step b's group has landed (this thread's own slots: no barrier)
+        if constexpr (!kReadAtUse) {
 #pragma unroll
-        for (int s = 0; s < 2; ++s) load_slot(b * (kBlockCols / kChunk) + s * kTeam + r, cur[s]);
+          for (int s = 0; s < 2; ++s) read_staged(b, s, cur[s]);
+        }
       }
       float gx[2][kChunk], gu[2][kChunk];
       bool live[2];
@@ -599,7 +662,11 @@ TK_DEV void backward(const SwigluParams& p) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) gx[s][i] = gu[s][i] = 0.0f;
         if (real && ch < chunks) {
-          if constexpr (!kPrefetch && !kStepLoad) load_slot(ch, cur[s]);
+          if constexpr (kStaged) {
+            if constexpr (kReadAtUse) read_staged(b, s, cur[s]);
+          } else if constexpr (!kPrefetch) {
+            load_slot(ch, cur[s]);
+          }
           float g[kChunk], u[kChunk], d[kChunk], a[kChunk];
           cur[s].g.decode(g);
           cur[s].u.decode(u);
@@ -707,6 +774,7 @@ TK_DEV void backward(const SwigluParams& p) {
         }
       }
     }
+    if constexpr (kStaged) cp_async_wait<0>();  // step `steps`'s zeros land before the next row stages step 0
     if (weighted) {
       // halving tree of §8.5: P_l += P_{l+32}, +16, +8 across lanes (l = 8r + i), then +4, +2, +1 inside lane 0
 #pragma unroll
