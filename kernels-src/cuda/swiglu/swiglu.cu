@@ -244,7 +244,7 @@ struct GateFn {
       }
       if (kSilu && outside != 0) {
 #pragma unroll
-        for (int i = 0; i < kChunk; ++i) f[i] = silu_bf16_fix(f2u(g[i]) >> 16, f[i]);
+        for (int i = 0; i < kChunk; ++i) f[i] = silu_bf16_fix(g[i], f[i], silu_bf16_outside(f2u(g[i]) >> 16));
       }
       if (clamp) {
 #pragma unroll

@@ -21,9 +21,10 @@
 //   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent because
 //   every CTA first copies its shared-memory table of silu(g) = g / (1 + e^(−g)) over every bf16 gate
 //   (common/silu_bf16.cuh; 34 KiB from common/bf16_gate_tables.h, computed on the host, where computing its 8704
-//   expf_cr and divisions per CTA cost about the arithmetic of one tile); after that silu(g) is
-//   one shared-memory load and ~18 integer and select operations instead of ~17 binary64 operations, which would
-//   cost about as much time as the memory traffic, and a division, whose exact-rounding check sends a warp to a
+//   expf_cr and divisions per CTA cost about the arithmetic of one tile); after that silu(g) is one shared-memory
+//   load and ~10 integer, multiply and select operations (two gates share their offset arithmetic; the exact
+//   fix-up outside the window is g · k, k from the edge entry: silu_bf16_fix) instead of ~17 binary64 operations,
+//   which would cost about as much time as the memory traffic, and a division, whose exact-rounding check sends a warp to a
 //   called slow path whenever one lane's gate is ≤ −87.3. Static shared memory: the table (34 KiB), the
 //   column-amax exchange or (its lifetime does not overlap) the transposed tile of codes (R · C bytes = 8 KiB),
 //   and the tile's inverses (4 · C bytes).
@@ -132,19 +133,21 @@ struct SwigluPerChannel {
       for (int i = 0; i < kRowsPerThread; ++i) {
         // a row's 8 lookups first, the clamp test outside the element loop (one basic block: the lookups overlap),
         // the bf16 pairs by the hardware conversion (encode_bf16x2: encode_bf16's bytes)
-        // (the entries' offsets two gates a word: exp_neg_bf16x2_offsets)
+        // (the entries' offsets two gates a word, with each half's outside-the-window flag: exp_neg_bf16x2_offsets)
         float sl[kV], u[kV];
+        bool out[kV];
 #pragma unroll
         for (int k = 0; k < kV / 2; ++k) {
           const Bf16x2Offsets o = exp_neg_bf16x2_offsets(gw[i][k]);
           sl[2 * k] = bf16_table_at(s.silu_table, o.lo);
           sl[2 * k + 1] = bf16_table_at(s.silu_table, o.hi);
+          out[2 * k] = (o.outside & 0xffffu) != 0;
+          out[2 * k + 1] = o.outside > 0xffffu;
         }
 #pragma unroll
         for (int e = 0; e < kV; ++e) {
-          const uint32_t gb = (gw[i][e / 2] >> (16 * (e % 2))) & 0xffffu;
-          u[e] = u2f(((uw[i][e / 2] >> (16 * (e % 2))) & 0xffffu) << 16);
-          sl[e] = silu_bf16_fix(gb, sl[e]);  // fl(g / fl(1 + expf(−g))), NaN for a NaN g
+          u[e] = element<Fmt::kBf16>(uw[i], e);
+          sl[e] = silu_bf16_fix(element<Fmt::kBf16>(gw[i], e), sl[e], out[e]);  // fl(g / fl(1 + expf(−g))), NaN for NaN
         }
         if (clamp) {
 #pragma unroll
