@@ -14,12 +14,12 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             min(tiles, 3 · SMs),  tiles = (T / R) · ceilDiv(H, C)
+//   all      256      0             min(tiles, 12 · SMs),  tiles = (T / R) · ceilDiv(H, C)
 //
 //   A tile is R rows (one scale block) × C columns, C = 8 · 1024 / R (64 for R = 128, 256 for R = 32). A thread
 //   owns 4 consecutive rows × 8 columns: per row one 16-byte chunk of gate and one of up (128 bytes of loads in
-//   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent because
-//   every CTA first copies its shared-memory table of silu(g) = g / (1 + e^(−g)) over every bf16 gate
+//   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent (12 · SMs CTAs:
+//   3 waves of 4 resident CTAs per SM on sm_90, 4 waves of 3 on sm_100) because every CTA first copies its shared-memory table of silu(g) = g / (1 + e^(−g)) over every bf16 gate
 //   (common/silu_bf16.cuh; 34 KiB from common/bf16_gate_tables.h, computed on the host, where computing its 8704
 //   expf_cr and divisions per CTA cost about the arithmetic of one tile); after that silu(g) is one shared-memory
 //   load and ~10 integer, multiply and select operations (two gates share their offset arithmetic; the exact
@@ -59,9 +59,14 @@ static_assert(kRoundSf == kSfRound, "roundSf is passed to sf_and_inv as is");
 constexpr int kBlockThreads = 256;
 constexpr int kRowsPerThread = 4;
 constexpr int kV = kVecBytes / 2;  // columns per thread: one 16-byte chunk of bf16
-// Resident CTAs per SM the register budget is sized for: 3 (≤ 80 registers, 3 × 43 KiB of shared memory; 96 KiB of
-// loads in flight per SM while all three load).
+// Resident CTAs per SM the register budget is sized for: 4 on sm_90 (≤ 64 registers without spills, 4 × 43 KiB of
+// shared memory: 32 warps per SM, 128 KiB of loads in flight while all four load), 3 on sm_100 (≤ 80 registers;
+// at 64 its code spills). The host's grid of 12 · SMs is a whole number of waves either way.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 constexpr int kMinBlocks = 3;
+#else
+constexpr int kMinBlocks = 4;
+#endif
 
 template <int kR, bool kTranspose>
 struct SwigluPerChannel {
