@@ -29,6 +29,8 @@ export const SWIGLU_OP_ID = {
 const THREADS = 256;
 /** Rows a block works on at once (8 lanes per row). */
 const ROWS_PER_BLOCK = THREADS / 8;
+/** Column parts of a row group in the forward kernels (kFwdParts of swiglu.cu): a warp's unit is 4 rows × a third. */
+const FORWARD_PARTS = 3;
 
 const packet = new LaunchPacket(SwigluParams);
 const W = packet.w;
@@ -104,7 +106,8 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.f32(W.scale, a.scale ?? 1);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
-  const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK), 8 * config.getNumSms(device)));
+  const parts = op === "swigluForward" || op === "swigluForwardAndPerTokenCast" ? FORWARD_PARTS : 1;
+  const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK) * parts, 8 * parts * config.getNumSms(device)));
   p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
   p.launch(op);
 }

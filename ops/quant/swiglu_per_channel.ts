@@ -92,8 +92,11 @@ const OP = "swigluForwardAndPerChannelCastAndTranspose";
 const packet = new LaunchPacket(SwigluPerChannelParams);
 const W = packet.w;
 const THREADS = 256;
-/** Resident CTAs per SM the kernels are built for (`__launch_bounds__` of swiglu_per_channel.cu). */
-const BLOCKS_PER_SM = 3;
+/**
+ * CTAs per SM of the persistent grid: a whole number of waves both where the kernels hold 4 CTAs per SM (sm_90a)
+ * and where they hold 3 (sm_100a), see swiglu_per_channel.cu's launch table.
+ */
+const GRID_CTAS_PER_SM = 12;
 
 /** One launch: device tensors and the checked options. */
 interface Launch {
@@ -109,7 +112,7 @@ interface Launch {
 }
 
 /**
- * Enqueues the kernel of swiglu_per_channel.cu's launch table: a persistent grid of min(tiles, 3 · SMs) CTAs over
+ * Enqueues the kernel of swiglu_per_channel.cu's launch table: a persistent grid of min(tiles, 12 · SMs) CTAs over
  * tiles of R rows × C columns, C = 8 · 1024 / R. 0 rows or 0 columns launch nothing.
  */
 function launch(device: Device, stream: Stream, a: Launch): void {
@@ -126,6 +129,6 @@ function launch(device: Device, stream: Stream, a: Launch): void {
   p.f32(W.clamp, a.clampValue ?? 0);
   p.f32(W.amax_clamp, amaxClampFor("e4m3", false));
   const tiles = (a.T / a.r) * Math.ceil(a.H / ((8 * 1024) / a.r));
-  p.setLaunch(fn, stream.handle, Math.max(1, Math.min(tiles, BLOCKS_PER_SM * config.getNumSms(device))), THREADS, 0, false, device.index);
+  p.setLaunch(fn, stream.handle, Math.max(1, Math.min(tiles, GRID_CTAS_PER_SM * config.getNumSms(device))), THREADS, 0, false, device.index);
   p.launch(OP);
 }

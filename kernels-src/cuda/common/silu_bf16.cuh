@@ -1,7 +1,8 @@
 // silu(g) = fl(g / fl(1 + expf(−g))) of spec/quant.md §8.3 (expf_cr, §1.1-4) for a gate g that is a bf16 value, by
 // a table lookup: the forward SwiGLU of bf16 inputs needs no division and no exponential. The table has the window
-// of common/expf_bf16.cuh (same index, 8704 binary32 entries, 34 KiB of shared memory, each entry computed by the
-// kernel with the reference's operations, so it is the reference value by construction). Outside the window the
+// of common/expf_bf16.cuh (same index, 8704 binary32 entries, 34 KiB of shared memory, each entry computed with the
+// reference's operations (silu_bf16_entry), so the reference value by construction: on the host, into
+// common/bf16_gate_tables.h, which each CTA copies). Outside the window the
 // result is exact arithmetic on g itself:
 //   |g| < 2^-26 (zeros and subnormals included): e^(−g) rounds to 1, so silu(g) = g / 2 = fl(g · 0.5) (exact: the
 //     lowest set bit of a bf16 value is ≥ 2^-133, so halving it stays on the binary32 grid);
@@ -34,22 +35,26 @@ TK_HD float silu_bf16_entry(uint32_t i) {
 // not silu(g), and silu_bf16_fix must replace it.
 TK_HD bool silu_bf16_outside(uint32_t b) { return (b & 0x7fffu) - kExpNegBf16MagLo > kExpNegBf16MagHi - kExpNegBf16MagLo; }
 
-// silu of the gate pattern b given its looked-up entry: the entry inside the window, the exact fix-up outside.
-TK_HD float silu_bf16_fix(uint32_t b, float looked_up) {
-  const float g = u2f(b << 16);
-  const uint32_t mag = b & 0x7fffu;
-  const float half = mul_rn(g, 0.5f), zeroed = mul_rn(g, 0.0f);
+// silu of a bf16 gate g given its looked-up entry and whether it lies outside the window (silu_bf16_outside, or
+// exp_neg_bf16x2_offsets' flag): the entry inside; outside, g · k with k = min(|entry| · 2^26, 1). An outside gate
+// reads an edge entry of its own sign (its magnitude clamps to the window's first or last pattern): ±2^-27 =
+// silu(±2^-26) for a tiny gate, so k = 0.5; silu(255) = 255 for g ≥ 256, +Inf and a NaN with the sign bit clear,
+// so k = 1; silu(−255) = −0 for g ≤ −256, −Inf and a NaN with the sign bit set, so k = 0. g · k is then g / 2, g or
+// g · 0 (−0, or NaN for −Inf and NaN), the exact results listed at the top; 4 operations and a select, where the
+// three-way select on g, g / 2 and g · 0 took ~10.
+TK_HD float silu_bf16_fix(float g, float looked_up, bool outside) {
+  const float scaled = mul_rn(abs_f(looked_up), 67108864.0f);  // 2^26
+  const float k = scaled < 1.0f ? scaled : 1.0f;
 #if defined(__CUDA_ARCH__)
-  // selects, not branches (the compiler otherwise branches around the multiplies)
-  const float big = select_f32(g > 0.0f, g, zeroed);
-  return select_f32(mag < kExpNegBf16MagLo, half, select_f32(mag > kExpNegBf16MagHi, big, looked_up));
+  return select_f32(outside, mul_rn(g, k), looked_up);
 #else
-  const float big = g > 0.0f ? g : zeroed;
-  return mag < kExpNegBf16MagLo ? half : (mag > kExpNegBf16MagHi ? big : looked_up);
+  return outside ? mul_rn(g, k) : looked_up;
 #endif
 }
 
 // silu of the gate pattern b (low 16 bits): bit-equal to silu_cr for every non-NaN result, a NaN for a NaN one.
-TK_HD float silu_bf16(uint32_t b, const float* table) { return silu_bf16_fix(b, table[exp_neg_bf16_index(b)]); }
+TK_HD float silu_bf16(uint32_t b, const float* table) {
+  return silu_bf16_fix(u2f(b << 16), table[exp_neg_bf16_index(b)], silu_bf16_outside(b));
+}
 
 }  // namespace tk

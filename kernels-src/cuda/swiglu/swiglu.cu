@@ -12,43 +12,50 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
 //   kernel                 block.x  dynamic smem  grid.x
-//   forward / backward     256      0             min(ceilDiv(T, 32), 8 · SMs)
+//   forward (all)          256      0             min(ceilDiv(T, 32) · P, 8 · P · SMs),  P = kFwdParts = 3
+//   backward (all)         256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
 //
 //   Static shared memory: 256 bytes (a 2^(j/32) table, see below) in the kernels whose x is fp32 or e4m3 and in
-//   tk_swiglu_expf_check; 34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over
-//   every bf16 gate, of silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the
-//   backward (common/expf_bf16.cuh), which each CTA fills first (8704 entries, ~34 expf_cr per thread; a CTA then
-//   meets 32 rows × H gates, 2.3 · 10^5 at H = 7168, so the fill is ~4% of the expf work it replaces). A lookup
-//   is one shared-memory load and ~10 integer operations (plus, for silu, ~8 exact fix-ups when a chunk has a
-//   gate outside the window) instead of expf_cr's ~17 binary64 operations and 2 conversions (the FP64 pipe runs
-//   64 lanes per SM per clock, and at H200 speed that alone cost about as long as the memory traffic) and, for
-//   silu, the division. A clamped gate is c, any
-//   binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3 gates (a code times a
-//   binary32 scale per group) have no finite table and compute expf_cr's results, a chunk's 8 at a time
+//   tk_swiglu_expf_check, plus 40 KiB (BwdStage: a step's inputs staged two steps deep) in backward__e4m3_bf16_*;
+//   34 KiB in the kernels whose x is bf16 (forward__bf16_*, backward__bf16_*): a table over every bf16 gate, of
+//   silu(g) = g / (1 + e^(−g)) for the forward (common/silu_bf16.cuh) and of e^(−g) for the backward
+//   (common/expf_bf16.cuh), which each CTA first copies from global memory (common/bf16_gate_tables.h,
+//   computed on the host by the same functions: 8.5 sixteen-byte loads per thread, where computing the 8704
+//   entries per CTA cost ~34 expf_cr and divisions per thread, a few µs with no load in flight). A lookup
+//   is one shared-memory load and ~5 integer operations (a word's two gates share their offset arithmetic:
+//   exp_neg_bf16x2_offsets; plus, for silu, ~8 exact fix-ups when a chunk has a gate outside the window)
+//   instead of expf_cr's ~17 binary64 operations and 2 conversions (the FP64 pipe runs 64 lanes per SM per
+//   clock, and at H200 speed that alone cost about as long as the memory traffic) and, for silu, the division.
+//   A clamped gate is c, any binary32: its value is computed once per thread. fp32 gates (any binary32) and e4m3
+//   gates (a code times a binary32 scale per group) have no finite table and compute expf_cr's results, 8 at a time
 //   (expf_cr_n: the 8 binary64 chains interleave, and the rare slow path is one inlined copy per call site, not
 //   one per element), by its table form (common/expf.cuh, expf_fast_tab: 2^(j/32) from a 256-byte shared table
 //   that each CTA of those kernels, and of tk_swiglu_expf_check, fills first; ~9 binary64 operations a gate
 //   instead of ~17; tools/expf_tab_proof.cpp: the same bits as expf_cr for all 2^32 inputs).
 //
 // Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
-// grid-stride by whole warps, so every loop bound is warp-uniform and the quantization groups can reduce with
-// xor shuffles inside a team. A row is cut into blocks of 128 columns; in block b team lane r takes the chunks of
-// 8 columns starting at 128b + 8r and 128b + 64 + 8r (gate and up: the same columns of both halves). So lane r
-// meets exactly the columns j ≡ 8r … 8r + 7 (mod 64), in increasing j: the 64 partial sums of the weight gradient
-// (§8.5's fixed order) are 8 registers per lane, and the halving tree is 3 xor shuffles plus 3 in-lane steps.
+// grid-stride by whole warps (in the forward a warp's unit is a third of the column blocks of its 4 rows, so that
+// there are 3 × as many warps of work: for_rows), so every loop bound is warp-uniform and the quantization groups
+// can reduce with xor shuffles inside a team. A row is cut into blocks of 128 columns; in block b team lane r takes
+// the chunks of 8 columns starting at 128b + 8r and 128b + 64 + 8r (gate and up: the same columns of both halves).
+// So lane r meets exactly the columns j ≡ 8r … 8r + 7 (mod 64), in increasing j: the 64 partial sums of the weight
+// gradient (§8.5's fixed order) are 8 registers per lane, and the halving tree is 3 xor shuffles plus 3 in-lane
+// steps (the reason the backward cannot split a row's columns between warps as the forward does).
 // A group of 32 columns is 4 lanes of one chunk slot, a group of 128 the 16 chunks of a block (8 lanes × 2).
 // Chunks are 16-byte vector loads/stores when the views are aligned (fp32 uses two, e4m3 codes one 8-byte access),
 // element-wide otherwise.
 // With bf16 x a lane loads the chunks of block b + 1 (raw words: 16 registers forward, 24 backward) before it
 // computes block b, so its loads stay in flight while it computes (~16 warps per SM cannot hide a load-then-compute
-// step otherwise); the e4m3 cast form with bf16 dy loads both chunks of block b before computing the first; fp32 x
-// and the cast form with fp32 dy, short of registers, load a chunk where they use it.
+// step otherwise); the e4m3 cast form with bf16 dy copies block b + 1 into shared memory by cp.async (BwdStage)
+// while it computes block b; fp32 x and the cast form with fp32 dy, short of registers, load a chunk where they use
+// it.
 //
 // Rows of the expert layout (§8.1): row t is real when t ≥ align(psum[e−1], A) for the first e with psum[e] > t.
 // Block 0 also checks the contract of §11.2 and reports a breach in the error word; whatever psum holds, every
 // access stays inside [0, T) rows (the walk never leaves it) and inside psum ([0, E)).
 // Forward skips padding rows; backward writes them 0 (every output, sf entries included).
+#include "../common/bf16_gate_tables.h"
 #include "../common/chunk.cuh"
 #include "../common/codec.cuh"
 #include "../common/error_word.cuh"
@@ -75,8 +82,18 @@ constexpr int kTeam = 8;        // lanes per row
 constexpr int kChunk = 8;       // columns per chunk
 constexpr int kBlockCols = 128;  // columns per step of a team: 2 chunks per lane
 constexpr int kRowsPerWarp = kWarpSize / kTeam;
+// Column parts of a row group in the forward kernels (for_rows; FORWARD_PARTS of ops/quant/swiglu_launch.ts).
+constexpr int kFwdParts = 3;
 // Resident blocks per SM the register budget is sized for: 2 (≤ 128 registers, no spills on sm_90a / sm_100a).
 constexpr int kMinBlocks = 2;
+// The forward kernels with bf16 x, except the cast to groups of 32: 3 on sm_90 (≤ 80 registers without spills:
+// 24 warps per SM, for which kFwdParts makes the work), 2 on sm_100 (its code needs ~105–115 registers). The others
+// spill at 80 (fp32 x: 36–140 bytes, bf16 x with groups of 32: 4 bytes) and keep 2.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+constexpr int kFwdMinBlocks = 2;
+#else
+constexpr int kFwdMinBlocks = 3;
+#endif
 
 enum class RowState { kDead, kPadding, kReal };
 
@@ -208,24 +225,26 @@ struct GateFn {
   bool clamp;             // a clamp is given (kTable only)
   const double* exp_tab;  // shared memory, 2^(j/32) for expf_cr_n's table fast path; unused if kTable
 
-  // f[i] for the 8 gates of a chunk. g: the gates as loaded; clamped: g > c under a clamp; gc: the gates after
-  // the clamp. Without a table the 8 exponentials run side by side (expf_cr_n), not one after another.
-  TK_DEV void operator()(const float (&g)[kChunk], const bool (&clamped)[kChunk], const float (&gc)[kChunk],
-                         float (&f)[kChunk]) const {
+  // f[i] for the 8 gates of a chunk. gw: the chunk's raw words as loaded (kTable only: the bf16 gates); g: the
+  // gates as loaded; clamped: g > c under a clamp; gc: the gates after the clamp. Without a table the 8
+  // exponentials run side by side (expf_cr_n), not one after another.
+  TK_DEV void operator()(const uint32_t* gw, const float (&g)[kChunk], const bool (&clamped)[kChunk],
+                         const float (&gc)[kChunk], float (&f)[kChunk]) const {
     if constexpr (kTable) {
-      // silu: the entries first, the exact fix-ups of common/silu_bf16.cuh only when a gate of the chunk lies
-      // outside the table's window (rare in activations: ~12 fewer operations per gate otherwise); the clamp's
-      // select only under a clamp.
-      bool outside = false;
+      // silu: the entries first (their offsets two gates a word: exp_neg_bf16x2_offsets), the exact fix-ups of
+      // common/silu_bf16.cuh only when a gate of the chunk lies outside the table's window (rare in activations:
+      // ~12 fewer operations per gate otherwise); the clamp's select only under a clamp.
+      uint32_t outside = 0;
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) {
-        const uint32_t b = f2u(g[i]) >> 16;
-        f[i] = table[exp_neg_bf16_index(b)];
-        if constexpr (kSilu) outside |= silu_bf16_outside(b);
+      for (int k = 0; k < kChunk / 2; ++k) {
+        const Bf16x2Offsets o = exp_neg_bf16x2_offsets(gw[k]);
+        f[2 * k] = bf16_table_at(table, o.lo);
+        f[2 * k + 1] = bf16_table_at(table, o.hi);
+        if constexpr (kSilu) outside |= o.outside;
       }
-      if (kSilu && outside) {
+      if (kSilu && outside != 0) {
 #pragma unroll
-        for (int i = 0; i < kChunk; ++i) f[i] = silu_bf16_fix(f2u(g[i]) >> 16, f[i]);
+        for (int i = 0; i < kChunk; ++i) f[i] = silu_bf16_fix(g[i], f[i], silu_bf16_outside(f2u(g[i]) >> 16));
       }
       if (clamp) {
 #pragma unroll
@@ -248,8 +267,8 @@ struct GateFn {
 template <Fmt kIn, bool kSilu, int kExpGroup = 4>
 TK_DEV GateFn<kIn, kSilu, kExpGroup> make_gate_fn(const SwigluParams& p) {
   if constexpr (GateFn<kIn, kSilu, kExpGroup>::kTable) {
-    __shared__ float table[kExpNegBf16TableSize];
-    fill_bf16_gate_table(table, [](uint32_t i) { return kSilu ? silu_bf16_entry(i) : exp_neg_bf16_entry(i); });
+    __shared__ __align__(16) float table[kExpNegBf16TableSize];
+    copy_bf16_gate_table(table, kSilu ? kSiluBf16Table : kExpNegBf16Table);
     const bool clamp = p.flags & kHasClamp;
     const float f_clamped = !clamp ? 0.0f : kSilu ? silu_cr(p.clamp) : expf_cr(-p.clamp);
     __syncthreads();
@@ -316,18 +335,33 @@ TK_DEV void add_count(const SwigluParams& p, int i, uint64_t v) {
   }
 }
 
-// The walk shared by all kernels: body(row, state, lane_in_team) once per row slot of the warp, warp-uniformly.
-template <class Body>
-TK_DEV void for_rows(const SwigluParams& p, Body&& body) {
+// The walk shared by all kernels: body(row, state, lane_in_team, b0, b1) once per work unit of the warp,
+// warp-uniformly. A unit is a group of 4 rows and one of kParts contiguous ranges [b0, b1) of its `steps` column
+// blocks (the parts of a group are consecutive units). kParts > 1 (the forward) makes T / 4 · kParts warps of work
+// instead of T / 4: at T = 8192 that is 15.5 warps per SM with whole rows, too few to hide the latency of a step,
+// whatever the registers allow.
+template <int kParts, class Body>
+TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
   const uint32_t lane = threadIdx.x % kWarpSize;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * (blockDim.x / kWarpSize);
   const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
   const uint64_t T = p.num_tokens;
-  for (uint64_t row0 = warp * kRowsPerWarp; row0 < T; row0 += warps * kRowsPerWarp) {
-    const uint64_t row = row0 + lane / kTeam;
-    const RowState st = row >= T ? RowState::kDead : row_is_real(p, static_cast<int64_t>(row)) ? RowState::kReal
-                                                                                                : RowState::kPadding;
-    body(row, st, lane % kTeam);
+  const auto state = [&](uint64_t row) {
+    if (row >= T) return RowState::kDead;
+    return row_is_real(p, static_cast<int64_t>(row)) ? RowState::kReal : RowState::kPadding;
+  };
+  if constexpr (kParts == 1) {
+    for (uint64_t row0 = warp * kRowsPerWarp; row0 < T; row0 += warps * kRowsPerWarp) {
+      const uint64_t row = row0 + lane / kTeam;
+      body(row, state(row), lane % kTeam, 0u, steps);
+    }
+  } else {
+    const uint64_t units = (T + kRowsPerWarp - 1) / kRowsPerWarp * kParts;
+    for (uint64_t u = warp; u < units; u += warps) {
+      const uint64_t row = u / kParts * kRowsPerWarp + lane / kTeam;
+      const uint32_t part = static_cast<uint32_t>(u % kParts);
+      body(row, state(row), lane % kTeam, part * steps / kParts, (part + 1) * steps / kParts);
+    }
   }
 }
 
@@ -354,22 +388,26 @@ TK_DEV void forward(const SwigluParams& p) {
   const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p);
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
-  for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
+  for_rows<kFwdParts>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
     const bool real = st == RowState::kReal;
     const float w = real ? row_weight(p, row) : 1.0f;
-    if (real && r == 0) n3 += H;
+    if (real && r == 0 && b1 == steps) n3 += H;  // once per row: only its last part ends at `steps`
     const uint8_t* xr = x + (real ? row : 0) * x_row;
     // bf16 x: the gate and up chunks of step b + 1 are loaded (raw words, 16 registers) before step b is computed,
     // so a warp keeps a step's loads in flight while it computes: with ~16 resident warps per SM the loads of a
     // warp that computes between them would leave HBM idle. fp32 x (32 registers of raw words; it spills on
     // sm_100a) loads a slot where it uses it. A slot past the row's chunks (every slot of step `steps`) loads
-    // nothing.
+    // nothing, and so does step b1 (the next part's).
     constexpr bool kPrefetch = kIn == Fmt::kBf16;
     struct Slot {
       Raw8<kIn> g, u;
     };
+    constexpr uint32_t kStepChunks = kBlockCols / kChunk;
+    // the part's chunks end here; steps b < b1 are exactly those with b · 16 < ch_end (b · 16 < chunks for every
+    // step b < steps)
+    const uint32_t ch_end = b1 * kStepChunks < chunks ? b1 * kStepChunks : chunks;
     const auto load_slot = [&](uint32_t ch, Slot& sl) {
-      if (real && ch < chunks) {
+      if (real && ch < ch_end) {
         sl.g.load(xr + static_cast<uint64_t>(ch * kChunk) * (FmtTraits<kIn>::kBits / 8), x_aligned);
         sl.u.load(xr + static_cast<uint64_t>(H + ch * kChunk) * (FmtTraits<kIn>::kBits / 8), x_aligned);
       } else {
@@ -380,20 +418,20 @@ TK_DEV void forward(const SwigluParams& p) {
     Slot cur[2];
     if constexpr (kPrefetch) {
 #pragma unroll
-      for (int s = 0; s < 2; ++s) load_slot(s * kTeam + r, cur[s]);
+      for (int s = 0; s < 2; ++s) load_slot(b0 * kStepChunks + s * kTeam + r, cur[s]);
     }
-    for (uint32_t b = 0; b < steps; ++b) {
+    for (uint32_t base = b0 * kStepChunks; base < ch_end; base += kStepChunks) {  // step b = base / 16
       Slot nxt[2];
       if constexpr (kPrefetch) {
 #pragma unroll
-        for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
+        for (int s = 0; s < 2; ++s) load_slot(base + kStepChunks + s * kTeam + r, nxt[s]);
       }
       float val[2][kChunk];
       bool live[2];
       uint32_t col[2];
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
-        const uint32_t ch = b * (kBlockCols / kChunk) + s * kTeam + r;
+        const uint32_t ch = base + s * kTeam + r;
         col[s] = ch * kChunk;
         live[s] = real && ch < chunks;
 #pragma unroll
@@ -424,7 +462,7 @@ TK_DEV void forward(const SwigluParams& p) {
               uc[i] = clamp_up(u[i], c);
             }
           }
-          silu(g, cg, gc, f);
+          silu(cur[s].g.w, g, cg, gc, f);
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) val[s][i] = mul_rn(f[i], uc[i]);
           if (weighted) {
@@ -468,6 +506,22 @@ TK_DEV void forward(const SwigluParams& p) {
 }
 
 // ---- backward ----------------------------------------------------------------------------------------------------
+// The cast form with bf16 dy stages a step's inputs in shared memory (see backward): per thread and slot the 8 gate
+// and 8 up codes, the 8 dy values and the two x-scale words, two steps deep. Arrays of one field over the threads,
+// so that a warp's accesses to a field are consecutive (no bank conflicts). 40 KiB per CTA (2 CTAs per SM: 80 KiB).
+struct BwdStage {
+  uint32_t d[2][2][kBlockThreads][4];  // [step parity][slot][thread]: dy, bf16
+  uint32_t g[2][2][kBlockThreads][2];  // gate codes, e4m3
+  uint32_t u[2][2][kBlockThreads][2];  // up codes, e4m3
+  uint32_t sg[2][2][kBlockThreads];    // fp32 bits of the gate group's x scale
+  uint32_t su[2][2][kBlockThreads];    // of the up group's
+};
+
+TK_DEV BwdStage& bwd_stage() {
+  __shared__ __align__(16) BwdStage s;
+  return s;
+}
+
 // kIn fp32 / bf16: plain form, outputs kOut. kIn e4m3: cast form (kOut = bf16 xGrad / actOut, e4m3 + sf of groups kN).
 template <Fmt kIn, Fmt kDy, Fmt kOut, int kN>
 TK_DEV void backward(const SwigluParams& p) {
@@ -496,10 +550,10 @@ TK_DEV void backward(const SwigluParams& p) {
   const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
   const SfOut sf_out = make_sf_out(p, nbk);
   const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
-  constexpr int kExpGroup = kIn == Fmt::kE4m3 && kDy == Fmt::kFp32 && kN == 128 ? 2 : 4;  // no spills (expf.cuh)
+  constexpr int kExpGroup = kIn == Fmt::kE4m3 && kN == 128 ? 2 : 4;  // no spills (expf.cuh; staged bf16 dy too)
   const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
 
-  for_rows(p, [&](uint64_t row, RowState st, uint32_t r) {
+  for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
     const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
     const float w = real ? row_weight(p, row) : 1.0f;
     float part[kChunk];  // P_l for l = 8r + i (§8.5)
@@ -510,10 +564,9 @@ TK_DEV void backward(const SwigluParams& p) {
     const uint8_t* dyr = dy + rr * H * kDyElem;
     const float* sfr = reinterpret_cast<const float*>(p.x_sf) + rr * sf_cols;
     // bf16 x: the gate, up and dy chunks of step b + 1 are loaded (raw words, 24 registers) before step b is
-    // computed, as in the forward. The cast form with bf16 dy loads both slots of step b (raw words and the two
-    // sf words of each, 10 registers a slot) before it computes the first: one load round trip per step instead
-    // of two. A full step (or one slot) ahead needs those registers while the first slot's 16 results wait for
-    // the cast and spills at 128; so does the step load with fp32 dy (4 more words a slot) on sm_100a. fp32 x
+    // computed, as in the forward. The cast form with bf16 dy stages step b + 1 in shared memory (kStaged below).
+    // A register prefetch there needs 10 registers a slot while the first slot's 16 results wait for the cast and
+    // spills at 128; so does a step load with fp32 dy (4 more words a slot) on sm_100a. fp32 x
     // (48 registers of raw words) and the cast form with fp32 dy load a slot where they use it. A slot past the
     // row's chunks (every slot of step `steps`) loads nothing.
     struct Slot {
@@ -538,20 +591,65 @@ TK_DEV void backward(const SwigluParams& p) {
       }
     };
     constexpr bool kPrefetch = kIn == Fmt::kBf16;
-    constexpr bool kStepLoad = kCast && kDy == Fmt::kBf16;
+    // The cast form with bf16 dy: step b + 1 is staged in shared memory by cp.async (BwdStage; element loads into
+    // it for unaligned views) while step b is computed, and a slot of step b is read back from there where it is
+    // used. Its loads stay in flight during the computation without holding registers (a register
+    // prefetch spills at 128; the loads of a step issued at its start left every step waiting one HBM round trip
+    // with 16 warps per SM). A slot past the row's chunks reads nothing and is staged as zeros.
+    constexpr bool kStaged = kCast && kDy == Fmt::kBf16;
+    const auto stage_step = [&](uint32_t b) {
+      if constexpr (kStaged) {
+        BwdStage& sb = bwd_stage();
+        const uint32_t t = threadIdx.x, q = b & 1;
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          const uint32_t ch = b * (kBlockCols / kChunk) + s * kTeam + r;
+          const bool live = real && ch < chunks;
+          const uint32_t cl = live ? ch : 0;  // a dead slot's source stays inside row 0 (nothing is read)
+          stage_chunk<8, 1>(smem_addr(sb.g[q][s][t]), xr + static_cast<uint64_t>(cl * kChunk), live, x_aligned);
+          stage_chunk<8, 1>(smem_addr(sb.u[q][s][t]), xr + static_cast<uint64_t>(H + cl * kChunk), live, x_aligned);
+          stage_chunk<16, 2>(smem_addr(sb.d[q][s][t]), dyr + static_cast<uint64_t>(cl * kChunk) * 2, live, dy_aligned);
+          cp_async<4>(smem_addr(&sb.sg[q][s][t]), sfr + cl * kChunk / kN, live);
+          cp_async<4>(smem_addr(&sb.su[q][s][t]), sfr + (H + cl * kChunk) / kN, live);
+        }
+        cp_async_commit();
+      }
+    };
+    // Slot s of step b from the stage. Groups of 128 read a slot where it is used, groups of 32 both at the step's
+    // start (each placement is the one that does not spill at 128 registers on sm_90a and sm_100a).
+    constexpr bool kReadAtUse = kN == 128;
+    const auto read_staged = [&](uint32_t b, int s, Slot& sl) {
+      if constexpr (kStaged) {
+        BwdStage& sb = bwd_stage();
+        const uint32_t t = threadIdx.x, q = b & 1;
+        uint32_t sg[1], su[1];
+        ld_shared(smem_addr(sb.g[q][s][t]), sl.g.w);
+        ld_shared(smem_addr(sb.u[q][s][t]), sl.u.w);
+        ld_shared(smem_addr(sb.d[q][s][t]), sl.d.w);
+        ld_shared(smem_addr(&sb.sg[q][s][t]), sg);
+        ld_shared(smem_addr(&sb.su[q][s][t]), su);
+        sl.sg = sg[0];
+        sl.su = su[0];
+      }
+    };
     Slot cur[2];
     if constexpr (kPrefetch) {
 #pragma unroll
       for (int s = 0; s < 2; ++s) load_slot(s * kTeam + r, cur[s]);
     }
+    stage_step(0);
     for (uint32_t b = 0; b < steps; ++b) {
       Slot nxt[2];
       if constexpr (kPrefetch) {
 #pragma unroll
         for (int s = 0; s < 2; ++s) load_slot((b + 1) * (kBlockCols / kChunk) + s * kTeam + r, nxt[s]);
-      } else if constexpr (kStepLoad) {
+      } else if constexpr (kStaged) {
+        stage_step(b + 1);
+        cp_async_wait<1>();  // step b's group has landed (this thread's own slots: no barrier)
+        if constexpr (!kReadAtUse) {
 #pragma unroll
-        for (int s = 0; s < 2; ++s) load_slot(b * (kBlockCols / kChunk) + s * kTeam + r, cur[s]);
+          for (int s = 0; s < 2; ++s) read_staged(b, s, cur[s]);
+        }
       }
       float gx[2][kChunk], gu[2][kChunk];
       bool live[2];
@@ -564,7 +662,11 @@ TK_DEV void backward(const SwigluParams& p) {
 #pragma unroll
         for (int i = 0; i < kChunk; ++i) gx[s][i] = gu[s][i] = 0.0f;
         if (real && ch < chunks) {
-          if constexpr (!kPrefetch && !kStepLoad) load_slot(ch, cur[s]);
+          if constexpr (kStaged) {
+            if constexpr (kReadAtUse) read_staged(b, s, cur[s]);
+          } else if constexpr (!kPrefetch) {
+            load_slot(ch, cur[s]);
+          }
           float g[kChunk], u[kChunk], d[kChunk], a[kChunk];
           cur[s].g.decode(g);
           cur[s].u.decode(u);
@@ -598,7 +700,7 @@ TK_DEV void backward(const SwigluParams& p) {
               uc[i] = clamp_up(u[i], c);
             }
           }
-          exp_neg(g, cg, gc, e);
+          exp_neg(cur[s].g.w, g, cg, gc, e);
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) {
             tmp[i] = add_rn(1.0f, e[i]);
@@ -672,6 +774,7 @@ TK_DEV void backward(const SwigluParams& p) {
         }
       }
     }
+    if constexpr (kStaged) cp_async_wait<0>();  // step `steps`'s zeros land before the next row stages step 0
     if (weighted) {
       // halving tree of §8.5: P_l += P_{l+32}, +16, +8 across lanes (l = 8r + i), then +4, +2, +1 inside lane 0
 #pragma unroll
@@ -713,13 +816,13 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_c
   }
 }
 
-#define TK_SWIGLU_FWD(in, IN, out, OUT)                                                                             \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_forward__##in##_##out(             \
+#define TK_SWIGLU_FWD(in, IN, out, OUT, blocks)                                                                     \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_##out(                    \
       const __grid_constant__ SwigluParams p) {                                                                 \
     tk::forward<tk::Fmt::IN, tk::Fmt::OUT, 0>(p);                                                               \
   }
-#define TK_SWIGLU_FWD_CAST(in, IN, n)                                                                               \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_forward__##in##_e4m3_g##n(         \
+#define TK_SWIGLU_FWD_CAST(in, IN, n, blocks)                                                                       \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_e4m3_g##n(                \
       const __grid_constant__ SwigluParams p) {                                                                 \
     tk::forward<tk::Fmt::IN, tk::Fmt::kE4m3, n>(p);                                                             \
   }
@@ -734,14 +837,14 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_c
     tk::backward<tk::Fmt::kE4m3, tk::Fmt::DY, tk::Fmt::kBf16, n>(p);                                            \
   }
 
-TK_SWIGLU_FWD(fp32, kFp32, fp32, kFp32)
-TK_SWIGLU_FWD(fp32, kFp32, bf16, kBf16)
-TK_SWIGLU_FWD(bf16, kBf16, fp32, kFp32)
-TK_SWIGLU_FWD(bf16, kBf16, bf16, kBf16)
-TK_SWIGLU_FWD_CAST(fp32, kFp32, 32)
-TK_SWIGLU_FWD_CAST(fp32, kFp32, 128)
-TK_SWIGLU_FWD_CAST(bf16, kBf16, 32)
-TK_SWIGLU_FWD_CAST(bf16, kBf16, 128)
+TK_SWIGLU_FWD(fp32, kFp32, fp32, kFp32, tk::kMinBlocks)
+TK_SWIGLU_FWD(fp32, kFp32, bf16, kBf16, tk::kMinBlocks)
+TK_SWIGLU_FWD(bf16, kBf16, fp32, kFp32, tk::kFwdMinBlocks)
+TK_SWIGLU_FWD(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks)
+TK_SWIGLU_FWD_CAST(fp32, kFp32, 32, tk::kMinBlocks)
+TK_SWIGLU_FWD_CAST(fp32, kFp32, 128, tk::kMinBlocks)
+TK_SWIGLU_FWD_CAST(bf16, kBf16, 32, tk::kMinBlocks)
+TK_SWIGLU_FWD_CAST(bf16, kBf16, 128, tk::kFwdMinBlocks)
 TK_SWIGLU_BWD(fp32, kFp32, fp32, kFp32)
 TK_SWIGLU_BWD(fp32, kFp32, bf16, kBf16)
 TK_SWIGLU_BWD(bf16, kBf16, fp32, kFp32)

@@ -14,15 +14,17 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             min(tiles, 3 · SMs),  tiles = (T / R) · ceilDiv(H, C)
+//   all      256      0             min(tiles, 12 · SMs),  tiles = (T / R) · ceilDiv(H, C)
 //
 //   A tile is R rows (one scale block) × C columns, C = 8 · 1024 / R (64 for R = 128, 256 for R = 32). A thread
 //   owns 4 consecutive rows × 8 columns: per row one 16-byte chunk of gate and one of up (128 bytes of loads in
-//   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent because
-//   every CTA first fills its shared-memory table of silu(g) = g / (1 + e^(−g)) over every bf16 gate
-//   (common/silu_bf16.cuh: 8704 expf_cr and divisions, about the arithmetic of one tile); after that silu(g) is
-//   one shared-memory load and ~18 integer and select operations instead of ~17 binary64 operations, which would
-//   cost about as much time as the memory traffic, and a division, whose exact-rounding check sends a warp to a
+//   flight per thread, 32 KiB per CTA), so a warp reads whole 128-byte lines. The grid is persistent (12 · SMs CTAs:
+//   3 waves of 4 resident CTAs per SM on sm_90, 4 waves of 3 on sm_100) because every CTA first copies its shared-memory table of silu(g) = g / (1 + e^(−g)) over every bf16 gate
+//   (common/silu_bf16.cuh; 34 KiB from common/bf16_gate_tables.h, computed on the host, where computing its 8704
+//   expf_cr and divisions per CTA cost about the arithmetic of one tile); after that silu(g) is one shared-memory
+//   load and ~10 integer, multiply and select operations (two gates share their offset arithmetic; the exact
+//   fix-up outside the window is g · k, k from the edge entry: silu_bf16_fix) instead of ~17 binary64 operations,
+//   which would cost about as much time as the memory traffic, and a division, whose exact-rounding check sends a warp to a
 //   called slow path whenever one lane's gate is ≤ −87.3. Static shared memory: the table (34 KiB), the
 //   column-amax exchange or (its lifetime does not overlap) the transposed tile of codes (R · C bytes = 8 KiB),
 //   and the tile's inverses (4 · C bytes).
@@ -36,6 +38,7 @@
 // read nothing, compute zeros and store nothing. x views whose base is not 16-byte aligned take element loads
 // (rows are multiples of 256 bytes); the outputs are fresh allocations, checked all the same.
 // No value inside a device tensor steers an access: there is nothing to guard (DESIGN §6).
+#include "../common/bf16_gate_tables.h"
 #include "../common/chunk.cuh"
 #include "../common/code_tile.cuh"
 #include "../common/codec.cuh"
@@ -56,9 +59,14 @@ static_assert(kRoundSf == kSfRound, "roundSf is passed to sf_and_inv as is");
 constexpr int kBlockThreads = 256;
 constexpr int kRowsPerThread = 4;
 constexpr int kV = kVecBytes / 2;  // columns per thread: one 16-byte chunk of bf16
-// Resident CTAs per SM the register budget is sized for: 3 (≤ 80 registers, 3 × 43 KiB of shared memory; 96 KiB of
-// loads in flight per SM while all three load).
+// Resident CTAs per SM the register budget is sized for: 4 on sm_90 (≤ 64 registers without spills, 4 × 43 KiB of
+// shared memory: 32 warps per SM, 128 KiB of loads in flight while all four load), 3 on sm_100 (≤ 80 registers;
+// at 64 its code spills). The host's grid of 12 · SMs is a whole number of waves either way.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 constexpr int kMinBlocks = 3;
+#else
+constexpr int kMinBlocks = 4;
+#endif
 
 template <int kR, bool kTranspose>
 struct SwigluPerChannel {
@@ -88,7 +96,7 @@ struct SwigluPerChannel {
 
   TK_DEV void run() const {
     __shared__ __align__(16) Smem s;
-    fill_bf16_gate_table(s.silu_table, [](uint32_t i) { return silu_bf16_entry(i); });
+    copy_bf16_gate_table(s.silu_table, kSiluBf16Table);
     const bool clamp = p.flags & kClamp;
     const float c = p.clamp;
     const float silu_clamped = clamp ? silu_cr(c) : 0.0f;  // silu of a clamped gate (g = c, any binary32)
@@ -130,12 +138,21 @@ struct SwigluPerChannel {
       for (int i = 0; i < kRowsPerThread; ++i) {
         // a row's 8 lookups first, the clamp test outside the element loop (one basic block: the lookups overlap),
         // the bf16 pairs by the hardware conversion (encode_bf16x2: encode_bf16's bytes)
+        // (the entries' offsets two gates a word, with each half's outside-the-window flag: exp_neg_bf16x2_offsets)
         float sl[kV], u[kV];
+        bool out[kV];
+#pragma unroll
+        for (int k = 0; k < kV / 2; ++k) {
+          const Bf16x2Offsets o = exp_neg_bf16x2_offsets(gw[i][k]);
+          sl[2 * k] = bf16_table_at(s.silu_table, o.lo);
+          sl[2 * k + 1] = bf16_table_at(s.silu_table, o.hi);
+          out[2 * k] = (o.outside & 0xffffu) != 0;
+          out[2 * k + 1] = o.outside > 0xffffu;
+        }
 #pragma unroll
         for (int e = 0; e < kV; ++e) {
-          const uint32_t gb = (gw[i][e / 2] >> (16 * (e % 2))) & 0xffffu;
-          u[e] = u2f(((uw[i][e / 2] >> (16 * (e % 2))) & 0xffffu) << 16);
-          sl[e] = silu_bf16(gb, s.silu_table);  // fl(g / fl(1 + expf(−g))), NaN for a NaN g
+          u[e] = element<Fmt::kBf16>(uw[i], e);
+          sl[e] = silu_bf16_fix(element<Fmt::kBf16>(gw[i], e), sl[e], out[e]);  // fl(g / fl(1 + expf(−g))), NaN for NaN
         }
         if (clamp) {
 #pragma unroll
