@@ -20,12 +20,12 @@
 // Lane 0 writes the scale: byte Eout (packed) or f32(Eout << 23); column-major padding rows are zeroed
 // grid-stride.
 // __data: a thread converts chunks of 16 elements (8 input bytes → 16 output bytes), two chunks per step with
-// both chunks' loads (codes, Ein, Eout) issued first. Ein is read from the input sf and Eout back from the output
-// sf the __sf launch wrote (stream order makes it visible); both are read once per chunk when ci ≥ 16, once per
-// ci elements otherwise. ci ≥ 16: the e4m3 bytes of decode(q) · 2^d come from a table shifted by d (exact for
-// d ∈ [−5, 6], i.e. whenever the contract holds; common/e2m1_fast.cuh). ci < 16: 2^(Ein − Eout) is built from
-// its exponent (d clamped to [−126, 127], which only matters when the contract is violated); decode(q) · 2^d is
-// then exact and so is its e4m3 encoding (§10).
+// both chunks' loads issued first (ci ≥ 16: codes, Ein and Eout; ci < 16: the codes). Ein is read from the input
+// sf and Eout back from the output sf the __sf launch wrote (stream order makes it visible); both are read once
+// per chunk when ci ≥ 16, once per ci elements otherwise. ci ≥ 16: the e4m3 bytes of decode(q) · 2^d come from a
+// table shifted by d (exact for d ∈ [−5, 6], i.e. whenever the contract holds; common/e2m1_fast.cuh). ci < 16:
+// 2^(Ein − Eout) is built from its exponent (d clamped to [−126, 127], which only matters when the contract is
+// violated); decode(q) · 2^d is then exact and so is its e4m3 encoding (§10).
 #include "../common/chunk.cuh"
 #include "../common/e2m1_fast.cuh"
 #include "../common/error_word.cuh"
