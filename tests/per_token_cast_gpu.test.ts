@@ -24,6 +24,7 @@ import {
   toHost,
   zeros,
 } from "../mod.ts";
+import { encodeBf16 } from "../core/dtype.ts";
 import { guardSelftest } from "../ops/runtime/guard_selftest.ts";
 import { launchCount } from "../ffi/cuda.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
@@ -402,6 +403,59 @@ gpuTest("castBack kernel = reference for per-block and per-channel blocks, every
       }
     }
   }
+});
+
+// The packed-pair e2m1 paths (common/e2m1_fast.cuh) at their edges: bf16 subnormal inputs scaled by up to 2^126
+// and products below 2^-126 (the bf16x2 arithmetic must keep subnormals), NaN and ±Inf (the scalar fallback),
+// values on and one ulp next to e2m1 rounding ties, inverse scales that are and are not powers of two.
+gpuTest("perTokenCastWithPrecomputedSf → e2m1 kernel = reference for subnormal, tie, NaN and infinite values and power-of-two scales (seed 4711)", () => {
+  const rand = rng(4711);
+  const T = 24, H = 512;
+  const bits = new Uint16Array(T * H);
+  const ties = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, 6, 7];
+  for (let i = 0; i < bits.length; i++) {
+    const r = rand();
+    const sign = rand() < 0.5 ? 0x8000 : 0;
+    if (r < 0.25) bits[i] = sign | Math.floor(rand() * 0x80); // bf16 subnormal (or ±0)
+    else if (r < 0.27) bits[i] = [0x7fc0, 0xffc1, 0x7f80, 0xff80][Math.floor(rand() * 4)]; // NaN, ±Inf
+    else if (r < 0.6) bits[i] = sign | (encodeBf16(ties[Math.floor(rand() * ties.length)]) + Math.floor(rand() * 3) - 1); // a tie, ± 1 ulp
+    else bits[i] = encodeBf16((rand() * 2 - 1) * 2 ** (rand() * 40 - 20));
+  }
+  // rows t < exps.length: scale 2^exps[t], and the first half of the row holds ties (± 1 ulp) times that scale
+  const exps = [-126, -125, -120, -100, -60, -8, 0, 1, 3, 60, 100, 126];
+  for (let t = 0; t < exps.length; t++) {
+    for (let j = 0; j < H / 2; j++) bits[t * H + j] = encodeBf16(ties[j % ties.length] * 2 ** exps[t]) + ((j >> 4) % 3) - 1;
+  }
+  const sf = new Float32Array(T * (H / 32)).map((_, i) => {
+    const t = Math.floor(i / (H / 32));
+    return t < exps.length ? 2 ** exps[t] : Math.fround(2 ** (rand() * 20 - 10) * (1 + rand()));
+  });
+  const x = tensor(bits, [T, H], "bf16");
+  const s = tensor(sf, [T, H / 32], "fp32");
+  const o = { fmt: "e2m1", numPerChannels: 32 } as const;
+  const c = perTokenCastWithPrecomputedSf(x, s, o);
+  const dx = uploadView(x), ds = uploadView(s);
+  const g = perTokenCastWithPrecomputedSf(dx, ds, o);
+  sameAllocation(g, c, "e2m1 precomputed edges");
+  dispose(dx, ds, g);
+});
+
+gpuTest("castBack e2m1 → bf16 kernel = reference with power-of-two scales whose products are bf16 subnormals or overflow (seed 4712)", () => {
+  const rand = rng(4712);
+  const T = 33, H = 1024;
+  const data = tensor(new Uint8Array((T * H) / 2).map(() => Math.floor(rand() * 256)), [T, H / 2], "e2m1x2");
+  const sf = new Float32Array(T * (H / 32)).map(() => {
+    const r = rand();
+    if (r < 0.05) return rand() < 0.5 ? 0 : -0;
+    const v = 2 ** (-126 + Math.floor(rand() * 30));
+    return r < 0.1 ? -v : r < 0.15 ? 2 ** (100 + Math.floor(rand() * 28)) : v; // 2^100..2^127: some products overflow
+  });
+  const x: Quantized = [data, tensor(sf, [T, H / 32], "fp32")];
+  const dx = up(x) as Quantized;
+  const c = castBack(x, { fmt: "bf16", xBlockSize: [1, 32] });
+  const g = castBack(dx, { fmt: "bf16", xBlockSize: [1, 32] });
+  sameAllocation(g, c, "e2m1 → bf16 subnormal products");
+  dispose(dx, g);
 });
 
 {

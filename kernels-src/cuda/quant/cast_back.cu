@@ -23,9 +23,12 @@
 // Block shapes (block_rows r, block_cols c) are powers of two: per-token [1, c], per-block [r, c], per-channel
 // [r, 1]. With c ≥ 16 the elements of a thread's piece share one scale; with c = 1 every element has its own,
 // read with 16-byte loads when the scale row is contiguous and aligned, element by element otherwise.
+// e2m1 → bf16 with a finite power-of-two (or zero) block scale, MXFP4's case, decodes 8 codes through prmt byte
+// tables and scales them with bf16x2 multiplies, exact there (common/e2m1_fast.cuh); other scales decode per value.
 // fp32 outputs leave NaN as 0x7FC00000 (one pattern, as the CPU reference writes it; the GPU multiply would give
 // 0x7FFFFFFF).
 #include "../common/chunk.cuh"
+#include "../common/e2m1_fast.cuh"
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
@@ -148,6 +151,14 @@ struct CastBack {
     const bool per_element = !kBlockOnly && this->per_element;
     const float sc = per_element ? 0.0f : decode_scale(p.sf_kind, raw_scale);
     uint32_t o[kOutBytes / 4];
+    if constexpr (kIn == Fmt::kE2m1 && kOut == Fmt::kBf16) {
+      // A finite power-of-two block scale (MXFP4's ue8m0, roundSf fp32) or zero: the products are exact bf16
+      if (!per_element && e2m1_bf16_scale_exact(sc)) {
+        decode_e2m1x8_bf16_pow2(w[0], sc, o);
+        store_chunk<kOutBytes>(out_row + static_cast<uint64_t>(col) * kOutElemBytes, o, out_aligned);
+        return;
+      }
+    }
 #pragma unroll
     for (int g = 0; g < kVec / 4; ++g) {
       float s[4] = {sc, sc, sc, sc};

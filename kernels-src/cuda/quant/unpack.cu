@@ -8,11 +8,13 @@
 //   kernel   block.x  dynamic smem  grid.x
 //   all      256      0             max(1, min(ceilDiv(ceilDiv(rows · K, 8), 256), 4 · SMs))
 //
-//   Contiguous codes (col_stride 1, row_stride K): a thread chunk is 8 code bytes (one 8-byte load) → 16 values
-//   (64 bytes fp32 / 32 bytes bf16, 16-byte stores); codes or outputs off that alignment load and store byte-wide;
-//   the last rows·K % 8 bytes go one per thread. Any other view: one code byte per thread step, addressed by its
-//   row and column (signed strides), which is correct for every view and slower.
+//   Contiguous codes (col_stride 1, row_stride K): a warp converts 256 code bytes per step, in rounds of one
+//   16-byte store per lane (2 code bytes → 4 fp32, or 4 → 8 bf16) covering 512 contiguous output bytes; codes or
+//   outputs off that alignment load and store byte-wide; the last rows·K % 256 bytes go one per thread. The grid
+//   gives one warp per 256 code bytes (n / 8 threads) up to the cap. Any other view: one code byte per thread step,
+//   addressed by its row and column (signed strides), which is correct for every view and slower.
 #include "../common/codec.cuh"
+#include "../common/e2m1_fast.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
 #include "../generated/elem_params.h"
@@ -21,11 +23,18 @@ namespace tk {
 namespace {
 
 constexpr int kBlockThreads = 256;
-constexpr int kChunkBytes = 8;
+constexpr int kSpanBytes = 256;  // code bytes a warp converts per step (512 values)
 
 template <bool kBf16>
 struct Unpack {
-  static constexpr int kOutBytes = kChunkBytes * 2 * (kBf16 ? 2 : 4);
+  // In store round r of a step, lane l converts the kPiece code bytes at kPiece·(32·r + l) of the warp's span into
+  // one 16-byte store (4 fp32 or 8 bf16 values), so every store instruction of the warp writes 512 contiguous bytes:
+  // whole 32-byte sectors. (Before: 8 code bytes per lane, 64 / 32 output bytes per lane written by 4 / 2 stores a
+  // lane stride apart, each instruction writing half of every sector it touched: 38.5–39.3% of copy bandwidth for
+  // fp32, 76–82% for bf16, on an H200.)
+  static constexpr int kPiece = kBf16 ? 4 : 2;
+  static constexpr int kRounds = kSpanBytes / (kWarpSize * kPiece);  // 2 (bf16) or 4 (fp32)
+  static constexpr int kOutElemBytes = kBf16 ? 2 : 4;
 
   // The two values of one code byte, as output storage (fp32 bits or bf16, exact either way).
   TK_DEV static uint32_t value(uint32_t nibble) {
@@ -44,6 +53,15 @@ struct Unpack {
     }
   }
 
+  // kPiece code bytes, first in the low byte: one load when aligned, byte loads otherwise.
+  TK_DEV static uint32_t load_piece(const uint8_t* p, bool aligned) {
+    if (aligned) return kPiece == 4 ? ld_u32(p) : ld_u16(p);
+    uint32_t c = 0;
+#pragma unroll
+    for (int i = 0; i < kPiece; ++i) c |= ld_u8(p + i) << (8 * i);
+    return c;
+  }
+
   TK_DEV static void run(const UnpackParams& p) {
     const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
     uint8_t* out = reinterpret_cast<uint8_t*>(p.out);
@@ -51,26 +69,30 @@ struct Unpack {
     const uint64_t threads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
     const uint64_t gtid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (p.col_stride == 1 && (p.rows <= 1 || p.row_stride == static_cast<int64_t>(p.cols))) {
-      const uint64_t chunks = n / kChunkBytes;
-      const bool in_aligned = (p.x % kChunkBytes) == 0;
+      const uint64_t spans = n / kSpanBytes;
+      const bool in_aligned = (p.x % kPiece) == 0;
       const bool out_aligned = (p.out % kVecBytes) == 0;
-      for (uint64_t c = gtid; c < chunks; c += threads) {
-        uint32_t w[2];
-        load_chunk<kChunkBytes, 1>(x + c * kChunkBytes, w, in_aligned);
-        uint32_t o[kOutBytes / 4];
+      const uint32_t lane = threadIdx.x % kWarpSize;
+      for (uint64_t s = gtid / kWarpSize; s < spans; s += threads / kWarpSize) {
+        const uint64_t b0 = s * kSpanBytes + lane * kPiece;  // this lane's first code byte
+        uint32_t c[kRounds];
 #pragma unroll
-        for (int i = 0; i < 2 * kChunkBytes; ++i) {
-          const uint32_t v = value((w[i / 8] >> (4 * (i % 8))) & 0xfu);
+        for (int r = 0; r < kRounds; ++r) c[r] = load_piece(x + b0 + r * kWarpSize * kPiece, in_aligned);
+#pragma unroll
+        for (int r = 0; r < kRounds; ++r) {
+          uint32_t o[4];
           if constexpr (kBf16) {
-            if (i % 2 == 0) o[i / 2] = v;
-            else o[i / 2] |= v << 16;
+            e2m1x8_to_bf16(c[r], o);
           } else {
-            o[i] = v;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[i] = value((c[r] >> (4 * i)) & 0xfu);
           }
+          const uint64_t b = b0 + r * kWarpSize * kPiece;
+          store_chunk<kVecBytes>(out + b * 2 * kOutElemBytes, o, out_aligned);
         }
-        store_chunk<kOutBytes>(out + c * kOutBytes, o, out_aligned);
       }
-      const uint64_t e = chunks * kChunkBytes + gtid;
+      // the last n % 256 code bytes, one per thread (a launch has at least 256 threads)
+      const uint64_t e = spans * kSpanBytes + gtid;
       if (e < n) store_byte(out, e, ld_u8(x + e));
       return;
     }

@@ -1,0 +1,197 @@
+// e2m1 encoders for the hot loops (spec/quant.md §1.3), equal to encode_e2m1 for every input, two values per
+// 32-bit operation. sm_90 has no e2m1 conversion; the scalar encode_e2m1 costs ~17 integer operations and a
+// divergent branch per value, which bounded bf16 → e2m1 casts at 38–42% of HBM bandwidth on an H200 (the integer
+// pipe runs at half the FP32 rate). Here one fma of a packed pair of 16-bit floats does the rounding:
+//
+//   for |x| clamped to [0, 6] and e = clamp(floor(log2 |x|), 0, 2), code = 2e + rn(|x| · 2^(1-e)),
+//
+// because the e2m1 grid spacing inside [2^e, 2^(e+1)) is 2^(e-1) (0.5 below 1 too: the subnormal 0.5 step), and
+// rn's ties-to-even on the integer rn(|x|·2^(1-e)) ∈ {0..4} is the ties-to-even of the e2m1 mantissa (an even
+// integer is an even code). fma(|x|_c, 2^(1-e), 2^k + 2e) with 2^k the float whose ulp is 1 (f16: 1024, bf16: 128)
+// rounds once, to nearest even, to the integer 2^k + code, whose low byte is the code. Clamping at 6 saturates
+// (6 itself is code 7; ±Inf too); a NaN lane is not handled and the callers fall back to encode_e2m1.
+//
+// Inputs: a pair of bf16 that are exactly the values to encode (bf16 · 2^k, products exact), or a pair of f16
+// produced from binary32 by round-to-odd (rz of a binary32 whose bit 13 carries the sticky bit of bits 0–12),
+// which keeps 9 bits beyond e2m1's 2 so the second rounding is the correct one; |x| < 2^-14 (f16 subnormal, where
+// the 13-bit sticky position is wrong) encodes to ±0 either way, and |x| ≥ 65504 saturates either way.
+// Checked against encode_e2m1 for all 2^32 binary32 inputs and all bf16 × 2^k products by tools/e2m1_fast_check.cpp
+// (a host model of the same operations).
+#pragma once
+#include <stdint.h>
+#include "codec.cuh"
+
+namespace tk {
+
+#if defined(__CUDACC__)
+// Per 16-bit lane of a packed pair (kBf16: bf16, else f16), a non-NaN value → the lane's e2m1 magnitude code in
+// bits 0–2 of its low byte (bits 3–7 zero; the high byte is the magic's exponent, ignored).
+template <bool kBf16>
+TK_DEV uint32_t e2m1_mag_x2(uint32_t h) {
+  constexpr uint32_t kSix = kBf16 ? 0x40c040c0u : 0x46004600u;  // 6.0
+  constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;  // 1.0
+  constexpr uint32_t kExp = kBf16 ? 0x7f807f80u : 0x7c007c00u;  // exponent fields
+  // exponent field E at bit 7 (bf16) / 10 (f16) → 2E at bit 1; 2E - 2·bias + magic bits = magic + 2e
+  constexpr int kShift = kBf16 ? 6 : 9;
+  constexpr uint32_t kMagic = kBf16 ? (0x4300u - 254u) * 0x10001u : (0x6400u - 30u) * 0x10001u;
+  const uint32_t a = h & 0x7fff7fffu;
+  uint32_t ac, am, r;
+  // integer min / max on non-negative non-NaN float patterns are the float min / max
+  asm("min.u16x2 %0, %1, %2;" : "=r"(ac) : "r"(a), "r"(kSix));
+  asm("max.u16x2 %0, %1, %2;" : "=r"(am) : "r"(ac), "r"(kOne));
+  const uint32_t eb = am & kExp;  // 2^e, e ∈ {0, 1, 2}
+  const uint32_t s = eb ^ kExp;   // 2^(1-e): biased exponent 2·bias + 1 - E, and eb's bits are a subset of kExp
+  const uint32_t c = (eb >> kShift) + kMagic;  // no bit crosses lanes: eb has no bits below the exponent field
+  if constexpr (kBf16) {
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(ac), "r"(s), "r"(c));
+  } else {
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(ac), "r"(s), "r"(c));
+  }
+  return r;
+}
+
+// Nonzero when some lane of the pairs is NaN or ±Inf (fma(x, 0, acc) stays ±0 for finite x). Only NaN needs the
+// fallback; an infinite value takes it too, being as rare.
+template <bool kBf16, int kPairs>
+TK_DEV bool any_nonfinite_x2(const uint32_t* h) {
+  uint32_t acc = 0;
+#pragma unroll
+  for (int p = 0; p < kPairs; ++p) {
+    if constexpr (kBf16) {
+      asm("fma.rn.bf16x2 %0, %1, %2, %0;" : "+r"(acc) : "r"(h[p]), "r"(0u));
+    } else {
+      asm("fma.rn.f16x2 %0, %1, %2, %0;" : "+r"(acc) : "r"(h[p]), "r"(0u));
+    }
+  }
+  return (acc & 0x7fff7fffu) != 0;
+}
+
+TK_DEV uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// kPairs (2 or 4) packed 16-bit pairs h (element 2p in the low lane of h[p]), none NaN → e2m1 nibbles, element 2i
+// in the low nibble of byte i: 16 bits (kPairs 2) or one word (kPairs 4).
+template <bool kBf16, int kPairs>
+TK_DEV uint32_t pack_e2m1_x2(const uint32_t* h) {
+  static_assert(kPairs == 2 || kPairs == 4, "pack_e2m1_x2: 4 or 8 values");
+  uint32_t half[kPairs / 2];
+#pragma unroll
+  for (int q = 0; q < kPairs / 2; ++q) {
+    const uint32_t m0 = e2m1_mag_x2<kBf16>(h[2 * q]), m1 = e2m1_mag_x2<kBf16>(h[2 * q + 1]);
+    uint32_t x = prmt(m0, m1, 0x6420u);                    // byte j: code of element 4q + j
+    const uint32_t sg = prmt(h[2 * q], h[2 * q + 1], 0x7531u);  // byte j: bit 7 = sign of element 4q + j
+    x |= (sg >> 4) & 0x08080808u;
+    half[q] = x | (x >> 4);  // bytes 0 and 2: two nibbles each
+  }
+  if constexpr (kPairs == 2) {
+    return prmt(half[0], 0u, 0x4420u);
+  } else {
+    return prmt(half[0], half[1], 0x6420u);
+  }
+}
+
+// Round-to-odd preparation of a binary32 for cvt.rz to f16 (see the header comment): bit 13 |= (bits 0–12 ≠ 0).
+// Bit 13 of u + 0x1FFF is bit 13 of u flipped exactly when bits 0–12 are nonzero; ±Inf and NaN keep their class.
+TK_DEV uint32_t ro_f16_prep(uint32_t u) { return u | ((u + 0x1fffu) & 0x2000u); }
+
+TK_DEV uint32_t cvt_rz_f16x2(uint32_t lo, uint32_t hi) {
+  uint32_t d;
+  asm("cvt.rz.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(u2f(hi)), "f"(u2f(lo)));  // first source → upper half
+  return d;
+}
+
+// kVec (4 or 8) binary32 values → e2m1 nibbles (encode_chunk<e2m1>'s layout), == encode_e2m1 of each.
+template <int kVec>
+TK_DEV void encode_e2m1_fast(const float* v, uint32_t* out) {
+  static_assert(kVec == 4 || kVec == 8, "encode_e2m1_fast: 4 or 8 values");
+  constexpr int kPairs = kVec / 2;
+  uint32_t h[kPairs];
+#pragma unroll
+  for (int p = 0; p < kPairs; ++p) h[p] = cvt_rz_f16x2(ro_f16_prep(f2u(v[2 * p])), ro_f16_prep(f2u(v[2 * p + 1])));
+  if (any_nonfinite_x2<false, kPairs>(h)) {
+    uint32_t o = 0;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) o |= encode_e2m1(v[i]) << (4 * i);
+    out[0] = o;
+    return;
+  }
+  out[0] = pack_e2m1_x2<false, kPairs>(h);
+}
+
+// Four packed bf16 pairs x (a bf16 chunk) times inv, a binary32 whose mantissa field is zero (±2^k, ±0, ±Inf),
+// → 8 e2m1 nibbles == encode_e2m1(fl(x_i · inv)) each: the bf16 product is exact wherever fl(x·inv) is a normal
+// binary32 (8 significant bits times a power of two); below that both are tiny (code ±0) and above both are ±Inf.
+// Returns false, writing nothing, when a product is NaN or infinite: the caller encodes that chunk in binary32.
+TK_DEV bool encode_e2m1_bf16_pow2(const uint32_t* x, float inv, uint32_t* out) {
+  const uint32_t i2 = prmt(f2u(inv), 0u, 0x3232u);  // inv's upper half in both lanes (its lower half is zero)
+  uint32_t p[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(p[k]) : "r"(x[k]), "r"(i2));
+  if (any_nonfinite_x2<true, 4>(p)) return false;
+  out[0] = pack_e2m1_x2<true, 4>(p);
+  return true;
+}
+
+// ---- decode -------------------------------------------------------------------------------------------------
+// castBack e2m1 → bf16 with a block scale s: out = encode_bf16(fl(decode(q) · s)). When s is ±2^k (finite) or ±0
+// the product of a 2-significant-bit code value and s is exact in binary32 and in bf16 wherever it is normal,
+// overflows to ±Inf in both, and below 2^-126 both round the exact product once onto a grid (binary32's 2^-149
+// then bf16's 2^-133 in the reference: the first rounding is exact unless the product is below 2^-148, where
+// both give ±0); no NaN arises. So a bf16 multiply of the decoded pair by s gives the reference's bits.
+TK_DEV bool e2m1_bf16_scale_exact(float s) {
+  const uint32_t b = f2u(s);
+  return (b & 0x7fffffu) == 0 && (b & 0x7f800000u) != 0x7f800000u;
+}
+
+// 8 e2m1 codes (element i in nibble i) → their 8 values as 4 packed bf16 pairs (element 2j in the low half of
+// out[j]), exact. The magnitudes come from two byte tables through prmt (4 lookups per instruction): bf16 of 0,
+// 0.5, 1, 1.5, 2, 3, 4, 6 is 0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0.
+TK_DEV void e2m1x8_to_bf16(uint32_t c, uint32_t (&out)[4]) {
+  constexpr uint32_t kLo0 = 0xc0800000u, kLo1 = 0xc0804000u;  // low bytes of codes 0–3, 4–7
+  constexpr uint32_t kHi0 = 0x3f3f3f00u, kHi1 = 0x40404040u;  // high bytes
+  const uint32_t idx = c & 0x77777777u;                        // magnitude indices (prmt reads 4 nibbles)
+  const uint32_t c4 = c << 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t sel = h == 0 ? idx : idx >> 16;
+    const uint32_t lo = prmt(kLo0, kLo1, sel), hi = prmt(kHi0, kHi1, sel);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const uint32_t j = 2 * h + k;  // pair j: elements 2j (low lane) and 2j + 1
+      const uint32_t mag = prmt(lo, hi, k == 0 ? 0x5140u : 0x7362u);
+      // sign of element 2j (code bit 8j + 3) → bit 15, of element 2j + 1 (bit 8j + 7) → bit 31
+      out[j] = mag | (prmt(c, c4, j | (4 + j) << 4 | j << 8 | j << 12) & 0x80008000u);
+    }
+  }
+}
+
+// 8 e2m1 codes → 4 packed bf16 pairs of fl(decode(q_i) · s), s as e2m1_bf16_scale_exact.
+TK_DEV void decode_e2m1x8_bf16_pow2(uint32_t c, float s, uint32_t (&out)[4]) {
+  const uint32_t s2 = prmt(f2u(s), 0u, 0x3232u);  // s's upper half in both lanes (its lower half is 0)
+  e2m1x8_to_bf16(c, out);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(out[j]) : "r"(out[j]), "r"(s2));
+}
+
+// perBlockCastLossless (spec/quant.md §10): 8 e2m1 codes times 2^d → 8 e4m3 codes (element i in byte i of
+// out[i / 4]) == encode_e4m3(fl(decode_e2m1(q) · 2^d)) for d ∈ [−5, 6], where every product is an exact e4m3
+// normal or a signed zero. The e4m3 magnitudes of 0, 0.5, 1, 1.5, 2, 3, 4, 6 are 0x00, 0x30, 0x38, 0x3C, 0x40,
+// 0x44, 0x48, 0x4C; times 2^d every nonzero one gains d in its exponent field (8·d on the byte), which for
+// d ∈ [−5, 6] keeps each byte inside [0x08, 0x7C], so one 32-bit add adjusts four bytes without carries. Outside
+// that range (a violated lossless contract, §10: the data is then unspecified) the bytes are wrong but defined.
+TK_DEV void e2m1x8_to_e4m3_pow2(uint32_t c, int d, uint32_t (&out)[2]) {
+  const uint32_t step = static_cast<uint32_t>(8 * d);
+  const uint32_t t0 = 0x3c383000u + step * 0x01010100u;  // codes 0–3 (code 0 stays 0x00)
+  const uint32_t t1 = 0x4c484440u + step * 0x01010101u;  // codes 4–7
+  const uint32_t idx = c & 0x77777777u, c4 = c << 4;
+  // sign of element j (code bit 4j + 3) → bit 7 of byte j: bytes of c << 4 carry the even elements' signs there,
+  // bytes of c the odd ones'
+  out[0] = prmt(t0, t1, idx) | (prmt(c, c4, 0x1504u) & 0x80808080u);
+  out[1] = prmt(t0, t1, idx >> 16) | (prmt(c, c4, 0x3726u) & 0x80808080u);
+}
+#endif
+
+}  // namespace tk
