@@ -55,6 +55,17 @@ function withBwdBlocks<T>(blocks: number, f: () => T): T {
   }
 }
 
+/** Runs f with the bf16 `_b4` normBackward's next-row L2 prefetch in mode `mode`, then restores the knob. */
+function withBwdPrefetch<T>(mode: typeof normLaunchTuning.backwardPrefetch, f: () => T): T {
+  const prev = normLaunchTuning.backwardPrefetch;
+  normLaunchTuning.backwardPrefetch = mode;
+  try {
+    return f();
+  } finally {
+    normLaunchTuning.backwardPrefetch = prev;
+  }
+}
+
 /** Sets the team width of the next launches (0 = default) and restores it afterwards. */
 function withTeam<T>(p: number, f: () => T): T {
   const prev = normLaunchTuning.teamThreads;
@@ -357,14 +368,14 @@ function compareBackwardOn(
   }
 }
 
-for (const [dtype, blocks] of [["fp32", 0], ["bf16", 4], ["bf16", 3]] as const) {
+for (const [dtype, blocks, prefetch] of [["fp32", 0, "bulk"], ["bf16", 4, "bulk"], ["bf16", 4, "thread"], ["bf16", 4, "off"], ["bf16", 3, "bulk"]] as const) {
   for (const weight of [false, true]) {
     const seed = 9000 + (dtype === "bf16" ? 100 : 0) + (weight ? 10 : 0);
-    const form = blocks ? ` (${blocks} blocks/SM form)` : "";
-    gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513} (seed ${seed})`, () => {
+    const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "");
+    gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513, 1100} (seed ${seed})`, () => {
       const rand = rng(seed);
-      withBwdBlocks(blocks, () => {
-        for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168]]) {
+      withBwdBlocks(blocks, () => withBwdPrefetch(prefetch, () => {
+        for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168], [1100, 1024]]) {
           for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
             for (const accumulate of weight ? [false, true] : [false]) {
               const c: BwdCase = { T, H, dtype, weight, ro: rand() < 0.5, outScale: rand() < 0.5 ? 1 : 0.3, wgDtype, accumulate, stride: H + (rand() < 0.3 ? 16 : 0) };
@@ -372,7 +383,7 @@ for (const [dtype, blocks] of [["fp32", 0], ["bf16", 4], ["bf16", 3]] as const) 
             }
           }
         }
-      });
+      }));
     });
   }
 }
@@ -447,11 +458,11 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
   }
 });
 
-for (const blocks of [4, 3]) {
-  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form (seed 9401)`, () => {
-    withBwdBlocks(blocks, () => {
+for (const [blocks, prefetch] of [[4, "bulk"], [4, "thread"], [4, "off"], [3, "bulk"]] as const) {
+  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""} (seed 9401)`, () => {
+    withBwdBlocks(blocks, () => withBwdPrefetch(prefetch, () => {
       compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
-    });
+    }));
   });
 }
 

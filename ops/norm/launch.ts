@@ -18,7 +18,16 @@ export const NORM_BLOCK_THREADS = 256;
  * blocks per SM; measured 37% of copy against 49% for `_b4` on the H200, so kept for the tests only); 0 = the
  * default. Same bits either way. Not part of the public API.
  */
-export const normLaunchTuning = { teamThreads: 0, backwardBf16Blocks: 0 };
+export const normLaunchTuning = {
+  teamThreads: 0,
+  backwardBf16Blocks: 0,
+  /**
+   * bf16 `_b4` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed
+   * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row: the default), "thread"
+   * (per-thread prefetch.global.L2 of each thread's chunks), "off". Hints only: same bits either way.
+   */
+  backwardPrefetch: "bulk" as "bulk" | "thread" | "off",
+};
 
 /** N = nextPow2(H / 16): the tree's width in 16-element chunks. */
 function treeWidth(hidden: number): number {

@@ -172,6 +172,9 @@ const W = packet.w;
  */
 const BF16_ACC_SMEM = 2 * 16 * 4 * NORM_BLOCK_THREADS;
 
+/** normLaunchTuning.backwardPrefetch → the flag bit (read by the `_b4` kernels only). */
+const PREFETCH_FLAG: Record<string, number> = { bulk: NORM_BWD_FLAG.prefetchBulk, thread: NORM_BWD_FLAG.prefetchThread, off: 0 };
+
 function addr(t: Tensor | null): number {
   return t ? (t as DeviceTensor).addr : 0;
 }
@@ -217,7 +220,8 @@ function launchNormBackward(
   p.u32(
     W.flags,
     (t.weight ? NORM_BWD_FLAG.weight : 0) | (t.residualOutGrad ? NORM_BWD_FLAG.residualOutGrad : 0) |
-      (accumulate ? NORM_BWD_FLAG.accumulate : 0) | (wg?.dtype === "bf16" ? NORM_BWD_FLAG.weightGradBf16 : 0),
+      (accumulate ? NORM_BWD_FLAG.accumulate : 0) | (wg?.dtype === "bf16" ? NORM_BWD_FLAG.weightGradBf16 : 0) |
+      (PREFETCH_FLAG[normLaunchTuning.backwardPrefetch] ?? 0),
   );
   p.f32(W.out_scale, outScale);
   const teams = NORM_BLOCK_THREADS / P;

@@ -22,6 +22,9 @@
 //   48 KiB); the fp32 rows kernels and the fold take none.
 //   Occupancy: bf16 rows 80 registers → 3 blocks per SM; _b4 64 registers → 4 blocks per SM (4 × 50 KiB of shared
 //   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM.
+//   _b4 L2 prefetch (flags kBwdPrefetchBulk / kBwdPrefetchThread, host normLaunchTuning.backwardPrefetch): at the
+//   top of row t the slot's row t + 512 of x and gradOut is sent toward L2 (one bulk prefetch per input by team
+//   threads 0 and 32, or a per-thread prefetch of each live chunk), aligned views only; a hint, no bits change.
 //   Rows (x, gradOut, residualOutGrad, xGrad, the workspace row) move in whole 32-byte sectors (kBwdFullSectors):
 //   for P ≥ 2 lanes 2m, 2m + 1 copy, load and store their two chunks' pieces together (common/rms_tree.cuh), the
 //   chunk ownership (and so every sum) unchanged.
@@ -49,7 +52,21 @@ namespace tk {
 namespace {
 
 // NORM_BWD_FLAG of ops/norm/norm_backward.params.ts
-enum NormBwdFlag : uint32_t { kBwdWeight = 1, kBwdResidualOutGrad = 2, kBwdAccumulate = 4, kBwdWeightGradBf16 = 8 };
+enum NormBwdFlag : uint32_t {
+  kBwdWeight = 1,
+  kBwdResidualOutGrad = 2,
+  kBwdAccumulate = 4,
+  kBwdWeightGradBf16 = 8,
+  kBwdPrefetchBulk = 16,    // _b4: the slot's next x and gradOut rows toward L2 by one bulk prefetch each (TMA)
+  kBwdPrefetchThread = 32,  // _b4: the same by per-thread prefetch.global.L2 of the thread's own chunks
+};
+
+// L2 prefetch hints (no data enters the SM, nothing completes, no bits can change; volatile so that they stay under
+// their guards, like ldst.cuh's loads). `bytes`: a multiple of 16 at a 16-byte aligned address, inside the tensor.
+TK_DEV void prefetch_l2_bulk(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+TK_DEV void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p) : "memory"); }
 
 // Token slots of the weight-gradient reduction (spec D.3): a constant of the algorithm.
 constexpr uint32_t kSlots = 512;
@@ -240,6 +257,28 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       for (int i = 0; i < kL; ++i) get(xc[i], xr, i, active, x_al);
       rs = 0.0f;
       if (active) rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));
+      // The slot's next row (t + 512) toward L2 while this one is waited for, reduced and written (flags, host
+      // normLaunchTuning.backwardPrefetch): its loads at the top of the next row then hit L2. Aligned views only
+      // (the bulk form needs 16-byte aligned rows; a hint may be skipped).
+      const uint32_t tn = t + kSlots;
+      if (slot_live && tn < T && (p.flags & (kBwdPrefetchBulk | kBwdPrefetchThread))) {
+        const uint8_t* xn = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(tn) * p.x_row_stride * kEb;
+        const uint8_t* dyn = reinterpret_cast<const uint8_t*>(p.grad_out) + static_cast<uint64_t>(tn) * p.grad_out_row_stride * kEb;
+        if (p.flags & kBwdPrefetchBulk) {
+          // one thread per input: team thread 0 the x row, thread 32 (another warp, where the team has one) gradOut
+          const uint32_t dy_p = team.threads > kWarpSize ? kWarpSize : 0;
+          if (team.p == 0 && x_al) prefetch_l2_bulk(xn, H * kEb);
+          if (team.p == dy_p && dy_al) prefetch_l2_bulk(dyn, H * kEb);
+        } else if (x_al && dy_al) {
+#pragma unroll
+          for (int i = 0; i < kL; ++i) {
+            if (live[i]) {
+              prefetch_l2(xn + static_cast<uint64_t>(c[i]) * Chunk::kBytes);
+              prefetch_l2(dyn + static_cast<uint64_t>(c[i]) * Chunk::kBytes);
+            }
+          }
+        }
+      }
       cp_async_wait<0>();
       __syncwarp();  // the pair lane's copies into this thread's slots have landed too
     } else if constexpr (kStageNext) {
