@@ -55,14 +55,18 @@ function withBwdBlocks<T>(blocks: number, f: () => T): T {
   }
 }
 
-/** Runs f with the bf16 `_b4` normBackward's next-row L2 prefetch in mode `mode`, then restores the knob. */
-function withBwdPrefetch<T>(mode: typeof normLaunchTuning.backwardPrefetch, f: () => T): T {
-  const prev = normLaunchTuning.backwardPrefetch;
+/**
+ * Runs f with the bf16 `_b4` normBackward's next-row L2 prefetch in mode `mode` and the weight-gradient fold with
+ * `foldWarps` subtree warps, then restores both knobs.
+ */
+function withBwdPrefetch<T>(mode: typeof normLaunchTuning.backwardPrefetch, foldWarps: 8 | 16, f: () => T): T {
+  const prev = [normLaunchTuning.backwardPrefetch, normLaunchTuning.backwardFoldWarps] as const;
   normLaunchTuning.backwardPrefetch = mode;
+  normLaunchTuning.backwardFoldWarps = foldWarps;
   try {
     return f();
   } finally {
-    normLaunchTuning.backwardPrefetch = prev;
+    [normLaunchTuning.backwardPrefetch, normLaunchTuning.backwardFoldWarps] = prev;
   }
 }
 
@@ -368,13 +372,22 @@ function compareBackwardOn(
   }
 }
 
-for (const [dtype, blocks, prefetch] of [["fp32", 0, "bulk"], ["bf16", 4, "bulk"], ["bf16", 4, "thread"], ["bf16", 4, "off"], ["bf16", 3, "bulk"]] as const) {
+for (
+  const [dtype, blocks, prefetch, fold] of [
+    ["fp32", 0, "bulk", 16],
+    ["fp32", 0, "bulk", 8],
+    ["bf16", 4, "bulk", 16],
+    ["bf16", 4, "thread", 16],
+    ["bf16", 4, "off", 8],
+    ["bf16", 3, "bulk", 16],
+  ] as const
+) {
   for (const weight of [false, true]) {
     const seed = 9000 + (dtype === "bf16" ? 100 : 0) + (weight ? 10 : 0);
-    const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "");
+    const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "") + `, fold ${fold} warps`;
     gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513, 1100} (seed ${seed})`, () => {
       const rand = rng(seed);
-      withBwdBlocks(blocks, () => withBwdPrefetch(prefetch, () => {
+      withBwdBlocks(blocks, () => withBwdPrefetch(prefetch, fold, () => {
         for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168], [1100, 1024]]) {
           for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
             for (const accumulate of weight ? [false, true] : [false]) {
@@ -458,9 +471,9 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
   }
 });
 
-for (const [blocks, prefetch] of [[4, "bulk"], [4, "thread"], [4, "off"], [3, "bulk"]] as const) {
-  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""} (seed 9401)`, () => {
-    withBwdBlocks(blocks, () => withBwdPrefetch(prefetch, () => {
+for (const [blocks, prefetch, fold] of [[4, "bulk", 16], [4, "thread", 16], [4, "off", 8], [3, "bulk", 16]] as const) {
+  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""}, fold ${fold} warps (seed 9401)`, () => {
+    withBwdBlocks(blocks, () => withBwdPrefetch(prefetch, fold, () => {
       compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
     }));
   });

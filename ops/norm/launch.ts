@@ -27,6 +27,8 @@ export const normLaunchTuning = {
    * (per-thread prefetch.global.L2 of each thread's chunks), "off". Hints only: same bits either way.
    */
   backwardPrefetch: "bulk" as "bulk" | "thread" | "off",
+  /** normBackward's weight-gradient fold: 16 warps per block (`_w16`, the default) or 8 (the older kernel). Same bits. */
+  backwardFoldWarps: 16 as 8 | 16,
 };
 
 /** N = nextPow2(H / 16): the tree's width in 16-element chunks. */

@@ -182,7 +182,7 @@ function addr(t: Tensor | null): number {
 /**
  * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4` unless
  * normLaunchTuning.backwardBf16Blocks is 3, with 32 KiB of dynamic shared memory; `_unit` for outScale = 1) over the
- * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
+ * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad[_w16]` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
  * an allocated gradient is zero-filled, an accumulated one left as it is (spec D.3).
  */
 function launchNormBackward(
@@ -234,7 +234,10 @@ function launchNormBackward(
   p.setLaunch(fn, stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
   if (ws) {
-    p.setLaunch(kernelFunction(op, device, "tk_norm_backward_weight_grad"), stream.handle, H / 32, NORM_BLOCK_THREADS, 0, false, device.index);
+    // the fold: 16 subtree warps (512 threads, `_w16`) unless the tuning knob asks for the 8-warp kernel
+    const w16 = normLaunchTuning.backwardFoldWarps !== 8;
+    const fold = kernelFunction(op, device, w16 ? "tk_norm_backward_weight_grad_w16" : "tk_norm_backward_weight_grad");
+    p.setLaunch(fold, stream.handle, H / 32, w16 ? 2 * NORM_BLOCK_THREADS : NORM_BLOCK_THREADS, 0, false, device.index);
     p.launch(op);
     ws.dispose(); // stream-ordered: freed after the fold
   }

@@ -13,6 +13,7 @@
 //                            256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
+//   ..._weight_grad_w16      512      H / 32                         32 columns per block, 16 warps × 32 slots each
 //
 //   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees); the bf16 rows kernel also
 //   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async), the _b4 form
@@ -33,9 +34,9 @@
 // ascending, in the team thread that owns column j (in its registers, or for bf16 in its own shared-memory words:
 // the same additions in the same order); the slot's team is the only writer of row σ
 // of the fp32 workspace [min(T, 512), H]. The second kernel folds the slots of a column by halving (distance 256
-// first): warp w computes the subtree of slots ≡ w (mod 8) recursively (distances 256 … 8), then warp 0 combines
-// the 8 subtrees with distances 4, 2, 1. Slots ≥ T are +0 leaves, as in the reference. Nothing depends on the grid
-// or the SM count.
+// first): warp w computes the subtree of slots ≡ w (mod S) recursively (distances 256 … S), then warp 0 combines
+// the S subtrees with distances S/2 … 1 (S = 8, or 16 for _w16: the same tree). Slots ≥ T are +0 leaves, as in the
+// reference. Nothing depends on the grid or the SM count.
 //
 // The row gradient: the row dot product Σ xh ⊗ gw by TREE (common/rms_tree.cuh), then
 // xGrad = RNx(((gw ⊖ xh ⊗ (dot ⊘ H)) ⊗ rstd) (⊕ residualOutGrad)). x and gradOut stay in registers between the two
@@ -444,20 +445,50 @@ TK_DEV float slot_node(const float* ws, uint32_t sigma, uint32_t slots, uint64_t
   }
 }
 
+// v[i] ⊕= v[i + h] for i < h, for h = kH, kH/2, …, 1 (compile-time indices: v stays in registers).
+template <uint32_t kH, uint32_t kN>
+TK_DEV void fold_halving(float (&v)[kN]) {
+  if constexpr (kH >= 1) {
+#pragma unroll
+    for (uint32_t i = 0; i < kH; ++i) v[i] = add_rn(v[i], v[i + kH]);
+    fold_halving<kH / 2>(v);
+  }
+}
+
+// kS subtrees (warps; the block has kS · 32 threads): warp w folds the slots ≡ w (mod kS) down to node (w, kS)
+// (distances 256 … kS), then warp 0 folds the kS nodes (distances kS/2 … 1). The same tree for every kS: 8 (the
+// original 256-thread block, 64 loads per lane) or 16 (512 threads, 32 loads per lane: twice the loads in flight per
+// column block; normLaunchTuning.backwardFoldWarps).
+template <uint32_t kS>
 TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
-  __shared__ float sub[kSubtrees][kWarpSize];
+  __shared__ float sub[kS][kWarpSize];
   const uint32_t T = p.num_tokens, slots = T < kSlots ? T : kSlots;
   const uint32_t warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const uint32_t j = blockIdx.x * kWarpSize + lane;  // H % 32 == 0: every lane has a column
   const float* ws = reinterpret_cast<const float*>(p.workspace);
-  sub[warp][lane] = slot_node<kSubtrees>(ws, warp, slots, p.hidden, j);
+  if constexpr (kS == kSubtrees) {
+    sub[warp][lane] = slot_node<kS>(ws, warp, slots, p.hidden, j);
+  } else {
+    // the subtree's 512 / kS leaves (slots warp + kS · i) loaded first, all in flight at once, then folded by
+    // halving over i: distance h in i is distance kS · h in slots (256 … kS), the same additions as slot_node
+    constexpr uint32_t kN = kSlots / kS;
+    float v[kN];
+#pragma unroll
+    for (uint32_t i = 0; i < kN; ++i) {
+      const uint32_t sigma = warp + kS * i;
+      v[i] = 0.0f;
+      if (sigma < slots) v[i] = u2f(ld_u32(ws + static_cast<uint64_t>(sigma) * p.hidden + j));
+    }
+    fold_halving<kN / 2>(v);
+    sub[warp][lane] = v[0];
+  }
   __syncthreads();
   if (warp != 0) return;
-  float a[kSubtrees];
+  float a[kS];
 #pragma unroll
-  for (uint32_t i = 0; i < kSubtrees; ++i) a[i] = sub[i][lane];
+  for (uint32_t i = 0; i < kS; ++i) a[i] = sub[i][lane];
 #pragma unroll
-  for (uint32_t h = kSubtrees / 2; h >= 1; h /= 2)
+  for (uint32_t h = kS / 2; h >= 1; h /= 2)
 #pragma unroll
     for (uint32_t i = 0; i < h; ++i) a[i] = add_rn(a[i], a[i + h]);
   float g = a[0];
@@ -502,5 +533,11 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
 
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads)
     tk_norm_backward_weight_grad(const __grid_constant__ NormBackwardParams p) {
-  tk::norm_backward_weight_grad(p);
+  tk::norm_backward_weight_grad<tk::kSubtrees>(p);
+}
+// The fold with 16 subtrees: 512 threads per block (the host default; normLaunchTuning.backwardFoldWarps = 8 picks
+// the one above). Same bits.
+extern "C" __global__ void __launch_bounds__(2 * tk::kRmsBlockThreads)
+    tk_norm_backward_weight_grad_w16(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_weight_grad<2 * tk::kSubtrees>(p);
 }
