@@ -167,7 +167,7 @@ const packet = new LaunchPacket(NormBackwardParams);
 const W = packet.w;
 /**
  * Dynamic shared memory of the bf16 rows kernels (norm_backward.cu kAccBytes): the 32 weight-gradient partials of
- * each of the 256 threads, fp32. With their static shared memory (34 KiB, `_b4` 17 KiB) that is above 48 KiB, so
+ * each of the 256 threads, fp32. With their static shared memory (34 KiB, `_b4` 18 KiB) that is above 48 KiB, so
  * the launch raises the function's limit first. fp32 rows kernels take none.
  */
 const BF16_ACC_SMEM = 2 * 16 * 4 * NORM_BLOCK_THREADS;

@@ -15,11 +15,12 @@
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
 //   ..._weight_grad_w16      512      H / 32                         32 columns per block, 16 warps × 32 slots each
 //
-//   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees); the bf16 rows kernel also
+//   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees; _b4 2 KiB: two alternating
+//   tree buffers, _w16 2 KiB: 16 subtrees); the bf16 rows kernel also
 //   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async), the _b4 form
 //   16 KiB (the current row's gradOut chunks).
 //   Dynamic shared memory: the bf16 rows kernels take 32 KiB (kAccBytes: the weight-gradient partials), launched
-//   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 49 KiB in all, above
+//   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 50 KiB in all, above
 //   48 KiB); the fp32 rows kernels and the fold take none.
 //   Occupancy: bf16 rows 80 registers → 3 blocks per SM; _b4 64 registers → 4 blocks per SM (4 × 50 KiB of shared
 //   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM.
@@ -117,7 +118,9 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   using Chunk = RowChunk<kIn>;
   constexpr int kL = kRmsChunksPerThread;
   constexpr int kEb = FmtTraits<kIn>::kBits / 8;
-  __shared__ float smem[kRmsBlockThreads];
+  // The tree's cross-warp step; _b4 alternates two buffers by row and skips reduce's closing barrier (one
+  // bar.sync per row instead of two).
+  __shared__ float smem[(kFour ? 2 : 1) * kRmsBlockThreads];
 
   const uint32_t H = p.hidden, K = H / kRmsChunk;
   const uint32_t T = p.num_tokens;
@@ -337,7 +340,13 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       }
       cs[i] = live[i] ? chunk_tree(q) : 0.0f;  // +0 pad (a dead chunk's products could be −0)
     }
-    const float m = div_rn(team.reduce(cs[0], cs[1], smem), static_cast<float>(H));
+    float dot;
+    if constexpr (kFour) {
+      dot = team.template reduce<false>(cs[0], cs[1], smem + ((base / kSlots) & 1) * kRmsBlockThreads);
+    } else {
+      dot = team.reduce(cs[0], cs[1], smem);
+    }
+    const float m = div_rn(dot, static_cast<float>(H));
     // Recompute xh, g, gw below instead of keeping 3 × 32 values alive across the reduction: hide the words and
     // the weight address from the optimizer so it cannot reuse the first pass's values.
     const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight);
