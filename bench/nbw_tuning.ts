@@ -1,7 +1,7 @@
 /**
  * A/B of normBackward's launch knobs in one process (docs/perf-notes/perf3-nbw.md): the bf16 roofline cases of
  * bench/cases_norm.ts (8192 and 16384 tokens × 7168) under each setting of `normLaunchTuning.backwardPrefetch`
- * and `.backwardFoldWarps`, interleaved over three rounds (the median of each is printed, as µs and % of the same
+ * and `.backwardFoldWarps` / `.backwardFoldPdl`, interleaved over three rounds (the median of each is printed, as µs and % of the same
  * run's cuMemcpyDtoD). `deno run -A --no-check bench/nbw_tuning.ts` (or `bun bench/nbw_tuning.ts`); through
  * tools/ab_pack.sh: `CMD="deno run -A --no-check bench/nbw_tuning.ts" bash tools/ab_pack.sh perf3-nbw@none`.
  * @module
@@ -16,13 +16,15 @@ if (devices().length === 0) {
   console.log("nbw_tuning needs a CUDA device; none found");
   process.exit(0);
 }
-type Setting = { name: string; prefetch: typeof normLaunchTuning.backwardPrefetch; fold: 8 | 16 };
+type Setting = { name: string; prefetch: typeof normLaunchTuning.backwardPrefetch; fold: 8 | 16; pdl: boolean };
 const SETTINGS: Setting[] = [
-  { name: "prefetch off, fold 8 (main's kernels but one barrier/row)", prefetch: "off", fold: 8 },
-  { name: "prefetch off, fold 16", prefetch: "off", fold: 16 },
-  { name: "prefetch bulk, fold 8", prefetch: "bulk", fold: 8 },
-  { name: "prefetch bulk, fold 16 (default)", prefetch: "bulk", fold: 16 },
-  { name: "prefetch thread, fold 16", prefetch: "thread", fold: 16 },
+  { name: "prefetch off, fold 8, no PDL (main but 1 barrier/row)", prefetch: "off", fold: 8, pdl: false },
+  { name: "prefetch off, fold 16, no PDL", prefetch: "off", fold: 16, pdl: false },
+  { name: "prefetch off, fold 8, PDL", prefetch: "off", fold: 8, pdl: true },
+  { name: "prefetch bulk, fold 8, no PDL", prefetch: "bulk", fold: 8, pdl: false },
+  { name: "prefetch thread, fold 8, no PDL", prefetch: "thread", fold: 8, pdl: false },
+  { name: "prefetch bulk, fold 16, PDL (default)", prefetch: "bulk", fold: 16, pdl: true },
+  { name: "prefetch thread, fold 16, PDL", prefetch: "thread", fold: 16, pdl: true },
 ];
 const copy = copyRateGBs(2 ** 30);
 console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
@@ -33,6 +35,7 @@ for (let round = 0; round < 3; round++) {
     for (const s of SETTINGS) {
       normLaunchTuning.backwardPrefetch = s.prefetch;
       normLaunchTuning.backwardFoldWarps = s.fold;
+      normLaunchTuning.backwardFoldPdl = s.pdl;
       const k = `${c.tokens}\t${s.name}`;
       us.set(k, [...(us.get(k) ?? []), deviceTimeUs(c.run, 20, 7)]);
     }
@@ -40,6 +43,7 @@ for (let round = 0; round < 3; round++) {
 }
 normLaunchTuning.backwardPrefetch = "bulk";
 normLaunchTuning.backwardFoldWarps = 16;
+normLaunchTuning.backwardFoldPdl = true;
 for (const c of all) {
   for (const s of SETTINGS) {
     const v = us.get(`${c.tokens}\t${s.name}`)!.sort((a, b) => a - b)[1];

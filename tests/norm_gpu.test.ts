@@ -55,18 +55,14 @@ function withBwdBlocks<T>(blocks: number, f: () => T): T {
   }
 }
 
-/**
- * Runs f with the bf16 `_b4` normBackward's next-row L2 prefetch in mode `mode` and the weight-gradient fold with
- * `foldWarps` subtree warps, then restores both knobs.
- */
-function withBwdPrefetch<T>(mode: typeof normLaunchTuning.backwardPrefetch, foldWarps: 8 | 16, f: () => T): T {
-  const prev = [normLaunchTuning.backwardPrefetch, normLaunchTuning.backwardFoldWarps] as const;
-  normLaunchTuning.backwardPrefetch = mode;
-  normLaunchTuning.backwardFoldWarps = foldWarps;
+/** Runs f with the normBackward launch knobs `t` (normLaunchTuning, ops/norm/launch.ts) set, then restores them. */
+function withBwdTuning<T>(t: Partial<typeof normLaunchTuning>, f: () => T): T {
+  const prev = { ...normLaunchTuning };
+  Object.assign(normLaunchTuning, t);
   try {
     return f();
   } finally {
-    [normLaunchTuning.backwardPrefetch, normLaunchTuning.backwardFoldWarps] = prev;
+    Object.assign(normLaunchTuning, prev);
   }
 }
 
@@ -373,21 +369,22 @@ function compareBackwardOn(
 }
 
 for (
-  const [dtype, blocks, prefetch, fold] of [
-    ["fp32", 0, "bulk", 16],
-    ["fp32", 0, "bulk", 8],
-    ["bf16", 4, "bulk", 16],
-    ["bf16", 4, "thread", 16],
-    ["bf16", 4, "off", 8],
-    ["bf16", 3, "bulk", 16],
+  const [dtype, blocks, prefetch, fold, pdl] of [
+    ["fp32", 0, "bulk", 16, true],
+    ["fp32", 0, "bulk", 8, false],
+    ["bf16", 4, "bulk", 16, true],
+    ["bf16", 4, "thread", 16, false],
+    ["bf16", 4, "off", 8, true],
+    ["bf16", 4, "off", 16, false],
+    ["bf16", 3, "bulk", 16, true],
   ] as const
 ) {
   for (const weight of [false, true]) {
     const seed = 9000 + (dtype === "bf16" ? 100 : 0) + (weight ? 10 : 0);
-    const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "") + `, fold ${fold} warps`;
+    const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "") + `, fold ${fold} warps${pdl ? " PDL" : ""}`;
     gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513, 1100} (seed ${seed})`, () => {
       const rand = rng(seed);
-      withBwdBlocks(blocks, () => withBwdPrefetch(prefetch, fold, () => {
+      withBwdBlocks(blocks, () => withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
         for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168], [1100, 1024]]) {
           for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
             for (const accumulate of weight ? [false, true] : [false]) {
@@ -471,9 +468,9 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
   }
 });
 
-for (const [blocks, prefetch, fold] of [[4, "bulk", 16], [4, "thread", 16], [4, "off", 8], [3, "bulk", 16]] as const) {
-  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""}, fold ${fold} warps (seed 9401)`, () => {
-    withBwdBlocks(blocks, () => withBwdPrefetch(prefetch, fold, () => {
+for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread", 16, false], [4, "off", 8, false], [3, "bulk", 16, true]] as const) {
+  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9401)`, () => {
+    withBwdBlocks(blocks, () => withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
       compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
     }));
   });

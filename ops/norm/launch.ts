@@ -29,6 +29,8 @@ export const normLaunchTuning = {
   backwardPrefetch: "bulk" as "bulk" | "thread" | "off",
   /** normBackward's weight-gradient fold: 16 warps per block (`_w16`, the default) or 8 (the older kernel). Same bits. */
   backwardFoldWarps: 16 as 8 | 16,
+  /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`). Same bits. */
+  backwardFoldPdl: true,
 };
 
 /** N = nextPow2(H / 16): the tree's width in 16-element chunks. */

@@ -6,6 +6,7 @@
  */
 import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import { type Device, type DeviceTensor, deviceEmptyStrided, deviceRuntime, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
@@ -237,7 +238,9 @@ function launchNormBackward(
     // the fold: 16 subtree warps (512 threads, `_w16`) unless the tuning knob asks for the 8-warp kernel
     const w16 = normLaunchTuning.backwardFoldWarps !== 8;
     const fold = kernelFunction(op, device, w16 ? "tk_norm_backward_weight_grad_w16" : "tk_norm_backward_weight_grad");
-    p.setLaunch(fold, stream.handle, H / 32, w16 ? 2 * NORM_BLOCK_THREADS : NORM_BLOCK_THREADS, 0, false, device.index);
+    // programmatic dependent launch: the fold's launch overlaps the rows kernel; it waits for that grid's end
+    const pdl = config.pdl && normLaunchTuning.backwardFoldPdl;
+    p.setLaunch(fold, stream.handle, H / 32, w16 ? 2 * NORM_BLOCK_THREADS : NORM_BLOCK_THREADS, 0, pdl, device.index);
     p.launch(op);
     ws.dispose(); // stream-ordered: freed after the fold
   }

@@ -14,6 +14,8 @@
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
 //   ..._weight_grad_w16      512      H / 32                         32 columns per block, 16 warps × 32 slots each
+//   The fold may be launched with programmatic dependent launch (PDL): the rows kernels trigger their dependents at
+//   their start, the fold waits (griddepcontrol.wait) for the rows grid's completion before any read.
 //
 //   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees; _b4 2 KiB: two alternating
 //   tree buffers, _w16 2 KiB: 16 subtrees); the bf16 rows kernel also
@@ -118,6 +120,10 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   using Chunk = RowChunk<kIn>;
   constexpr int kL = kRmsChunksPerThread;
   constexpr int kEb = FmtTraits<kIn>::kBits / 8;
+  // The fold (launched with programmatic dependent launch when the host asks) may be scheduled once every block of
+  // this grid has started: it waits for this grid's completion and memory (griddepcontrol.wait) before reading the
+  // workspace, so only its launch latency overlaps this kernel. A no-op without a dependent launch.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   // The tree's cross-warp step; _b4 alternates two buffers by row and skips reduce's closing barrier (one
   // bar.sync per row instead of two).
   __shared__ float smem[(kFour ? 2 : 1) * kRmsBlockThreads];
@@ -470,6 +476,9 @@ TK_DEV void fold_halving(float (&v)[kN]) {
 // column block; normLaunchTuning.backwardFoldWarps).
 template <uint32_t kS>
 TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
+  // Launched as a programmatic dependent of the rows kernel (host normLaunchTuning.backwardFoldPdl): wait until
+  // that grid has completed and its workspace writes are visible. Returns at once for a plain launch.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   __shared__ float sub[kS][kWarpSize];
   const uint32_t T = p.num_tokens, slots = T < kSlots ? T : kSlots;
   const uint32_t warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
