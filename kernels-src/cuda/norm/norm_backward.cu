@@ -27,8 +27,9 @@
 //   Occupancy: bf16 rows 80 registers → 3 blocks per SM; _b4 64 registers → 4 blocks per SM (4 × 50 KiB of shared
 //   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM.
 //   _b4 L2 prefetch (flags kBwdPrefetchBulk / kBwdPrefetchThread, host normLaunchTuning.backwardPrefetch): at the
-//   top of row t the slot's row t + 512 of x and gradOut is sent toward L2 (one bulk prefetch per input by team
-//   threads 0 and 32, or a per-thread prefetch of each live chunk), aligned views only; a hint, no bits change.
+//   top of row t the slot's row t + 512 of x and gradOut (bulk: residualOutGrad too) is sent toward L2 (one bulk
+//   prefetch per input by team threads 0, 32, 64, or a per-thread prefetch of each live chunk), aligned views only,
+//   and its rstd word by team thread 0; a hint, no bits change.
 //   Rows (x, gradOut, residualOutGrad, xGrad, the workspace row) move in whole 32-byte sectors (kBwdFullSectors):
 //   for P ≥ 2 lanes 2m, 2m + 1 copy, load and store their two chunks' pieces together (common/rms_tree.cuh), the
 //   chunk ownership (and so every sum) unchanged.
@@ -274,11 +275,19 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       if (slot_live && tn < T && (p.flags & (kBwdPrefetchBulk | kBwdPrefetchThread))) {
         const uint8_t* xn = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(tn) * p.x_row_stride * kEb;
         const uint8_t* dyn = reinterpret_cast<const uint8_t*>(p.grad_out) + static_cast<uint64_t>(tn) * p.grad_out_row_stride * kEb;
+        // rstd[t + 512] too (4 bytes; 32 slots share its line, and the row's first pass needs it before anything):
+        // without it the loads that hit L2 would still wait for this line from HBM
+        if (team.p == 0) prefetch_l2(reinterpret_cast<const float*>(p.rstd) + tn);
         if (p.flags & kBwdPrefetchBulk) {
-          // one thread per input: team thread 0 the x row, thread 32 (another warp, where the team has one) gradOut
+          // one thread per input: team thread 0 the x row, thread 32 (another warp, where the team has one)
+          // gradOut, thread 64 residualOutGrad
           const uint32_t dy_p = team.threads > kWarpSize ? kWarpSize : 0;
+          const uint32_t ro_p = team.threads > 2 * kWarpSize ? 2 * kWarpSize : 0;
           if (team.p == 0 && x_al) prefetch_l2_bulk(xn, H * kEb);
           if (team.p == dy_p && dy_al) prefetch_l2_bulk(dyn, H * kEb);
+          if (has_ro && team.p == ro_p && ro_al) {
+            prefetch_l2_bulk(reinterpret_cast<const uint8_t*>(p.residual_out_grad) + static_cast<uint64_t>(tn) * p.residual_out_grad_row_stride * kEb, H * kEb);
+          }
         } else if (x_al && dy_al) {
 #pragma unroll
           for (int i = 0; i < kL; ++i) {
