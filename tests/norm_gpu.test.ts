@@ -55,6 +55,17 @@ function withBwdBlocks<T>(blocks: number, f: () => T): T {
   }
 }
 
+/** Runs f with the normBackward launch knobs `t` (normLaunchTuning, ops/norm/launch.ts) set, then restores them. */
+function withBwdTuning<T>(t: Partial<typeof normLaunchTuning>, f: () => T): T {
+  const prev = { ...normLaunchTuning };
+  Object.assign(normLaunchTuning, t);
+  try {
+    return f();
+  } finally {
+    Object.assign(normLaunchTuning, prev);
+  }
+}
+
 /** Sets the team width of the next launches (0 = default) and restores it afterwards. */
 function withTeam<T>(p: number, f: () => T): T {
   const prev = normLaunchTuning.teamThreads;
@@ -503,14 +514,24 @@ function compareBackwardOn(
   }
 }
 
-for (const [dtype, blocks] of [["fp32", 0], ["bf16", 4], ["bf16", 3]] as const) {
+for (
+  const [dtype, blocks, prefetch, fold, pdl] of [
+    ["fp32", 0, "bulk", 16, true],
+    ["fp32", 0, "bulk", 8, false],
+    ["bf16", 4, "bulk", 16, true],
+    ["bf16", 4, "thread", 16, false],
+    ["bf16", 4, "off", 8, true],
+    ["bf16", 4, "off", 16, false],
+    ["bf16", 3, "bulk", 16, true],
+  ] as const
+) {
   for (const weight of [false, true]) {
     const seed = 9000 + (dtype === "bf16" ? 100 : 0) + (weight ? 10 : 0);
-    const form = blocks ? ` (${blocks} blocks/SM form)` : "";
-    gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513} (seed ${seed})`, () => {
+    const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "") + `, fold ${fold} warps${pdl ? " PDL" : ""}`;
+    gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513, 1100} (seed ${seed})`, () => {
       const rand = rng(seed);
-      withBwdBlocks(blocks, () => {
-        for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168]]) {
+      withBwdBlocks(blocks, () => withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
+        for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168], [1100, 1024]]) {
           for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
             for (const accumulate of weight ? [false, true] : [false]) {
               const c: BwdCase = { T, H, dtype, weight, ro: rand() < 0.5, outScale: rand() < 0.5 ? 1 : 0.3, wgDtype, accumulate, stride: H + (rand() < 0.3 ? 16 : 0) };
@@ -518,7 +539,7 @@ for (const [dtype, blocks] of [["fp32", 0], ["bf16", 4], ["bf16", 3]] as const) 
             }
           }
         }
-      });
+      }));
     });
   }
 }
@@ -601,11 +622,11 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
   }
 });
 
-for (const blocks of [4, 3]) {
-  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form (seed 9401)`, () => {
-    withBwdBlocks(blocks, () => {
+for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread", 16, false], [4, "off", 8, false], [3, "bulk", 16, true]] as const) {
+  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9401)`, () => {
+    withBwdBlocks(blocks, () => withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
       compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
-    });
+    }));
   });
 }
 

@@ -14,6 +14,9 @@
 # device, so a variant costs only its own files):
 #   ON=perf2-all bash tools/ab_pack.sh "ab-pt2@normBackward"
 #
+# CMD="<shell command>" is run in the branch's copy after its roofline (e.g. a tuning script the branch adds):
+#   CMD="deno run -A --no-check bench/norm_tuning.ts" bash tools/ab_pack.sh "perf3-norm@none"
+#
 # Only the branch's own changes since it left the base travel; the base must not have changed prebuilt/ or
 # kernels-src/ since then (the manifest travels whole). sm_100a cubins
 # are left out (the H200 loads sm_90a only; the loader checks the hash of what it loads).
@@ -34,7 +37,8 @@ for spec in "$@"; do
   files=$(git diff --name-only --diff-filter=AM "$mb" "$b" -- | grep -v '^prebuilt/cuda/sm100a/' || true)
   name=${b//\//_}
   git archive --format=tar -o ".device/ab/$name.tar" "$b" $files
-  rm -f ".device/ab/$name.tests" ".device/ab/$name.only" ".device/ab/$name.base"
+  rm -f ".device/ab/$name.tests" ".device/ab/$name.only" ".device/ab/$name.base" ".device/ab/$name.cmd"
+  [ -n "${CMD:-}" ] && echo "$CMD" > ".device/ab/$name.cmd"
   [ -n "${ON:-}" ] && echo "${ON//\//_}" > ".device/ab/$name.base"
   [ -n "$tests" ] && echo "${tests//,/ }" > ".device/ab/$name.tests"
   [ -n "$only" ] && echo "$only" > ".device/ab/$name.only"

@@ -64,12 +64,18 @@ for step in ${STEPS:-test}; do
         tar -C "$d" -xf "$tb"
         files=${AB_FILES:-}; [ -f ".device/ab/$n.tests" ] && files=$(cat ".device/ab/$n.tests")
         only=${AB_ONLY:-none}; [ -f ".device/ab/$n.only" ] && only=$(cat ".device/ab/$n.only")
+        root=$PWD
         ( cd "$d" && for f in $files; do run_tests "ab-$n-$(basename "$f" .test.ts)" "$f"; done
           sel=(--only "$only"); [ "$only" = all ] && sel=()   # all: every family's cases
           if [ "$RT" = deno ]; then deno run -A --no-check bench/roofline.ts "${sel[@]}" > "$LOGS/ab-$n-bench.log" 2>&1
           else bun bench/roofline.ts "${sel[@]}" > "$LOGS/ab-$n-bench.log" 2>&1; fi
           { echo "===== ab $n roofline"; cat "$LOGS/ab-$n-bench.log"; } >> "$OUT/ab-$RT.log"
-          echo "ab $n:"; grep -E '^tk ' "$LOGS/ab-$n-bench.log" )
+          echo "ab $n:"; grep -E '^tk ' "$LOGS/ab-$n-bench.log"
+          if [ -f "$root/.device/ab/$n.cmd" ]; then   # the branch's own extra command (ab_pack.sh CMD=...)
+            bash "$root/.device/ab/$n.cmd" > "$LOGS/ab-$n-cmd.log" 2>&1
+            { echo "===== ab $n command rc=$?: $(cat "$root/.device/ab/$n.cmd")"; cat "$LOGS/ab-$n-cmd.log"; } >> "$OUT/ab-$RT.log"
+            tail -n 40 "$LOGS/ab-$n-cmd.log"
+          fi )
       done ;;
     ncu) # Nsight Compute of the cases in $NCU_CASES ("op tokens variant-substring" separated by ';'), raw metrics as
       # CSV appended to $OUT/ncu.csv with a "### case" line before each; python3 tools/ncu_summary.py reads it

@@ -49,6 +49,16 @@ export const normLaunchTuning = {
   residualWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,
   warpRowsSmemPad: 0,
+  /**
+   * bf16 `_b4` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed
+   * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row: the default), "thread"
+   * (per-thread prefetch.global.L2 of each thread's chunks), "off". Hints only: same bits either way.
+   */
+  backwardPrefetch: "bulk" as "bulk" | "thread" | "off",
+  /** normBackward's weight-gradient fold: 16 warps per block (`_w16`, the default) or 8 (the older kernel). Same bits. */
+  backwardFoldWarps: 16 as 8 | 16,
+  /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`). Same bits. */
+  backwardFoldPdl: true,
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

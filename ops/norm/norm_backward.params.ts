@@ -6,7 +6,16 @@
 import { defineParams } from "../../core/params.ts";
 
 /** `flags` bits. */
-export const NORM_BWD_FLAG = { weight: 1, residualOutGrad: 2, accumulate: 4, weightGradBf16: 8 } as const;
+export const NORM_BWD_FLAG = {
+  weight: 1,
+  residualOutGrad: 2,
+  accumulate: 4,
+  weightGradBf16: 8,
+  /** bf16 `_b4`: the slot's next rows toward L2 by one bulk prefetch per input (normLaunchTuning.backwardPrefetch). */
+  prefetchBulk: 16,
+  /** bf16 `_b4`: the same by per-thread `prefetch.global.L2` of each thread's chunks. */
+  prefetchThread: 32,
+} as const;
 
 export const NormBackwardParams = defineParams("NormBackwardParams", [
   ["x", "ptr"], // the forward's normInput, fp32 / bf16 [T, H]

@@ -6,6 +6,7 @@
  */
 import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
+import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import { type Device, type DeviceTensor, deviceEmptyStrided, deviceRuntime, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
@@ -167,10 +168,13 @@ const packet = new LaunchPacket(NormBackwardParams);
 const W = packet.w;
 /**
  * Dynamic shared memory of the bf16 rows kernels (norm_backward.cu kAccBytes): the 32 weight-gradient partials of
- * each of the 256 threads, fp32. With their static shared memory (34 KiB, `_b4` 17 KiB) that is above 48 KiB, so
+ * each of the 256 threads, fp32. With their static shared memory (34 KiB, `_b4` 18 KiB) that is above 48 KiB, so
  * the launch raises the function's limit first. fp32 rows kernels take none.
  */
 const BF16_ACC_SMEM = 2 * 16 * 4 * NORM_BLOCK_THREADS;
+
+/** normLaunchTuning.backwardPrefetch → the flag bit (read by the `_b4` kernels only). */
+const PREFETCH_FLAG: Record<string, number> = { bulk: NORM_BWD_FLAG.prefetchBulk, thread: NORM_BWD_FLAG.prefetchThread, off: 0 };
 
 function addr(t: Tensor | null): number {
   return t ? (t as DeviceTensor).addr : 0;
@@ -179,7 +183,7 @@ function addr(t: Tensor | null): number {
 /**
  * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4` unless
  * normLaunchTuning.backwardBf16Blocks is 3, with 32 KiB of dynamic shared memory; `_unit` for outScale = 1) over the
- * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
+ * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad[_w16]` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
  * an allocated gradient is zero-filled, an accumulated one left as it is (spec D.3).
  */
 function launchNormBackward(
@@ -217,7 +221,8 @@ function launchNormBackward(
   p.u32(
     W.flags,
     (t.weight ? NORM_BWD_FLAG.weight : 0) | (t.residualOutGrad ? NORM_BWD_FLAG.residualOutGrad : 0) |
-      (accumulate ? NORM_BWD_FLAG.accumulate : 0) | (wg?.dtype === "bf16" ? NORM_BWD_FLAG.weightGradBf16 : 0),
+      (accumulate ? NORM_BWD_FLAG.accumulate : 0) | (wg?.dtype === "bf16" ? NORM_BWD_FLAG.weightGradBf16 : 0) |
+      (PREFETCH_FLAG[normLaunchTuning.backwardPrefetch] ?? 0),
   );
   p.f32(W.out_scale, outScale);
   const teams = NORM_BLOCK_THREADS / P;
@@ -230,7 +235,12 @@ function launchNormBackward(
   p.setLaunch(fn, stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
   if (ws) {
-    p.setLaunch(kernelFunction(op, device, "tk_norm_backward_weight_grad"), stream.handle, H / 32, NORM_BLOCK_THREADS, 0, false, device.index);
+    // the fold: 16 subtree warps (512 threads, `_w16`) unless the tuning knob asks for the 8-warp kernel
+    const w16 = normLaunchTuning.backwardFoldWarps !== 8;
+    const fold = kernelFunction(op, device, w16 ? "tk_norm_backward_weight_grad_w16" : "tk_norm_backward_weight_grad");
+    // programmatic dependent launch: the fold's launch overlaps the rows kernel; it waits for that grid's end
+    const pdl = config.pdl && normLaunchTuning.backwardFoldPdl;
+    p.setLaunch(fold, stream.handle, H / 32, w16 ? 2 * NORM_BLOCK_THREADS : NORM_BLOCK_THREADS, 0, pdl, device.index);
     p.launch(op);
     ws.dispose(); // stream-ordered: freed after the fold
   }

@@ -70,7 +70,10 @@ struct RmsTeam {
   }
 
   // Finish TREE from this thread's two chunk sums. `smem`: kRmsBlockThreads floats; every thread of the team
-  // must call (all lanes of its warp too). Returns node 0 in every thread of the team.
+  // must call (all lanes of its warp too). Returns node 0 in every thread of the team. kClose = false skips the
+  // closing barrier that lets the next call reuse `smem`: the caller then alternates two buffers (a thread writes
+  // buffer b again only after the next call's barrier, which every reader of b has passed).
+  template <bool kClose = true>
   TK_DEV float reduce(float c0, float c1, float* smem) const {
     float v = threads < nodes ? add_rn(c0, c1) : c0;  // D = P
     const uint32_t lane = threadIdx.x % kWarpSize;
@@ -90,7 +93,7 @@ struct RmsTeam {
 #pragma unroll
           for (int i = 0; i < h; ++i) a[i] = add_rn(a[i], a[i + h]);
       v = a[0];
-      asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(threads) : "memory");  // smem is reused by the next row
+      if constexpr (kClose) asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(threads) : "memory");  // smem is reused by the next row
     }
     // D = min(P, 32)/2 … 1 inside the warp
     const uint32_t span = threads < kWarpSize ? threads : kWarpSize;

@@ -13,15 +13,23 @@
 //                            256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
+//   ..._weight_grad_w16      512      H / 32                         32 columns per block, 16 warps × 32 slots each
+//   The fold may be launched with programmatic dependent launch (PDL): the rows kernels trigger their dependents at
+//   their start, the fold waits (griddepcontrol.wait) for the rows grid's completion before any read.
 //
-//   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees); the bf16 rows kernel also
+//   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees; _b4 2 KiB: two alternating
+//   tree buffers, _w16 2 KiB: 16 subtrees); the bf16 rows kernel also
 //   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async), the _b4 form
 //   16 KiB (the current row's gradOut chunks).
 //   Dynamic shared memory: the bf16 rows kernels take 32 KiB (kAccBytes: the weight-gradient partials), launched
-//   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 49 KiB in all, above
+//   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 50 KiB in all, above
 //   48 KiB); the fp32 rows kernels and the fold take none.
 //   Occupancy: bf16 rows 80 registers → 3 blocks per SM; _b4 64 registers → 4 blocks per SM (4 × 50 KiB of shared
 //   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM.
+//   _b4 L2 prefetch (flags kBwdPrefetchBulk / kBwdPrefetchThread, host normLaunchTuning.backwardPrefetch): at the
+//   top of row t the slot's row t + 512 of x and gradOut (bulk: residualOutGrad too) is sent toward L2 (one bulk
+//   prefetch per input by team threads 0, 32, 64, or a per-thread prefetch of each live chunk), aligned views only,
+//   and its rstd word by team thread 0; a hint, no bits change.
 //   Rows (x, gradOut, residualOutGrad, xGrad, the workspace row) move in whole 32-byte sectors (kBwdFullSectors):
 //   for P ≥ 2 lanes 2m, 2m + 1 copy, load and store their two chunks' pieces together (common/rms_tree.cuh), the
 //   chunk ownership (and so every sum) unchanged.
@@ -30,9 +38,9 @@
 // ascending, in the team thread that owns column j (in its registers, or for bf16 in its own shared-memory words:
 // the same additions in the same order); the slot's team is the only writer of row σ
 // of the fp32 workspace [min(T, 512), H]. The second kernel folds the slots of a column by halving (distance 256
-// first): warp w computes the subtree of slots ≡ w (mod 8) recursively (distances 256 … 8), then warp 0 combines
-// the 8 subtrees with distances 4, 2, 1. Slots ≥ T are +0 leaves, as in the reference. Nothing depends on the grid
-// or the SM count.
+// first): warp w computes the subtree of slots ≡ w (mod S) recursively (distances 256 … S), then warp 0 combines
+// the S subtrees with distances S/2 … 1 (S = 8, or 16 for _w16: the same tree). Slots ≥ T are +0 leaves, as in the
+// reference. Nothing depends on the grid or the SM count.
 //
 // The row gradient: the row dot product Σ xh ⊗ gw by TREE (common/rms_tree.cuh), then
 // xGrad = RNx(((gw ⊖ xh ⊗ (dot ⊘ H)) ⊗ rstd) (⊕ residualOutGrad)). x and gradOut stay in registers between the two
@@ -49,7 +57,21 @@ namespace tk {
 namespace {
 
 // NORM_BWD_FLAG of ops/norm/norm_backward.params.ts
-enum NormBwdFlag : uint32_t { kBwdWeight = 1, kBwdResidualOutGrad = 2, kBwdAccumulate = 4, kBwdWeightGradBf16 = 8 };
+enum NormBwdFlag : uint32_t {
+  kBwdWeight = 1,
+  kBwdResidualOutGrad = 2,
+  kBwdAccumulate = 4,
+  kBwdWeightGradBf16 = 8,
+  kBwdPrefetchBulk = 16,    // _b4: the slot's next x and gradOut rows toward L2 by one bulk prefetch each (TMA)
+  kBwdPrefetchThread = 32,  // _b4: the same by per-thread prefetch.global.L2 of the thread's own chunks
+};
+
+// L2 prefetch hints (no data enters the SM, nothing completes, no bits can change; volatile so that they stay under
+// their guards, like ldst.cuh's loads). `bytes`: a multiple of 16 at a 16-byte aligned address, inside the tensor.
+TK_DEV void prefetch_l2_bulk(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+TK_DEV void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p) : "memory"); }
 
 // Token slots of the weight-gradient reduction (spec D.3): a constant of the algorithm.
 constexpr uint32_t kSlots = 512;
@@ -99,7 +121,13 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   using Chunk = RowChunk<kIn>;
   constexpr int kL = kRmsChunksPerThread;
   constexpr int kEb = FmtTraits<kIn>::kBits / 8;
-  __shared__ float smem[kRmsBlockThreads];
+  // The fold (launched with programmatic dependent launch when the host asks) may be scheduled once every block of
+  // this grid has started: it waits for this grid's completion and memory (griddepcontrol.wait) before reading the
+  // workspace, so only its launch latency overlaps this kernel. A no-op without a dependent launch.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  // The tree's cross-warp step; _b4 alternates two buffers by row and skips reduce's closing barrier (one
+  // bar.sync per row instead of two).
+  __shared__ float smem[(kFour ? 2 : 1) * kRmsBlockThreads];
 
   const uint32_t H = p.hidden, K = H / kRmsChunk;
   const uint32_t T = p.num_tokens;
@@ -240,6 +268,36 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       for (int i = 0; i < kL; ++i) get(xc[i], xr, i, active, x_al);
       rs = 0.0f;
       if (active) rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));
+      // The slot's next row (t + 512) toward L2 while this one is waited for, reduced and written (flags, host
+      // normLaunchTuning.backwardPrefetch): its loads at the top of the next row then hit L2. Aligned views only
+      // (the bulk form needs 16-byte aligned rows; a hint may be skipped).
+      const uint32_t tn = t + kSlots;
+      if (slot_live && tn < T && (p.flags & (kBwdPrefetchBulk | kBwdPrefetchThread))) {
+        const uint8_t* xn = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(tn) * p.x_row_stride * kEb;
+        const uint8_t* dyn = reinterpret_cast<const uint8_t*>(p.grad_out) + static_cast<uint64_t>(tn) * p.grad_out_row_stride * kEb;
+        // rstd[t + 512] too (4 bytes; 32 slots share its line, and the row's first pass needs it before anything):
+        // without it the loads that hit L2 would still wait for this line from HBM
+        if (team.p == 0) prefetch_l2(reinterpret_cast<const float*>(p.rstd) + tn);
+        if (p.flags & kBwdPrefetchBulk) {
+          // one thread per input: team thread 0 the x row, thread 32 (another warp, where the team has one)
+          // gradOut, thread 64 residualOutGrad
+          const uint32_t dy_p = team.threads > kWarpSize ? kWarpSize : 0;
+          const uint32_t ro_p = team.threads > 2 * kWarpSize ? 2 * kWarpSize : 0;
+          if (team.p == 0 && x_al) prefetch_l2_bulk(xn, H * kEb);
+          if (team.p == dy_p && dy_al) prefetch_l2_bulk(dyn, H * kEb);
+          if (has_ro && team.p == ro_p && ro_al) {
+            prefetch_l2_bulk(reinterpret_cast<const uint8_t*>(p.residual_out_grad) + static_cast<uint64_t>(tn) * p.residual_out_grad_row_stride * kEb, H * kEb);
+          }
+        } else if (x_al && dy_al) {
+#pragma unroll
+          for (int i = 0; i < kL; ++i) {
+            if (live[i]) {
+              prefetch_l2(xn + static_cast<uint64_t>(c[i]) * Chunk::kBytes);
+              prefetch_l2(dyn + static_cast<uint64_t>(c[i]) * Chunk::kBytes);
+            }
+          }
+        }
+      }
       cp_async_wait<0>();
       __syncwarp();  // the pair lane's copies into this thread's slots have landed too
     } else if constexpr (kStageNext) {
@@ -297,7 +355,13 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
       }
       cs[i] = live[i] ? chunk_tree(q) : 0.0f;  // +0 pad (a dead chunk's products could be −0)
     }
-    const float m = div_rn(team.reduce(cs[0], cs[1], smem), static_cast<float>(H));
+    float dot;
+    if constexpr (kFour) {
+      dot = team.template reduce<false>(cs[0], cs[1], smem + ((base / kSlots) & 1) * kRmsBlockThreads);
+    } else {
+      dot = team.reduce(cs[0], cs[1], smem);
+    }
+    const float m = div_rn(dot, static_cast<float>(H));
     // Recompute xh, g, gw below instead of keeping 3 × 32 values alive across the reduction: hide the words and
     // the weight address from the optimizer so it cannot reuse the first pass's values.
     const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight);
@@ -405,20 +469,53 @@ TK_DEV float slot_node(const float* ws, uint32_t sigma, uint32_t slots, uint64_t
   }
 }
 
+// v[i] ⊕= v[i + h] for i < h, for h = kH, kH/2, …, 1 (compile-time indices: v stays in registers).
+template <uint32_t kH, uint32_t kN>
+TK_DEV void fold_halving(float (&v)[kN]) {
+  if constexpr (kH >= 1) {
+#pragma unroll
+    for (uint32_t i = 0; i < kH; ++i) v[i] = add_rn(v[i], v[i + kH]);
+    fold_halving<kH / 2>(v);
+  }
+}
+
+// kS subtrees (warps; the block has kS · 32 threads): warp w folds the slots ≡ w (mod kS) down to node (w, kS)
+// (distances 256 … kS), then warp 0 folds the kS nodes (distances kS/2 … 1). The same tree for every kS: 8 (the
+// original 256-thread block, 64 loads per lane) or 16 (512 threads, 32 loads per lane: twice the loads in flight per
+// column block; normLaunchTuning.backwardFoldWarps).
+template <uint32_t kS>
 TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
-  __shared__ float sub[kSubtrees][kWarpSize];
+  // Launched as a programmatic dependent of the rows kernel (host normLaunchTuning.backwardFoldPdl): wait until
+  // that grid has completed and its workspace writes are visible. Returns at once for a plain launch.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  __shared__ float sub[kS][kWarpSize];
   const uint32_t T = p.num_tokens, slots = T < kSlots ? T : kSlots;
   const uint32_t warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const uint32_t j = blockIdx.x * kWarpSize + lane;  // H % 32 == 0: every lane has a column
   const float* ws = reinterpret_cast<const float*>(p.workspace);
-  sub[warp][lane] = slot_node<kSubtrees>(ws, warp, slots, p.hidden, j);
+  if constexpr (kS == kSubtrees) {
+    sub[warp][lane] = slot_node<kS>(ws, warp, slots, p.hidden, j);
+  } else {
+    // the subtree's 512 / kS leaves (slots warp + kS · i) loaded first, all in flight at once, then folded by
+    // halving over i: distance h in i is distance kS · h in slots (256 … kS), the same additions as slot_node
+    constexpr uint32_t kN = kSlots / kS;
+    float v[kN];
+#pragma unroll
+    for (uint32_t i = 0; i < kN; ++i) {
+      const uint32_t sigma = warp + kS * i;
+      v[i] = 0.0f;
+      if (sigma < slots) v[i] = u2f(ld_u32(ws + static_cast<uint64_t>(sigma) * p.hidden + j));
+    }
+    fold_halving<kN / 2>(v);
+    sub[warp][lane] = v[0];
+  }
   __syncthreads();
   if (warp != 0) return;
-  float a[kSubtrees];
+  float a[kS];
 #pragma unroll
-  for (uint32_t i = 0; i < kSubtrees; ++i) a[i] = sub[i][lane];
+  for (uint32_t i = 0; i < kS; ++i) a[i] = sub[i][lane];
 #pragma unroll
-  for (uint32_t h = kSubtrees / 2; h >= 1; h /= 2)
+  for (uint32_t h = kS / 2; h >= 1; h /= 2)
 #pragma unroll
     for (uint32_t i = 0; i < h; ++i) a[i] = add_rn(a[i], a[i + h]);
   float g = a[0];
@@ -463,5 +560,11 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
 
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads)
     tk_norm_backward_weight_grad(const __grid_constant__ NormBackwardParams p) {
-  tk::norm_backward_weight_grad(p);
+  tk::norm_backward_weight_grad<tk::kSubtrees>(p);
+}
+// The fold with 16 subtrees: 512 threads per block (the host default; normLaunchTuning.backwardFoldWarps = 8 picks
+// the one above). Same bits.
+extern "C" __global__ void __launch_bounds__(2 * tk::kRmsBlockThreads)
+    tk_norm_backward_weight_grad_w16(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_weight_grad<2 * tk::kSubtrees>(p);
 }
