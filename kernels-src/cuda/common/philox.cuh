@@ -82,8 +82,19 @@ __constant__ double kC[10] = {0.0, 0.0, 0x1.5555555555555p-5, -0x1.6c16c16c16c17
                            0x1.ae7f3e733b81fp-45, -0x1.6827863b97d97p-53};
 }  // namespace normal
 
-// R(w1) = √(−2 ln u), u = (w1 + 1)·2⁻³², through ln u = e·ln 2 + 2·atanh((m − 1)/(m + 1)).
-TK_DEV double normal_radius(uint32_t w1) {
+// The 33 pairs (E ⊗ LN2_HI, E ⊗ LN2_LO) for E = −k, k = 0…32 (e ∈ [−32, 0]), in shared memory: a block fills
+// them once with the very products §C.2.2 writes (same operands, same rounding: same bits), and each pair of
+// the loop reads its entry with one 16-byte shared load instead of an int→binary64 conversion and two DMULs.
+constexpr int kLn2Entries = 33;
+TK_DEV void normal_fill_ln2(double2* tab) {
+  for (int k = static_cast<int>(threadIdx.x); k < kLn2Entries; k += static_cast<int>(blockDim.x)) {
+    const double E = static_cast<double>(-k);
+    tab[k] = make_double2(__dmul_rn(E, normal::kLn2Hi), __dmul_rn(E, normal::kLn2Lo));
+  }
+}
+
+// R(w1) = √(−2 ln u), u = (w1 + 1)·2⁻³², through ln u = e·ln 2 + 2·atanh((m − 1)/(m + 1)). ln2 = the table above.
+TK_DEV double normal_radius(uint32_t w1, const double2* ln2) {
   using namespace normal;
   const NormalSplit sp = normal_split(w1);
   const double m = __hiloint2double(static_cast<int>(sp.hi), static_cast<int>(sp.lo));
@@ -95,8 +106,8 @@ TK_DEV double normal_radius(uint32_t w1) {
 #pragma unroll
   for (int k = 8; k >= 0; --k) poly = __dadd_rn(__dmul_rn(poly, z2), kL[k]);
   const double lnm = __dmul_rn(s, poly);
-  const double E = static_cast<double>(sp.e);
-  const double lnu = __dadd_rn(__dmul_rn(E, kLn2Hi), __dadd_rn(__dmul_rn(E, kLn2Lo), lnm));
+  const double2 el = ln2[-sp.e];  // (E ⊗ LN2_HI, E ⊗ LN2_LO), E = e as binary64
+  const double lnu = __dadd_rn(el.x, __dadd_rn(el.y, lnm));
   // t = −2.0 ⊗ lnu, exact: lnu is +0 for u = 1 (t = −0: sign bit only) and otherwise a negative normal number
   // with |lnu| ∈ [2⁻³², 22.2] (checked for every w1 by the same tool), so t is lnu with the sign cleared and the
   // exponent raised by one: + 0x80100000 on the high word, the sign's carry falling off the top.
@@ -136,13 +147,14 @@ TK_DEV void normal_sin_cos(uint32_t w2, double& sin_t, double& cos_t) {
 }
 
 // The four binary64 normals of Philox block j of stream (seed, offset): elements 4j … 4j+3 (§C.2.1–§C.2.2).
-TK_DEV void normal_block(uint64_t seed, uint64_t offset, uint64_t j, double (&z)[4]) {
+// ln2: the table of normal_fill_ln2, filled and synchronized by the caller's block.
+TK_DEV void normal_block(uint64_t seed, uint64_t offset, uint64_t j, const double2* ln2, double (&z)[4]) {
   uint32_t x[4];
   philox4x32_10(static_cast<uint32_t>(j), static_cast<uint32_t>(j >> 32), static_cast<uint32_t>(offset),
                 static_cast<uint32_t>(offset >> 32), static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), x);
 #pragma unroll
   for (int pair = 0; pair < 2; ++pair) {
-    const double r = normal_radius(x[2 * pair]);
+    const double r = normal_radius(x[2 * pair], ln2);
     double sin_t, cos_t;
     normal_sin_cos(x[2 * pair + 1], sin_t, cos_t);
     z[2 * pair] = __dmul_rn(r, cos_t);
