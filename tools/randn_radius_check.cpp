@@ -8,8 +8,10 @@
 //      + 0x80000000 for u = 1, + 0x80100000 otherwise, low word kept) equals the bits of −2.0 ⊗ lnu.
 // Prints the number of mismatches (bad=0) and the range of |lnu|.
 //
-//   g++ -O2 -ffp-contract=off -std=c++17 -pthread -Ikernels-src/cuda -o /tmp/randn_radius_check tools/randn_radius_check.cpp
-//   /tmp/randn_radius_check     # ~2 minutes on 2 cores; last run: |lnu| in [0x1.000000008p-32, 0x1.62e42fefa39efp+4] bad=0
+//   g++ -O2 -ffp-contract=off -std=c++17 -pthread -Ikernels-src/cuda \
+//       -o /tmp/randn_radius_check tools/randn_radius_check.cpp
+//   /tmp/randn_radius_check   # ~2 minutes on 2 cores
+// Last run: |lnu| in [0x1.000000008p-32, 0x1.62e42fefa39efp+4], bad=0.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>

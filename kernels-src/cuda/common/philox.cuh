@@ -11,13 +11,13 @@ namespace tk {
 
 // The exponent split of u = (w1 + 1)·2⁻³² in integers (§C.2.2's first four lines, and its t = −2.0 ⊗ lnu), bit
 // for bit the binary64 steps they replace over all 2³² values of w1 (tools/randn_radius_check.cpp includes this
-// function on the host and prints bad=0). v = w1 + 1 wraps to 0 for w1 = 0xFFFFFFFF (u = 1: f = 1, e = 0). Otherwise v·2⁻³² =
-// 1.F·2^(31−lz−32) with nv = v << lz (bit 31 set), so e = −1 − lz and f's pattern is nv's bits 30…0 placed at
-// mantissa bits 51…21: nv >> 11 puts nv's bit 31 on the exponent's lowest bit, so adding 0x3FE00000 (0x3FD00000
-// for m = f ⊗ 0.5, exact) to the high word gives biased exponent 0x3FF (0x3FE). f > SQRT2 ⇔ nv > ⌊SQRT2·2³¹⌋ =
-// 0xB504F333, since f = nv·2⁻³¹ and SQRT2·2³¹ is not an integer. Saves per pair the int→binary64 conversion
-// of w1 + 1, the ⊗ 2⁻³², the compare with SQRT2 and the ⊗ 0.5 (3 FP64 instructions and a quarter-rate
-// conversion) for the same number of integer instructions.
+// function on the host and prints bad=0). v = w1 + 1 wraps to 0 for w1 = 0xFFFFFFFF (u = 1: f = 1, e = 0).
+// Otherwise v·2⁻³² = 1.F·2^(31−lz−32) with nv = v << lz (bit 31 set), so e = −1 − lz and f's pattern is nv's
+// bits 30…0 placed at mantissa bits 51…21: nv >> 11 puts nv's bit 31 on the exponent's lowest bit, so adding
+// 0x3FE00000 (0x3FD00000 for m = f ⊗ 0.5, exact) to the high word gives biased exponent 0x3FF (0x3FE).
+// f > SQRT2 ⇔ nv > ⌊SQRT2·2³¹⌋ = 0xB504F333, since f = nv·2⁻³¹ and SQRT2·2³¹ is not an integer. Takes off the
+// FP64 pipe, per pair, the int→binary64 conversion of w1 + 1, the ⊗ 2⁻³², the compare with SQRT2 and the ⊗ 0.5
+// (and t's ⊗ −2.0 below): 4 FP64 instructions and a quarter-rate conversion, for ~10 integer instructions.
 struct NormalSplit {
   uint32_t hi, lo;  // the pattern of m
   int e;

@@ -16,10 +16,12 @@
 //
 // Output: rank 0 is a contiguous run (one 16-byte fp32 or 8-byte bf16/fp16 store per block when the address
 // allows it, element stores otherwise and for the last partial block); rank 1…6 is a strided view whose dims the
-// host has merged where it could, written element by element. The op is compute-bound by design: per Philox block
-// (4 elements) the sm_90a loop issues ~385 instructions, 172 of them binary64 (43 per element, the correctly
-// rounded division and square root included), which keep the FP64 pipe (16 lanes per SM sub-partition) busy for
-// 344 of those cycles (docs/perf-notes/perf2-rope.md).
+// host has merged where it could, written element by element. The op is compute-bound by design: per Philox
+// block (4 elements) the sm_90a code issues ~390–400 instructions, 160 of them binary64 (40 per element: 64 per
+// pair for the spec's operations that stay binary64, plus 8 each for the correctly rounded division and square
+// root), which keep the FP64 pipe (16 lanes per SM sub-partition) busy for 320 of those cycles, 6 conversions and
+// 4 MUFU (docs/perf-notes/perf3-randn.md; 172 binary64 and 10 conversions before u's split and the ln 2 products
+// left the FP64 pipe).
 #include "../common/codec.cuh"
 #include "../common/f16.cuh"
 #include "../common/fp.cuh"
