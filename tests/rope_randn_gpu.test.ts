@@ -320,6 +320,12 @@ gpuTest("randn kernel = reference on 2^24 fp32 elements (compared in chunks of 2
   dispose(g);
 });
 
+gpuTest("randn kernel = reference on 2^24 bf16 elements (the randnLike bf16 path)", () => {
+  const g = randn([1 << 24], { seed: 0x9e3779b97f4a7c15n, offset: 3n, dtype: "bf16", device: { kind: "cuda", index: 0 } });
+  sameAsReference(g, 0x9e3779b97f4a7c15n, 3n, "bf16 2^24");
+  dispose(g);
+});
+
 gpuTest("randn kernel = reference for odd sizes, every dtype and several (seed, offset) streams, the known answers included", () => {
   const dev = { kind: "cuda" as const, index: 0 };
   for (const [seed, offset] of [[0n, 0n], [67280421310721n, 1n], [M64, M64], [0x0123456789abcdefn, 3n]] as [bigint, bigint][]) {
@@ -341,7 +347,8 @@ gpuTest("randn bits do not depend on the launch shape or the SM count", () => {
   const ref = randn([n], { seed: 5n, offset: 9n, device: { kind: "cuda", index: 0 } }) as DeviceTensor;
   const want = readAllocation(ref);
   try {
-    for (const [grid, block] of [[1, 32], [7, 64], [1000, 256], [3, 96]]) {
+    // block.x < 33 too: the kernel's 33-entry ln 2 table is then filled in several strides per thread
+    for (const [grid, block] of [[1, 32], [7, 64], [1000, 256], [3, 96], [5, 1], [2, 17]]) {
       randnLaunchShape.grid = grid;
       randnLaunchShape.block = block;
       const g = randn([n], { seed: 5n, offset: 9n, device: { kind: "cuda", index: 0 } }) as DeviceTensor;

@@ -67,6 +67,10 @@ def main():
             print("    duration {} ns, grid {} x block {}, regs {}, smem/block {} B".format(
                 pick(r, "gpu__time_duration.sum"), pick(r, "launch__grid_size"), pick(r, "launch__block_size"),
                 pick(r, "launch__registers_per_thread"), pick(r, "launch__shared_mem_per_block_static", "launch__shared_mem_per_block")))
+            print("    SM clock {} Hz (ncu locks it to base by default), {} warp instructions, {} on the fp64 pipe".format(
+                pick(r, "gpc__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second"),
+                pick(r, "smsp__inst_executed.sum", "sm__inst_executed.sum"),
+                pick(r, "sm__inst_executed_pipe_fp64.sum", "smsp__inst_executed_pipe_fp64.sum")))
             print("    % of peak: DRAM {}, memory {}, L2 {}, L1 {}, SM {}".format(
                 pick(r, "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
                 pick(r, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),

@@ -11,12 +11,17 @@
 //   kernel         block.x  dynamic smem  grid.x
 //   tk_randn__*    256      0             min(ceilDiv(⌈n / 4⌉, 256), 64 · SMs)
 //
+// Static shared memory: 528 B per block, the 33 (E ⊗ LN2_HI, E ⊗ LN2_LO) pairs of common/philox.cuh, filled by
+// the block's first threads before its loop (one __syncthreads; any block.x ≥ 1 fills all 33).
+//
 // Output: rank 0 is a contiguous run (one 16-byte fp32 or 8-byte bf16/fp16 store per block when the address
 // allows it, element stores otherwise and for the last partial block); rank 1…6 is a strided view whose dims the
-// host has merged where it could, written element by element. The op is compute-bound by design: per Philox block
-// (4 elements) the sm_90a loop issues ~385 instructions, 172 of them binary64 (43 per element, the correctly
-// rounded division and square root included), which keep the FP64 pipe (16 lanes per SM sub-partition) busy for
-// 344 of those cycles (docs/perf-notes/perf2-rope.md).
+// host has merged where it could, written element by element. The op is compute-bound by design: per Philox
+// block (4 elements) the sm_90a code issues ~390–400 instructions, 160 of them binary64 (40 per element: 64 per
+// pair for the spec's operations that stay binary64, plus 8 each for the correctly rounded division and square
+// root), which keep the FP64 pipe (16 lanes per SM sub-partition) busy for 320 of those cycles, 6 conversions and
+// 4 MUFU (docs/perf-notes/perf3-randn.md; 172 binary64 and 10 conversions before u's split and the ln 2 products
+// left the FP64 pipe).
 #include "../common/codec.cuh"
 #include "../common/f16.cuh"
 #include "../common/fp.cuh"
@@ -63,10 +68,13 @@ TK_DEV void run(const RandnParams& p) {
   const int rank = static_cast<int>(p.rank);
   uint8_t* const out = reinterpret_cast<uint8_t*>(p.out);
   const bool vec = (p.out % (4 * kElemBytes)) == 0;
+  __shared__ double2 ln2[kLn2Entries];
+  normal_fill_ln2(ln2);
+  __syncthreads();
   const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t j = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < blocks; j += step) {
     double z[4];
-    normal_block(p.seed, p.offset, j, z);
+    normal_block(p.seed, p.offset, j, ln2, z);
     uint32_t bits[4];
 #pragma unroll
     for (int l = 0; l < 4; ++l) bits[l] = store_bits<kE>(z[l]);
