@@ -23,6 +23,12 @@ import { TkError } from "../core/errors.ts";
 /** One binary of the manifest. */
 export interface ManifestEntry {
   readonly sha256: string;
+  /**
+   * sha256 of the binary's sha256 and every source path and hash (tools/build.ts `inputsDigest`): one line that
+   * changes whenever the binary or any of its sources does, so two branches that rebuilt the same binary conflict
+   * on it in a merge instead of merging their source lines into an entry no build produced.
+   */
+  readonly inputs?: string;
   readonly size: number;
   readonly kind: "cubin" | "shim";
   readonly arch?: string; // "sm_90a" | "sm_100a" for cubins, "x86_64" | "aarch64" for shims

@@ -9,6 +9,7 @@ import { createServer } from "node:http";
 import process from "node:process";
 import { TkError } from "../mod.ts";
 import { manifest, resetLoaderCache, shimRel, verifiedBytes, verifiedPath } from "../ffi/loader.ts";
+import { inputsDigest } from "../tools/build.ts";
 import { test } from "./harness.ts";
 import { runSnippet, runSnippetAsync } from "./subprocess.ts";
 
@@ -54,6 +55,17 @@ test("every shipped binary matches prebuilt/manifest.json", () => {
   const rels = Object.keys(m.binaries);
   assert.ok(rels.includes("cuda/linux-x86_64/libtk_cuda.so") && rels.includes("cuda/linux-aarch64/libtk_cuda.so"));
   for (const rel of rels) assert.equal(verifiedBytes(rel).length, m.binaries[rel].size, rel);
+});
+
+test("every manifest entry's inputs line matches its binary and sources; an entry merged from two builds does not", () => {
+  const m = manifest();
+  for (const [rel, e] of Object.entries(m.binaries)) assert.equal(e.inputs, inputsDigest(e), rel);
+  // A line-by-line merge of two branches: one side's binary with a source hash from the other side.
+  const [rel, e] = Object.entries(m.binaries).find(([k]) => k.endsWith(".cubin"))!;
+  const src = Object.keys(e.sources)[0];
+  const merged = { ...e, sources: { ...e.sources, [src]: "0".repeat(64) } };
+  assert.notEqual(inputsDigest(merged), e.inputs, `${rel}: a changed source hash must change the inputs line`);
+  assert.notEqual(inputsDigest({ ...e, sha256: "f".repeat(64) }), e.inputs, `${rel}: so must another binary`);
 });
 
 test("a shim whose bytes do not match the manifest is refused before dlopen", () => {

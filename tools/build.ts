@@ -29,6 +29,23 @@ export const NVCC_FLAGS: readonly string[] = ["-std=c++17", "-O3", "-fmad=false"
 export const SHIM_TARGETS: Readonly<Record<string, string>> = { "linux-x86_64": "x86_64", "linux-aarch64": "aarch64" };
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
+
+/**
+ * The `inputs` line of a manifest entry: sha256 over the binary's sha256 and its sources (path and hash, sorted).
+ * A merge of two branches that each rebuilt the binary (or changed one of its sources) conflicts on this line,
+ * where merging the entry's lines one by one could pair the binary of one side with the source hashes of both;
+ * verify-prebuilt recomputes it.
+ */
+export function inputsDigest(e: Pick<ManifestEntry, "sha256" | "sources">): string {
+  const lines = Object.keys(e.sources).sort().map((k) => `${k} ${e.sources[k]}`);
+  return sha([e.sha256, ...lines].join("\n"));
+}
+
+/** The entry with its `inputs` line, placed right after sha256. */
+export function withInputs(e: ManifestEntry): ManifestEntry {
+  const { sha256, inputs: _old, ...rest } = e;
+  return { sha256, inputs: inputsDigest(e), ...rest };
+}
 const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
 
 /** Kernel sources: every .cu under kernels-src/cuda except common/ and generated/. */
@@ -87,13 +104,13 @@ function buildKernels(binaries: Record<string, ManifestEntry>, reuse: Manifest |
         JSON.stringify(prev.sources) === JSON.stringify(srcHashes) && existsSync(`prebuilt/${rel}`) &&
         sha(readFileSync(`prebuilt/${rel}`)) === prev.sha256
       ) {
-        binaries[rel] = prev;
+        binaries[rel] = withInputs(prev);
         continue;
       }
       console.log(`nvcc ${flags.join(" ")} ${src}`);
       run("nvcc", [...flags, "-o", `prebuilt/${rel}`, src]);
       const bytes = readFileSync(`prebuilt/${rel}`);
-      binaries[rel] = {
+      binaries[rel] = withInputs({
         sha256: sha(bytes),
         size: bytes.length,
         kind: "cubin",
@@ -102,7 +119,7 @@ function buildKernels(binaries: Record<string, ManifestEntry>, reuse: Manifest |
         compiler: nvccVersion,
         flags,
         symbols: elfFunctionSymbols(bytes).filter((s) => s.startsWith("tk_")),
-      };
+      });
     }
   }
 }
@@ -114,7 +131,7 @@ function buildShims(binaries: Record<string, ManifestEntry>): void {
     const rel = `cuda/${dir}/libtk_cuda.so`;
     const bytes = readFileSync(`prebuilt/${rel}`);
     const cc = arch === "x86_64" ? "gcc" : "aarch64-linux-gnu-gcc";
-    binaries[rel] = {
+    binaries[rel] = withInputs({
       sha256: sha(bytes),
       size: bytes.length,
       kind: "shim",
@@ -122,7 +139,7 @@ function buildShims(binaries: Record<string, ManifestEntry>): void {
       sources,
       compiler: run(cc, ["--version"]).split("\n")[0],
       flags: ["see tools/build_shim.sh"],
-    };
+    });
   }
 }
 
@@ -133,8 +150,8 @@ if (import.meta.main) {
   const binaries: Record<string, ManifestEntry> = {};
   if (old) {
     for (const [k, v] of Object.entries(old.binaries)) {
-      if (only === "kernels" && v.kind === "shim") binaries[k] = v;
-      if (only === "shim" && v.kind === "cubin") binaries[k] = v;
+      if (only === "kernels" && v.kind === "shim") binaries[k] = withInputs(v);
+      if (only === "shim" && v.kind === "cubin") binaries[k] = withInputs(v);
     }
   }
   if (only !== "shim") buildKernels(binaries, args.includes("--force") ? null : old);

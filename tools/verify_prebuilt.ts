@@ -1,14 +1,15 @@
 /**
  * `deno task verify-prebuilt`: rebuilds nothing. Fails (exit 1) when a binary is not the one the manifest names,
- * when a source changed since its binaries were built, when a generated Params header no longer matches its
- * TypeScript declaration, or when a kernel source or shim has no binary.
+ * when a source changed since its binaries were built, when an entry's `inputs` line does not match its binary and
+ * sources (a merge that paired one side's binary with the other side's source hashes), when a generated Params
+ * header no longer matches its TypeScript declaration, or when a kernel source or shim has no binary.
  * @module
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import process from "node:process";
 import type { Manifest } from "../ffi/loader.ts";
-import { CUDA_TARGETS, cubinName, kernelSources, SHIM_TARGETS } from "./build.ts";
+import { CUDA_TARGETS, cubinName, inputsDigest, kernelSources, SHIM_TARGETS } from "./build.ts";
 import { GENERATED_HEADERS, headerText } from "./params_registry.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
@@ -28,6 +29,9 @@ export function verifyPrebuilt(): string[] {
     }
     const b = readFileSync(path);
     if (sha(b) !== e.sha256 || b.length !== e.size) problems.push(`${rel}: sha256 ${sha(b)} is not the manifest's ${e.sha256}`);
+    if (e.inputs !== inputsDigest(e)) {
+      problems.push(`${rel}: its inputs line does not match its sha256 and sources (an entry merged from two builds?): rebuild it`);
+    }
     for (const [src, h] of Object.entries(e.sources)) {
       if (!existsSync(src)) problems.push(`${rel}: source ${src} no longer exists`);
       else if (sha(readFileSync(src)) !== h) problems.push(`${rel}: source ${src} changed since the binary was built`);
