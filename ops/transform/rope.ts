@@ -172,8 +172,6 @@ export function applyRotary(query: Tensor, cosSinCache: Tensor, options: ApplyRo
 const packet = new LaunchPacket(RopeParams);
 const W = packet.w;
 const THREADS = 256;
-/** Function handles per device and symbol, filled on first use. */
-const fnCache: Record<string, number>[] = [];
 
 /** A signed 64-bit field from a safe integer (two's complement words). */
 function i64(word: number, v: number): void {
@@ -197,8 +195,12 @@ const DEEP_FORMS: Record<string, readonly number[]> = { bf16: [3, 4], fp16: [4],
  * Internal launch tuning of applyRotary, for A/B runs and tests (not part of the API). `stages`: passes in
  * flight per thread (rope.cu's kXSlots): 0 = the default ({@link DEFAULT_STAGES}), 2 = the two-slot kernel, 3 or 4
  * = a deep form where the dtype has one and every thread has at least 2 passes per token (H ≥ 2L; otherwise 2).
+ * `carveout`: the preferred shared-memory carveout of the kernels in percent (cuFuncSetAttribute
+ * PREFERRED_SHARED_MEMORY_CARVEOUT): 100 (default) asks for the most shared memory, so that 3 blocks of 53 / 61 /
+ * 69 KiB certainly fit (159 / 183 / 207 KiB of 228); -1 leaves the choice to the driver (as before this knob).
+ * Read when a kernel's function handle is first used in the process and whenever the value changes.
  */
-export const rotaryLaunchTuning = { stages: 0 };
+export const rotaryLaunchTuning = { stages: 0, carveout: 100 };
 const DEFAULT_STAGES = 4;
 
 /**
@@ -232,12 +234,8 @@ function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTenso
   const { grid, stages } = rotaryLaunch(config.getNumSms(device), B * S, H, D, x.dtype);
   const symbol = `tk_apply_rotary__${x.dtype}${stages === 2 ? "" : `_s${stages}`}`;
   const smem = SMEM_BYTES[stages];
-  const cache0 = fnCache[device.index] ?? (fnCache[device.index] = {});
-  let fn = cache0[symbol];
-  if (fn === undefined) {
-    fn = kernelFunctionWithSmem(op, device, symbol, smem);
-    cache0[symbol] = fn;
-  }
+  // function handles are cached by ffi/cuda.ts; the attributes are set once per handle (and carveout change)
+  const fn = kernelFunctionWithSmem(op, device, symbol, smem, rotaryLaunchTuning.carveout);
   const p = packet;
   // Strides of size-1 dims are never used: 0 keeps them from disabling the vector path.
   const sb = four && B > 1 ? x.strides[0] : 0;
