@@ -224,9 +224,10 @@ gpuTest("applyRotary bf16 with NaN and ±Inf inputs: every non-NaN result = refe
  * at least 2 passes per token (H ≥ 2L), so the heads are many: the bench's MLA view (the other 128 of each 192-wide
  * head must stay bit-identical), NeoX contiguous, threads with 2 and 3 passes per token, an unaligned view (the
  * synchronous staging), 4-D with broadcast positions, conjugate; more tokens than resident blocks, so the slot and
- * cos/sin rings wrap many times. Each case asserts the form it meant to run.
+ * cos/sin rings wrap many times. Each case asserts the form it meant to run. The L2::128B hint (rotaryLaunchTuning.l2Line)
+ * runs with the 2- and 4-slot forms, the driver's carveout (carveout −1) with the 3-slot form.
  */
-gpuTest("applyRotary deep forms (3 and 4 passes in flight) = reference on many-head views, every pairing, unaligned and 4-D (seed 7800)", () => {
+gpuTest("applyRotary deep forms (3 and 4 passes in flight), the L2::128B hint and the driver's carveout = reference on many-head views, every pairing, unaligned and 4-D (seed 7800)", () => {
   const rand = rng(7800);
   const forms: [RDType, number][] = [["bf16", 2], ["bf16", 3], ["bf16", 4], ["fp16", 4]];
   // [lead, heads, width (rotated: the trailing D), D, shift (elements; 1 = unaligned), positions]
@@ -242,6 +243,7 @@ gpuTest("applyRotary deep forms (3 and 4 passes in flight) = reference on many-h
     for (const [dtype, stages] of forms) {
       rotaryLaunchTuning.stages = stages;
       rotaryLaunchTuning.carveout = stages === 3 ? -1 : 100; // the driver's carveout once (same bytes)
+      rotaryLaunchTuning.l2Line = stages !== 3; // the L2::128B hint on the x loads (same bytes)
       for (const [lead, H, width, D, shift, posKind] of shapes) {
         assert.equal(rotaryLaunch(132, lead.reduce((a, b) => a * b, 1), H, D, dtype).stages, stages, `form ${stages} for H ${H} D ${D}`);
         for (const interleaved of [false, true]) {
@@ -262,6 +264,7 @@ gpuTest("applyRotary deep forms (3 and 4 passes in flight) = reference on many-h
   } finally {
     rotaryLaunchTuning.stages = 0;
     rotaryLaunchTuning.carveout = 100;
+    rotaryLaunchTuning.l2Line = false;
   }
   // the default picks the 4-deep form where it can, the two-slot kernel where a thread has one pass per token
   assert.equal(rotaryLaunch(132, 8192, 128, 64, "bf16").stages, 4);

@@ -125,7 +125,7 @@ export function applyRotary(query: Tensor, cosSinCache: Tensor, options: ApplyRo
     if (B * S > 0xffffffff) throw new TkError(op, "query", "SHAPE", `B·S = ${B * S} tokens exceed 2^32 − 1`);
     const stream = o.stream ?? deviceRuntime(op).defaultStream(pl.device);
     const flags = (interleaved ? ROPE_FLAG.interleaved : 0) | (conjugate ? ROPE_FLAG.conjugate : 0) |
-      (pos && pos.dtype === "int64" ? ROPE_FLAG.positionsInt64 : 0);
+      (pos && pos.dtype === "int64" ? ROPE_FLAG.positionsInt64 : 0) | (rotaryLaunchTuning.l2Line ? ROPE_FLAG.l2Line : 0);
     // A bad position is reported by the first launch only, so the error word counts each token once.
     let report = true;
     for (const t of k ? [q, k] : [q]) {
@@ -199,8 +199,11 @@ const DEEP_FORMS: Record<string, readonly number[]> = { bf16: [3, 4], fp16: [4],
  * PREFERRED_SHARED_MEMORY_CARVEOUT): 100 (default) asks for the most shared memory, so that 3 blocks of 53 / 61 /
  * 69 KiB certainly fit (159 / 183 / 207 KiB of 228); -1 leaves the choice to the driver (as before this knob).
  * Read when a kernel's function handle is first used in the process and whenever the value changes.
+ * `l2Line`: the view's 16-byte loads carry the L2::128B prefetch-size hint (rope.cu kFlagL2Line): an L2 miss
+ * fetches the whole 128-byte line, so the second half of a head (the thread's other vector) is there or in flight
+ * (same bytes; a view whose heads are not whole lines may fetch bytes it does not use). Default off.
  */
-export const rotaryLaunchTuning = { stages: 0, carveout: 100 };
+export const rotaryLaunchTuning = { stages: 0, carveout: 100, l2Line: false };
 const DEFAULT_STAGES = 4;
 
 /**

@@ -7,7 +7,8 @@
 //
 // Symbols: tk_apply_rotary__<dtype>, dtype ∈ {fp32, bf16, fp16} (2 passes in flight per thread), and the deep
 // forms tk_apply_rotary__bf16_s3, __bf16_s4, __fp16_s4 (3 / 4 passes in flight). Pairing (NeoX / interleaved),
-// conjugate and the position dtype are runtime flags (they change which registers pair up, not the loop).
+// conjugate and the position dtype are runtime flags (they change which registers pair up, not the loop), and so
+// is kFlagL2Line (host tuning): the view's 16-byte cp.async carry the L2::128B prefetch-size hint.
 //
 // Launch geometry (any grid.x ≥ 1 is correct: tokens are walked grid-stride):
 //
@@ -52,7 +53,7 @@ namespace {
 
 constexpr int kBlockThreads = 256;
 constexpr uint32_t kCondRowOutOfRange = 1;
-constexpr uint32_t kFlagInterleaved = 1, kFlagConjugate = 2, kFlagPositionsInt64 = 4;
+constexpr uint32_t kFlagInterleaved = 1, kFlagConjugate = 2, kFlagPositionsInt64 = 4, kFlagL2Line = 8;
 
 enum class Elem { kFp32, kBf16, kFp16 };
 
@@ -68,7 +69,7 @@ struct Rope {
   uint32_t chunks;      // C
   uint32_t head_lanes;  // L
   uint32_t team_threads;
-  bool x_vec, cs_vec;
+  bool x_vec, cs_vec, l2_line;
 
   TK_DEV explicit Rope(const RopeParams& params) : p(params) {
     chunks = p.dim / (2 * kVec);
@@ -79,6 +80,7 @@ struct Rope {
     const uint64_t eb = kElemBytes;
     x_vec = ((p.x | (p.x_stride_b * eb) | (p.x_stride_s * eb) | (p.x_stride_h * eb)) % kVecBytes) == 0;
     cs_vec = ((p.cos_sin | (p.cos_sin_stride * 4)) % kVecBytes) == 0;
+    l2_line = (p.flags & kFlagL2Line) != 0;
   }
 
   TK_DEV void store(uint8_t* q, const uint32_t (&w)[4]) const {
@@ -253,7 +255,11 @@ struct Rope {
   // coherent element loads (in place: never the non-coherent path).
   TK_DEV void stage_x(uint32_t dst, const uint8_t* q) const {
     if (x_vec) {
-      cp_async<16>(dst, q, true);
+      if (l2_line) {
+        cp_async_l2_128(dst, q, true);
+      } else {
+        cp_async<16>(dst, q, true);
+      }
     } else {
       uint32_t w[4];
 #pragma unroll
