@@ -277,8 +277,12 @@ struct Rope {
   // V/2 cache floats into shared memory, through L1 (the lanes of a block that share a chunk share these bytes).
   TK_DEV void stage_cache(uint32_t dst, const float* src) const {
     if (cs_vec) {
-#pragma unroll
-      for (int i = 0; i < kHalfBytes / 8; ++i) cp_async<8>(dst + 8 * i, src + 2 * i, true);
+      // 16-byte runs (bf16/fp16: every column offset is a multiple of 4 floats, and cs_vec aligns base and rows)
+      if constexpr (kHalfBytes == 16) {
+        cp_async_ca16(dst, src);
+      } else {
+        cp_async<8>(dst, src, true);
+      }
     } else {
       uint32_t w[kHalfBytes / 4];
 #pragma unroll
