@@ -239,6 +239,8 @@ gpuTest("applyRotary deep forms (3 and 4 passes in flight), the L2::128B hint an
     [[1400], 33, 256, 256, 0, "none"], // L = 16: 3 and 2 passes per token
     [[900], 128, 64, 64, 1, "int64"], // unaligned view: element-wise staging
   ];
+  const stores = new Map<string, HostTensor>();
+  const shape0 = (lead: number[], H: number, width: number) => [...lead, H, width].join("x");
   try {
     for (const [dtype, stages] of forms) {
       rotaryLaunchTuning.stages = stages;
@@ -248,7 +250,11 @@ gpuTest("applyRotary deep forms (3 and 4 passes in flight), the L2::128B hint an
         assert.equal(rotaryLaunch(132, lead.reduce((a, b) => a * b, 1), H, D, dtype).stages, stages, `form ${stages} for H ${H} D ${D}`);
         for (const interleaved of [false, true]) {
           const tokens = lead.reduce((a, b) => a * b, 1);
-          const qs = randomStorage(rand, tokens * H * width + shift, dtype);
+          // one random storage per (dtype, shape), copied for each form and pairing (the big ones take seconds)
+          const key = `${dtype} ${shape0(lead, H, width)} ${shift}`;
+          if (!stores.has(key)) stores.set(key, randomStorage(rand, tokens * H * width + shift, dtype));
+          const base = stores.get(key)!;
+          const qs = new HostTensor(base.data.slice(), dtype, base.shape, base.strides);
           const shape = [...lead, H, width];
           const q = new HostTensor(qs.data, dtype, shape, contiguousStrides(shape), shift).slice(-1, width - D, width);
           const R = 64 + Math.floor(rand() * 200);

@@ -342,9 +342,10 @@ struct Rope {
 
     uint64_t tok0 = static_cast<uint64_t>(blockIdx.x) * teams + team;
     if (tok0 >= tokens) return;
-    // Positions are staged two tokens ahead of the pass that needs them (a token's first pass is issued two
+    // Positions are staged two tokens ahead of the pass that needs them (a token's first pass is issued kXSlots
     // passes before it is rotated, and reads its position from ring word k; the same issue refills word k with
-    // the position of the token two grid strides on). The ring starts with the first two tokens.
+    // the position of the token two grid strides on; kXSlots > 2 needs 2 passes per token, see kSplitCs). The
+    // ring starts with the first two tokens, the only ones whose first pass the prologue below issues.
     const bool has_pos = p.positions != 0;
     if (has_pos) {
       stage_position(pos_word(0), tok0, int64_pos);
