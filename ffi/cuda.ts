@@ -249,16 +249,24 @@ export function kernelFunction(op: string, device: Device, symbol: string): numb
 }
 
 const maxDynamicSmem = new Map<number, number>(); // function handle → the MAX_DYNAMIC_SHARED_SIZE_BYTES it was given
+const smemCarveout = new Map<number, number>(); // function handle → the PREFERRED_SHARED_MEMORY_CARVEOUT it was given
 
 /**
  * {@link kernelFunction} for a kernel launched with `bytes` of dynamic shared memory where static + dynamic exceeds
  * 48 KiB: raises the function's MAX_DYNAMIC_SHARED_SIZE_BYTES to `bytes` once (cuFuncSetAttribute), then returns it.
+ * `carveoutPercent` (optional): the function's preferred shared-memory carveout, in percent of the unified
+ * L1/shared storage (100: the most shared memory, so that the blocks the kernel is tuned for fit beside each
+ * other; -1: the driver's choice), set when it changes.
  */
-export function kernelFunctionWithSmem(op: string, device: Device, symbol: string, bytes: number): number {
+export function kernelFunctionWithSmem(op: string, device: Device, symbol: string, bytes: number, carveoutPercent?: number): number {
   const fn = kernelFunction(op, device, symbol);
   if ((maxDynamicSmem.get(fn) ?? 0) < bytes) {
     call(op, "tk_function_set_max_dynamic_smem", device.index, fn, bytes);
     maxDynamicSmem.set(fn, bytes);
+  }
+  if (carveoutPercent !== undefined && (smemCarveout.get(fn) ?? -1) !== carveoutPercent) {
+    call(op, "tk_function_set_smem_carveout", device.index, fn, carveoutPercent);
+    smemCarveout.set(fn, carveoutPercent);
   }
   return fn;
 }

@@ -40,6 +40,7 @@ export const SHIM_SYMBOLS = {
   tk_module_unload: ["i32", "u64"],
   tk_module_function: ["i32", "u64", "buf", "buf"],
   tk_function_set_max_dynamic_smem: ["i32", "u64", "i32"],
+  tk_function_set_smem_carveout: ["i32", "u64", "i32"],
   tk_launch: ["buf"],
   tk_error_word_ptr: ["i32", "buf"],
   tk_sync_and_check: ["i32", "u64", "buf"],

@@ -51,6 +51,7 @@
   X(int32_t, tk_module_unload, (int32_t, uint64_t))                                                              \
   X(int32_t, tk_module_function, (int32_t, uint64_t, const char *, uint64_t *))                                  \
   X(int32_t, tk_function_set_max_dynamic_smem, (int32_t, uint64_t, int32_t))                                     \
+  X(int32_t, tk_function_set_smem_carveout, (int32_t, uint64_t, int32_t))                                        \
   X(int32_t, tk_launch, (const void *))                                                                          \
   X(int32_t, tk_error_word_ptr, (int32_t, uint64_t *))                                                           \
   X(int32_t, tk_sync_and_check, (int32_t, uint64_t, uint32_t *))
@@ -140,6 +141,7 @@ static void gpu_tests(void) {
   CHECK(T.tk_module_load(dev, kPtx, sizeof kPtx, &mod));
   CHECK(T.tk_module_function(dev, mod, "tk_smoke", &fn));
   CHECK(T.tk_function_set_max_dynamic_smem(dev, fn, 0));
+  CHECK(T.tk_function_set_smem_carveout(dev, fn, 100));
   _Alignas(8) unsigned char packet[TK_LAUNCH_HEADER_BYTES + 16];
   memset(packet, 0, sizeof packet);
   tk_launch_header *lh = (tk_launch_header *)packet;

@@ -67,6 +67,7 @@ enum {
   CU_MEMORYTYPE_DEVICE = 0x02,
   CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,            /* value type cuuint64_t */
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
   CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
   CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
   CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1,            /* stream 0 = legacy default stream, never the _ptsz forms */
@@ -670,6 +671,16 @@ TK_API int32_t tk_function_set_max_dynamic_smem(int32_t dev, uint64_t fn, int32_
   CUresult r = p_cuFuncSetAttribute((CUfunction)(uintptr_t)fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
   if (r != CUDA_SUCCESS)
     return cu_fail(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = %d, device %d)", bytes, dev);
+  return TK_OK;
+}
+
+TK_API int32_t tk_function_set_smem_carveout(int32_t dev, uint64_t fn, int32_t percent) {
+  NEED(fn != 0, "function handle is 0");
+  NEED(percent >= -1 && percent <= 100, "percent outside [-1, 100]");
+  USE_DEV(dev);
+  CUresult r = p_cuFuncSetAttribute((CUfunction)(uintptr_t)fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
+  if (r != CUDA_SUCCESS)
+    return cu_fail(r, "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT = %d, device %d)", percent, dev);
   return TK_OK;
 }
 

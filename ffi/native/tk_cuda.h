@@ -87,6 +87,9 @@ int32_t tk_module_unload(int32_t dev, uint64_t module);
 int32_t tk_module_function(int32_t dev, uint64_t module, const char *name, uint64_t *out_fn);
 /* Sets CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. */
 int32_t tk_function_set_max_dynamic_smem(int32_t dev, uint64_t fn, int32_t bytes);
+/* Sets CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: the shared-memory share of the unified L1/shared storage
+ * the driver should configure for this function, in percent (100: the most shared memory; -1: no preference). */
+int32_t tk_function_set_smem_carveout(int32_t dev, uint64_t fn, int32_t percent);
 
 /*
  * Launch with one packed buffer: a tk_launch_header followed directly by the kernel's Params struct

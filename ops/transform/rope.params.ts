@@ -6,7 +6,7 @@
 import { defineParams } from "../../core/params.ts";
 
 /** `flags` bits. */
-export const ROPE_FLAG = { interleaved: 1, conjugate: 2, positionsInt64: 4 } as const;
+export const ROPE_FLAG = { interleaved: 1, conjugate: 2, positionsInt64: 4, l2Line: 8 } as const;
 
 export const RopeParams = defineParams("RopeParams", [
   ["x", "ptr"], // element [0, 0, 0(, 0)] of the rotated view, rewritten in place

@@ -125,7 +125,7 @@ export function applyRotary(query: Tensor, cosSinCache: Tensor, options: ApplyRo
     if (B * S > 0xffffffff) throw new TkError(op, "query", "SHAPE", `B·S = ${B * S} tokens exceed 2^32 − 1`);
     const stream = o.stream ?? deviceRuntime(op).defaultStream(pl.device);
     const flags = (interleaved ? ROPE_FLAG.interleaved : 0) | (conjugate ? ROPE_FLAG.conjugate : 0) |
-      (pos && pos.dtype === "int64" ? ROPE_FLAG.positionsInt64 : 0);
+      (pos && pos.dtype === "int64" ? ROPE_FLAG.positionsInt64 : 0) | (rotaryLaunchTuning.l2Line ? ROPE_FLAG.l2Line : 0);
     // A bad position is reported by the first launch only, so the error word counts each token once.
     let report = true;
     for (const t of k ? [q, k] : [q]) {
@@ -172,8 +172,6 @@ export function applyRotary(query: Tensor, cosSinCache: Tensor, options: ApplyRo
 const packet = new LaunchPacket(RopeParams);
 const W = packet.w;
 const THREADS = 256;
-/** Function handles per device and dtype, filled on first use. */
-const fnCache: Record<string, number>[] = [];
 
 /** A signed 64-bit field from a safe integer (two's complement words). */
 function i64(word: number, v: number): void {
@@ -184,24 +182,50 @@ function i64(word: number, v: number): void {
 /** Blocks of rope.cu's kernel resident per SM (its __launch_bounds__ minimum): the persistent grid's size. */
 const BLOCKS_PER_SM = 3;
 /**
- * Dynamic shared memory of rope.cu's block (Rope::kSmemBytes, the same for every dtype): per thread two pass slots
- * of 6 × 16 bytes (x vectors and cos/sin) and two 8-byte position words. 3 blocks use 156 KiB of an SM's 228.
+ * Dynamic shared memory of rope.cu's block (Rope::kSmemBytes) by passes in flight per thread: 2 slots of 6 × 16
+ * bytes per thread (x vectors and cos/sin) and two 8-byte position words (every dtype); the deep forms (16-bit
+ * dtypes) K slots of 2 × 16 bytes, a 2-entry cos/sin ring of 4 × 16 bytes and the position words. 3 blocks use
+ * 159 / 183 / 207 KiB of an SM's 228 (K = 2 / 3 / 4, with the 1 KiB each block reserves).
  */
-const SMEM_BYTES = 53248;
+const SMEM_BYTES: Record<number, number> = { 2: 53248, 3: 61440, 4: 69632 };
+/** The deep forms rope.cu has (symbol suffix `_s<K>`), per dtype. */
+const DEEP_FORMS: Record<string, readonly number[]> = { bf16: [3, 4], fp16: [4], fp32: [] };
 
 /**
- * grid.x of rope.cu's launch table: V = 16 / element bytes, C = D / 2V chunks per head, P = 2 (fp32) or 1 heads
- * per pass, L = min(nextPow2(⌈H / P⌉), 256 / C) head lanes, teams = 256 / (C·L) tokens per block pass;
- * min(⌈B·S / teams⌉, 3 · SMs): the blocks that fit at once (3 by registers and by {@link SMEM_BYTES} each).
+ * Internal launch tuning of applyRotary, for A/B runs and tests (not part of the API). `stages`: passes in
+ * flight per thread (rope.cu's kXSlots): 0 = the default ({@link DEFAULT_STAGES}), 2 = the two-slot kernel, 3 or 4
+ * = a deep form where the dtype has one and every thread has at least 2 passes per token (H ≥ 2L; otherwise 2).
+ * `carveout`: the preferred shared-memory carveout of the kernels in percent (cuFuncSetAttribute
+ * PREFERRED_SHARED_MEMORY_CARVEOUT): 100 (default) asks for the most shared memory, so that 3 blocks of 53 / 61 /
+ * 69 KiB certainly fit (159 / 183 / 207 KiB of 228); -1 leaves the choice to the driver (as before this knob).
+ * Read when a kernel's function handle is first used in the process and whenever the value changes.
+ * `l2Line`: the view's 16-byte loads carry the L2::128B prefetch-size hint (rope.cu kFlagL2Line): an L2 miss
+ * fetches the whole 128-byte line, so the second half of a head (the thread's other vector) is there or in flight
+ * (same bytes; a view whose heads are not whole lines may fetch bytes it does not use). Default off.
  */
-function rotaryGrid(device: Device, tokens: number, heads: number, dim: number, elemBytes: number): number {
+export const rotaryLaunchTuning = { stages: 0, carveout: 100, l2Line: false };
+const DEFAULT_STAGES = 4;
+
+/**
+ * Geometry of rope.cu's launch table: V = 16 / element bytes, C = D / 2V chunks per head, P = 2 (fp32) or 1 heads
+ * per pass, L = min(nextPow2(⌈H / P⌉), 256 / C) head lanes, teams = 256 / (C·L) tokens per block pass; grid
+ * min(⌈B·S / teams⌉, 3 · SMs): the blocks that fit at once (3 by registers and by shared memory). `stages`: the
+ * passes in flight per thread (see {@link rotaryLaunchTuning}); a deep form needs 2 passes per token for every
+ * thread, i.e. lane L − 1 too: H − (L − 1) > P·L.
+ */
+export function rotaryLaunch(smCount: number, tokens: number, heads: number, dim: number, dtype: string): { grid: number; stages: number } {
+  const elemBytes = dtype === "fp32" ? 4 : 2;
   const v = 16 / elemBytes;
   const chunks = dim / (2 * v);
-  const need = Math.ceil(heads / (elemBytes === 4 ? 2 : 1));
+  const perPass = elemBytes === 4 ? 2 : 1;
+  const need = Math.ceil(heads / perPass);
   let lanes = 1;
   while (lanes < need && 2 * lanes * chunks <= THREADS) lanes *= 2;
   const teams = THREADS / (chunks * lanes);
-  return Math.max(1, Math.min(Math.ceil(tokens / teams), BLOCKS_PER_SM * config.getNumSms(device)));
+  const grid = Math.max(1, Math.min(Math.ceil(tokens / teams), BLOCKS_PER_SM * smCount));
+  const want = rotaryLaunchTuning.stages === 0 ? DEFAULT_STAGES : rotaryLaunchTuning.stages;
+  const deepOk = heads - (lanes - 1) > perPass * lanes && DEEP_FORMS[dtype].includes(want);
+  return { grid, stages: deepOk ? want : 2 };
 }
 
 function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTensor, cache: DeviceTensor, pos: DeviceTensor | null, off: number, flags: number, report: boolean): void {
@@ -210,12 +234,11 @@ function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTenso
   const S = x.shape[four ? 1 : 0];
   const H = x.shape[four ? 2 : 1];
   const D = x.shape[four ? 3 : 2];
-  const cache0 = fnCache[device.index] ?? (fnCache[device.index] = {});
-  let fn = cache0[x.dtype];
-  if (fn === undefined) {
-    fn = kernelFunctionWithSmem(op, device, `tk_apply_rotary__${x.dtype}`, SMEM_BYTES);
-    cache0[x.dtype] = fn;
-  }
+  const { grid, stages } = rotaryLaunch(config.getNumSms(device), B * S, H, D, x.dtype);
+  const symbol = `tk_apply_rotary__${x.dtype}${stages === 2 ? "" : `_s${stages}`}`;
+  const smem = SMEM_BYTES[stages];
+  // function handles are cached by ffi/cuda.ts; the attributes are set once per handle (and carveout change)
+  const fn = kernelFunctionWithSmem(op, device, symbol, smem, rotaryLaunchTuning.carveout);
   const p = packet;
   // Strides of size-1 dims are never used: 0 keeps them from disabling the vector path.
   const sb = four && B > 1 ? x.strides[0] : 0;
@@ -239,7 +262,7 @@ function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTenso
   p.u32(W.dim, D);
   p.u32(W.flags, flags);
   p.u32(W.op_id, OP_ID);
-  p.setLaunch(fn, stream.handle, rotaryGrid(device, B * S, H, D, x.dtype === "fp32" ? 4 : 2), THREADS, SMEM_BYTES, false, device.index);
+  p.setLaunch(fn, stream.handle, grid, THREADS, smem, false, device.index);
   p.launch(op);
 }
 

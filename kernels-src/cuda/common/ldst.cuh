@@ -133,6 +133,16 @@ TK_DEV void cp_async(uint32_t dst, const void* src, bool live) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(kBytes), "r"(n) : "memory");
   }
 }
+// 16 bytes through L1 (.ca): for data that the other threads of the CTA read too (cp_async<16> bypasses L1).
+TK_DEV void cp_async_ca16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+// cp_async<16> with the L2 prefetch-size hint: a miss makes the L2 fetch the whole aligned 128-byte line, so that a
+// second 16-byte request into the same line (a thread's other vector, or a neighbour's) finds it there or in flight.
+TK_DEV void cp_async_l2_128(uint32_t dst, const void* src, bool live) {
+  const uint32_t n = live ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
 TK_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // Wait until at most kPending of this thread's committed groups are still in flight.
 template <int kPending>

@@ -5,23 +5,30 @@
 //   rounded once to the storage dtype (fp32 NaN → 0x7FC00000, bf16 NaN → 0x7FC0, fp16 NaN → 0x7E00 | sign); bf16
 //   pairs are rounded by the hardware conversion with the NaN halves fixed (encode_bf16x2_words, the same bits).
 //
-// Symbols: tk_apply_rotary__<dtype>, dtype ∈ {fp32, bf16, fp16}. Pairing (NeoX / interleaved), conjugate and the
-// position dtype are runtime flags (they change which registers pair up, not the loop).
+// Symbols: tk_apply_rotary__<dtype>, dtype ∈ {fp32, bf16, fp16} (2 passes in flight per thread), and the deep
+// forms tk_apply_rotary__bf16_s3, __bf16_s4, __fp16_s4 (3 / 4 passes in flight). Pairing (NeoX / interleaved),
+// conjugate and the position dtype are runtime flags (they change which registers pair up, not the loop), and so
+// is kFlagL2Line (host tuning): the view's 16-byte cp.async carry the L2::128B prefetch-size hint.
 //
 // Launch geometry (any grid.x ≥ 1 is correct: tokens are walked grid-stride):
 //
-//   kernel               block.x  dynamic smem  grid.x
-//   tk_apply_rotary__*   256      53248         min(ceilDiv(B·S, teams), 3 · SMs)
+//   kernel                   block.x  dynamic smem  grid.x                                    when
+//   tk_apply_rotary__<dt>    256      53248         min(ceilDiv(B·S, teams), 3 · SMs)        always allowed
+//   tk_apply_rotary__*_s3    256      61440         same                                      H ≥ (P + 1) · L
+//   tk_apply_rotary__*_s4    256      69632         same                                      H ≥ (P + 1) · L
 //
 //   V = 16 / element bytes (4 fp32, 8 bf16/fp16) pairs per chunk; C = D / (2V) chunks per head (2 … 32);
 //   P = 2 (fp32) or 1 (bf16/fp16) heads per pass; L = min(nextPow2(ceilDiv(H, P)), 256 / C) head lanes; a team
 //   of C·L threads rotates one token, and a block holds teams = 256 / (C·L) of them. Thread (l, c) of a team owns
 //   chunk c of heads l, l + L, l + 2L, …: a pass is P of those heads of one token (P × 32 bytes). The thread's
-//   passes, token after token of the grid stride, form one sequence, staged through two private shared-memory
-//   slots with cp.async: pass i is issued two passes before it is rotated, so two passes are in flight while the
-//   thread waits (64 bytes, bf16: 48 KiB per SM), at no register cost. A token's cos/sin travel with its first
-//   pass, and its position was staged two tokens earlier, so no load waits on another. Blocks are persistent
-//   (what fits at once: 3 per SM by registers, __launch_bounds__(256, 3) ≤ 80, and by shared memory, 3 × 52 KiB).
+//   passes, token after token of the grid stride, form one sequence, staged through K = 2, 3 or 4 private
+//   shared-memory slots with cp.async: pass i is issued K passes before it is rotated, so K passes are in flight
+//   while the thread waits (bf16: 48 / 72 / 96 KiB per SM), at no register cost. A token's cos/sin travel with its
+//   first pass, and its position was staged two tokens earlier, so no load waits on another. The deep forms keep
+//   cos/sin and positions in 2-entry rings, which needs every thread to have ≥ 2 passes per token (the host
+//   launches them only then: H ≥ (P + 1) · L, i.e. L capped by 256 / C). Blocks are persistent (what fits at
+//   once: 3 per SM by registers, __launch_bounds__(256, 3) ≤ 80, and by shared memory, 3 × 53 / 61 / 69 KiB with
+//   the 1 KiB each block reserves).
 //
 // A chunk is two 16-byte vectors of one head, elements [cV, cV+V) and [D/2+cV, D/2+cV+V) in both pairings, so each
 // warp access covers whole 32-byte sectors of its heads. NeoX: pair j is lane j of each vector (cache column cV+j).
@@ -46,11 +53,11 @@ namespace {
 
 constexpr int kBlockThreads = 256;
 constexpr uint32_t kCondRowOutOfRange = 1;
-constexpr uint32_t kFlagInterleaved = 1, kFlagConjugate = 2, kFlagPositionsInt64 = 4;
+constexpr uint32_t kFlagInterleaved = 1, kFlagConjugate = 2, kFlagPositionsInt64 = 4, kFlagL2Line = 8;
 
 enum class Elem { kFp32, kBf16, kFp16 };
 
-template <Elem kE>
+template <Elem kE, int kXSlots>
 struct Rope {
   static constexpr int kElemBytes = kE == Elem::kFp32 ? 4 : 2;
   static constexpr int kVec = kVecBytes / kElemBytes;  // pairs per chunk = elements per 16-byte vector
@@ -62,7 +69,7 @@ struct Rope {
   uint32_t chunks;      // C
   uint32_t head_lanes;  // L
   uint32_t team_threads;
-  bool x_vec, cs_vec;
+  bool x_vec, cs_vec, l2_line;
 
   TK_DEV explicit Rope(const RopeParams& params) : p(params) {
     chunks = p.dim / (2 * kVec);
@@ -73,6 +80,7 @@ struct Rope {
     const uint64_t eb = kElemBytes;
     x_vec = ((p.x | (p.x_stride_b * eb) | (p.x_stride_s * eb) | (p.x_stride_h * eb)) % kVecBytes) == 0;
     cs_vec = ((p.cos_sin | (p.cos_sin_stride * 4)) % kVecBytes) == 0;
+    l2_line = (p.flags & kFlagL2Line) != 0;
   }
 
   TK_DEV void store(uint8_t* q, const uint32_t (&w)[4]) const {
@@ -186,19 +194,30 @@ struct Rope {
   }
 
   // Per-thread shared-memory staging (every slot is written by cp.async and read back by the same thread, so
-  // cp.async.wait_group alone orders them; no barrier). Field-major: field f of slot s of thread t is the 16
-  // bytes at ((s · kFields + f) · 256 + t) · 16, so a warp's 16-byte accesses are contiguous (no bank conflict).
-  //   x fields:  2P vectors of the pass (u, v of head k at fields 2k, 2k+1)
+  // cp.async.wait_group alone orders them; no barrier). Field-major: field f of a ring entry e of thread t is the
+  // 16 bytes at ((e · fields + f) · 256 + t) · 16, so a warp's 16-byte accesses are contiguous (no bank conflict).
+  //   x fields:  2P vectors of a pass (u, v of head k at fields 2k, 2k+1), kXSlots entries (pass i in i mod kXSlots)
   //   cs fields: the chunk's V cos then V sin floats (V/2 fields; only a token's first pass fills them)
-  //   positions: kSlots 8-byte words per thread after the slots, the ring of this thread's next tokens' positions
-  static constexpr int kSlots = 2;
+  //   positions: 2 8-byte words per thread after the rest, the ring of this thread's next tokens' positions
+  // kXSlots = 2: the cs fields live in the pass's slot (6 fields per slot). kXSlots > 2 (the deep forms): x slots
+  // of 2P fields only, and a separate 2-entry cs ring indexed by the thread's token parity, like the positions.
+  // Two entries are enough when every thread has at least 2 passes per token (H ≥ (P + 1) · L; the host checks):
+  // the issue of token j + 2's first pass (which refills cs entry and position word j mod 2) follows the consume
+  // of pass first(j + 2) − kXSlots ≥ first(j) + 4 − kXSlots ≥ first(j), so token j's cs have been read, and the
+  // position it reads was staged with pass first(j) ≤ first(j + 2) − kXSlots, a completed group.
+  static constexpr bool kSplitCs = kXSlots > 2;
+  static_assert(kXSlots >= 2 && kXSlots <= 4, "2 to 4 passes in flight (2 · passes per token ≥ kXSlots)");
   static constexpr int kXFields = 2 * kHeadsPerPass;
   static constexpr int kCsFields = kVec / 2;
   static constexpr int kFields = kXFields + kCsFields;
+  static constexpr int kSlotFields = kSplitCs ? kXFields : kFields;
   static constexpr int kHalfBytes = kVec * 2;  // V/2 floats: one cp.async of 16 (bf16/fp16) or 8 (fp32) bytes
-  static constexpr uint32_t kPosBase = kSlots * kFields * kBlockThreads * kVecBytes;
-  static constexpr uint32_t kSmemBytes = kPosBase + kSlots * kBlockThreads * 8;
-  static_assert(kSmemBytes == 53248, "ops/transform/rope.ts SMEM_BYTES launches with 53248 bytes");
+  static constexpr uint32_t kCsBase = kXSlots * kSlotFields * kBlockThreads * kVecBytes;
+  static constexpr uint32_t kPosBase = kCsBase + (kSplitCs ? 2 * kCsFields * kBlockThreads * kVecBytes : 0);
+  static constexpr uint32_t kSmemBytes = kPosBase + 2 * kBlockThreads * 8;
+  static_assert(kXSlots != 2 || kSmemBytes == 53248, "ops/transform/rope.ts SMEM_BYTES: 53248 bytes for 2 slots");
+  static_assert(kXSlots != 3 || kElemBytes != 2 || kSmemBytes == 61440, "ops/transform/rope.ts: 61440 for 3");
+  static_assert(kXSlots != 4 || kElemBytes != 2 || kSmemBytes == 69632, "ops/transform/rope.ts: 69632 for 4");
 
   // A point of a thread's pass sequence: token `tok` (element offset `off`), heads h0, h0 + L, … (P of them).
   struct Cursor {
@@ -236,7 +255,11 @@ struct Rope {
   // coherent element loads (in place: never the non-coherent path).
   TK_DEV void stage_x(uint32_t dst, const uint8_t* q) const {
     if (x_vec) {
-      cp_async<16>(dst, q, true);
+      if (l2_line) {
+        cp_async_l2_128(dst, q, true);
+      } else {
+        cp_async<16>(dst, q, true);
+      }
     } else {
       uint32_t w[4];
 #pragma unroll
@@ -254,8 +277,12 @@ struct Rope {
   // V/2 cache floats into shared memory, through L1 (the lanes of a block that share a chunk share these bytes).
   TK_DEV void stage_cache(uint32_t dst, const float* src) const {
     if (cs_vec) {
-#pragma unroll
-      for (int i = 0; i < kHalfBytes / 8; ++i) cp_async<8>(dst + 8 * i, src + 2 * i, true);
+      // 16-byte runs (bf16/fp16: every column offset is a multiple of 4 floats, and cs_vec aligns base and rows)
+      if constexpr (kHalfBytes == 16) {
+        cp_async_ca16(dst, src);
+      } else {
+        cp_async<8>(dst, src, true);
+      }
     } else {
       uint32_t w[kHalfBytes / 4];
 #pragma unroll
@@ -290,7 +317,14 @@ struct Rope {
     const bool conjugate = (p.flags & kFlagConjugate) != 0;
     const uint32_t pass_heads = kHeadsPerPass * head_lanes;
     uint8_t* const x = reinterpret_cast<uint8_t*>(p.x);
-    auto field = [&](uint32_t s, uint32_t f) { return smem + ((s * kFields + f) * kBlockThreads + threadIdx.x) * kVecBytes; };
+    auto field = [&](uint32_t s, uint32_t f) {
+      return smem + ((s * kSlotFields + f) * kBlockThreads + threadIdx.x) * kVecBytes;
+    };
+    // cs field f of x slot s (2 slots) or of cs ring entry e (deep forms)
+    auto cs_field = [&](uint32_t s, uint32_t e, uint32_t f) {
+      return kSplitCs ? smem + kCsBase + ((e * kCsFields + f) * kBlockThreads + threadIdx.x) * kVecBytes
+                      : field(s, kXFields + f);
+    };
     auto pos_word = [&](uint32_t k) { return smem + kPosBase + (k * kBlockThreads + threadIdx.x) * 8; };
     auto head_ptr = [&](const Cursor& q, uint32_t h) {
       return x + (q.off + static_cast<int64_t>(h) * p.x_stride_h) * kElemBytes;
@@ -308,9 +342,10 @@ struct Rope {
 
     uint64_t tok0 = static_cast<uint64_t>(blockIdx.x) * teams + team;
     if (tok0 >= tokens) return;
-    // Positions are staged two tokens ahead of the pass that needs them (a token's first pass is issued two
+    // Positions are staged two tokens ahead of the pass that needs them (a token's first pass is issued kXSlots
     // passes before it is rotated, and reads its position from ring word k; the same issue refills word k with
-    // the position of the token two grid strides on). The ring starts with the first two tokens.
+    // the position of the token two grid strides on; kXSlots > 2 needs 2 passes per token, see kSplitCs). The
+    // ring starts with the first two tokens, the only ones whose first pass the prologue below issues.
     const bool has_pos = p.positions != 0;
     if (has_pos) {
       stage_position(pos_word(0), tok0, int64_pos);
@@ -319,7 +354,7 @@ struct Rope {
     cp_async_commit();
     cp_async_wait<0>();
 
-    uint32_t ring = 0;     // ring word of the next token to issue
+    uint32_t ring = 0;     // ring word (and, deep forms, cs entry) of the next token to issue
     uint32_t ok_bits = 0;  // bit s: the pass in slot s belongs to a token whose row is legal
     bool issue_ok = false;
     // Issue pass q into slot s: for a token's first pass, its row (checked, the fault counted once per token by
@@ -344,7 +379,7 @@ struct Rope {
           const float* cs_row =
               reinterpret_cast<const float*>(p.cos_sin) + static_cast<int64_t>(row) * p.cos_sin_stride;
           // cos halves at cs bytes [0, 2·half), sin halves after them
-          const uint32_t cs0 = field(s, kXFields);
+          const uint32_t cs0 = cs_field(s, ring, 0);
           const uint32_t hb = kHalfBytes;
           auto at = [&](uint32_t b) { return cs0 + (b / kVecBytes) * kBlockThreads * kVecBytes + b % kVecBytes; };
           stage_cache(at(0), cs_row + col_a);
@@ -370,27 +405,30 @@ struct Rope {
       }
     };
 
-    // Two slots: pass i is issued into slot i mod 2 two passes before it is rotated, so while a thread waits for
-    // pass i, pass i+1 is in flight too (2 · 32 bytes per thread, bf16), and no load waits on another: the
-    // position was staged two tokens earlier, and cos/sin travel in the same group as the first pass's x.
+    // kXSlots slots: pass i is issued into slot i mod kXSlots kXSlots passes before it is rotated, so while a thread
+    // waits for pass i, passes i+1 … i+kXSlots−1 are in flight too (2: 2 · 32 bytes per thread, bf16), and no load
+    // waits on another: the position was staged two tokens earlier, and cos/sin travel in the same group as the
+    // first pass's x.
     Cursor cur{tok0, token_offset(tok0), lane};
     Cursor nxt = cur;
-    issue(nxt, 0);
-    cp_async_commit();
-    advance(nxt);
-    if (nxt.tok < tokens) issue(nxt, 1);
-    cp_async_commit();
-    advance(nxt);
+#pragma unroll
+    for (int k = 0; k < kXSlots; ++k) {
+      if (nxt.tok < tokens) issue(nxt, k);
+      cp_async_commit();
+      if (nxt.tok < tokens) advance(nxt);
+    }
     float cs[kVec], sn[kVec];
     uint32_t s = 0;
+    uint32_t cs_read = 0;  // cs ring entry of the next token to rotate (deep forms)
     while (cur.tok < tokens) {
-      cp_async_wait<1>();  // pass `cur` (slot s) has landed; the pass after it may still be in flight
+      cp_async_wait<kXSlots - 1>();  // pass `cur` (slot s) has landed; the passes after it may still be in flight
+      const bool first = cur.h0 == lane;
       if ((ok_bits >> s) & 1) {
-        if (cur.h0 == lane && lane < p.heads) {
+        if (first && lane < p.heads) {
 #pragma unroll
           for (int f = 0; f < kCsFields; ++f) {
             uint32_t w[4];
-            ld_shared(field(s, kXFields + f), w);
+            ld_shared(cs_field(s, cs_read, f), w);
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
               const int j = 4 * f + i;  // cs float j: cos j for j < V, sin j − V after
@@ -416,14 +454,15 @@ struct Rope {
           }
         }
       }
-      // slot s is free once its words are in registers (they were used above): pass cur + 2 goes there
+      if (first) cs_read ^= 1;
+      // slot s is free once its words are in registers (they were used above): pass cur + kXSlots goes there
       if (nxt.tok < tokens) {
         issue(nxt, s);
         advance(nxt);
       }
-      cp_async_commit();  // one group per step, empty or not, so that wait_group<1> always means "pass cur"
+      cp_async_commit();  // one group per step, empty or not, so that wait_group<kXSlots−1> always means "pass cur"
       advance(cur);
-      s ^= 1;
+      s = s + 1 == kXSlots ? 0 : s + 1;
     }
   }
 };
@@ -431,10 +470,10 @@ struct Rope {
 }  // namespace
 }  // namespace tk
 
-#define TK_APPLY_ROTARY(name, E)                                                                       \
+#define TK_APPLY_ROTARY(name, E, slots)                                                                \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 3)                                   \
       tk_apply_rotary__##name(const __grid_constant__ RopeParams p) {                                  \
-    const tk::Rope<tk::Elem::E> r(p);                                                                  \
+    const tk::Rope<tk::Elem::E, slots> r(p);                                                           \
     if (p.flags & tk::kFlagInterleaved) {                                                              \
       r.run<true>();                                                                                   \
     } else {                                                                                           \
@@ -442,6 +481,10 @@ struct Rope {
     }                                                                                                  \
   }
 
-TK_APPLY_ROTARY(fp32, kFp32)
-TK_APPLY_ROTARY(bf16, kBf16)
-TK_APPLY_ROTARY(fp16, kFp16)
+TK_APPLY_ROTARY(fp32, kFp32, 2)
+TK_APPLY_ROTARY(bf16, kBf16, 2)
+TK_APPLY_ROTARY(fp16, kFp16, 2)
+// Deep forms (3 or 4 passes in flight per thread), for H ≥ 2 · L (at least 2 passes per token and thread)
+TK_APPLY_ROTARY(bf16_s3, kBf16, 3)
+TK_APPLY_ROTARY(bf16_s4, kBf16, 4)
+TK_APPLY_ROTARY(fp16_s4, kFp16, 4)
