@@ -13,21 +13,7 @@ export const DEV: Device = { kind: "cuda", index: 0 };
 
 /** Median of the per-call device time (µs) of `f` over `reps` repetitions of `iters` back-to-back calls. */
 export function deviceTimeUs(f: () => void, iters = 20, reps = 7): number {
-  const a = createEvent(DEV);
-  const b = createEvent(DEV);
-  for (let i = 0; i < 3; i++) f();
-  syncAndCheck(0, 0);
-  const times: number[] = [];
-  for (let r = 0; r < reps; r++) {
-    recordEvent(DEV, a, 0);
-    for (let i = 0; i < iters; i++) f();
-    recordEvent(DEV, b, 0);
-    times.push((elapsedMs(DEV, a, b) * 1000) / iters);
-  }
-  destroyEvent(DEV, a);
-  destroyEvent(DEV, b);
-  times.sort((x, y) => x - y);
-  return times[times.length >> 1];
+  return timeCalls(f, iters, reps, 0).us;
 }
 
 /**
@@ -38,14 +24,15 @@ export function deviceTimeUs(f: () => void, iters = 20, reps = 7): number {
  * kernels). `hostBound` is true when issuing took longer than the copy in some repetition: the figure is then an
  * upper bound.
  */
-export function queuedDeviceTimeUs(
-  f: () => void,
-  iters = 100,
-  reps = 9,
-  leadBytes = 2 ** 32,
-): { us: number; hostBound: boolean } {
-  const src = empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor;
-  const dst = empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor;
+export function queuedDeviceTimeUs(f: () => void, iters = 100, reps = 9, leadBytes = 2 ** 32): { us: number; hostBound: boolean } {
+  return timeCalls(f, iters, reps, leadBytes);
+}
+
+/** The two timings above: events around `iters` calls, after a lead copy of `leadBytes` when it is not 0. */
+function timeCalls(f: () => void, iters: number, reps: number, leadBytes: number): { us: number; hostBound: boolean } {
+  const lead = leadBytes > 0
+    ? { src: empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor, dst: empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor }
+    : null;
   const rt = deviceRuntime("bench");
   const s = rt.defaultStream(DEV);
   const c = createEvent(DEV);
@@ -56,19 +43,21 @@ export function queuedDeviceTimeUs(
   const times: number[] = [];
   let hostBound = false;
   for (let r = 0; r < reps; r++) {
-    recordEvent(DEV, c, 0);
-    rt.copyDtoD(DEV, dst.addr, src.addr, leadBytes, s);
+    if (lead) {
+      recordEvent(DEV, c, 0);
+      rt.copyDtoD(DEV, lead.dst.addr, lead.src.addr, leadBytes, s);
+    }
     recordEvent(DEV, a, 0);
     const t0 = performance.now();
     for (let i = 0; i < iters; i++) f();
     const issueUs = (performance.now() - t0) * 1000;
     recordEvent(DEV, b, 0);
     times.push((elapsedMs(DEV, a, b) * 1000) / iters);
-    if (issueUs >= elapsedMs(DEV, c, a) * 1000) hostBound = true;
+    if (lead && issueUs >= elapsedMs(DEV, c, a) * 1000) hostBound = true;
   }
   for (const e of [a, b, c]) destroyEvent(DEV, e);
-  src.dispose();
-  dst.dispose();
+  lead?.src.dispose();
+  lead?.dst.dispose();
   times.sort((x, y) => x - y);
   return { us: times[times.length >> 1], hostBound };
 }

@@ -25,32 +25,23 @@ TOKENS = [1, 2, 4, 8, 16, 32, 64]
 
 
 def device_us(fn, n=100, reps=9):
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(n):
-            fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1000 / n)
-    return statistics.median(times)
+    return queued_device_us(fn, n, reps, 0)[0]
 
 
 def queued_device_us(fn, n=100, reps=9, lead_bytes=2 ** 32):
-    src = torch.empty(lead_bytes, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
+    """Median µs per call of n calls between two events, after a lead copy of lead_bytes when it is not 0 (so the
+    GPU runs the calls back to back); host_bound: the host issued them more slowly than the copy ran."""
+    src = torch.empty(lead_bytes, dtype=torch.uint8, device="cuda") if lead_bytes else None
+    dst = torch.empty_like(src) if lead_bytes else None
     for _ in range(10):
         fn()
     torch.cuda.synchronize()
     times, host_bound = [], False
     for _ in range(reps):
         c, s, e = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        c.record()
-        dst.copy_(src)
+        if lead_bytes:
+            c.record()
+            dst.copy_(src)
         s.record()
         t0 = time.perf_counter()
         for _ in range(n):
@@ -59,7 +50,8 @@ def queued_device_us(fn, n=100, reps=9, lead_bytes=2 ** 32):
         e.record()
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e) * 1000 / n)
-        host_bound |= issue_us >= c.elapsed_time(s) * 1000
+        if lead_bytes:
+            host_bound |= issue_us >= c.elapsed_time(s) * 1000
     return statistics.median(times), host_bound
 
 

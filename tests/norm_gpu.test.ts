@@ -44,16 +44,20 @@ function moderate(rand: () => number, shape: number[], dtype: Dt): HostTensor {
   return tensor(new Uint16Array(n).map((_, i) => encodeBf16(v[i])), shape, "bf16");
 }
 
-/** Runs f with the bf16 normBackward rows kernel of `blocks` per SM (4: _b4, 3: staged), then restores the knob. */
-function withBwdBlocks<T>(blocks: number, f: () => T): T {
-  const prev = normLaunchTuning.backwardBf16Blocks;
-  normLaunchTuning.backwardBf16Blocks = blocks;
+/** Runs f with one `normLaunchTuning` field set to `value`, then restores it. */
+function withTuning<K extends keyof typeof normLaunchTuning, T>(key: K, value: (typeof normLaunchTuning)[K], f: () => T): T {
+  const prev = normLaunchTuning[key];
+  normLaunchTuning[key] = value;
   try {
     return f();
   } finally {
-    normLaunchTuning.backwardBf16Blocks = prev;
+    normLaunchTuning[key] = prev;
   }
 }
+/** The bf16 normBackward rows kernel of `blocks` per SM (4: _b4, 3: staged). */
+const withBwdBlocks = <T>(blocks: number, f: () => T): T => withTuning("backwardBf16Blocks", blocks, f);
+/** The team width of the launches (0 = default). */
+const withTeam = <T>(p: number, f: () => T): T => withTuning("teamThreads", p, f);
 
 /** Runs f with the normBackward launch knobs `t` (normLaunchTuning, ops/norm/launch.ts) set, then restores them. */
 function withBwdTuning<T>(t: Partial<typeof normLaunchTuning>, f: () => T): T {
@@ -63,17 +67,6 @@ function withBwdTuning<T>(t: Partial<typeof normLaunchTuning>, f: () => T): T {
     return f();
   } finally {
     Object.assign(normLaunchTuning, prev);
-  }
-}
-
-/** Sets the team width of the next launches (0 = default) and restores it afterwards. */
-function withTeam<T>(p: number, f: () => T): T {
-  const prev = normLaunchTuning.teamThreads;
-  normLaunchTuning.teamThreads = p;
-  try {
-    return f();
-  } finally {
-    normLaunchTuning.teamThreads = prev;
   }
 }
 
