@@ -375,7 +375,8 @@ function compareCastOn(
     const [n] = normForward(dx, dw, { eps: 1e-6, outScale: c.outScale, residual: dr });
     const n2 = c.B ? (n as DeviceTensor).view([c.B * c.T, c.H]) : n;
     const flat = (t: DeviceTensor) => readAllocation(t);
-    if (c.B <= 1) {
+    // (perTokenCast itself takes hidden sizes that are multiples of 64; the fused op also takes 32-multiples)
+    if (c.B <= 1 && c.H % 64 === 0) {
       const [pd, pf] = perTokenCast(n2, { fmt: "e4m3", numPerChannels: o.numPerChannels, ...sfOf(o) });
       assertBytesEqual(flat(pd as DeviceTensor), flat(gd as DeviceTensor), `${label}: fused data = perTokenCast(normForward) data`);
       assertBytesEqual(flat(pf as DeviceTensor), flat(gf as DeviceTensor), `${label}: fused sf = perTokenCast(normForward) sf`);

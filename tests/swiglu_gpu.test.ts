@@ -427,7 +427,7 @@ gpuTest("a device output with a row stride, an unaligned device x and a stream: 
 gpuTest("swigluBackwardAndPerTokenCast with e4m3 x and bf16 dy views off their vector alignment: same bytes as the CPU", () => {
   // The staged step loads (cp.async into shared memory) fall back to element loads for such views.
   const rand = rng(SEED + 7);
-  const T = 37, H = 192;
+  const T = 37, H = 384;
   const q = tensor(Uint8Array.from({ length: T * 2 * H }, () => Math.floor(rand() * 256)), [T, 2 * H], "e4m3");
   const qsf = tensor(Float32Array.from({ length: (T * 2 * H) / 32 }, () => Math.fround(2 ** (rand() * 8 - 4))), [T, (2 * H) / 32], "fp32");
   const dy = randomX(rand, T, H, "bf16");
