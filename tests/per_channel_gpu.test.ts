@@ -221,58 +221,6 @@ gpuTest("perChannelCastFused: an index ≥ T raises DEVICE_VALUE at the next syn
   dispose(dx, dpos, d, s);
 });
 
-// The kernels are persistent (min(tiles, 4 · SMs) CTAs) and, on sm_90a, load a CTA's next tile during the current
-// one: these shapes have 640 … 1280 tiles, more than 4 · SMs on an H200 (528) or a B200 (592), so most tiles are
-// prefetched ones (gather indices through shared memory, partial last block, re-quantized scales).
-gpuTest("per-channel kernels = reference with more tiles than resident CTAs (prefetched tiles): every input dtype, both block heights, gather, transpose (seed 5600)", () => {
-  const rand = rng(5600);
-  const [T, H] = [2048, 5120];
-  for (const dtype of ["fp32", "bf16"] as const) {
-    const x = randomColumns(rand, T, H, dtype);
-    const dx = up(x) as DeviceTensor;
-    for (const r of [32, 128]) {
-      const o = { ...PC, numPerTokens: r, roundSf: r === 32 };
-      compare(`${dtype} r${r}`, () => perChannelCast(x, o), () => perChannelCast(dx, o), []);
-      if (dtype === "bf16") compare(`transpose r${r}`, () => perChannelCastAndTranspose(x, o), () => perChannelCastAndTranspose(dx, o), []);
-    }
-    dispose(dx);
-  }
-  const q = randomQuantized(rand, T, H, { fmt: "e4m3", numPerChannels: 128 });
-  const dq = up(q);
-  for (const r of [32, 128]) {
-    const o = { ...PC, numPerTokens: r, numPerChannels: 128 };
-    compare(`e4m3 r${r}`, () => perChannelCast(q, o), () => perChannelCast(dq, o), []);
-  }
-  // gathers of 2064 rows (17 blocks, the last of 16 rows) from 2048 × 5120: 680 tiles
-  const pos = randomPositions(rand, 2064, T);
-  const dpos = toDevice(pos);
-  const o = { ...PC, numPerTokens: 128, numPerChannels: 128 };
-  compare("e4m3 gather", () => perChannelCastFused(q, { ...o, posToToken: pos }), () => perChannelCastFused(dq, { ...o, posToToken: dpos }), []);
-  const x = randomColumns(rand, T, H, "bf16");
-  const dx = up(x) as DeviceTensor;
-  compare("bf16 gather", () => perChannelCastFused(x, { ...PC, numPerTokens: 128, posToToken: pos }), () => perChannelCastFused(dx, { ...PC, numPerTokens: 128, posToToken: dpos }), []);
-  dispose(dq, dpos, dx);
-});
-
-gpuTest("perChannelCastFused: bad indices in prefetched tiles are counted once each (seed 5700)", async () => {
-  const rand = rng(5700);
-  const x = randomColumns(rand, 2048, 5120, "bf16");
-  const pos = randomPositions(rand, 2064, 2048);
-  const idx = pos.data as Int32Array;
-  idx[2050] = 2048; // block 16: tiles 640 …, past the first 4 · SMs
-  idx[2063] = 0x7fffffff;
-  idx[1500] = 1 << 30; // block 11
-  const dx = up(x) as DeviceTensor;
-  const dpos = toDevice(pos);
-  const [d, s] = perChannelCastFused(dx, { ...PC, numPerTokens: 128, posToToken: dpos });
-  await assert.rejects(toHost(d), (e: unknown) => e instanceof TkError && e.code === "DEVICE_VALUE" && /3 illegal value\(s\).*posToToken/.test(e.message));
-  const fixed = tensor(Int32Array.from(idx, (v) => (v >= 2048 ? -1 : v)), [2064], "int32");
-  const [cd, cs] = perChannelCastFused(x, { ...PC, numPerTokens: 128, posToToken: fixed });
-  sameAllocation(d, cd, "data");
-  sameAllocation(s, cs, "sf");
-  dispose(dx, dpos, d, s);
-});
-
 gpuTest("perChannelCastFused with an empty gather launches nothing and returns [0, H] data and [0, H] sf", () => {
   const dx = up(randomColumns(rng(5500), 128, 256, "fp32")) as DeviceTensor;
   const dpos = toDevice(tensor(new Int32Array(0), [0], "int32"));

@@ -6,7 +6,6 @@
  */
 import { type OpOptions, place, type Placement } from "../../core/backend.ts";
 import { checkContiguous, checkOptions, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
-import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
 import {
@@ -158,19 +157,14 @@ function addr(t: Tensor | null | undefined): number {
   return t ? (t as DeviceTensor).addr : 0;
 }
 
-/** Resident CTAs per SM of the per-channel kernels (sm_90a; e4m3 has 2 on sm_100a, where the grid is two waves). */
-const BLOCKS_PER_SM = 4;
-
 /**
- * grid.x of per_channel_cast.cu's launch table: min(tiles, 4 · SMs) persistent CTAs over the tiles of R rows × C
- * columns, C = V · 256 · N / R with V = 16 bytes / input element (fp32 4, bf16 8, e4m3 16) and N rows per thread
- * (fp32, bf16 8, e4m3 4).
+ * grid.x of per_channel_cast.cu's launch table: one CTA per tile of R rows × C columns, C = V · 256 · N / R with
+ * V = 16 bytes / input element (fp32 4, bf16 8, e4m3 16) and N rows per thread (fp32, bf16 8, e4m3 4).
  */
-function perChannelGrid(device: Device, tOut: number, H: number, r: number, dtype: string): number {
+function perChannelGrid(tOut: number, H: number, r: number, dtype: string): number {
   const rowsPerThread = dtype === "e4m3" ? 4 : 8;
   const cols = ((16 / ELEMENT_BYTES[dtype]) * 256 * rowsPerThread) / r;
-  const tiles = Math.ceil(tOut / r) * Math.ceil(H / cols);
-  return Math.max(1, Math.min(tiles, BLOCKS_PER_SM * config.getNumSms(device)));
+  return Math.ceil(tOut / r) * Math.ceil(H / cols);
 }
 
 function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tensor, sf: Tensor): void {
@@ -197,7 +191,7 @@ function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tenso
   p.u32(W.flags, l.flags);
   p.f32(W.amax_clamp, amaxClampFor("e4m3", false));
   p.u32(W.op_id, OP[l.op]);
-  p.setLaunch(fn, stream.handle, perChannelGrid(device, tOut, inp.H, r, inp.x.dtype), THREADS, 0, false, device.index);
+  p.setLaunch(fn, stream.handle, perChannelGrid(tOut, inp.H, r, inp.x.dtype), THREADS, 0, false, device.index);
   p.launch(l.op);
 }
 

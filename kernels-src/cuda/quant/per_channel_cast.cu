@@ -10,7 +10,7 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             min(ceilDiv(T_out, R) · ceilDiv(H, C), 4 · SMs)   (persistent CTAs over tiles)
+//   all      256      0             ceilDiv(T_out, R) · ceilDiv(H, C)        (one CTA per tile)
 //
 //   A tile is R rows (one scale block) × C columns. A thread owns N consecutive rows × V columns, V = one
 //   16-byte load of the input (fp32 4, bf16 8, e4m3 16), N = 8 (fp32, bf16) or 4 (e4m3); the block is R/N row
@@ -20,10 +20,7 @@
 //   transposed, the tile's codes (R · C bytes = 16 KiB).
 //
 // Data stays in registers between the amax and the quantization (one 16-byte chunk per row, N rows per thread:
-// 128 bytes in flight per thread for value inputs, 32 KiB per CTA, 4 CTAs per SM). On sm_90a a CTA loads its next
-// tile's rows (and, gathered, their posToToken entries) during the current tile's quantization, row i into w[i] once
-// the row is encoded, so the next tile's reads are in flight during the stores and the transposed write-out; with
-// one CTA per tile (the old grid) nothing is prefetched and the kernel behaves as before. The column amax crosses row
+// 128 bytes in flight per thread for value inputs, 32 KiB per CTA, 4 CTAs per SM). The column amax crosses row
 // groups through shared memory: each thread writes its V column maxima, then one thread per column reduces the R/N
 // partials, computes (sf, inv), stores sf and publishes inv.
 //
@@ -34,8 +31,7 @@
 // Gather (pos_to_token ≠ 0): output row p is input row pos[p]; a negative entry is an all-zero row (codes 0,
 // scale 0: d = +0). An entry ≥ T breaks the caller contract (§11.2): the kernel reads nothing for it, treats the
 // row as zero and reports PER_CHANNEL_COND.posOutOfRange in the error word (DESIGN §6). A thread loads the indices
-// of all its rows before it uses any (first tile), or finds them in shared memory, loaded one per row by the first
-// R threads a tile ahead (later tiles, sm_90a): no round trip to posToToken waits on another.
+// of all its rows before it uses any, then the rows and their input scales: two round trips per tile, not N + 1.
 #include "../common/chunk.cuh"
 #include "../common/error_word.cuh"
 #include "../common/fp.cuh"
@@ -71,13 +67,6 @@ constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? kCodeMinBlocksPerSm : 4;
 // 64 bytes on sm_90a).
 constexpr int kTransposeMinBlocksPerSm = 4;
 constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
-// A CTA loads its next tile's rows during the quantization of the current one (see run). sm_90a only: on sm_100a
-// the extra live state spills the bf16 kernels at 64 registers, so there a CTA loads each tile when it starts it.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-constexpr bool kPrefetchNext = true;
-#else
-constexpr bool kPrefetchNext = false;
-#endif
 
 template <Fmt kIn, int kR, bool kTranspose>
 struct PerChannel {
@@ -89,7 +78,6 @@ struct PerChannel {
   static constexpr int kCols = kColGroups * kV;                  // tile columns C
   static constexpr int kPieceStride = kColGroups * 4;           // words between a thread's 4-column pieces
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
-  static constexpr bool kGather = !kTranspose;  // the transposed cast has no posToToken (§5.3)
   // Transposed tile: codes row-major, kWordsPerRow words a row; the word index is XOR-swizzled by the row's
   // 16-row segment so that the column-quad reads of the write-out hit distinct banks (see transpose_out).
   static constexpr int kWordsPerRow = kCols / 4;
@@ -100,7 +88,6 @@ struct PerChannel {
     float red[kRowGroups * kCols];  // partial column maxima, [row group][piece-major column position]
     float inv[kCols];               // inverse scale per column position
     uint32_t tile[kTranspose ? kR * kWordsPerRow : 1];
-    uint32_t pos[kGather ? kR : 1];  // posToToken entries of the next tile's rows
   };
 
   const PerChannelCastParams& p;
@@ -120,54 +107,30 @@ struct PerChannel {
     return (q % kPieceStride) / 4 * kV + (q / kPieceStride) * 4 + q % 4;
   }
 
-  // Where a thread's part of tile `tile` lies: scale block m, the tile's first column, the thread's first column and
-  // first row, how many of its rows are below out_tokens (fewer than N only in the partial last block of a gather)
-  // and the input-scale column of its columns (re-quantization; one division per tile, not per row).
-  struct At {
-    uint32_t m, col0, col, n_live, k_in;
-    uint64_t row0;
-  };
-  TK_DEV At at(uint64_t tile, uint32_t rg, uint32_t cg) const {
-    At t;
-    t.m = static_cast<uint32_t>(tile / col_tiles);
-    t.col0 = static_cast<uint32_t>(tile % col_tiles) * kCols;
-    t.col = t.col0 + cg * kV;
-    t.row0 = static_cast<uint64_t>(t.m) * kR + kRowsPerThread * rg;
-    t.n_live = t.row0 < p.out_tokens ? static_cast<uint32_t>(p.out_tokens - t.row0) : 0u;
-    t.k_in = kRequant ? t.col / p.num_per_channels : 0u;
-    return t;
-  }
-
-  // posToToken entries of the thread's live rows (nothing without a gather). All are loaded before any is used
-  // (source_of), so a thread waits for one round trip to posToToken rather than one per row: the loads are
-  // volatile, and a load placed after a use of the previous one is issued only once that one has arrived.
-  TK_DEV void load_pos(const At& t, uint32_t (&raw)[kRowsPerThread]) const {
-    const uint8_t* pos = reinterpret_cast<const uint8_t*>(p.pos_to_token) + 4 * t.row0;
+  // The input rows of the thread's output rows row0 + i (i < n_live; the others get -1, a zero row), or -1 for a
+  // zero row. With a gather every index is loaded before any is used, so the thread waits for one round trip to
+  // posToToken rather than one per row (the loads are volatile: a load placed after a use of the previous one is
+  // issued only once that one has arrived). Every thread that loads a row reads its index; only the `reporter`
+  // (first column group of the first column tile) counts a bad one, so the error word counts bad entries, not
+  // their readers.
+  TK_DEV void source_rows(uint64_t row0, uint32_t n_live, bool reporter, int64_t (&src)[kRowsPerThread]) const {
+    if (p.pos_to_token == 0) {
 #pragma unroll
-    for (int i = 0; i < kRowsPerThread; ++i)
-      raw[i] = kGather && p.pos_to_token != 0 && static_cast<uint32_t>(i) < t.n_live ? ld_u32(pos + 4 * i) : 0u;
-  }
-
-  // The input row of the thread's row i (raw: its posToToken entry), or -1 for a zero row. Every thread that loads
-  // a row reads its index; only the first column group of the first column tile counts a bad one, so the error
-  // word counts bad entries, not their readers.
-  TK_DEV int64_t source_of(const At& t, int i, uint32_t raw, uint32_t cg) const {
-    const bool live = static_cast<uint32_t>(i) < t.n_live;
-    if (!kGather || p.pos_to_token == 0) return live ? static_cast<int64_t>(t.row0 + i) : -1;
-    const int32_t s = static_cast<int32_t>(raw);
-    const bool bad = live && s >= 0 && static_cast<uint32_t>(s) >= p.num_tokens;
-    report_fault_warp(p.error_word, p.op_id, kCondPosOutOfRange, bad && cg == 0 && t.col0 == 0);
-    return (!live || s < 0 || bad) ? -1 : s;
-  }
-
-  // Row i of the thread's part of a tile and its input scale (0 for a plain input or a zero row).
-  TK_DEV void load_input(const At& t, int i, uint32_t raw, uint32_t cg, uint32_t (&w)[4], float& s_in) const {
-    const int64_t src = source_of(t, i, raw, cg);
-    load_row(src, t.col, w);
-    s_in = 0.0f;
-    if constexpr (kRequant) {
-      if (src >= 0 && t.col < p.hidden)
-        s_in = load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, static_cast<uint64_t>(src), t.k_in);
+      for (int i = 0; i < kRowsPerThread; ++i)
+        src[i] = static_cast<uint32_t>(i) < n_live ? static_cast<int64_t>(row0 + i) : -1;
+      return;
+    }
+    const uint8_t* pos = reinterpret_cast<const uint8_t*>(p.pos_to_token) + 4 * row0;
+    uint32_t raw[kRowsPerThread];
+#pragma unroll
+    for (int i = 0; i < kRowsPerThread; ++i) raw[i] = static_cast<uint32_t>(i) < n_live ? ld_u32(pos + 4 * i) : 0u;
+#pragma unroll
+    for (int i = 0; i < kRowsPerThread; ++i) {
+      const bool live = static_cast<uint32_t>(i) < n_live;
+      const int32_t s = static_cast<int32_t>(raw[i]);
+      const bool bad = live && s >= 0 && static_cast<uint32_t>(s) >= p.num_tokens;
+      report_fault_warp(p.error_word, p.op_id, kCondPosOutOfRange, bad && reporter);
+      src[i] = (!live || s < 0 || bad) ? -1 : s;
     }
   }
 
@@ -258,34 +221,29 @@ struct PerChannel {
     __shared__ __align__(16) Smem s;
     const uint32_t rg = threadIdx.x / kColGroups, cg = threadIdx.x % kColGroups;
     const uint64_t tiles = static_cast<uint64_t>(nbm) * col_tiles;
-    uint64_t tile = blockIdx.x;
-    if (tile >= tiles) return;
-    At t = at(tile, rg, cg);
-    uint32_t w[kRowsPerThread][4];
-    float s_in[kRowsPerThread];
-    {
-      uint32_t raw[kRowsPerThread];
-      load_pos(t, raw);
+    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const uint32_t m = static_cast<uint32_t>(tile / col_tiles);
+      const uint32_t col0 = static_cast<uint32_t>(tile % col_tiles) * kCols;
+      const uint32_t col = col0 + cg * kV;
+      const uint64_t row0 = static_cast<uint64_t>(m) * kR + kRowsPerThread * rg;
+
+      uint32_t w[kRowsPerThread][4];
+      float s_in[kRowsPerThread];
+      // the thread's rows below out_tokens (fewer than N only in the partial last block of a gather)
+      const uint32_t n_live = row0 < p.out_tokens ? static_cast<uint32_t>(p.out_tokens - row0) : 0u;
+      int64_t src[kRowsPerThread];
+      source_rows(row0, n_live, cg == 0 && col0 == 0, src);
+      // input scale column of the thread's columns (one division per tile, not per row)
+      const uint32_t k_in = kRequant ? col / p.num_per_channels : 0u;
 #pragma unroll
-      for (int i = 0; i < kRowsPerThread; ++i) load_input(t, i, raw[i], cg, w[i], s_in[i]);
-    }
-    // Grid-stride over tiles; the next tile's rows are loaded into w row by row during the quantization of this
-    // one (each w[i] right after its last use), so they are in flight during the stores, the transposed write-out
-    // and the next tile's start instead of after them. Its posToToken entries are loaded before the amax.
-    for (;;) {
-      const uint64_t next = tile + gridDim.x;
-      const bool has_next = next < tiles;
-      const At tn = at(has_next ? next : tile, rg, cg);
-      // the next tile's posToToken entries: one per row, loaded by the first R threads now and published through
-      // shared memory with the inverses (one register held over the amax, not N)
-      uint32_t pos_n = 0;
-      if (kPrefetchNext && kGather && p.pos_to_token != 0 && has_next && threadIdx.x < static_cast<uint32_t>(kR)) {
-        const uint64_t row = static_cast<uint64_t>(tn.m) * kR + threadIdx.x;
-        if (row < p.out_tokens) pos_n = ld_u32(reinterpret_cast<const uint8_t*>(p.pos_to_token) + 4 * row);
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        load_row(src[i], col, w[i]);
+        s_in[i] = 0.0f;
+        if constexpr (kRequant) {
+          if (src[i] >= 0 && col < p.hidden)
+            s_in[i] = load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, static_cast<uint64_t>(src[i]), k_in);
+        }
       }
-      const uint32_t m = t.m, col0 = t.col0, col = t.col;
-      const uint64_t row0 = t.row0;
-      const uint32_t n_live = t.n_live;
 
       // column maxima over the thread's rows (maximumNumber: NaN ignored, §1.1-5)
       float cm[kV];
@@ -320,7 +278,6 @@ struct PerChannel {
         }
         s.inv[q] = inv;
       }
-      if (kPrefetchNext && kGather && threadIdx.x < static_cast<uint32_t>(kR)) s.pos[threadIdx.x] = pos_n;
       __syncthreads();
 
       float inv[kV];
@@ -355,23 +312,10 @@ struct PerChannel {
               if (col + e < p.hidden) st_u8(dst + e, (o[e / 4] >> (8 * (e % 4))) & 0xffu);
           }
         }
-        if (kPrefetchNext && has_next) {
-          const uint32_t raw = kGather ? s.pos[kRowsPerThread * rg + i] : 0u;
-          load_input(tn, i, raw, cg, w[i], s_in[i]);
-        }
       }
       if constexpr (kTranspose) {
         __syncthreads();
         transpose_out(s, m, col0);
-      }
-      if (!has_next) break;
-      tile = next;
-      t = tn;
-      if constexpr (!kPrefetchNext) {
-        uint32_t raw[kRowsPerThread];
-        load_pos(t, raw);
-#pragma unroll
-        for (int i = 0; i < kRowsPerThread; ++i) load_input(t, i, raw[i], cg, w[i], s_in[i]);
       }
     }
   }
