@@ -20,10 +20,9 @@
 // when r = 128, 4 or 16 blocks when r = 32), i.e. 16384 elements, 64 per thread, read ONCE into registers
 // (fp32: 16 chunks of 16 bytes per thread, bf16: 8). bf16 tiles are double-buffered: tile t + grid.x is copied
 // into shared memory (cp.async, each thread its own slots) from the barrier of tile t on, while tile t is cast and
-// stored, and a CTA's reads are no longer idle from its barrier to its next tile's first load (with a reduction,
-// the copies are issued as soon as the thread has folded its chunks into its max, before the barrier). Chunk i of
-// the tile (16 bytes, V = 4 fp32 / 8 bf16 elements, row-major in the tile) belongs to thread i % 256, so a
-// thread's chunks share one column (a warp reads 512 contiguous bytes of a row) and so one scale block; T % 128 == 0 and r | 128 make every tile's rows real, H %
+// stored, and a CTA's reads are no longer idle from its barrier to its next tile's first load. Chunk i of the tile (16 bytes, V = 4 fp32 / 8 bf16 elements,
+// row-major in the tile) belongs to thread i % 256, so a thread's chunks share one column (a warp reads 512
+// contiguous bytes of a row) and so one scale block; T % 128 == 0 and r | 128 make every tile's rows real, H %
 // 128 == 0 and c | 128 make every block whole (only the columns of the last tile may run past H: dead chunks are
 // not read or written). Block amax: the thread's max over its chunks, an xor-butterfly over the lanes of the same
 // block (lane bits below c / V: same row; bits at or above the chunks per row: same column), then one shared
@@ -126,9 +125,8 @@ struct BlockCast {
     };
     // bf16 input: tile t + grid.x is copied (cp.async) into this thread's shared slots while tile t is cast and
     // stored, and moved into registers when tile t is done (the thread reads only its own slots). The copies are
-    // issued once the thread's ld.shared of the previous tile from those slots has completed: after its local max
-    // has consumed every value read (with a reduction), or after the tile's barrier (precomputed sf), so a slot is
-    // never overwritten before it has been read.
+    // issued after the tile's barrier: every thread's ld.shared of the previous tile from those slots has been
+    // performed by then (bar.sync), so a slot is never overwritten before it has been read.
     __shared__ __align__(16) uint32_t next_tile[kPipelined ? kU : 1][kBlockThreads][4];
     auto issue_next = [&](uint64_t t) {
       if constexpr (kPipelined) {
@@ -186,17 +184,16 @@ struct BlockCast {
         for (int u = 0; u < kU; ++u)
 #pragma unroll
           for (int i = 0; i < kVec; ++i) a = max_num(a, abs_f(element<kIn>(w[u], i)));
-        // The next tile's copies are issued here, before the butterfly, the atomics and the barrier (a warp whose
-        // data came early no longer waits for the CTA's slowest warp to start its next reads; in sf-only mode,
-        // where nothing is cast after the barrier, they were otherwise in flight only from the barrier to the
-        // fetch right after it). Safe without the barrier: the thread's own slots only, and every value its
-        // ld.shared read from them has been consumed by the max above, so those reads have completed before the
-        // copies issue.
-        issue_next(tile + gridDim.x);
+        // sf only: nothing is cast after the barrier, so the next tile's copies would be in flight only from the
+        // barrier to the fetch right after it. They are issued here instead, before the butterfly, the atomics and
+        // the barrier. Safe without the barrier: the thread's own slots only, and every value its ld.shared read
+        // from them has been consumed by the max above, so those reads have completed before the copies issue.
+        if (!write_data) issue_next(tile + gridDim.x);
         a = warp_block_max(a);
         uint32_t* amax_row = block_amax[it % kAmaxRows];
         if (publisher && live) atomicMax(amax_row + tblk, f2u(a));
         __syncthreads();
+        if (write_data) issue_next(tile + gridDim.x);
         const ScaleAndInv si = sf_and_inv(u2f(amax_row[tblk]), p.amax_clamp, kQmax, p.flags);
         if (tid < kTileBlocks) block_amax[(it + 2) % kAmaxRows][tid] = 0;
         if (sf_writer && live) sf_out.store(m, k, si.stored);
