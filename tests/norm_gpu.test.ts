@@ -307,7 +307,7 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
   }
 });
 
-gpuTest("forward team kernels: weight in shared memory (_ws, default) and through L1, grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
+gpuTest("forward team kernels: weight in shared memory (_ws) and through L1 (the default), grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
   for (const weightSmem of [true, false]) {
     for (const blocks of [0, 4, 1 << 20]) {
       const tag = `ws ${weightSmem} blocks/SM ${blocks}`;

@@ -20,8 +20,10 @@ export const NORM_BLOCK_THREADS = 256;
  *   default) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for `_b4` on the H200, so
  *   kept for the tests only); 0 = the default.
  * - `forwardWeightSmem`: the bf16 forward kernels with a weight take it from shared memory, staged once per block
- *   (`tk_norm_forward__bf16[_e4m3_gN]_ws`, the default), or (false) load it through L1 after each row's reduction
- *   (the kernels measured up to round 2). docs/perf-notes/perf3-norm.md.
+ *   (`tk_norm_forward__bf16[_e4m3_gN]_ws`), or (false, the default) load it through L1 after each row's reduction
+ *   (the kernels measured up to round 2). Measured on the H200 (bench/norm_tuning.ts, 2026-11-30): the L1 form is
+ *   faster in every team case (normForward 62.0 against 56.3% of copy at 16384 rows, norm + cast 50.6 against
+ *   46.3%, 64-row decode 5.06 against 5.95 µs). docs/perf-notes/perf3-norm.md.
  * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
  *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
@@ -31,7 +33,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   kernels: 256 threads per row finish one row sooner than one warp. Its default grid is one block per 8 rows (no
  *   cap: `forwardBlocksPerSm` caps it when set).
  * - `castWarpRows`: the same for the fused casts without residual (normForwardAndPerTokenCast:
- *   `tk_norm_forward__bf16_e4m3_g<N>_wr`).
+ *   `tk_norm_forward__bf16_e4m3_g<N>_wr`). Default off: measured 48.4% of copy against the L1 team kernel's 50.6%
+ *   at 16384 rows (normForward by warp rows: 72.8 against 62.0%, so `forwardWarpRows` stays on).
  * - `residualWarpRows`: the same with a residual, plain or cast (`tk_norm_forward__bf16[_e4m3_g<N>]_wr_res`:
  *   normForward with residual, addRmsnormForwardAndPerTokenCast): s = x + residual is written to residualOut in
  *   the first pass and read back from L2 in the second.
@@ -42,23 +45,25 @@ export const NORM_BLOCK_THREADS = 256;
 export const normLaunchTuning = {
   teamThreads: 0,
   backwardBf16Blocks: 0,
-  forwardWeightSmem: true,
+  forwardWeightSmem: false,
   forwardBlocksPerSm: 0,
   forwardWarpRows: true,
-  castWarpRows: true,
+  castWarpRows: false,
   residualWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,
   warpRowsSmemPad: 0,
   /**
    * bf16 `_b4` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed
-   * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row: the default), "thread"
-   * (per-thread prefetch.global.L2 of each thread's chunks), "off". Hints only: same bits either way.
+   * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
+   * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.
+   * Measured on the H200 (bench/nbw_tuning.ts, 2026-11-30): every setting of the three knobs within 58.3–59.2% of
+   * copy at 16384 rows (54–55% at 8192), i.e. no gain: the defaults are the round-2 kernel's (plus one barrier a row).
    */
-  backwardPrefetch: "bulk" as "bulk" | "thread" | "off",
-  /** normBackward's weight-gradient fold: 16 warps per block (`_w16`, the default) or 8 (the older kernel). Same bits. */
-  backwardFoldWarps: 16 as 8 | 16,
-  /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`). Same bits. */
-  backwardFoldPdl: true,
+  backwardPrefetch: "off" as "bulk" | "thread" | "off",
+  /** normBackward's weight-gradient fold: 16 warps per block (`_w16`) or 8 (the older kernel, the default). Same bits. */
+  backwardFoldWarps: 8 as 8 | 16,
+  /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`; default off). Same bits. */
+  backwardFoldPdl: false,
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

@@ -201,10 +201,12 @@ const DEEP_FORMS: Record<string, readonly number[]> = { bf16: [3, 4], fp16: [4],
  * Read when a kernel's function handle is first used in the process and whenever the value changes.
  * `l2Line`: the view's 16-byte loads carry the L2::128B prefetch-size hint (rope.cu kFlagL2Line): an L2 miss
  * fetches the whole 128-byte line, so the second half of a head (the thread's other vector) is there or in flight
- * (same bytes; a view whose heads are not whole lines may fetch bytes it does not use). Default off.
+ * (same bytes; a view whose heads are not whole lines may fetch bytes it does not use). Default on (measured faster).
  */
-export const rotaryLaunchTuning = { stages: 0, carveout: 100, l2Line: false };
-const DEFAULT_STAGES = 4;
+export const rotaryLaunchTuning = { stages: 0, carveout: 100, l2Line: true };
+// Measured on the H200 (bench/rope_tuning.ts, 2026-11-30): the two-slot kernel with the L2::128B hint is the fastest
+// form on both roofline cases (MLA 78.0%, NeoX 89.7% of copy at 16384; s3 74.2 / 82.6%, s4 73.9 / 82.9%).
+const DEFAULT_STAGES = 2;
 
 /**
  * Geometry of rope.cu's launch table: V = 16 / element bytes, C = D / 2V chunks per head, P = 2 (fp32) or 1 heads
