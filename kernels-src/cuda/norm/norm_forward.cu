@@ -95,6 +95,15 @@ extern __shared__ __align__(16) uint8_t fwd_weight_slots[];
 // Its size (ops/norm/norm_forward.ts FWD_WEIGHT_SLOT_BYTES): two chunks of two 16-byte pieces per thread (bf16).
 constexpr uint32_t kFwdWeightSlotBytes = kRmsChunksPerThread * 2 * kRmsBlockThreads * kVecBytes;
 
+// The fused casts' scale padding rows (TMA-aligned layouts), zeroed for every batch of the scale tensor `o`.
+TK_DEV void zero_sf_padding(const NormForwardParams& p, const SfOut& o) {
+  for (uint32_t b = 0; b < p.num_batches; ++b) {
+    SfOut ob = o;
+    ob.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
+    ob.zero_padding_rows(p.num_tokens, p.sf_rows);
+  }
+}
+
 template <Fmt kIn, int kCastN, bool kWSmem = false>
 struct NormForward {
   using Chunk = RowChunk<kIn>;
@@ -332,13 +341,7 @@ struct NormForward {
       }
       if constexpr (kCast) cast_row(team, row, t, b, active, c, live, sv, with_bf16, d_al, b_al, put);
     }
-    if constexpr (kCast) {
-      for (uint32_t b = 0; b < p.num_batches; ++b) {
-        SfOut o = sf_out();
-        o.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
-        o.zero_padding_rows(p.num_tokens, p.sf_rows);
-      }
-    }
+    if constexpr (kCast) zero_sf_padding(p, sf_out());
   }
 
   // The scale tensor, built from the parameters where it is used (kernel parameters are constant-bank operands;
@@ -507,21 +510,33 @@ struct NormForwardWarpRows {
   const NormForwardParams& p;
   TK_DEV explicit NormForwardWarpRows(const NormForwardParams& params) : p(params) {}
 
-  // A chunk's 16 elements at q (2 × 16 bytes; element-wise when not aligned), zeros when !live.
-  static TK_DEV void load(Chunk& v, const uint8_t* q, bool live, bool aligned, uint64_t pol) {
+  // A chunk's 16 elements at q (2 × 16 bytes; element-wise when not aligned), zeros when !live. kBack: the chunk
+  // this lane stored at q in pass 1, read back by coherent loads; otherwise streamed in.
+  template <bool kBack>
+  static TK_DEV void load_chunk(Chunk& v, const uint8_t* q, bool live, bool aligned, uint64_t pol) {
     v.zero();
     if (!live) return;
     if (aligned) {
 #pragma unroll
       for (int s = 0; s < Chunk::kPieces; ++s) {
         uint32_t w[4];
-        ld_stream_hint(q + kVecBytes * s, w, pol);
+        if constexpr (kBack) {
+          ld_coherent_hint(q + kVecBytes * s, w, pol);
+        } else {
+          ld_stream_hint(q + kVecBytes * s, w, pol);
+        }
 #pragma unroll
         for (int i = 0; i < 4; ++i) v.w[4 * s + i] = w[i];
       }
+    } else if constexpr (kBack) {
+#pragma unroll
+      for (int i = 0; i < Chunk::kWords; ++i) v.w[i] = ld_coherent_bf16x2(q + 4 * i);
     } else {
       v.load(q, false);
     }
+  }
+  static TK_DEV void load(Chunk& v, const uint8_t* q, bool live, bool aligned, uint64_t pol) {
+    load_chunk<false>(v, q, live, aligned, pol);
   }
 
   // Step 1 on a chunk: v ← RNbf16(v ⊕ r), stored at q (residualOut) when live, with the policy `pol`.
@@ -538,22 +553,8 @@ struct NormForwardWarpRows {
       v.store(q, false);
     }
   }
-  // The chunk this lane stored at q in pass 1, read back by coherent loads; zeros when !live.
   static TK_DEV void load_back(Chunk& v, const uint8_t* q, bool live, bool aligned, uint64_t pol) {
-    v.zero();
-    if (!live) return;
-    if (aligned) {
-#pragma unroll
-      for (int p = 0; p < Chunk::kPieces; ++p) {
-        uint32_t w[4];
-        ld_coherent_hint(q + kVecBytes * p, w, pol);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) v.w[4 * p + i] = w[i];
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < Chunk::kWords; ++i) v.w[i] = ld_coherent_bf16x2(q + 4 * i);
-    }
+    load_chunk<true>(v, q, live, aligned, pol);
   }
 
   TK_DEV void run() const {
@@ -703,13 +704,7 @@ struct NormForwardWarpRows {
         else step4(BoolConst<false>{}, BoolConst<false>{});
       }
     }
-    if constexpr (kCast) {
-      for (uint32_t bb = 0; bb < p.num_batches; ++bb) {
-        SfOut o = sf_out();
-        o.base += 4 * static_cast<uint64_t>(bb) * p.sf_batch_stride;
-        o.zero_padding_rows(p.num_tokens, p.sf_rows);
-      }
-    }
+    if constexpr (kCast) zero_sf_padding(p, sf_out());
   }
 
   TK_DEV SfOut sf_out() const {

@@ -345,62 +345,89 @@ TK_DEV uint32_t team_lanes(uint64_t chunks, uint32_t per_lane) {
   return g;
 }
 
-template <BlockIn kIn>
-TK_DEV void block_single(const CastBlockParams& p) {
-  constexpr int kVec = kSingleVec<kIn>, kChunks = kSingleChunks;
-  constexpr uint32_t kInBytes = kIn == BlockIn::kFp32 ? 4 : 2;
-  const uint32_t T = p.num_tokens, H = p.hidden, r = p.block_rows, c = p.block_cols;
-  const uint32_t nbm = ceil_div(T, r), nbk = ceil_div(H, c);
-  const uint64_t blocks = static_cast<uint64_t>(nbm) * nbk;
-  const uint32_t g = team_lanes(static_cast<uint64_t>(r) * (c / kVec), kChunks);
-  const uint32_t lane = threadIdx.x % kWarpSize, tl = lane % g, teams_per_warp = kWarpSize / g;
-  const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
-  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
-  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
-
-  // The warp's first block and the teams' stride; the team's block (m, k) advances without a division in the loop.
-  // The loop bound is warp-uniform so that every lane reaches the shuffles; a team past the end stores nothing.
-  const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock * teams_per_warp;
-  GridWalk mk(warp * teams_per_warp + lane / g, stride, nbk);
-  // The lane's chunks are q = tl + n·g (n = 0, 1, …) of its block, row-major: row i = q / cpr, chunk column
-  // jc = q % cpr (cpr = chunks per row). A cursor steps by g chunks without a division (q < rows · cpr ⟺ i < rows).
-  // The divisions that set a block's walk up depend only on its shape: computed once for the full r × c block and
-  // again only for edge and dead blocks (they were ~3 divisions per block and lane, ~2 instructions per element).
-  struct Walk {
-    uint32_t rows, cpr, sweeps, di, djc;
-    ChunkCursor start;
-  };
-  auto walk_of = [&](uint32_t rows, uint32_t cpr) {
-    Walk wk;
+// A team's walk over one block of `rows` rows of `cpr` chunks: the lane's first chunk (q = tl) and the cursor
+// step of g chunks, i.e. di rows and djc chunk columns (no division in the loop: q < rows · cpr ⟺ i < rows).
+struct BlockWalk {
+  uint32_t rows, cpr, di, djc;
+  ChunkCursor start;
+  TK_DEV static BlockWalk of(uint32_t rows, uint32_t cpr, uint32_t g, uint32_t tl) {
+    BlockWalk wk;
     wk.rows = rows;
     wk.cpr = cpr;
-    // 1 unless g = 32 (team-uniform); no division when one sweep holds the block
-    const uint32_t chunks = rows * cpr;
-    wk.sweeps = chunks <= g * kChunks ? (chunks != 0 ? 1u : 0u) : ceil_div(chunks, g * kChunks);
     wk.di = g / cpr;
     wk.djc = g - wk.di * cpr;
     wk.start.i = tl / cpr;
     wk.start.jc = tl - wk.start.i * cpr;
     return wk;
-  };
-  const Walk full = walk_of(r, c / kVec);
-  for (uint64_t base = warp * teams_per_warp; base < blocks; base += stride, mk.next()) {
+  }
+  TK_DEV void advance(ChunkCursor& cu) const {
+    cu.i += di;
+    cu.jc += djc;
+    if (cu.jc >= cpr) {
+      cu.jc -= cpr;
+      ++cu.i;
+    }
+  }
+};
+
+// What both single-pass kernels derive from the parameters: the block grid, the team of g lanes that owns a block
+// (the fewest that hold a full block in kChunks chunks each), the warp's first block and the teams' stride.
+template <BlockIn kIn>
+struct SingleTeams {
+  static constexpr int kVec = kSingleVec<kIn>;
+  static constexpr uint32_t kInBytes = kIn == BlockIn::kFp32 ? 4 : 2;
+  uint32_t T, H, r, c, nbm, nbk;
+  uint64_t blocks;
+  uint32_t g, lane, tl, teams_per_warp;
+  uint64_t warp, stride;
+  SfOut sf_out;
+  const uint8_t* x;
+  uint8_t* data;
+  TK_DEV explicit SingleTeams(const CastBlockParams& p)
+      : T(p.num_tokens), H(p.hidden), r(p.block_rows), c(p.block_cols), nbm(ceil_div(T, r)), nbk(ceil_div(H, c)),
+        blocks(static_cast<uint64_t>(nbm) * nbk), g(team_lanes(static_cast<uint64_t>(r) * (c / kVec), kSingleChunks)),
+        lane(threadIdx.x % kWarpSize), tl(lane % g), teams_per_warp(kWarpSize / g),
+        warp(static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize),
+        stride(static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock * teams_per_warp),
+        sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk},
+        x(reinterpret_cast<const uint8_t*>(p.x)), data(reinterpret_cast<uint8_t*>(p.data)) {}
+  // The walk of block (m, k) for a team whose block exists (live), or of no rows; `full` when the block is whole.
+  TK_DEV BlockWalk walk_here(bool live, uint32_t m, uint32_t k, const BlockWalk& full) const {
+    const uint32_t rows_here = live ? min(r, T - m * r) : 0, cpr_here = live ? min(c, H - k * c) / kVec : 1;
+    return rows_here == full.rows && cpr_here == full.cpr ? full : BlockWalk::of(rows_here, cpr_here, g, tl);
+  }
+};
+
+template <BlockIn kIn>
+TK_DEV void block_single(const CastBlockParams& p) {
+  constexpr int kVec = kSingleVec<kIn>, kChunks = kSingleChunks;
+  const SingleTeams<kIn> tm(p);
+  const uint32_t H = tm.H, r = tm.r, c = tm.c, g = tm.g, lane = tm.lane, tl = tm.tl;
+  const uint64_t blocks = tm.blocks, stride = tm.stride;
+  const SfOut& sf_out = tm.sf_out;
+  const uint8_t* x = tm.x;
+  uint8_t* data = tm.data;
+  constexpr uint32_t kInBytes = SingleTeams<kIn>::kInBytes;
+
+  // The team's block (m, k) advances without a division in the loop. The loop bound is warp-uniform so that every
+  // lane reaches the shuffles; a team past the end stores nothing.
+  GridWalk mk(tm.warp * tm.teams_per_warp + lane / g, stride, tm.nbk);
+  // The lane's chunks are q = tl + n·g (n = 0, 1, …) of its block, row-major: row i = q / cpr, chunk column
+  // jc = q % cpr (cpr = chunks per row). The divisions that set a block's walk up depend only on its shape:
+  // computed once for the full r × c block and again only for edge and dead blocks (they were ~3 divisions per
+  // block and lane, ~2 instructions per element).
+  const BlockWalk full = BlockWalk::of(r, c / kVec, g, tl);
+  for (uint64_t base = tm.warp * tm.teams_per_warp; base < blocks; base += stride, mk.next()) {
     const bool live = base + lane / g < blocks;
     const uint32_t m = mk.q, k = mk.r;
     const uint32_t t0 = m * r, j0 = k * c;
-    const uint32_t rows_here = live ? min(r, T - t0) : 0, cpr_here = live ? min(c, H - j0) / kVec : 1;
-    const Walk wk = rows_here == full.rows && cpr_here == full.cpr ? full : walk_of(rows_here, cpr_here);
-    const uint32_t rows = wk.rows, cpr = wk.cpr, sweeps = wk.sweeps, di = wk.di, djc = wk.djc;
+    const BlockWalk wk = tm.walk_here(live, m, k, full);
+    const uint32_t rows = wk.rows;
+    // 1 unless g = 32 (team-uniform); no division when one sweep holds the block
+    const uint32_t chunks = rows * wk.cpr;
+    const uint32_t sweeps = chunks <= g * kChunks ? (chunks != 0 ? 1u : 0u) : ceil_div(chunks, g * kChunks);
     const ChunkCursor start = wk.start;
-    auto advance = [&](ChunkCursor& cu) {
-      cu.i += di;
-      cu.jc += djc;
-      if (cu.jc >= cpr) {
-        cu.jc -= cpr;
-        ++cu.i;
-      }
-    };
+    auto advance = [&](ChunkCursor& cu) { wk.advance(cu); };
     // element index of the cursor's first element in the flat [T, H]
     auto offset = [&](const ChunkCursor& cu) { return static_cast<uint64_t>(t0 + cu.i) * H + j0 + cu.jc * kVec; };
     uint32_t w[kChunks][4];
@@ -445,7 +472,7 @@ TK_DEV void block_single(const CastBlockParams& p) {
       }
     }
   }
-  sf_out.zero_padding_rows(nbm, p.sf_rows);
+  sf_out.zero_padding_rows(tm.nbm, p.sf_rows);
 }
 
 // ---- staged single pass (blocks of at most kSingleChunks · 32 chunks: one sweep) --------------------------------
@@ -464,51 +491,21 @@ constexpr int kStagedMinBlocksPerSm = 5;
 template <BlockIn kIn>
 TK_DEV void block_single_staged(const CastBlockParams& p) {
   constexpr int kVec = kSingleVec<kIn>, kChunks = kSingleChunks;
-  constexpr uint32_t kInBytes = kIn == BlockIn::kFp32 ? 4 : 2;
+  constexpr uint32_t kInBytes = SingleTeams<kIn>::kInBytes;
   __shared__ __align__(16) uint32_t slots[2][kChunks][kBlockThreads][4];
-  const uint32_t T = p.num_tokens, H = p.hidden, r = p.block_rows, c = p.block_cols;
-  const uint32_t nbm = ceil_div(T, r), nbk = ceil_div(H, c);
-  const uint64_t blocks = static_cast<uint64_t>(nbm) * nbk;
-  const uint32_t g = team_lanes(static_cast<uint64_t>(r) * (c / kVec), kChunks);
-  const uint32_t lane = threadIdx.x % kWarpSize, tl = lane % g, teams_per_warp = kWarpSize / g;
-  const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
-  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
-  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
-
-  const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock * teams_per_warp;
+  const SingleTeams<kIn> tm(p);
+  const uint32_t H = tm.H, r = tm.r, c = tm.c, g = tm.g, lane = tm.lane, tl = tm.tl;
+  const uint64_t blocks = tm.blocks, stride = tm.stride, warp = tm.warp, teams_per_warp = tm.teams_per_warp;
+  const SfOut& sf_out = tm.sf_out;
+  const uint8_t* x = tm.x;
+  uint8_t* data = tm.data;
   const uint32_t team = lane / g;
-  GridWalk mk(warp * teams_per_warp + team, stride, nbk);
-  // A block's shape: rows and chunks per row (0 rows for a team past the last block), and the cursor steps; the
-  // full r × c block's are computed once.
-  struct Shape {
-    uint32_t rows, cpr, di, djc;
-    ChunkCursor start;
-  };
-  auto shape_of = [&](uint32_t rows, uint32_t cpr) {
-    Shape sh;
-    sh.rows = rows;
-    sh.cpr = cpr;
-    sh.di = g / cpr;
-    sh.djc = g - sh.di * cpr;
-    sh.start.i = tl / cpr;
-    sh.start.jc = tl - sh.start.i * cpr;
-    return sh;
-  };
-  const Shape full = shape_of(r, c / kVec);
-  auto shape_here = [&](uint64_t base, uint32_t m, uint32_t k) {
-    const bool live = base + team < blocks;
-    const uint32_t rows_here = live ? min(r, T - m * r) : 0, cpr_here = live ? min(c, H - k * c) / kVec : 1;
-    return rows_here == full.rows && cpr_here == full.cpr ? full : shape_of(rows_here, cpr_here);
-  };
-  auto advance = [](const Shape& sh, ChunkCursor& cu) {
-    cu.i += sh.di;
-    cu.jc += sh.djc;
-    if (cu.jc >= sh.cpr) {
-      cu.jc -= sh.cpr;
-      ++cu.i;
-    }
-  };
+  GridWalk mk(warp * teams_per_warp + team, stride, tm.nbk);
+  // A block's walk (no rows for a team past the last block); the full r × c block's is computed once.
+  using Shape = BlockWalk;
+  const Shape full = BlockWalk::of(r, c / kVec, g, tl);
+  auto shape_here = [&](uint64_t base, uint32_t m, uint32_t k) { return tm.walk_here(base + team < blocks, m, k, full); };
+  auto advance = [](const Shape& sh, ChunkCursor& cu) { sh.advance(cu); };
   auto offset = [&](uint32_t m, uint32_t k, const ChunkCursor& cu) {
     return static_cast<uint64_t>(m * r + cu.i) * H + k * c + cu.jc * kVec;
   };
@@ -566,7 +563,7 @@ TK_DEV void block_single_staged(const CastBlockParams& p) {
     m = mk.q;
     k = mk.r;
   }
-  sf_out.zero_padding_rows(nbm, p.sf_rows);
+  sf_out.zero_padding_rows(tm.nbm, p.sf_rows);
 }
 
 }  // namespace

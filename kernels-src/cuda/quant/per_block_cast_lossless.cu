@@ -112,25 +112,38 @@ TK_DEV void lossless_sf(const PerBlockCastLosslessParams& p) {
   sf_out.zero_padding_rows(static_cast<uint32_t>(nbm), p.sf_rows);
 }
 
+// The data kernels' view of their operands: the chunk grid, codes in (kElems / 2 bytes a chunk) and e4m3 bytes out (kElems), each
+// vector-aligned or not, and the grid-stride walk over chunks (kSteps chunks a thread per round).
+struct ChunkIo {
+  uint32_t cpr;     // chunks per row (H % 32 == 0)
+  uint64_t chunks;  // in all
+  uint32_t ci_shift, co_shift;  // log2 of the input and output block widths
+  const uint8_t* x;
+  uint8_t* data;
+  bool x_aligned, data_aligned;
+  uint64_t threads, first;
+  TK_DEV explicit ChunkIo(const PerBlockCastLosslessParams& p)
+      : cpr(p.hidden / kElems), chunks(static_cast<uint64_t>(p.num_tokens) * cpr),
+        ci_shift(log2_pow2(p.in_block_cols)), co_shift(log2_pow2(p.out_block_cols)),
+        x(reinterpret_cast<const uint8_t*>(p.x)), data(reinterpret_cast<uint8_t*>(p.data)),
+        x_aligned((p.x % (kElems / 2)) == 0), data_aligned((p.data % kElems) == 0),
+        threads(static_cast<uint64_t>(gridDim.x) * blockDim.x),
+        first(static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) {}
+};
+
 // Input blocks narrower than a chunk (ci < 16): a scale per ci elements, looked up element by element.
 TK_DEV void lossless_data_fine(const PerBlockCastLosslessParams& p) {
-  const uint32_t hidden = p.hidden;
-  const uint32_t cpr = hidden / kElems;  // chunks per row (H % 32 == 0)
-  const uint64_t chunks = static_cast<uint64_t>(p.num_tokens) * cpr;
-  const uint32_t ci_shift = log2_pow2(p.in_block_cols), co_shift = log2_pow2(p.out_block_cols);
+  const ChunkIo io(p);
+  const uint32_t cpr = io.cpr, ci_shift = io.ci_shift, co_shift = io.co_shift;
+  const uint64_t chunks = io.chunks, threads = io.threads;
   const uint32_t sub_mask = min(p.in_block_cols, static_cast<uint32_t>(kElems)) - 1;  // elements sharing a scale − 1
-  const bool x_aligned = (p.x % (kElems / 2)) == 0;
-  const bool data_aligned = (p.data % kElems) == 0;
-  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
-  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
-  const uint64_t threads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t c0 = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c0 < chunks; c0 += kSteps * threads) {
+  for (uint64_t c0 = io.first; c0 < chunks; c0 += kSteps * threads) {
     uint32_t w[kSteps][2];
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {
       const uint64_t c = c0 + s * threads;
       w[s][0] = w[s][1] = 0;
-      if (c < chunks) load_chunk<kElems / 2, 1>(x + c * (kElems / 2), w[s], x_aligned);
+      if (c < chunks) load_chunk<kElems / 2, 1>(io.x + c * (kElems / 2), w[s], io.x_aligned);
     }
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {
@@ -153,7 +166,7 @@ TK_DEV void lossless_data_fine(const PerBlockCastLosslessParams& p) {
       }
       uint32_t o[kElems / 4];
       encode_chunk<Fmt::kE4m3, kElems>(v, o);
-      store_chunk<kElems>(data + c * kElems, o, data_aligned);
+      store_chunk<kElems>(io.data + c * kElems, o, io.data_aligned);
     }
   }
 }
@@ -172,16 +185,11 @@ TK_DEV void lossless_data(const PerBlockCastLosslessParams& p) {
     lossless_data_fine(p);
     return;
   }
-  const uint32_t cpr = p.hidden / kElems;  // chunks per row (H % 32 == 0)
-  const uint64_t chunks = static_cast<uint64_t>(p.num_tokens) * cpr;
+  const ChunkIo io(p);
+  const uint32_t cpr = io.cpr, ci_shift = io.ci_shift, co_shift = io.co_shift;
+  const uint64_t chunks = io.chunks, threads = io.threads;
   const bool narrow = chunks <= (1ull << 32);  // every chunk index fits 32 bits
-  const uint32_t ci_shift = log2_pow2(p.in_block_cols), co_shift = log2_pow2(p.out_block_cols);
-  const bool x_aligned = (p.x % (kElems / 2)) == 0;
-  const bool data_aligned = (p.data % kElems) == 0;
-  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
-  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
-  const uint64_t threads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t c0 = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c0 < chunks; c0 += kSteps * threads) {
+  for (uint64_t c0 = io.first; c0 < chunks; c0 += kSteps * threads) {
     uint32_t w[kSteps][2], ein[kSteps], eout[kSteps];
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {
@@ -189,7 +197,7 @@ TK_DEV void lossless_data(const PerBlockCastLosslessParams& p) {
       w[s][0] = w[s][1] = 0;
       ein[s] = eout[s] = 0;
       if (c < chunks) {
-        load_chunk<kElems / 2, 1>(x + c * (kElems / 2), w[s], x_aligned);
+        load_chunk<kElems / 2, 1>(io.x + c * (kElems / 2), w[s], io.x_aligned);
         const uint32_t row = narrow ? static_cast<uint32_t>(c) / cpr : static_cast<uint32_t>(c / cpr);
         const uint32_t col = static_cast<uint32_t>(c - static_cast<uint64_t>(row) * cpr) * kElems;
         ein[s] = input_exponent(p, div_block(row, p.in_block_rows), col >> ci_shift);
@@ -205,7 +213,7 @@ TK_DEV void lossless_data(const PerBlockCastLosslessParams& p) {
       e2m1x8_to_e4m3_pow2(w[s][0], d, lo);
       e2m1x8_to_e4m3_pow2(w[s][1], d, hi);
       const uint32_t o[kElems / 4] = {lo[0], lo[1], hi[0], hi[1]};
-      store_chunk<kElems>(data + c * kElems, o, data_aligned);
+      store_chunk<kElems>(io.data + c * kElems, o, io.data_aligned);
     }
   }
 }
