@@ -315,9 +315,11 @@ const IN_BITS: Record<string, number> = { fp32: 32, bf16: 16, e4m3: 8, e2m1x2: 4
  * `_row`: T. (Padding rows of a column-major sf are covered grid-stride by the same launch.)
  * sf only (perTokenCastWithSfOnly) from fp32 / bf16 (4 resident blocks per SM): one balanced wave instead,
  * ⌈G / n⌉ blocks with G = ⌈T / R⌉ and n = ⌈G / (4 · SMs)⌉, every block walking n or n − 1 row groups (8192 ×
- * 7168: 512 blocks of 16 rows against 1056 blocks of 7–8 in two waves). A/B switch: SF_ONLY_ONE_WAVE.
+ * 7168: 512 blocks of 16 rows against 1056 blocks of 7–8 in two waves), behind SF_ONLY_ONE_WAVE: off, because
+ * it measured slower on the H200 (2026-11-30: 81.0 / 78.4% of copy at 16384 × 7168, fp32 / packed scales, against
+ * 85.3 / 84.2% with the capped grid; bench/RESULTS.md, fifth run).
  */
-const SF_ONLY_ONE_WAVE = true;
+const SF_ONLY_ONE_WAVE = false;
 
 function perTokenGrid(device: Device, T: number, H: number, n: number, dtype: string, sfOnly = false): number {
   if (!(GROUPS as readonly number[]).includes(n)) return Math.max(1, T);

@@ -184,16 +184,11 @@ struct BlockCast {
         for (int u = 0; u < kU; ++u)
 #pragma unroll
           for (int i = 0; i < kVec; ++i) a = max_num(a, abs_f(element<kIn>(w[u], i)));
-        // sf only: nothing is cast after the barrier, so the next tile's copies would be in flight only from the
-        // barrier to the fetch right after it. They are issued here instead, before the butterfly, the atomics and
-        // the barrier. Safe without the barrier: the thread's own slots only, and every value its ld.shared read
-        // from them has been consumed by the max above, so those reads have completed before the copies issue.
-        if (!write_data) issue_next(tile + gridDim.x);
         a = warp_block_max(a);
         uint32_t* amax_row = block_amax[it % kAmaxRows];
         if (publisher && live) atomicMax(amax_row + tblk, f2u(a));
         __syncthreads();
-        if (write_data) issue_next(tile + gridDim.x);
+        issue_next(tile + gridDim.x);
         const ScaleAndInv si = sf_and_inv(u2f(amax_row[tblk]), p.amax_clamp, kQmax, p.flags);
         if (tid < kTileBlocks) block_amax[(it + 2) % kAmaxRows][tid] = 0;
         if (sf_writer && live) sf_out.store(m, k, si.stored);

@@ -14,8 +14,8 @@
 //   kernel   block.x  dynamic smem  grid.x
 //   _g<N>    256      0             min(ceilDiv(T, R), 8 · SMs)       R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
 //   _row     256      0             T
-//   _g<N>, sf only, fp32 / bf16 in: ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one balanced wave;
-//            ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE)
+//   _g<N>, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off: it measured
+//            slower): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one balanced wave)
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
