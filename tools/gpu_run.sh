@@ -15,8 +15,9 @@ RT=${RT:-deno}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 # The packed runtime when there is one (the lent GPU machine); otherwise the deno / bun on PATH.
+# Unpacked once: a second gpu_run.sh on the other GPU (CUDA_VISIBLE_DEVICES=1 ... &) reuses it.
 if [ -f ".device/$RT.xz" ]; then
-  python3 -c "import lzma,shutil;shutil.copyfileobj(lzma.open('.device/$RT.xz'),open('/tmp/$RT','wb'))" && chmod +x /tmp/$RT
+  [ -x "/tmp/$RT" ] || { python3 -c "import lzma,shutil;shutil.copyfileobj(lzma.open('.device/$RT.xz'),open('/tmp/$RT.part','wb'))" && chmod +x /tmp/$RT.part && mv /tmp/$RT.part /tmp/$RT; }
   export PATH=/tmp:$PATH
 fi
 export NO_COLOR=1
