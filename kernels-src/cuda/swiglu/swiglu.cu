@@ -94,6 +94,13 @@ constexpr int kFwdMinBlocks = 2;
 #else
 constexpr int kFwdMinBlocks = 3;
 #endif
+// expf_cr_n's group size in backward__e4m3_bf16_g128 (see backward): the binary64 chains of 4 gates interleave
+// instead of 2 on sm_90 (no spills at 126 registers); sm_100a spills 4 bytes with 4 and keeps 2.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+constexpr int kBwdCast128ExpGroup = 2;
+#else
+constexpr int kBwdCast128ExpGroup = 4;
+#endif
 
 enum class RowState { kDead, kPadding, kReal };
 
@@ -550,7 +557,10 @@ TK_DEV void backward(const SwigluParams& p) {
   const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
   const SfOut sf_out = make_sf_out(p, nbk);
   const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
-  constexpr int kExpGroup = kIn == Fmt::kE4m3 && kN == 128 ? 2 : 4;  // no spills (expf.cuh; staged bf16 dy too)
+  // expf_cr_n's group size: the largest without spills (expf.cuh). The cast to groups of 128 holds a slot's 16
+  // results while it computes the next slot: groups of 4 fit with bf16 dy on sm_90a (126 registers), but spill
+  // 4 bytes on sm_100a, and with fp32 dy; those keep 2.
+  constexpr int kExpGroup = kIn != Fmt::kE4m3 || kN != 128 ? 4 : kDy == Fmt::kBf16 ? kBwdCast128ExpGroup : 2;
   const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
 
   for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
