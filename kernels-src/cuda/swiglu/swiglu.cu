@@ -94,13 +94,6 @@ constexpr int kFwdMinBlocks = 2;
 #else
 constexpr int kFwdMinBlocks = 3;
 #endif
-// expf_cr_n's group size in backward__e4m3_bf16_g128 (see backward): the binary64 chains of 4 gates interleave
-// instead of 2 on sm_90 (no spills at 126 registers); sm_100a spills 4 bytes with 4 and keeps 2.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-constexpr int kBwdCast128ExpGroup = 2;
-#else
-constexpr int kBwdCast128ExpGroup = 4;
-#endif
 
 enum class RowState { kDead, kPadding, kReal };
 
@@ -558,9 +551,10 @@ TK_DEV void backward(const SwigluParams& p) {
   const SfOut sf_out = make_sf_out(p, nbk);
   const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
   // expf_cr_n's group size: the largest without spills (expf.cuh). The cast to groups of 128 holds a slot's 16
-  // results while it computes the next slot: groups of 4 fit with bf16 dy on sm_90a (126 registers), but spill
-  // 4 bytes on sm_100a, and with fp32 dy; those keep 2.
-  constexpr int kExpGroup = kIn != Fmt::kE4m3 || kN != 128 ? 4 : kDy == Fmt::kBf16 ? kBwdCast128ExpGroup : 2;
+  // results while it computes the next slot: with bf16 dy, whose up codes and dy are read from the stage only
+  // after the exponentials (kLateUp below), all 8 of a chunk run together (128 / 126 registers on sm_90a / sm_100a,
+  // no spills); fp32 dy keeps 2.
+  constexpr int kExpGroup = kIn != Fmt::kE4m3 || kN != 128 ? 4 : kDy == Fmt::kBf16 ? 8 : 2;
   const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
 
   for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
@@ -628,6 +622,32 @@ TK_DEV void backward(const SwigluParams& p) {
     // Slot s of step b from the stage. Groups of 128 read a slot where it is used, groups of 32 both at the step's
     // start (each placement is the one that does not spill at 128 registers on sm_90a and sm_100a).
     constexpr bool kReadAtUse = kN == 128;
+    // Read at use (groups of 128), the gate codes and scale come first and the up codes, dy and the up scale only
+    // after the exponentials (kLateUp): their registers are not held across the binary64 chains, which lets all 8
+    // of a chunk run together without spills. Only the place of independent operations moves; each element's
+    // operations and their order are the same.
+    constexpr bool kLateUp = kStaged && kReadAtUse;
+    const auto read_staged_gate = [&](uint32_t b, int s, Slot& sl) {
+      if constexpr (kStaged) {
+        BwdStage& sb = bwd_stage();
+        const uint32_t t = threadIdx.x, q = b & 1;
+        uint32_t sg[1];
+        ld_shared(smem_addr(sb.g[q][s][t]), sl.g.w);
+        ld_shared(smem_addr(&sb.sg[q][s][t]), sg);
+        sl.sg = sg[0];
+      }
+    };
+    const auto read_staged_up = [&](uint32_t b, int s, Slot& sl) {
+      if constexpr (kStaged) {
+        BwdStage& sb = bwd_stage();
+        const uint32_t t = threadIdx.x, q = b & 1;
+        uint32_t su[1];
+        ld_shared(smem_addr(sb.u[q][s][t]), sl.u.w);
+        ld_shared(smem_addr(sb.d[q][s][t]), sl.d.w);
+        ld_shared(smem_addr(&sb.su[q][s][t]), su);
+        sl.su = su[0];
+      }
+    };
     const auto read_staged = [&](uint32_t b, int s, Slot& sl) {
       if constexpr (kStaged) {
         BwdStage& sb = bwd_stage();
@@ -673,44 +693,82 @@ TK_DEV void backward(const SwigluParams& p) {
         for (int i = 0; i < kChunk; ++i) gx[s][i] = gu[s][i] = 0.0f;
         if (real && ch < chunks) {
           if constexpr (kStaged) {
-            if constexpr (kReadAtUse) read_staged(b, s, cur[s]);
+            if constexpr (kReadAtUse) read_staged_gate(b, s, cur[s]);
           } else if constexpr (!kPrefetch) {
             load_slot(ch, cur[s]);
           }
           float g[kChunk], u[kChunk], d[kChunk], a[kChunk];
-          cur[s].g.decode(g);
-          cur[s].u.decode(u);
-          cur[s].d.decode(d);
-          if constexpr (kCast) {
-            const float sg = u2f(cur[s].sg), su = u2f(cur[s].su);
-#pragma unroll
-            for (int i = 0; i < kChunk; ++i) {
-              g[i] = mul_rn(g[i], sg);
-              u[i] = mul_rn(u[i], su);
-            }
-          }
           // One operation at a time over the chunk's 8 elements (each element's operations and their order are
           // the reference's): the option tests stay outside the element loops, so the 8 elements' chains share
           // basic blocks and interleave instead of each waiting out its own latency.
           float gc[kChunk], uc[kChunk], e[kChunk], tmp[kChunk], sgm[kChunk], ac[kChunk];
           bool cg[kChunk], cu[kChunk];
+          if constexpr (!kLateUp) {
+            cur[s].g.decode(g);
+            cur[s].u.decode(u);
+            cur[s].d.decode(d);
+            if constexpr (kCast) {
+              const float sg = u2f(cur[s].sg), su = u2f(cur[s].su);
 #pragma unroll
-          for (int i = 0; i < kChunk; ++i) {
-            gc[i] = g[i];
-            uc[i] = u[i];
-            cg[i] = cu[i] = false;
-            ac[i] = 0.0f;
-          }
-          if (clamp) {
+              for (int i = 0; i < kChunk; ++i) {
+                g[i] = mul_rn(g[i], sg);
+                u[i] = mul_rn(u[i], su);
+              }
+            }
 #pragma unroll
             for (int i = 0; i < kChunk; ++i) {
-              cg[i] = g[i] > c;
-              cu[i] = u[i] > c || u[i] < -c;
-              gc[i] = clamp_gate(g[i], c);
-              uc[i] = clamp_up(u[i], c);
+              gc[i] = g[i];
+              uc[i] = u[i];
+              cg[i] = cu[i] = false;
+              ac[i] = 0.0f;
+            }
+            if (clamp) {
+#pragma unroll
+              for (int i = 0; i < kChunk; ++i) {
+                cg[i] = g[i] > c;
+                cu[i] = u[i] > c || u[i] < -c;
+                gc[i] = clamp_gate(g[i], c);
+                uc[i] = clamp_up(u[i], c);
+              }
+            }
+            exp_neg(cur[s].g.w, g, cg, gc, e);
+          } else {
+            // the gate's part, the exponentials, then the up and dy part (the same operations per element)
+            cur[s].g.decode(g);
+            const float sg = u2f(cur[s].sg);
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              g[i] = mul_rn(g[i], sg);
+              gc[i] = g[i];
+              cg[i] = false;
+              ac[i] = 0.0f;
+            }
+            if (clamp) {
+#pragma unroll
+              for (int i = 0; i < kChunk; ++i) {
+                cg[i] = g[i] > c;
+                gc[i] = clamp_gate(g[i], c);
+              }
+            }
+            exp_neg(cur[s].g.w, g, cg, gc, e);
+            read_staged_up(b, s, cur[s]);
+            cur[s].u.decode(u);
+            cur[s].d.decode(d);
+            const float su = u2f(cur[s].su);
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              u[i] = mul_rn(u[i], su);
+              uc[i] = u[i];
+              cu[i] = false;
+            }
+            if (clamp) {
+#pragma unroll
+              for (int i = 0; i < kChunk; ++i) {
+                cu[i] = u[i] > c || u[i] < -c;
+                uc[i] = clamp_up(u[i], c);
+              }
             }
           }
-          exp_neg(cur[s].g.w, g, cg, gc, e);
 #pragma unroll
           for (int i = 0; i < kChunk; ++i) {
             tmp[i] = add_rn(1.0f, e[i]);
