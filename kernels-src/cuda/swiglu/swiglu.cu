@@ -8,6 +8,8 @@
 //   tk_swiglu_backward__e4m3_<dy>_g<N>        dy ∈ {fp32, bf16}, N ∈ {32, 128}             (e4m3 x, + cast)
 //   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
 //                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
+//   tk_swiglu_recip_check                     out[i] = recip_rn_n's 1/x[i]                 (tests; 0xffffffff
+//                                             where it differs from div_rn(1, x[i]), NaN results aside)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
@@ -15,6 +17,7 @@
 //   forward (all)          256      0             min(ceilDiv(T, 32) · P, 8 · P · SMs),  P = kFwdParts = 3
 //   backward (all)         256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
+//   tk_swiglu_recip_check  256      0             min(ceilDiv(n, 256), 8 · SMs)  (8 elements a thread)
 //
 //   Static shared memory: 256 bytes (a 2^(j/32) table, see below) in the kernels whose x is fp32 or e4m3 and in
 //   tk_swiglu_expf_check, plus 40 KiB (BwdStage: a step's inputs staged two steps deep) in backward__e4m3_bf16_*;
@@ -65,6 +68,7 @@
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
+#include "../common/recip.cuh"
 #include "../common/reduce.cuh"
 #include "../common/scale.cuh"
 #include "../generated/swiglu_params.h"
@@ -627,6 +631,9 @@ TK_DEV void backward(const SwigluParams& p) {
     // of a chunk run together without spills. Only the place of independent operations moves; each element's
     // operations and their order are the same.
     constexpr bool kLateUp = kStaged && kReadAtUse;
+    // The sigmoid's 1 / (1 + e) by recip_rn_n (common/recip.cuh: div_rn's bits, without a slow-path branch per
+    // division, so the 8 of a chunk overlap) in the same kernel; the other kernels keep div_rn.
+    constexpr bool kFastRecip = kLateUp;
     const auto read_staged_gate = [&](uint32_t b, int s, Slot& sl) {
       if constexpr (kStaged) {
         BwdStage& sb = bwd_stage();
@@ -769,10 +776,16 @@ TK_DEV void backward(const SwigluParams& p) {
               }
             }
           }
+          if constexpr (kFastRecip) {
 #pragma unroll
-          for (int i = 0; i < kChunk; ++i) {
-            tmp[i] = add_rn(1.0f, e[i]);
-            sgm[i] = div_rn(1.0f, tmp[i]);
+            for (int i = 0; i < kChunk; ++i) tmp[i] = add_rn(1.0f, e[i]);
+            recip_rn_n(tmp, sgm);  // = div_rn(1.0f, tmp[i]) for every input, branch-free for tmp in [1, 2^124]
+          } else {
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              tmp[i] = add_rn(1.0f, e[i]);
+              sgm[i] = div_rn(1.0f, tmp[i]);
+            }
           }
           if (need_act) {
 #pragma unroll
@@ -881,6 +894,27 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_c
   {
     const float a = tk::expf_cr(x[i]), b = tk::expf_cr_tab(x[i], exp_tab);
     y[i] = tk::f2u(a) == tk::f2u(b) ? a : tk::u2f(0xffffffffu);  // a NaN: the test fails on any finite x
+  }
+}
+
+// Tests: y[i] = recip_rn_n's 1/x[i] (common/recip.cuh, 8 at a time as in the backward) where it has div_rn's bits,
+// else the pattern 0xffffffff (a NaN: the test fails on any non-NaN x).
+extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_recip_check(const __grid_constant__ SwigluParams p) {
+  const float* x = reinterpret_cast<const float*>(p.x);
+  float* y = reinterpret_cast<float*>(p.out);
+  for (uint64_t i0 = (static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8; i0 < p.num_tokens;
+       i0 += static_cast<uint64_t>(gridDim.x) * blockDim.x * 8)
+  {
+    float b[8], r[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) b[i] = i0 + i < p.num_tokens ? x[i0 + i] : 1.0f;
+    tk::recip_rn_n(b, r);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float d = tk::div_rn(1.0f, b[i]);
+      const bool same = tk::f2u(d) == tk::f2u(r[i]) || (d != d && r[i] != r[i]);
+      if (i0 + i < p.num_tokens) y[i0 + i] = same ? r[i] : tk::u2f(0xffffffffu);
+    }
   }
 }
 
