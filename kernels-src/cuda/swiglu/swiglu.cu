@@ -831,20 +831,41 @@ TK_DEV void backward(const SwigluParams& p) {
         cast.group_amax(ax0, ax1);
         cast.group_amax(au0, au1);
         const float amx[2] = {ax0, ax1}, amu[2] = {au0, au1};
+        // Groups of 128 with kOneInv: both slots of a lane lie in the same group (the same amax, and live together
+        // since H % 128 == 0), so its (sf, inv) pair is computed once a step, before the slot loop, instead of
+        // once per slot (the same function of the same amax: 2 of the 4 sf_and_inv a step, with their 4 divisions,
+        // were repeats).
+        constexpr bool kOneInv = kN == 128 && kLateUp;
+        float ix1 = 0.0f, iu1 = 0.0f;
+        if constexpr (kOneInv) {
+          if (live[0]) {
+            const uint32_t k = col[0] / kN;
+            const bool owner = r == 0;
+            if (real) {
+              ix1 = cast.inv_and_store(amx[0], row, k, owner);
+              iu1 = cast.inv_and_store(amu[0], row, H / kN + k, owner);
+            } else if (owner) {
+              sf_out.store(row, k, 0);
+              sf_out.store(row, H / kN + k, 0);
+            }
+          }
+        }
 #pragma unroll
         for (int s = 0; s < 2; ++s) {
           if (!live[s]) continue;
-          const uint32_t k = col[s] / kN;
-          const bool owner = kN == 128 ? (r == 0 && s == 0) : (r % GroupCast<kNc>::kLanes == 0);
-          float ix, iu;
-          if (real) {
-            ix = cast.inv_and_store(amx[s], row, k, owner);
-            iu = cast.inv_and_store(amu[s], row, H / kN + k, owner);
-          } else {
-            ix = iu = 0.0f;
-            if (owner) {
-              sf_out.store(row, k, 0);
-              sf_out.store(row, H / kN + k, 0);
+          float ix = ix1, iu = iu1;
+          if constexpr (!kOneInv) {
+            const uint32_t k = col[s] / kN;
+            const bool owner = kN == 128 ? (r == 0 && s == 0) : (r % GroupCast<kNc>::kLanes == 0);
+            if (real) {
+              ix = cast.inv_and_store(amx[s], row, k, owner);
+              iu = cast.inv_and_store(amu[s], row, H / kN + k, owner);
+            } else {
+              ix = iu = 0.0f;
+              if (owner) {
+                sf_out.store(row, k, 0);
+                sf_out.store(row, H / kN + k, 0);
+              }
             }
           }
           uint32_t o[2];
