@@ -632,8 +632,9 @@ TK_DEV void backward(const SwigluParams& p) {
     // operations and their order are the same.
     constexpr bool kLateUp = kStaged && kReadAtUse;
     // The sigmoid's 1 / (1 + e) by recip_rn_n (common/recip.cuh: div_rn's bits, without a slow-path branch per
-    // division, so the 8 of a chunk overlap) in the same kernel; the other kernels keep div_rn.
-    constexpr bool kFastRecip = kLateUp;
+    // division, so the 8 of a chunk overlap) in this kernel and in the bf16-x backward (swigluBackward: 128 / 124–126
+    // registers sm_90a / sm_100a, no spills); the fp32-x and the other cast kernels keep div_rn.
+    constexpr bool kFastRecip = kLateUp || kIn == Fmt::kBf16;
     const auto read_staged_gate = [&](uint32_t b, int s, Slot& sl) {
       if constexpr (kStaged) {
         BwdStage& sb = bwd_stage();
