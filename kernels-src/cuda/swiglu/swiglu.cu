@@ -36,6 +36,9 @@
 //   one per element), by its table form (common/expf.cuh, expf_fast_tab: 2^(j/32) from a 256-byte shared table
 //   that each CTA of those kernels, and of tk_swiglu_expf_check, fills first; ~9 binary64 operations a gate
 //   instead of ~17; tools/expf_tab_proof.cpp: the same bits as expf_cr for all 2^32 inputs).
+//   The backward's s = fl(1 / (1 + e)) is div_rn, whose fast path ends in a branch to a slow-path call per
+//   division, except in backward__bf16_* and backward__e4m3_bf16_g128: there recip_rn_n (common/recip.cuh: the
+//   same bits, tools/recip_check.cpp) computes the 8 of a chunk in one branch-free block.
 //
 // Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
 // grid-stride by whole warps (in the forward a warp's unit is a third of the column blocks of its 4 rows, so that
