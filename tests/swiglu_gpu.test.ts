@@ -126,6 +126,47 @@ gpuTest("the device expf equals the JS expf on a large random sample and on dens
   assert.equal(bad, 0, `${bad} expf mismatches`);
 });
 
+gpuTest("the backward's branch-free reciprocal (recip.cuh) equals div_rn: every b in [1, 2), dense ranges, random patterns", () => {
+  // tk_swiglu_recip_check writes 0xffffffff where recip_rn_n and div_rn differ; both must also equal fround(1 / x)
+  // (binary32 / binary32 through binary64 is correctly rounded).
+  const rand = rng(SEED);
+  const xs: number[] = [];
+  const b = new Float32Array(1), bu = new Uint32Array(b.buffer);
+  for (let u = 0x3f800000; u < 0x40000000; u++) {
+    bu[0] = u;
+    xs.push(b[0]);
+  }
+  const dense = [0x7d800000, 0x7e800000, 0x7f000000, 0x7f7fffff, 0x3f800000, 0x00800000, 0x00000001, 0x3f000000];
+  for (const c of dense) {
+    for (let i = -(1 << 12); i < 1 << 12; i++) {
+      bu[0] = (c + i) >>> 0;
+      xs.push(b[0]);
+    }
+  }
+  for (const v of [0, -0, Infinity, -Infinity, NaN, -1, -(2 ** 124), 2 ** 124, 2 ** 126, 1.5]) xs.push(v);
+  for (let i = 0; i < 1 << 20; i++) {
+    bu[0] = (rand() * 2 ** 32) >>> 0;
+    xs.push(b[0]);
+  }
+  const all = new Float32Array(xs);
+  const x = toDevice(tensor(all, [all.length], "fp32"));
+  const y = toDevice(tensor(new Float32Array(all.length), [all.length], "fp32"));
+  launchExpfCheck(x.device, deviceRuntime("test").defaultStream(x.device), x, y, "tk_swiglu_recip_check");
+  const got = new Uint32Array(readAllocation(y).buffer);
+  const want = new Float32Array(all.length);
+  for (let i = 0; i < all.length; i++) want[i] = 1 / all[i];
+  const wu = new Uint32Array(want.buffer);
+  let bad = 0;
+  for (let i = 0; i < all.length; i++) {
+    const nan = (wu[i] & 0x7fffffff) > 0x7f800000;
+    if (nan ? (got[i] & 0x7fffffff) <= 0x7f800000 : got[i] !== wu[i]) {
+      if (bad++ < 5) console.log(`1/${all[i]} device ${got[i].toString(16)} js ${wu[i].toString(16)}`);
+    }
+  }
+  dispose(x, y);
+  assert.equal(bad, 0, `${bad} reciprocal mismatches`);
+});
+
 const SHAPES: [number, number][] = [[0, 128], [1, 64], [37, 192], [133, 1024]];
 
 interface Opts {

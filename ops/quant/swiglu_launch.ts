@@ -113,13 +113,21 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
 }
 
 /**
- * Runs `tk_swiglu_expf_check` (tests): `out[i] = expf(x[i])` on the device for fp32 device tensors of n elements.
+ * Runs `tk_swiglu_expf_check` (tests): `out[i] = expf(x[i])` on the device for fp32 device tensors of n elements;
+ * with `symbol` "tk_swiglu_recip_check", `out[i] = 1 / x[i]` by the backward's branch-free reciprocal (recip.cuh)
+ * instead (the same geometry). Either writes the NaN pattern 0xffffffff where its two forms disagree.
  */
-export function launchExpfCheck(device: Device, stream: Stream, x: Tensor, out: Tensor): void {
+export function launchExpfCheck(
+  device: Device,
+  stream: Stream,
+  x: Tensor,
+  out: Tensor,
+  symbol: "tk_swiglu_expf_check" | "tk_swiglu_recip_check" = "tk_swiglu_expf_check",
+): void {
   const n = x.numel;
   if (n === 0) return;
   if (n >= 2 ** 32) throw new TkError("expfCheck", "x", "SHAPE", "at most 2^32 − 1 elements");
-  const fn = kernelFunction("expfCheck", device, "tk_swiglu_expf_check");
+  const fn = kernelFunction("expfCheck", device, symbol);
   const p = packet;
   p.u64(W.x, addr(x));
   p.u64(W.out, addr(out));

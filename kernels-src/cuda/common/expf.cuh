@@ -329,7 +329,8 @@ TK_DEV void expf_cr_n(const float (&x)[N], float (&y)[N]) {
 // The same with the table fast path (expf_fast_tab): `tab` is a block's shared copy of exp2_32nd_bits. The fast
 // paths run G at a time, each group's rare slow inputs right after it (N / G inlined copies of expf_slow): all 8
 // of a chunk at once hold 2 more registers per element (the table entry) than expf_fast and made ptxas spill in
-// the e4m3-x SwiGLU backward; groups of 4 (2 with fp32 dy, groups of 128) do not.
+// the e4m3-x SwiGLU backward unless the up values are read after the exponentials (bf16 dy, groups of 128);
+// otherwise groups of 4 do not spill (2 with fp32 dy and groups of 128).
 template <int G, int N>
 TK_DEV void expf_cr_n(const float (&x)[N], float (&y)[N], const double* tab) {
   static_assert(N % G == 0, "whole groups");

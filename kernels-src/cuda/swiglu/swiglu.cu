@@ -8,6 +8,8 @@
 //   tk_swiglu_backward__e4m3_<dy>_g<N>        dy ∈ {fp32, bf16}, N ∈ {32, 128}             (e4m3 x, + cast)
 //   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
 //                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
+//   tk_swiglu_recip_check                     out[i] = recip_rn_n's 1/x[i]                 (tests; 0xffffffff
+//                                             where it differs from div_rn(1, x[i]), NaN results aside)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
@@ -15,6 +17,7 @@
 //   forward (all)          256      0             min(ceilDiv(T, 32) · P, 8 · P · SMs),  P = kFwdParts = 3
 //   backward (all)         256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
+//   tk_swiglu_recip_check  256      0             min(ceilDiv(n, 256), 8 · SMs)  (8 elements a thread)
 //
 //   Static shared memory: 256 bytes (a 2^(j/32) table, see below) in the kernels whose x is fp32 or e4m3 and in
 //   tk_swiglu_expf_check, plus 40 KiB (BwdStage: a step's inputs staged two steps deep) in backward__e4m3_bf16_*;
@@ -33,6 +36,9 @@
 //   one per element), by its table form (common/expf.cuh, expf_fast_tab: 2^(j/32) from a 256-byte shared table
 //   that each CTA of those kernels, and of tk_swiglu_expf_check, fills first; ~9 binary64 operations a gate
 //   instead of ~17; tools/expf_tab_proof.cpp: the same bits as expf_cr for all 2^32 inputs).
+//   The backward's s = fl(1 / (1 + e)) is div_rn, whose fast path ends in a branch to a slow-path call per
+//   division, except in backward__bf16_* and backward__e4m3_bf16_g128: there recip_rn_n (common/recip.cuh: the
+//   same bits, tools/recip_check.cpp) computes the 8 of a chunk in one branch-free block.
 //
 // Work split: a team of 8 adjacent lanes owns a row (a warp works on 4 rows, a block on 32); rows are walked
 // grid-stride by whole warps (in the forward a warp's unit is a third of the column blocks of its 4 rows, so that
@@ -65,6 +71,7 @@
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
+#include "../common/recip.cuh"
 #include "../common/reduce.cuh"
 #include "../common/scale.cuh"
 #include "../generated/swiglu_params.h"
@@ -550,7 +557,11 @@ TK_DEV void backward(const SwigluParams& p) {
   const uint32_t sf_cols = kCast ? (2 * H) / kNc : 0;  // input sf row length (fp32 row-major)
   const SfOut sf_out = make_sf_out(p, nbk);
   const GroupCast<kNc> cast{sf_out, p.amax_clamp, p.sf_flags};
-  constexpr int kExpGroup = kIn == Fmt::kE4m3 && kN == 128 ? 2 : 4;  // no spills (expf.cuh; staged bf16 dy too)
+  // expf_cr_n's group size: the largest without spills (expf.cuh). The cast to groups of 128 holds a slot's 16
+  // results while it computes the next slot: with bf16 dy, whose up codes and dy are read from the stage only
+  // after the exponentials (kLateUp below), all 8 of a chunk run together (128 / 126 registers on sm_90a / sm_100a,
+  // no spills); fp32 dy keeps 2.
+  constexpr int kExpGroup = kIn != Fmt::kE4m3 || kN != 128 ? 4 : kDy == Fmt::kBf16 ? 8 : 2;
   const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
 
   for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
@@ -618,6 +629,36 @@ TK_DEV void backward(const SwigluParams& p) {
     // Slot s of step b from the stage. Groups of 128 read a slot where it is used, groups of 32 both at the step's
     // start (each placement is the one that does not spill at 128 registers on sm_90a and sm_100a).
     constexpr bool kReadAtUse = kN == 128;
+    // Read at use (groups of 128), the gate codes and scale come first and the up codes, dy and the up scale only
+    // after the exponentials (kLateUp): their registers are not held across the binary64 chains, which lets all 8
+    // of a chunk run together without spills. Only the place of independent operations moves; each element's
+    // operations and their order are the same.
+    constexpr bool kLateUp = kStaged && kReadAtUse;
+    // The sigmoid's 1 / (1 + e) by recip_rn_n (common/recip.cuh: div_rn's bits, without a slow-path branch per
+    // division, so the 8 of a chunk overlap) in this kernel and in the bf16-x backward (swigluBackward: 128 / 124–126
+    // registers sm_90a / sm_100a, no spills); the fp32-x and the other cast kernels keep div_rn.
+    constexpr bool kFastRecip = kLateUp || kIn == Fmt::kBf16;
+    const auto read_staged_gate = [&](uint32_t b, int s, Slot& sl) {
+      if constexpr (kStaged) {
+        BwdStage& sb = bwd_stage();
+        const uint32_t t = threadIdx.x, q = b & 1;
+        uint32_t sg[1];
+        ld_shared(smem_addr(sb.g[q][s][t]), sl.g.w);
+        ld_shared(smem_addr(&sb.sg[q][s][t]), sg);
+        sl.sg = sg[0];
+      }
+    };
+    const auto read_staged_up = [&](uint32_t b, int s, Slot& sl) {
+      if constexpr (kStaged) {
+        BwdStage& sb = bwd_stage();
+        const uint32_t t = threadIdx.x, q = b & 1;
+        uint32_t su[1];
+        ld_shared(smem_addr(sb.u[q][s][t]), sl.u.w);
+        ld_shared(smem_addr(sb.d[q][s][t]), sl.d.w);
+        ld_shared(smem_addr(&sb.su[q][s][t]), su);
+        sl.su = su[0];
+      }
+    };
     const auto read_staged = [&](uint32_t b, int s, Slot& sl) {
       if constexpr (kStaged) {
         BwdStage& sb = bwd_stage();
@@ -663,48 +704,92 @@ TK_DEV void backward(const SwigluParams& p) {
         for (int i = 0; i < kChunk; ++i) gx[s][i] = gu[s][i] = 0.0f;
         if (real && ch < chunks) {
           if constexpr (kStaged) {
-            if constexpr (kReadAtUse) read_staged(b, s, cur[s]);
+            if constexpr (kReadAtUse) read_staged_gate(b, s, cur[s]);
           } else if constexpr (!kPrefetch) {
             load_slot(ch, cur[s]);
           }
           float g[kChunk], u[kChunk], d[kChunk], a[kChunk];
-          cur[s].g.decode(g);
-          cur[s].u.decode(u);
-          cur[s].d.decode(d);
-          if constexpr (kCast) {
-            const float sg = u2f(cur[s].sg), su = u2f(cur[s].su);
-#pragma unroll
-            for (int i = 0; i < kChunk; ++i) {
-              g[i] = mul_rn(g[i], sg);
-              u[i] = mul_rn(u[i], su);
-            }
-          }
           // One operation at a time over the chunk's 8 elements (each element's operations and their order are
           // the reference's): the option tests stay outside the element loops, so the 8 elements' chains share
           // basic blocks and interleave instead of each waiting out its own latency.
           float gc[kChunk], uc[kChunk], e[kChunk], tmp[kChunk], sgm[kChunk], ac[kChunk];
           bool cg[kChunk], cu[kChunk];
+          if constexpr (!kLateUp) {
+            cur[s].g.decode(g);
+            cur[s].u.decode(u);
+            cur[s].d.decode(d);
+            if constexpr (kCast) {
+              const float sg = u2f(cur[s].sg), su = u2f(cur[s].su);
 #pragma unroll
-          for (int i = 0; i < kChunk; ++i) {
-            gc[i] = g[i];
-            uc[i] = u[i];
-            cg[i] = cu[i] = false;
-            ac[i] = 0.0f;
-          }
-          if (clamp) {
+              for (int i = 0; i < kChunk; ++i) {
+                g[i] = mul_rn(g[i], sg);
+                u[i] = mul_rn(u[i], su);
+              }
+            }
 #pragma unroll
             for (int i = 0; i < kChunk; ++i) {
-              cg[i] = g[i] > c;
-              cu[i] = u[i] > c || u[i] < -c;
-              gc[i] = clamp_gate(g[i], c);
-              uc[i] = clamp_up(u[i], c);
+              gc[i] = g[i];
+              uc[i] = u[i];
+              cg[i] = cu[i] = false;
+              ac[i] = 0.0f;
+            }
+            if (clamp) {
+#pragma unroll
+              for (int i = 0; i < kChunk; ++i) {
+                cg[i] = g[i] > c;
+                cu[i] = u[i] > c || u[i] < -c;
+                gc[i] = clamp_gate(g[i], c);
+                uc[i] = clamp_up(u[i], c);
+              }
+            }
+            exp_neg(cur[s].g.w, g, cg, gc, e);
+          } else {
+            // the gate's part, the exponentials, then the up and dy part (the same operations per element)
+            cur[s].g.decode(g);
+            const float sg = u2f(cur[s].sg);
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              g[i] = mul_rn(g[i], sg);
+              gc[i] = g[i];
+              cg[i] = false;
+              ac[i] = 0.0f;
+            }
+            if (clamp) {
+#pragma unroll
+              for (int i = 0; i < kChunk; ++i) {
+                cg[i] = g[i] > c;
+                gc[i] = clamp_gate(g[i], c);
+              }
+            }
+            exp_neg(cur[s].g.w, g, cg, gc, e);
+            read_staged_up(b, s, cur[s]);
+            cur[s].u.decode(u);
+            cur[s].d.decode(d);
+            const float su = u2f(cur[s].su);
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              u[i] = mul_rn(u[i], su);
+              uc[i] = u[i];
+              cu[i] = false;
+            }
+            if (clamp) {
+#pragma unroll
+              for (int i = 0; i < kChunk; ++i) {
+                cu[i] = u[i] > c || u[i] < -c;
+                uc[i] = clamp_up(u[i], c);
+              }
             }
           }
-          exp_neg(cur[s].g.w, g, cg, gc, e);
+          if constexpr (kFastRecip) {
 #pragma unroll
-          for (int i = 0; i < kChunk; ++i) {
-            tmp[i] = add_rn(1.0f, e[i]);
-            sgm[i] = div_rn(1.0f, tmp[i]);
+            for (int i = 0; i < kChunk; ++i) tmp[i] = add_rn(1.0f, e[i]);
+            recip_rn_n(tmp, sgm);  // = div_rn(1.0f, tmp[i]) for every input, branch-free for tmp in [1, 2^124]
+          } else {
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+              tmp[i] = add_rn(1.0f, e[i]);
+              sgm[i] = div_rn(1.0f, tmp[i]);
+            }
           }
           if (need_act) {
 #pragma unroll
@@ -750,20 +835,41 @@ TK_DEV void backward(const SwigluParams& p) {
         cast.group_amax(ax0, ax1);
         cast.group_amax(au0, au1);
         const float amx[2] = {ax0, ax1}, amu[2] = {au0, au1};
+        // Groups of 128 with kOneInv: both slots of a lane lie in the same group (the same amax, and live together
+        // since H % 128 == 0), so its (sf, inv) pair is computed once a step, before the slot loop, instead of
+        // once per slot (the same function of the same amax: 2 of the 4 sf_and_inv a step, with their 4 divisions,
+        // were repeats).
+        constexpr bool kOneInv = kN == 128 && kLateUp;
+        float ix1 = 0.0f, iu1 = 0.0f;
+        if constexpr (kOneInv) {
+          if (live[0]) {
+            const uint32_t k = col[0] / kN;
+            const bool owner = r == 0;
+            if (real) {
+              ix1 = cast.inv_and_store(amx[0], row, k, owner);
+              iu1 = cast.inv_and_store(amu[0], row, H / kN + k, owner);
+            } else if (owner) {
+              sf_out.store(row, k, 0);
+              sf_out.store(row, H / kN + k, 0);
+            }
+          }
+        }
 #pragma unroll
         for (int s = 0; s < 2; ++s) {
           if (!live[s]) continue;
-          const uint32_t k = col[s] / kN;
-          const bool owner = kN == 128 ? (r == 0 && s == 0) : (r % GroupCast<kNc>::kLanes == 0);
-          float ix, iu;
-          if (real) {
-            ix = cast.inv_and_store(amx[s], row, k, owner);
-            iu = cast.inv_and_store(amu[s], row, H / kN + k, owner);
-          } else {
-            ix = iu = 0.0f;
-            if (owner) {
-              sf_out.store(row, k, 0);
-              sf_out.store(row, H / kN + k, 0);
+          float ix = ix1, iu = iu1;
+          if constexpr (!kOneInv) {
+            const uint32_t k = col[s] / kN;
+            const bool owner = kN == 128 ? (r == 0 && s == 0) : (r % GroupCast<kNc>::kLanes == 0);
+            if (real) {
+              ix = cast.inv_and_store(amx[s], row, k, owner);
+              iu = cast.inv_and_store(amu[s], row, H / kN + k, owner);
+            } else {
+              ix = iu = 0.0f;
+              if (owner) {
+                sf_out.store(row, k, 0);
+                sf_out.store(row, H / kN + k, 0);
+              }
             }
           }
           uint32_t o[2];
@@ -813,6 +919,27 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_expf_c
   {
     const float a = tk::expf_cr(x[i]), b = tk::expf_cr_tab(x[i], exp_tab);
     y[i] = tk::f2u(a) == tk::f2u(b) ? a : tk::u2f(0xffffffffu);  // a NaN: the test fails on any finite x
+  }
+}
+
+// Tests: y[i] = recip_rn_n's 1/x[i] (common/recip.cuh, 8 at a time as in the backward) where it has div_rn's bits,
+// else the pattern 0xffffffff (a NaN: the test fails on any non-NaN x).
+extern "C" __global__ void __launch_bounds__(tk::kBlockThreads) tk_swiglu_recip_check(const __grid_constant__ SwigluParams p) {
+  const float* x = reinterpret_cast<const float*>(p.x);
+  float* y = reinterpret_cast<float*>(p.out);
+  for (uint64_t i0 = (static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8; i0 < p.num_tokens;
+       i0 += static_cast<uint64_t>(gridDim.x) * blockDim.x * 8)
+  {
+    float b[8], r[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) b[i] = i0 + i < p.num_tokens ? x[i0 + i] : 1.0f;
+    tk::recip_rn_n(b, r);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float d = tk::div_rn(1.0f, b[i]);
+      const bool same = tk::f2u(d) == tk::f2u(r[i]) || (d != d && r[i] != r[i]);
+      if (i0 + i < p.num_tokens) y[i0 + i] = same ? r[i] : tk::u2f(0xffffffffu);
+    }
   }
 }
 
