@@ -34,10 +34,12 @@
 // cp.async one unit ahead (common/ldst.cuh), so HBM stays busy while a unit is reduced, scaled and stored. Inputs
 // whose base or row stride is not a multiple of the chunk size (any row stride ≥ H is legal for fp32 / bf16)
 // stage through registers with element-wide loads instead: same kernel, slower, correct.
-// e2m1 outputs of fp32 / bf16 inputs encode two values per 32-bit operation (common/e2m1_fast.cuh): a bf16 chunk
-// whose inverse scale is a power of two (roundSf) is scaled and rounded in bf16x2 arithmetic (the products are
-// exact), any other chunk is scaled in binary32 and rounded through round-to-odd f16 pairs; a chunk holding a
-// NaN or an infinity falls back to the scalar encode_e2m1.
+// e2m1 outputs of fp32 / bf16 inputs use the encoders of common/e2m1_fast.cuh: a bf16 chunk whose inverse scale
+// is a power of two (roundSf) is scaled and rounded in bf16x2 arithmetic (the products are exact), a bf16 chunk
+// with any other positive finite inverse (NVFP4) is scaled in binary32 and each product rounded once
+// (encode_e2m1_bf16_f32), any other chunk (fp32 input, negative or non-finite inverses) is scaled in binary32 and
+// rounded through round-to-odd f16 pairs; a chunk holding a NaN or an infinity falls back to the scalar
+// encode_e2m1.
 #include "../common/chunk.cuh"
 #include "../common/e2m1_fast.cuh"
 #include "../common/fp.cuh"
@@ -227,10 +229,16 @@ struct GroupCast {
       for (int u = 0; u < kU; ++u) {
         if (c[u] < chunks) {
           uint32_t o[S::kOutWords];
-          // bf16 times a power of two (roundSf scales): the e2m1 rounding on the exact bf16 products
+          // bf16 times a power of two (roundSf scales): the e2m1 rounding on the exact bf16 products; times any
+          // other positive finite inverse (NVFP4's e4m3 scales, fp32 scales): binary32 products rounded once
           bool done = false;
           if constexpr (kFastE2m1 && kIn == Fmt::kBf16) {
-            if ((f2u(inv[u]) & 0x7fffffu) == 0) done = encode_e2m1_bf16_pow2(w[u], inv[u], o);
+            const uint32_t ib = f2u(inv[u]);
+            if ((ib & 0x7fffffu) == 0) {
+              done = encode_e2m1_bf16_pow2(w[u], inv[u], o);
+            } else if (ib - 1u < 0x7f7fffffu) {
+              done = encode_e2m1_bf16_f32(w[u], inv[u], o);
+            }
           }
           if (!done) {
             float v[S::kVec];
