@@ -19,7 +19,8 @@
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
-//   Static shared memory: _g<N> 16 KiB (value inputs) / ≤ 8 KiB (code inputs), _row 128 B.
+//   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table) / ≤ 8 KiB
+//   (code inputs), _row 128 B.
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -117,11 +118,16 @@ struct GroupCast {
   // e2m1 output of a value input: the packed-pair encoders of common/e2m1_fast.cuh instead of the scalar
   // encode_e2m1 (~17 integer operations and a branch per value held bf16 → e2m1 at 38–42% of copy bandwidth)
   static constexpr bool kFastE2m1 = kOut == Fmt::kE2m1 && !kSr && !kRequant && (S::kVec == 4 || S::kVec == 8);
+  // e4m3 scales without roundSf (NVFP4): inv = fl(1 / decode_e4m3(c)) depends on the sf byte c only, so the block
+  // computes the 256 values once (the same div_rn of the same decode, kernel start) and a group reads its inverse
+  // from shared memory instead of decoding c and dividing (~20 instructions per group of 16 values).
+  static constexpr bool kSfInvTable = kFastE2m1;
 
   const PerTokenCastParams& p;
   uint32_t chunks;  // per row
   SfOut sf_out;
   bool precomputed, write_data, write_sf, data_aligned;
+  bool e4m3_inv_table;  // kSfInvTable and this launch computes e4m3 scales (sf_and_inv's kSfE4m3Out branch)
   uint32_t in_row_shift, in_col_shift;  // input block shape of a re-quantized input: powers of two (§4.4)
 
   TK_DEV explicit GroupCast(const PerTokenCastParams& params) : p(params) {
@@ -131,15 +137,22 @@ struct GroupCast {
     write_data = p.mode != kModeSfOnly;
     write_sf = !precomputed && p.sf != 0;
     data_aligned = (p.data % kVecBytes) == 0;
+    e4m3_inv_table = kSfInvTable && !precomputed && (p.flags & (kSfRound | kSfE4m3Out)) == kSfE4m3Out;
     in_row_shift = kRequant ? log2_pow2(p.x_block_rows) : 0;
     in_col_shift = kRequant ? log2_pow2(p.x_block_cols) : 0;
   }
 
   // The inverse scale of group k of `row`: from its amax (§2.3), or read (precomputed mode, §2.5:
   // inv = fl(1/s)). The owner lane of the group writes the sf entry; in precomputed mode only the owner reads.
-  TK_DEV float group_inv(float amax, uint64_t row, uint32_t k, bool owner) const {
+  TK_DEV float group_inv(float amax, uint64_t row, uint32_t k, bool owner, const float* inv_tab) const {
     if (precomputed) {
       return owner ? div_rn(1.0f, load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, row, k)) : 0.0f;
+    }
+    if (kSfInvTable && e4m3_inv_table) {
+      // sf_and_inv's kSfE4m3Out branch with its last step read from the table
+      const uint32_t c = encode_e4m3(div_rn(max_num(amax, p.amax_clamp), kQmaxOf<kOut>));
+      if (write_sf && owner) sf_out.store(row, k, c);
+      return inv_tab[c];
     }
     const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kQmaxOf<kOut>, p.flags);
     if (write_sf && owner) sf_out.store(row, k, si.stored);
@@ -147,7 +160,8 @@ struct GroupCast {
   }
 
   // One unit: kU chunks per lane of `row`, starting at chunk base + lane, data already in w.
-  TK_DEV void step(uint64_t row, uint32_t base, uint32_t threads, const uint32_t (&w)[kU][S::kLoadWords]) const {
+  TK_DEV void step(uint64_t row, uint32_t base, uint32_t threads, const uint32_t (&w)[kU][S::kLoadWords],
+                   const float* inv_tab) const {
     const uint32_t lane = threadIdx.x % kWarpSize;
     uint32_t c[kU];
 #pragma unroll
@@ -218,7 +232,7 @@ struct GroupCast {
         cr = select_u32(pick, c[u], cr);
       }
       const bool owner = glane + r * S::kLanes < static_cast<uint32_t>(kU) && cr - glane < chunks;
-      const float my_inv = group_inv(a, row, cr / S::kLanes, owner);
+      const float my_inv = group_inv(a, row, cr / S::kLanes, owner, inv_tab);
 #pragma unroll
       for (int u = r * S::kLanes; u < kU && u < (r + 1) * S::kLanes; ++u)
         inv[u] = S::kLanes == 1 ? my_inv : __shfl_sync(kFullWarpMask, my_inv, (lane - glane) + (u - r * S::kLanes));
@@ -267,6 +281,13 @@ struct GroupCast {
   TK_DEV void run() const {
     // thread-private staging slots, [stage][item][thread] so that a warp's shared accesses are contiguous
     __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
+    __shared__ float inv_tab[kSfInvTable ? 256 : 1];
+    if constexpr (kSfInvTable) {
+      if (e4m3_inv_table) {
+        for (uint32_t c = threadIdx.x; c < 256; c += blockDim.x) inv_tab[c] = div_rn(1.0f, decode_e4m3(c));
+      }
+      __syncthreads();
+    }
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t x_stride = row_stride_bytes<kIn>(p);
@@ -290,7 +311,7 @@ struct GroupCast {
       uint32_t w[kU][S::kLoadWords];
 #pragma unroll
       for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[st][u][threadIdx.x]), w[u]);
-      step(row, base, team.threads, w);
+      step(row, base, team.threads, w, inv_tab);
     });
     if (write_sf) sf_out.zero_padding_rows(rows, p.sf_rows);
   }
