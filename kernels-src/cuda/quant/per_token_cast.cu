@@ -5,6 +5,9 @@
 //   tk_per_token_cast__<in>_<out>_g<N>   in ∈ {fp32, bf16, e4m3, e2m1}, out ∈ {e4m3, e2m1}, N ∈ {16, 32, 64, 128}
 //                                        (e4m3 / e2m1 input = re-quantization of [codes, sf], §4.4)
 //   tk_per_token_cast__<in>_<out>_row    in ∈ {fp32, bf16}: one scale per row (numPerChannels == H)
+//   tk_per_token_cast__bf16_e2m1_g<N>_u4 the bf16 → e2m1 _g<N> kernel with 4 chunks (32 values) per thread and
+//                                        unit instead of 2; the host takes it when ops/quant/per_token_cast.ts
+//                                        E2M1_FOUR_CHUNKS is set (same grid, same results)
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -19,8 +22,8 @@
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
-//   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table) / ≤ 8 KiB
-//   (code inputs), _row 128 B.
+//   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 32 + 1
+//   KiB) / ≤ 8 KiB (code inputs), _row 128 B.
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -107,11 +110,12 @@ template <Fmt kOut>
 constexpr float kQmaxOf = kOut == Fmt::kE4m3 ? kE4m3Max : kE2m1Max;
 
 // ---- groups of N ≤ 128 columns ----------------------------------------------------------------------------------
-template <Fmt kIn, Fmt kOut, int kN, bool kSr>
+// kUnits: chunks per thread in one unit when nonzero (the _u4 symbols), else kItemsPerStep.
+template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0>
 struct GroupCast {
   using S = GroupShape<kIn, kOut, kN>;
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
-  static constexpr int kU = kItemsPerStep<kIn>;
+  static constexpr int kU = kUnits != 0 ? kUnits : kItemsPerStep<kIn>;
   // The (sf, inv) of a group is the same for all its lanes: each lane computes it for at most kSfRounds items of
   // the step and shares it by shuffle, instead of every lane computing sfAndInv (two IEEE divisions) kU times.
   static constexpr int kSfRounds = (kU + S::kLanes - 1) / S::kLanes;
@@ -404,6 +408,13 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 32)    \
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 64)    \
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 128)
+// bf16 → e2m1 with 4 chunks (32 values) per thread and unit: the per-unit work (row / unit bookkeeping, staging
+// addresses, amax shuffles, the group's scale, the sf store) spread over twice the values
+#define TK_PER_TOKEN_CAST_BF16_E2M1_U4(n)                                                                 \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)     \
+      tk_per_token_cast__bf16_e2m1_g##n##_u4(const __grid_constant__ PerTokenCastParams p) {              \
+    tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE2m1, n, false, 4>(p).run();                                  \
+  }
 #define TK_PER_TOKEN_CAST_ROW_AS(in, IN, out, OUT, sr, SR)                                             \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
       tk_per_token_cast__##in##_##out##_row##sr(const __grid_constant__ PerTokenCastParams p) {       \
@@ -421,6 +432,10 @@ TK_PER_TOKEN_CAST_GROUPS(e4m3, kE4m3, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_GROUPS(e4m3, kE4m3, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_GROUPS(e2m1, kE2m1, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_GROUPS(e2m1, kE2m1, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4(16)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4(32)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4(64)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4(128)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e4m3, kE4m3)
