@@ -9,6 +9,7 @@
 //   1b. e2m1_mag_f32 for every non-NaN binary32 against encode_e2m1's magnitude;
 //   3b. encode_e2m1_bf16_f32: every bf16 value in every chunk position times every positive finite e4m3 inverse
 //      fl(1/decode_e4m3(c)), random positive binary32 inverses and extreme ones (subnormal, huge);
+//   6. div6_rn of quant/per_token_cast.cu (fl(a / 6) by fma) against div_rn(a, 6) for every a in [2^-119, FLT_MAX];
 //   1. every binary32 v (2^32): round-to-odd prep, rz to f16, the fma rounding and the sign → nibble;
 //   2. every bf16 x (65536) times every power of two 2^k, k ∈ [-126, 127] (the normal ones: an inverse scale is
 //      never subnormal), ±0 and ±Inf as inv: the bf16 product and the same steps on bf16 lanes, against
@@ -21,7 +22,7 @@
 //
 //   g++ -O2 -ffp-contract=off -std=c++17 -Ikernels-src/cuda -o /tmp/e2m1_fast_check tools/e2m1_fast_check.cpp
 //   /tmp/e2m1_fast_check               # prints bad=0 (about 10 minutes; any argument skips part 1, "quick" 1b too)
-//   -DTK_CHECK_BREAK=1 / 2: a deliberately wrong e2m1_mag_x2 / e2m1_mag_f32 (must print bad ≠ 0)
+//   -DTK_CHECK_BREAK=1 / 2 / 3: a deliberately wrong e2m1_mag_x2 / e2m1_mag_f32 / div6_rn (must print bad ≠ 0)
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -435,7 +436,22 @@ int main(int argc, char** argv) {
         }
       }
   std::printf("lossless: bad=%ld\n", bad5);
-  const long all = bad0 + bad1b + bad3b + bad + bad2 + bad3 + bad4 + bad5;
+  // 6. div6_rn of per_token_cast.cu (sfRaw = fl(a / 6) of the e2m1 casts): the fma form against div_rn(a, 6) for
+  //    every a in the range where the kernel uses it, [2^-119, FLT_MAX] (outside it the kernel calls div_rn)
+  long bad6 = 0;
+  for (uint32_t u = 0x04000000u; u < 0x7f800000u; ++u) {
+    const float a = tk::u2f(u);
+    const float kSixth = 0x1.555556p-3f;
+    const float q = tk::mul_rn(a, kSixth);
+#if TK_CHECK_BREAK == 3  // without the correction step (a reciprocal 1 ulp off still passes: the fma corrects it)
+    const float got = q;
+#else
+    const float got = std::fma(std::fma(-q, 6.0f, a), kSixth, q);
+#endif
+    if (tk::f2u(got) != tk::f2u(tk::div_rn(a, 6.0f)) && bad6++ < 10) std::printf("div6: a=%a got %a\n", a, got);
+  }
+  std::printf("div6 (a in [2^-119, FLT_MAX]): bad=%ld\n", bad6);
+  const long all = bad0 + bad1b + bad3b + bad + bad2 + bad3 + bad4 + bad5 + bad6;
   std::printf("bad=%ld\n", all);
   return all != 0;
 }

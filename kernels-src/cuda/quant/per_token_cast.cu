@@ -109,6 +109,19 @@ TK_DEV SfOut make_sf_out(const PerTokenCastParams& p, uint32_t nbk) {
 template <Fmt kOut>
 constexpr float kQmaxOf = kOut == Fmt::kE4m3 ? kE4m3Max : kE2m1Max;
 
+// fl(a / 6), sfRaw of §2.3 for e2m1 (Qmax 6), without the IEEE division (~8–10 SASS and a slow-path branch):
+// q = fl(a · fl(1/6)), the remainder a − 6q exact by fma, one fma correction. Equal to div_rn(a, 6) for every a in
+// [2^-119, FLT_MAX] (tools/e2m1_fast_check.cpp part 6: all of them); every other a (subnormal quotients, +Inf,
+// negative or NaN) takes div_rn.
+TK_DEV float div6_rn(float a) {
+  constexpr float kSixth = 0x1.555556p-3f;  // fl(1/6)
+  if (f2u(a) - 0x04000000u < 0x7f800000u - 0x04000000u) {
+    const float q = mul_rn(a, kSixth);
+    return __fmaf_rn(__fmaf_rn(-q, 6.0f, a), kSixth, q);
+  }
+  return div_rn(a, 6.0f);
+}
+
 // ---- groups of N ≤ 128 columns ----------------------------------------------------------------------------------
 // kUnits: chunks per thread in one unit when nonzero (the _u4 symbols), else kItemsPerStep.
 template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0>
@@ -152,11 +165,24 @@ struct GroupCast {
     if (precomputed) {
       return owner ? div_rn(1.0f, load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, row, k)) : 0.0f;
     }
-    if (kSfInvTable && e4m3_inv_table) {
-      // sf_and_inv's kSfE4m3Out branch with its last step read from the table
-      const uint32_t c = encode_e4m3(div_rn(max_num(amax, p.amax_clamp), kQmaxOf<kOut>));
-      if (write_sf && owner) sf_out.store(row, k, c);
-      return inv_tab[c];
+    if constexpr (kFastE2m1) {
+      // sf_and_inv's roundSf and kSfE4m3Out branches, literally, with sfRaw from div6_rn and (e4m3) the inverse
+      // from the table; fp32 scales below, unchanged
+      if (p.flags & (kSfRound | kSfE4m3Out)) {
+        const float sf_raw = div6_rn(max_num(amax, p.amax_clamp));
+        uint32_t stored;
+        float inv;
+        if (p.flags & kSfRound) {
+          const uint32_t biased = ((f2u(sf_raw) - 1u) >> 23) + 1u;
+          stored = (p.flags & kSfPackedUe8m0) ? (biased & 0xffu) : biased << 23;
+          inv = u2f((254u - biased) << 23);
+        } else {
+          stored = encode_e4m3(sf_raw);
+          inv = inv_tab[stored];  // e4m3_inv_table holds here: not precomputed, kSfE4m3Out without kSfRound
+        }
+        if (write_sf && owner) sf_out.store(row, k, stored);
+        return inv;
+      }
     }
     const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kQmaxOf<kOut>, p.flags);
     if (write_sf && owner) sf_out.store(row, k, si.stored);
