@@ -233,13 +233,6 @@ export interface NormCastTarget {
   readonly packedUe8m0: boolean;
 }
 
-/**
- * Dynamic shared memory of the `_ws` kernels: the weight slots, 2 chunks × 2 pieces × 16 bytes per thread of a
- * 256-thread block (norm_forward.cu kFwdWeightSlotBytes). With the 33 KiB of static shared memory a block takes
- * 49 KiB (above the 48 KiB default, hence the opt-in of kernelFunctionWithSmem); 4 blocks per SM still fit.
- */
-const FWD_WEIGHT_SLOT_BYTES = 2 * 2 * NORM_BLOCK_THREADS * 16;
-
 const packet = new LaunchPacket(NormForwardParams);
 const W = packet.w;
 
@@ -279,11 +272,8 @@ export function launchNormForward(
   const t = normLaunchTuning;
   const wr = x.dtype === "bf16" && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows) &&
     t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
-  // bf16 with a weight otherwise: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared
-  // memory) unless the tuning knob asks for the L1 form
-  const ws = !wr && x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
-  const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (wr ? (r.residual ? "_wr_res" : "_wr") : ws ? "_ws" : "");
-  const smem = ws ? FWD_WEIGHT_SLOT_BYTES : wr ? normLaunchTuning.warpRowsSmemPad : 0;
+  const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + (wr ? (r.residual ? "_wr_res" : "_wr") : "");
+  const smem = wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);
   const p = packet;
