@@ -4,6 +4,12 @@
 // (subnormals kept, one rounding) and the integer steps are copied verbatim, so a pass proves the construction and
 // the GPU tests prove the instructions.
 //
+//   0. e2m1_mag_x2 (min of three candidates, perf4) against the exponent-select form it replaced
+//      (e2m1_mag_x2_v1, proven by parts 1–2 in perf3) and against encode_e2m1, every 16-bit input of both formats;
+//   1b. e2m1_mag_f32 for every non-NaN binary32 against encode_e2m1's magnitude;
+//   3b. encode_e2m1_bf16_f32: every bf16 value in every chunk position times every positive finite e4m3 inverse
+//      fl(1/decode_e4m3(c)), random positive binary32 inverses and extreme ones (subnormal, huge);
+//   6. div6_rn of quant/per_token_cast.cu (fl(a / 6) by fma) against div_rn(a, 6) for every a in [2^-119, FLT_MAX];
 //   1. every binary32 v (2^32): round-to-odd prep, rz to f16, the fma rounding and the sign → nibble;
 //   2. every bf16 x (65536) times every power of two 2^k, k ∈ [-126, 127] (the normal ones: an inverse scale is
 //      never subnormal), ±0 and ±Inf as inv: the bf16 product and the same steps on bf16 lanes, against
@@ -15,11 +21,14 @@
 //      encode_e4m3(fl(decode_e2m1(q) · 2^d)).
 //
 //   g++ -O2 -ffp-contract=off -std=c++17 -Ikernels-src/cuda -o /tmp/e2m1_fast_check tools/e2m1_fast_check.cpp
-//   /tmp/e2m1_fast_check               # prints bad=0 (about 10 minutes; any argument skips part 1)
+//   /tmp/e2m1_fast_check               # prints bad=0 (about 10 minutes; any argument skips part 1, "quick" 1b too)
+//   -DTK_CHECK_BREAK=1 / 2 / 3: a deliberately wrong e2m1_mag_x2 / e2m1_mag_f32 / div6_rn (must print bad ≠ 0)
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
+#include <vector>
 #include "common/codec.cuh"
 
 namespace {
@@ -85,9 +94,10 @@ uint32_t fma_x2(uint32_t a, uint32_t b, uint32_t c) {
   return r;
 }
 
-// e2m1_mag_x2, verbatim but for the modelled instructions
+// The exponent-select form of e2m1_mag_x2 (perf3; proven here against encode_e2m1 by parts 1 and 2 when it was
+// the device code), kept as the yardstick of the current form: part 0 checks them equal on every 16-bit input.
 template <bool kBf16>
-uint32_t e2m1_mag_x2(uint32_t h) {
+uint32_t e2m1_mag_x2_v1(uint32_t h) {
   constexpr uint32_t kSix = kBf16 ? 0x40c040c0u : 0x46004600u;
   constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;
   constexpr uint32_t kExp = kBf16 ? 0x7f807f80u : 0x7c007c00u;
@@ -99,6 +109,41 @@ uint32_t e2m1_mag_x2(uint32_t h) {
   const uint32_t s = eb ^ kExp;
   const uint32_t c = (eb >> kShift) + kMagic;
   return fma_x2<kBf16>(ac, s, c);
+}
+
+// e2m1_mag_x2 (min of three candidates), verbatim but for the modelled instructions. TK_CHECK_BREAK=1 builds a
+// deliberately wrong copy (the middle candidate's magic one too high), which every part must reject.
+template <bool kBf16>
+uint32_t e2m1_mag_x2(uint32_t h) {
+  constexpr uint32_t kSix = kBf16 ? 0x40c040c0u : 0x46004600u;
+  constexpr uint32_t kTwo = 0x40004000u;
+  constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;
+  constexpr uint32_t kHalf = kBf16 ? 0x3f003f00u : 0x38003800u;
+  constexpr uint32_t kM = kBf16 ? 0x43004300u : 0x64006400u;
+#if TK_CHECK_BREAK == 1
+  constexpr uint32_t kM1 = kM + 0x30003u;
+#else
+  constexpr uint32_t kM1 = kM + 0x20002u;
+#endif
+  const uint32_t a = h & 0x7fff7fffu;
+  const uint32_t ac = lane_op(a, kSix, umin);
+  const uint32_t r0 = fma_x2<kBf16>(ac, kTwo, kM), r1 = fma_x2<kBf16>(ac, kOne, kM1);
+  const uint32_t r2 = fma_x2<kBf16>(ac, kHalf, kM + 0x40004u);
+  return lane_op(lane_op(r0, r1, umin), r2, umin);
+}
+
+// e2m1_mag_f32 (binary32, min of three), verbatim but for the modelled instructions (min.f32 of |v| and 6, fma.rn.f32,
+// min.u32). TK_CHECK_BREAK=2: the last candidate's factor 0.25 instead of 0.5.
+uint32_t e2m1_mag_f32(float v) {
+  const float a = std::fmin(std::fabs(v), 6.0f);
+#if TK_CHECK_BREAK == 2
+  constexpr float kHalfF = 0.25f;
+#else
+  constexpr float kHalfF = 0.5f;
+#endif
+  const uint32_t r0 = tk::f2u(std::fma(a, 2.0f, 8388608.0f)), r1 = tk::f2u(std::fma(a, 1.0f, 8388610.0f));
+  const uint32_t r2 = tk::f2u(std::fma(a, kHalfF, 8388612.0f));
+  return umin(umin(r0, r1), r2);
 }
 
 uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
@@ -178,11 +223,99 @@ bool e2m1_bf16_scale_exact(float s) {
   return (b & 0x7fffffu) == 0 && (b & 0x7f800000u) != 0x7f800000u;
 }
 
+// encode_e2m1_bf16_f32, verbatim but for the modelled instructions (mul.rn.f32 is tk::mul_rn on the host)
+bool encode_e2m1_bf16_f32(const uint32_t* x, float inv, uint32_t* out) {
+  for (int p = 0; p < 4; ++p)
+    if (nonfinite16(x[p] & 0xffffu, kFmtBf16) || nonfinite16(x[p] >> 16, kFmtBf16)) return false;
+  uint32_t n[4];
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t lo = e2m1_mag_f32(tk::mul_rn(tk::u2f(x[j] << 16), inv));
+    const uint32_t hi = e2m1_mag_f32(tk::mul_rn(tk::u2f(x[j] & 0xffff0000u), inv));
+    n[j] = lo | hi << 4;
+  }
+  const uint32_t codes = prmt(prmt(n[0], n[1], 0x0040u), prmt(n[2], n[3], 0x0040u), 0x5410u);
+  const uint32_t s1 = prmt(x[0], x[1], 0x7531u), s2 = prmt(x[2], x[3], 0x7531u);
+  const uint32_t odd = prmt(s1, s2, 0x7531u), even = prmt(s1, s2, 0x6420u);
+  out[0] = codes | (odd & 0x80808080u) | ((even >> 4) & 0x08080808u);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool skip_f32 = argc > 1;  // any argument: leave out the 2^32 binary32 sweep
+  // any argument: leave out part 1's 2^32 sweep (~10 minutes; its f16 path is covered through part 0's equality
+  // with the form it proved); "quick": part 1b's 2^32 sweep (~1 minute) too
+  const bool skip_f32 = argc > 1;
+  const bool skip_1b = argc > 1 && std::string(argv[1]) == "quick";
   long bad = 0, fallback = 0;
+  // 0. e2m1_mag_x2 == the exponent-select form it replaced, and == encode_e2m1, on every non-NaN 16-bit input of
+  //    both formats (each lane on its own: the other lane holds a different value)
+  long bad0 = 0;
+  for (int fmt = 0; fmt < 2; ++fmt) {
+    const Fmt16& F = fmt ? kFmtBf16 : kFmtF16;
+    for (uint32_t h = 0; h < 0x10000u; ++h) {
+      if ((h & 0x7fffu) > (((1u << F.ebits) - 1) << F.mant)) continue;  // NaN: the callers fall back
+      const uint32_t other = (h * 40503u + 977u) & 0xffffu;
+      const uint32_t o = (other & 0x7fffu) > (((1u << F.ebits) - 1) << F.mant) ? 0u : other;
+      for (int lane = 0; lane < 2; ++lane) {
+        const uint32_t w = lane ? (h << 16 | o) : (o << 16 | h);
+        const uint32_t got = fmt ? e2m1_mag_x2<true>(w) : e2m1_mag_x2<false>(w);
+        const uint32_t ref = fmt ? e2m1_mag_x2_v1<true>(w) : e2m1_mag_x2_v1<false>(w);
+        const uint32_t g = (got >> 16 * lane) & 0xffu, r = (ref >> 16 * lane) & 0xffu;
+        const uint32_t want = tk::encode_e2m1(static_cast<float>(F.decode(h))) & 7u;
+        if ((g != r || g != want) && bad0++ < 10)
+          std::printf("mag x2 %s h=0x%04x lane %d: got 0x%02x v1 0x%02x want 0x%x\n", fmt ? "bf16" : "f16", h, lane, g, r, want);
+      }
+    }
+  }
+  std::printf("mag x2 (all 16-bit inputs): bad=%ld\n", bad0);
+  // 1b. e2m1_mag_f32 on every non-NaN binary32 against encode_e2m1's magnitude bits
+  long bad1b = 0;
+  for (uint64_t i = 0; i < (skip_1b ? 0 : 1ull << 32); ++i) {
+    const uint32_t u = static_cast<uint32_t>(i);
+    if ((u & 0x7fffffffu) > 0x7f800000u) continue;
+    const float v = tk::u2f(u);
+    const uint32_t got = e2m1_mag_f32(v);
+    if (((got & 0xffu) != (tk::encode_e2m1(v) & 7u) || (got >> 8) != (0x4b000000u >> 8)) &&
+        bad1b++ < 10)
+      std::printf("mag f32 v=%a (0x%08x): got 0x%08x want 0x%x\n", v, u, got, tk::encode_e2m1(v) & 7u);
+  }
+  std::printf("mag f32 (all binary32): bad=%ld\n", bad1b);
+  // 3b. encode_e2m1_bf16_f32: every bf16 value in every position of a chunk, times every e4m3 inverse scale
+  //     fl(1/decode_e4m3(c)) that is positive and finite, and random positive binary32 inverses
+  long bad3b = 0;
+  {
+    std::vector<float> invs;
+    for (uint32_t c = 1; c < 0x7fu; ++c) invs.push_back(tk::div_rn(1.0f, tk::decode_e4m3(c)));
+    std::mt19937 rng2(99);
+    for (int t = 0; t < 200; ++t) {
+      uint32_t b = rng2() & 0x7fffffffu;
+      if (b == 0 || b >= 0x7f800000u) b = 0x3f9d89d9u;
+      invs.push_back(tk::u2f(b));
+    }
+    for (float inv : {1e-40f, 0x1p-149f, 3.4e38f, 0.1f})  // subnormal and extreme inverses too
+      invs.push_back(inv);
+    for (float inv : invs) {
+      for (uint32_t xb = 0; xb < 0x10000u; ++xb) {
+        const int pos = xb % 8;
+        uint32_t x[4];
+        for (int p = 0; p < 4; ++p) x[p] = (0x3f80u + 37u * p) | (0xbe00u + 11u * p) << 16;  // 1.x and -0.x
+        x[pos / 2] = (x[pos / 2] & (0xffffu << 16 * (1 - pos % 2))) | xb << 16 * (pos % 2);
+        uint32_t got;
+        const bool nonfinite = (xb & 0x7fffu) >= 0x7f80u;
+        if (!encode_e2m1_bf16_f32(x, inv, &got)) {
+          if (!nonfinite && bad3b++ < 10) std::printf("bf16 f32: x=0x%04x inv=%a refused\n", xb, inv);
+          continue;
+        }
+        if (nonfinite && bad3b++ < 10) std::printf("bf16 f32: x=0x%04x inv=%a taken\n", xb, inv);
+        uint32_t want = 0;
+        for (int i = 0; i < 8; ++i)
+          want |= tk::encode_e2m1(tk::mul_rn(tk::u2f((x[i / 2] >> 16 * (i % 2) & 0xffffu) << 16), inv)) << 4 * i;
+        if (got != want && bad3b++ < 10) std::printf("bf16 f32: x=0x%04x pos %d inv=%a got 0x%08x want 0x%08x\n", xb, pos, inv, got, want);
+      }
+    }
+  }
+  std::printf("bf16 chunk f32: bad=%ld\n", bad3b);
   // 1. binary32 path, one value in the low lane (the high lane a copy, so both lanes are exercised)
   for (uint64_t i = 0; i < (skip_f32 ? 0 : 1ull << 32); ++i) {
     const uint32_t u = static_cast<uint32_t>(i);
@@ -303,7 +436,22 @@ int main(int argc, char** argv) {
         }
       }
   std::printf("lossless: bad=%ld\n", bad5);
-  const long all = bad + bad2 + bad3 + bad4 + bad5;
+  // 6. div6_rn of per_token_cast.cu (sfRaw = fl(a / 6) of the e2m1 casts): the fma form against div_rn(a, 6) for
+  //    every a in the range where the kernel uses it, [2^-119, FLT_MAX] (outside it the kernel calls div_rn)
+  long bad6 = 0;
+  for (uint32_t u = 0x04000000u; u < 0x7f800000u; ++u) {
+    const float a = tk::u2f(u);
+    const float kSixth = 0x1.555556p-3f;
+    const float q = tk::mul_rn(a, kSixth);
+#if TK_CHECK_BREAK == 3  // without the correction step (a reciprocal 1 ulp off still passes: the fma corrects it)
+    const float got = q;
+#else
+    const float got = std::fma(std::fma(-q, 6.0f, a), kSixth, q);
+#endif
+    if (tk::f2u(got) != tk::f2u(tk::div_rn(a, 6.0f)) && bad6++ < 10) std::printf("div6: a=%a got %a\n", a, got);
+  }
+  std::printf("div6 (a in [2^-119, FLT_MAX]): bad=%ld\n", bad6);
+  const long all = bad0 + bad1b + bad3b + bad + bad2 + bad3 + bad4 + bad5 + bad6;
   std::printf("bad=%ld\n", all);
   return all != 0;
 }

@@ -1,15 +1,15 @@
 // e2m1 encoders for the hot loops (spec/quant.md §1.3), equal to encode_e2m1 for every input, two values per
 // 32-bit operation. sm_90 has no e2m1 conversion; the scalar encode_e2m1 costs ~17 integer operations and a
 // divergent branch per value, which bounded bf16 → e2m1 casts at 38–42% of HBM bandwidth on an H200 (the integer
-// pipe runs at half the FP32 rate). Here one fma of a packed pair of 16-bit floats does the rounding:
+// pipe runs at half the FP32 rate). Here packed fmas of pairs of 16-bit floats do the rounding:
 //
-//   for |x| clamped to [0, 6] and e = clamp(floor(log2 |x|), 0, 2), code = 2e + rn(|x| · 2^(1-e)),
+//   for |x| clamped to [0, 6], code = min(rn(2|x|), rn(|x|) + 2, rn(|x|/2) + 4)   (e2m1_mag_x2 says why)
 //
-// because the e2m1 grid spacing inside [2^e, 2^(e+1)) is 2^(e-1) (0.5 below 1 too: the subnormal 0.5 step), and
-// rn's ties-to-even on the integer rn(|x|·2^(1-e)) ∈ {0..4} is the ties-to-even of the e2m1 mantissa (an even
-// integer is an even code). fma(|x|_c, 2^(1-e), 2^k + 2e) with 2^k the float whose ulp is 1 (f16: 1024, bf16: 128)
-// rounds once, to nearest even, to the integer 2^k + code, whose low byte is the code. Clamping at 6 saturates
-// (6 itself is code 7; ±Inf too); a NaN lane is not handled and the callers fall back to encode_e2m1.
+// because the e2m1 grid spacing is 0.5 in [0, 2] (the subnormal 0.5 step included), 1 in [2, 4] and 2 in [4, 6],
+// and rn's ties-to-even on the integer candidate is the ties-to-even of the e2m1 mantissa (an even integer is an
+// even code). fma(|x|_c, 2^j, M + 2i) with M the float whose ulp is 1 (f16: 1024, bf16: 128) rounds once, to
+// nearest even, to the integer M + candidate, whose low byte is the candidate. Clamping at 6 saturates (6 itself
+// is code 7; ±Inf too); a NaN lane is not handled and the callers fall back to encode_e2m1.
 //
 // Inputs: a pair of bf16 that are exactly the values to encode (bf16 · 2^k, products exact), or a pair of f16
 // produced from binary32 by round-to-odd (rz of a binary32 whose bit 13 carries the sticky bit of bits 0–12),
@@ -26,28 +26,37 @@ namespace tk {
 #if defined(__CUDACC__)
 // Per 16-bit lane of a packed pair (kBf16: bf16, else f16), a non-NaN value → the lane's e2m1 magnitude code in
 // bits 0–2 of its low byte (bits 3–7 zero; the high byte is the magic's exponent, ignored).
+//
+// With a = min(|x|, 6) and the magic M (ulp 1), code = min(rn(2a), rn(a) + 2, rn(a/2) + 4): inside [0, 2] the
+// first is the code (grid 0.5) and the smallest of the three (2a ≤ a + 2, 2a ≤ a/2 + 4, rn monotonic), inside
+// [2, 4] the second (grid 1, codes 4–6), inside [4, 6] the third (grid 2, codes 6–7); adding the even integers 2
+// and 4 keeps rn's ties-to-even parity. Three packed fmas (FMA pipe) round the candidates onto M + k, and two
+// integer min.u16x2 pick the smallest (all three share M's exponent). Per pair: 4 integer/logic instructions and 3
+// fmas (the exponent-select form before it, e2m1_mag_x2_v1 in tools/e2m1_fast_check.cpp: 7 and 1). Checked equal
+// to that form for every 16-bit input (bf16 and f16) by tools/e2m1_fast_check.cpp.
 template <bool kBf16>
 TK_DEV uint32_t e2m1_mag_x2(uint32_t h) {
-  constexpr uint32_t kSix = kBf16 ? 0x40c040c0u : 0x46004600u;  // 6.0
-  constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;  // 1.0
-  constexpr uint32_t kExp = kBf16 ? 0x7f807f80u : 0x7c007c00u;  // exponent fields
-  // exponent field E at bit 7 (bf16) / 10 (f16) → 2E at bit 1; 2E - 2·bias + magic bits = magic + 2e
-  constexpr int kShift = kBf16 ? 6 : 9;
-  constexpr uint32_t kMagic = kBf16 ? (0x4300u - 254u) * 0x10001u : (0x6400u - 30u) * 0x10001u;
+  constexpr uint32_t kSix = kBf16 ? 0x40c040c0u : 0x46004600u;   // 6.0
+  constexpr uint32_t kTwo = 0x40004000u;                         // 2.0 (same pattern in bf16 and f16)
+  constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;   // 1.0
+  constexpr uint32_t kHalf = kBf16 ? 0x3f003f00u : 0x38003800u;  // 0.5
+  constexpr uint32_t kM = kBf16 ? 0x43004300u : 0x64006400u;     // M = 128 (bf16) / 1024 (f16): ulp 1
   const uint32_t a = h & 0x7fff7fffu;
-  uint32_t ac, am, r;
-  // integer min / max on non-negative non-NaN float patterns are the float min / max
+  uint32_t ac, r0, r1, r2, m;
+  // integer min on non-negative non-NaN float patterns is the float min
   asm("min.u16x2 %0, %1, %2;" : "=r"(ac) : "r"(a), "r"(kSix));
-  asm("max.u16x2 %0, %1, %2;" : "=r"(am) : "r"(ac), "r"(kOne));
-  const uint32_t eb = am & kExp;  // 2^e, e ∈ {0, 1, 2}
-  const uint32_t s = eb ^ kExp;   // 2^(1-e): biased exponent 2·bias + 1 - E, and eb's bits are a subset of kExp
-  const uint32_t c = (eb >> kShift) + kMagic;  // no bit crosses lanes: eb has no bits below the exponent field
   if constexpr (kBf16) {
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(ac), "r"(s), "r"(c));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(ac), "r"(kTwo), "r"(kM));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(ac), "r"(kOne), "r"(kM + 0x20002u));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(ac), "r"(kHalf), "r"(kM + 0x40004u));
   } else {
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(ac), "r"(s), "r"(c));
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(ac), "r"(kTwo), "r"(kM));
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(ac), "r"(kOne), "r"(kM + 0x20002u));
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(ac), "r"(kHalf), "r"(kM + 0x40004u));
   }
-  return r;
+  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(r0), "r"(r1));
+  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(r2));
+  return m;
 }
 
 // Nonzero when some lane of the pairs is NaN or ±Inf (fma(x, 0, acc) stays ±0 for finite x). Only NaN needs the
@@ -132,6 +141,42 @@ TK_DEV bool encode_e2m1_bf16_pow2(const uint32_t* x, float inv, uint32_t* out) {
   for (int k = 0; k < 4; ++k) asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(p[k]) : "r"(x[k]), "r"(i2));
   if (any_nonfinite_x2<true, 4>(p)) return false;
   out[0] = pack_e2m1_x2<true, 4>(p);
+  return true;
+}
+
+// One binary32 value (not NaN) → M + code, M = 2^23 (ulp 1): its low byte is the e2m1 magnitude code (bits 3–7
+// zero). The min-of-three construction of e2m1_mag_x2 in binary32: min(|v|, 6) (one FMNMX, |v| a source
+// modifier), three fmas on the FMA pipe, two integer mins. No intermediate rounding, so no round-to-odd step.
+TK_DEV uint32_t e2m1_mag_f32(float v) {
+  float a;
+  asm("{\n\t.reg .f32 t;\n\tabs.f32 t, %1;\n\tmin.f32 %0, t, 0f40C00000;\n\t}" : "=f"(a) : "f"(v));
+  const uint32_t r0 = f2u(__fmaf_rn(a, 2.0f, 8388608.0f));
+  const uint32_t r1 = f2u(__fmaf_rn(a, 1.0f, 8388610.0f));
+  const uint32_t r2 = f2u(__fmaf_rn(a, 0.5f, 8388612.0f));
+  return min(min(r0, r1), r2);
+}
+
+// Four packed bf16 pairs x (a bf16 chunk) times inv, a positive finite nonzero binary32 (any mantissa: NVFP4's
+// 1 / e4m3 scale, fp32 scales), → 8 e2m1 nibbles == encode_e2m1(fl(x_i · inv)) each. The products are the
+// reference's binary32 products; each is rounded once by e2m1_mag_f32 (per value ~3 integer/logic instructions and
+// 4 FMA-pipe ones, against ~6 and 2 through round-to-odd f16 pairs). The signs come from x (inv > 0: the
+// product's sign is x's, zeros and underflows included). Returns false, writing nothing, when a lane of x is NaN or
+// ±Inf: the caller encodes that chunk with encode_e2m1.
+TK_DEV bool encode_e2m1_bf16_f32(const uint32_t* x, float inv, uint32_t* out) {
+  if (any_nonfinite_x2<true, 4>(x)) return false;
+  uint32_t n[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t lo = e2m1_mag_f32(mul_rn(u2f(x[j] << 16), inv));
+    const uint32_t hi = e2m1_mag_f32(mul_rn(u2f(x[j] & 0xffff0000u), inv));
+    n[j] = lo | hi << 4;  // byte 0: the codes of elements 2j and 2j + 1
+  }
+  const uint32_t codes = prmt(prmt(n[0], n[1], 0x0040u), prmt(n[2], n[3], 0x0040u), 0x5410u);
+  // the bf16 high bytes of elements 0–3 and 4–7, then the odd elements' (sign at bit 7 of byte j: element 2j + 1)
+  // and the even elements' (moved to bit 3)
+  const uint32_t s1 = prmt(x[0], x[1], 0x7531u), s2 = prmt(x[2], x[3], 0x7531u);
+  const uint32_t odd = prmt(s1, s2, 0x7531u), even = prmt(s1, s2, 0x6420u);
+  out[0] = codes | (odd & 0x80808080u) | ((even >> 4) & 0x08080808u);
   return true;
 }
 

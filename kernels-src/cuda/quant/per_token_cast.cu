@@ -5,6 +5,9 @@
 //   tk_per_token_cast__<in>_<out>_g<N>   in ∈ {fp32, bf16, e4m3, e2m1}, out ∈ {e4m3, e2m1}, N ∈ {16, 32, 64, 128}
 //                                        (e4m3 / e2m1 input = re-quantization of [codes, sf], §4.4)
 //   tk_per_token_cast__<in>_<out>_row    in ∈ {fp32, bf16}: one scale per row (numPerChannels == H)
+//   tk_per_token_cast__bf16_e2m1_g<N>_u4 the bf16 → e2m1 _g<N> kernel with 4 chunks (32 values) per thread and
+//                                        unit instead of 2; the host takes it when ops/quant/per_token_cast.ts
+//                                        E2M1_FOUR_CHUNKS is set (same grid, same results)
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -19,7 +22,8 @@
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
-//   Static shared memory: _g<N> 16 KiB (value inputs) / ≤ 8 KiB (code inputs), _row 128 B.
+//   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 32 + 1
+//   KiB) / ≤ 8 KiB (code inputs), _row 128 B.
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -34,10 +38,12 @@
 // cp.async one unit ahead (common/ldst.cuh), so HBM stays busy while a unit is reduced, scaled and stored. Inputs
 // whose base or row stride is not a multiple of the chunk size (any row stride ≥ H is legal for fp32 / bf16)
 // stage through registers with element-wide loads instead: same kernel, slower, correct.
-// e2m1 outputs of fp32 / bf16 inputs encode two values per 32-bit operation (common/e2m1_fast.cuh): a bf16 chunk
-// whose inverse scale is a power of two (roundSf) is scaled and rounded in bf16x2 arithmetic (the products are
-// exact), any other chunk is scaled in binary32 and rounded through round-to-odd f16 pairs; a chunk holding a
-// NaN or an infinity falls back to the scalar encode_e2m1.
+// e2m1 outputs of fp32 / bf16 inputs use the encoders of common/e2m1_fast.cuh: a bf16 chunk whose inverse scale
+// is a power of two (roundSf) is scaled and rounded in bf16x2 arithmetic (the products are exact), a bf16 chunk
+// with any other positive finite inverse (NVFP4) is scaled in binary32 and each product rounded once
+// (encode_e2m1_bf16_f32), any other chunk (fp32 input, negative or non-finite inverses) is scaled in binary32 and
+// rounded through round-to-odd f16 pairs; a chunk holding a NaN or an infinity falls back to the scalar
+// encode_e2m1.
 #include "../common/chunk.cuh"
 #include "../common/e2m1_fast.cuh"
 #include "../common/fp.cuh"
@@ -103,23 +109,57 @@ TK_DEV SfOut make_sf_out(const PerTokenCastParams& p, uint32_t nbk) {
 template <Fmt kOut>
 constexpr float kQmaxOf = kOut == Fmt::kE4m3 ? kE4m3Max : kE2m1Max;
 
+// fl(a / 6), sfRaw of §2.3 for e2m1 (Qmax 6), without the IEEE division (~8–10 SASS and a slow-path branch):
+// q = fl(a · fl(1/6)), the remainder a − 6q exact by fma, one fma correction. Equal to div_rn(a, 6) for every a in
+// [2^-119, FLT_MAX] (tools/e2m1_fast_check.cpp part 6: all of them); every other a (subnormal quotients, +Inf,
+// negative or NaN) takes div_rn.
+TK_DEV float div6_rn(float a) {
+  constexpr float kSixth = 0x1.555556p-3f;  // fl(1/6)
+  if (f2u(a) - 0x04000000u < 0x7f800000u - 0x04000000u) {
+    const float q = mul_rn(a, kSixth);
+    return __fmaf_rn(__fmaf_rn(-q, 6.0f, a), kSixth, q);
+  }
+  return div_rn(a, 6.0f);
+}
+
+// encode_e4m3(v) for one value by the hardware conversion: encode_e4m3x4's construction (common/codec.cuh: PTX's
+// cvt.rn.satfinite.e4m3x2.f32 is §1.2 up to the sign of a NaN; on sm_90 the raw conversion was checked equal to
+// encode_e4m3 for all 2^32 inputs on an H200, elsewhere a negative NaN byte 0xFF gets bit 7 cleared) on a pair
+// holding v twice, instead of the scalar integer encode and its subnormal branch (~20 instructions per group).
+TK_DEV uint32_t encode_e4m3_hw(float v) {
+  uint16_t h;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %1;" : "=h"(h) : "f"(v));
+  const uint32_t w = h & 0xffu;
+#if __CUDA_ARCH__ == 900
+  return w;
+#else
+  return w ^ (((w & 0x7fu) + 1u) & w & 0x80u);
+#endif
+}
+
 // ---- groups of N ≤ 128 columns ----------------------------------------------------------------------------------
-template <Fmt kIn, Fmt kOut, int kN, bool kSr>
+// kUnits: chunks per thread in one unit when nonzero (the _u4 symbols), else kItemsPerStep.
+template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0>
 struct GroupCast {
   using S = GroupShape<kIn, kOut, kN>;
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
-  static constexpr int kU = kItemsPerStep<kIn>;
+  static constexpr int kU = kUnits != 0 ? kUnits : kItemsPerStep<kIn>;
   // The (sf, inv) of a group is the same for all its lanes: each lane computes it for at most kSfRounds items of
   // the step and shares it by shuffle, instead of every lane computing sfAndInv (two IEEE divisions) kU times.
   static constexpr int kSfRounds = (kU + S::kLanes - 1) / S::kLanes;
   // e2m1 output of a value input: the packed-pair encoders of common/e2m1_fast.cuh instead of the scalar
   // encode_e2m1 (~17 integer operations and a branch per value held bf16 → e2m1 at 38–42% of copy bandwidth)
   static constexpr bool kFastE2m1 = kOut == Fmt::kE2m1 && !kSr && !kRequant && (S::kVec == 4 || S::kVec == 8);
+  // e4m3 scales without roundSf (NVFP4): inv = fl(1 / decode_e4m3(c)) depends on the sf byte c only, so the block
+  // computes the 256 values once (the same div_rn of the same decode, kernel start) and a group reads its inverse
+  // from shared memory instead of decoding c and dividing (~20 instructions per group of 16 values).
+  static constexpr bool kSfInvTable = kFastE2m1;
 
   const PerTokenCastParams& p;
   uint32_t chunks;  // per row
   SfOut sf_out;
   bool precomputed, write_data, write_sf, data_aligned;
+  bool e4m3_inv_table;  // kSfInvTable and this launch computes e4m3 scales (sf_and_inv's kSfE4m3Out branch)
   uint32_t in_row_shift, in_col_shift;  // input block shape of a re-quantized input: powers of two (§4.4)
 
   TK_DEV explicit GroupCast(const PerTokenCastParams& params) : p(params) {
@@ -129,15 +169,35 @@ struct GroupCast {
     write_data = p.mode != kModeSfOnly;
     write_sf = !precomputed && p.sf != 0;
     data_aligned = (p.data % kVecBytes) == 0;
+    e4m3_inv_table = kSfInvTable && !precomputed && (p.flags & (kSfRound | kSfE4m3Out)) == kSfE4m3Out;
     in_row_shift = kRequant ? log2_pow2(p.x_block_rows) : 0;
     in_col_shift = kRequant ? log2_pow2(p.x_block_cols) : 0;
   }
 
   // The inverse scale of group k of `row`: from its amax (§2.3), or read (precomputed mode, §2.5:
   // inv = fl(1/s)). The owner lane of the group writes the sf entry; in precomputed mode only the owner reads.
-  TK_DEV float group_inv(float amax, uint64_t row, uint32_t k, bool owner) const {
+  TK_DEV float group_inv(float amax, uint64_t row, uint32_t k, bool owner, const float* inv_tab) const {
     if (precomputed) {
       return owner ? div_rn(1.0f, load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, row, k)) : 0.0f;
+    }
+    if constexpr (kFastE2m1) {
+      // sf_and_inv's roundSf and kSfE4m3Out branches, literally, with sfRaw from div6_rn and (e4m3) the inverse
+      // from the table; fp32 scales below, unchanged
+      if (p.flags & (kSfRound | kSfE4m3Out)) {
+        const float sf_raw = div6_rn(max_num(amax, p.amax_clamp));
+        uint32_t stored;
+        float inv;
+        if (p.flags & kSfRound) {
+          const uint32_t biased = ((f2u(sf_raw) - 1u) >> 23) + 1u;
+          stored = (p.flags & kSfPackedUe8m0) ? (biased & 0xffu) : biased << 23;
+          inv = u2f((254u - biased) << 23);
+        } else {
+          stored = encode_e4m3_hw(sf_raw);
+          inv = inv_tab[stored];  // e4m3_inv_table holds here: not precomputed, kSfE4m3Out without kSfRound
+        }
+        if (write_sf && owner) sf_out.store(row, k, stored);
+        return inv;
+      }
     }
     const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kQmaxOf<kOut>, p.flags);
     if (write_sf && owner) sf_out.store(row, k, si.stored);
@@ -145,7 +205,8 @@ struct GroupCast {
   }
 
   // One unit: kU chunks per lane of `row`, starting at chunk base + lane, data already in w.
-  TK_DEV void step(uint64_t row, uint32_t base, uint32_t threads, const uint32_t (&w)[kU][S::kLoadWords]) const {
+  TK_DEV void step(uint64_t row, uint32_t base, uint32_t threads, const uint32_t (&w)[kU][S::kLoadWords],
+                   const float* inv_tab) const {
     const uint32_t lane = threadIdx.x % kWarpSize;
     uint32_t c[kU];
 #pragma unroll
@@ -216,7 +277,7 @@ struct GroupCast {
         cr = select_u32(pick, c[u], cr);
       }
       const bool owner = glane + r * S::kLanes < static_cast<uint32_t>(kU) && cr - glane < chunks;
-      const float my_inv = group_inv(a, row, cr / S::kLanes, owner);
+      const float my_inv = group_inv(a, row, cr / S::kLanes, owner, inv_tab);
 #pragma unroll
       for (int u = r * S::kLanes; u < kU && u < (r + 1) * S::kLanes; ++u)
         inv[u] = S::kLanes == 1 ? my_inv : __shfl_sync(kFullWarpMask, my_inv, (lane - glane) + (u - r * S::kLanes));
@@ -227,10 +288,16 @@ struct GroupCast {
       for (int u = 0; u < kU; ++u) {
         if (c[u] < chunks) {
           uint32_t o[S::kOutWords];
-          // bf16 times a power of two (roundSf scales): the e2m1 rounding on the exact bf16 products
+          // bf16 times a power of two (roundSf scales): the e2m1 rounding on the exact bf16 products; times any
+          // other positive finite inverse (NVFP4's e4m3 scales, fp32 scales): binary32 products rounded once
           bool done = false;
           if constexpr (kFastE2m1 && kIn == Fmt::kBf16) {
-            if ((f2u(inv[u]) & 0x7fffffu) == 0) done = encode_e2m1_bf16_pow2(w[u], inv[u], o);
+            const uint32_t ib = f2u(inv[u]);
+            if ((ib & 0x7fffffu) == 0) {
+              done = encode_e2m1_bf16_pow2(w[u], inv[u], o);
+            } else if (ib - 1u < 0x7f7fffffu) {
+              done = encode_e2m1_bf16_f32(w[u], inv[u], o);
+            }
           }
           if (!done) {
             float v[S::kVec];
@@ -259,6 +326,13 @@ struct GroupCast {
   TK_DEV void run() const {
     // thread-private staging slots, [stage][item][thread] so that a warp's shared accesses are contiguous
     __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
+    __shared__ float inv_tab[kSfInvTable ? 256 : 1];
+    if constexpr (kSfInvTable) {
+      if (e4m3_inv_table) {
+        for (uint32_t c = threadIdx.x; c < 256; c += blockDim.x) inv_tab[c] = div_rn(1.0f, decode_e4m3(c));
+      }
+      __syncthreads();
+    }
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t x_stride = row_stride_bytes<kIn>(p);
@@ -282,7 +356,7 @@ struct GroupCast {
       uint32_t w[kU][S::kLoadWords];
 #pragma unroll
       for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[st][u][threadIdx.x]), w[u]);
-      step(row, base, team.threads, w);
+      step(row, base, team.threads, w, inv_tab);
     });
     if (write_sf) sf_out.zero_padding_rows(rows, p.sf_rows);
   }
@@ -375,6 +449,13 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 32)    \
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 64)    \
   TK_PER_TOKEN_CAST_GROUP(in, IN, out, OUT, 128)
+// bf16 → e2m1 with 4 chunks (32 values) per thread and unit: the per-unit work (row / unit bookkeeping, staging
+// addresses, amax shuffles, the group's scale, the sf store) spread over twice the values
+#define TK_PER_TOKEN_CAST_BF16_E2M1_U4(n)                                                                 \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)     \
+      tk_per_token_cast__bf16_e2m1_g##n##_u4(const __grid_constant__ PerTokenCastParams p) {              \
+    tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE2m1, n, false, 4>(p).run();                                  \
+  }
 #define TK_PER_TOKEN_CAST_ROW_AS(in, IN, out, OUT, sr, SR)                                             \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
       tk_per_token_cast__##in##_##out##_row##sr(const __grid_constant__ PerTokenCastParams p) {       \
@@ -392,6 +473,10 @@ TK_PER_TOKEN_CAST_GROUPS(e4m3, kE4m3, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_GROUPS(e4m3, kE4m3, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_GROUPS(e2m1, kE2m1, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_GROUPS(e2m1, kE2m1, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4(16)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4(32)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4(64)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4(128)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e4m3, kE4m3)
