@@ -28,8 +28,9 @@ export const NORM_BLOCK_THREADS = 256;
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
  *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
  * - `forwardWarpRows`: bf16 normForward without residual, H > 256, at least `forwardWarpRowsMinRowsPerSm` rows per
- *   SM (default 16: every SM's 16 resident warps get a row; the register-rows forms below use the same threshold), runs `tk_norm_forward__bf16_wr` (one warp per row, two
- *   passes over the row; the default) instead of the team kernels above (false). Fewer rows (decode) keep the team
+ *   SM (default 16: every SM's 16 resident warps get a row; the register-rows forms below use the same threshold),
+ *   runs `tk_norm_forward__bf16_wr` (one warp per row, two passes over the row; the default) instead of the team
+ *   kernels above (false). Fewer rows (decode) keep the team
  *   kernels: 256 threads per row finish one row sooner than one warp. Its default grid is one block per 8 rows (no
  *   cap: `forwardBlocksPerSm` caps it when set).
  * - `castWarpRows`: the same for the fused casts without residual (normForwardAndPerTokenCast:
