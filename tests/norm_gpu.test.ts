@@ -210,6 +210,38 @@ function unalignedWeight(rand: () => number, H: number): HostTensor {
   return new HostTensor(w.data, "bf16", [H], [1], 1);
 }
 
+/**
+ * normForward with a residual (bf16, H columns) = reference under the current launch knobs: residualOut new (2-D,
+ * 3-D padded, stride H + 1), and in place into residual or x with aligned and unaligned strides.
+ */
+function compareResidualForms(rand: () => number, H: number, tag: string): void {
+  compareForward(rand, { B: 0, T: 29, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H }, `${tag} 2-D`);
+  compareForward(rand, { B: 2, T: 5, H, dtype: "bf16", weight: false, residual: true, outScale: 0.3, stride: H + 32 }, `${tag} 3-D padded`);
+  compareForward(rand, { B: 0, T: 7, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+  for (const into of ["residual", "x"] as const) {
+    for (const stride of [H, H + 1]) {
+      const x = rows(rand, 0, 13, H, "bf16", stride);
+      const r = rows(rand, 0, 13, H, "bf16", stride);
+      const w = moderate(rand, [H], "bf16");
+      // host copies in the same (strided) layout, updated in place by the reference
+      const hx = new HostTensor(x.data.slice(), "bf16", x.shape, x.strides, x.offset);
+      const hr = new HostTensor(r.data.slice(), "bf16", r.shape, r.strides, r.offset);
+      const [co, cr] = normForward(hx, w, { eps: 1e-6, residual: hr, out: { residualOut: into === "x" ? hx : hr } });
+      const dx = uploadView(x);
+      const dr = uploadView(r);
+      const dw = uploadView(w);
+      const target = into === "x" ? dx : dr;
+      const [go, gr] = normForward(dx, dw, { eps: 1e-6, residual: dr, out: { residualOut: target } });
+      const label = `${tag} in place into ${into}, stride ${stride}`;
+      sameAllocation(go, co, `${label}: out`);
+      sameAllocation(gr, cr, `${label}: rstd`);
+      sameAllocation(dx, hx, `${label}: x`);
+      sameAllocation(dr, hr, `${label}: residual`);
+      dispose(go, gr, dx, dr, dw);
+    }
+  }
+}
+
 gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 16 rows per SM) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
   const rand = rng(7801);
   for (const blocks of [0, 1, 3]) {
@@ -243,31 +275,7 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
     withForwardTuning(true, blocks, () => {
       for (const H of [272, 528, 1024, 7168, 8192]) {
         const tag = `wr_res blocks/SM ${blocks} H ${H}`;
-        compareForward(rand, { B: 0, T: 29, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H }, `${tag} 2-D`);
-        compareForward(rand, { B: 2, T: 5, H, dtype: "bf16", weight: false, residual: true, outScale: 0.3, stride: H + 32 }, `${tag} 3-D padded`);
-        compareForward(rand, { B: 0, T: 7, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
-        for (const into of ["residual", "x"] as const) {
-          for (const stride of [H, H + 1]) {
-            const x = rows(rand, 0, 13, H, "bf16", stride);
-            const r = rows(rand, 0, 13, H, "bf16", stride);
-            const w = moderate(rand, [H], "bf16");
-            // host copies in the same (strided) layout, updated in place by the reference
-            const hx = new HostTensor(x.data.slice(), "bf16", x.shape, x.strides, x.offset);
-            const hr = new HostTensor(r.data.slice(), "bf16", r.shape, r.strides, r.offset);
-            const [co, cr] = normForward(hx, w, { eps: 1e-6, residual: hr, out: { residualOut: into === "x" ? hx : hr } });
-            const dx = uploadView(x);
-            const dr = uploadView(r);
-            const dw = uploadView(w);
-            const target = into === "x" ? dx : dr;
-            const [go, gr] = normForward(dx, dw, { eps: 1e-6, residual: dr, out: { residualOut: target } });
-            const label = `${tag} in place into ${into}, stride ${stride}`;
-            sameAllocation(go, co, `${label}: out`);
-            sameAllocation(gr, cr, `${label}: rstd`);
-            sameAllocation(dx, hx, `${label}: x`);
-            sameAllocation(dr, hr, `${label}: residual`);
-            dispose(go, gr, dx, dr, dw);
-          }
-        }
+        compareResidualForms(rand, H, tag);
         for (const npc of [32, 128] as const) {
           if (H % npc) continue;
           const c: FwdCase = { B: 0, T: 17, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H };
@@ -339,30 +347,7 @@ gpuTest("normForward bf16 by register rows (_rr4, _rr2, _rr4_res, the casts _e4m
         compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `rr${warps} blocks/SM ${blocks} H ${H} unaligned weight`);
         if (warps !== 4) continue; // the residual form and the casts exist for 4 warps only
         // the residual form (_rr4_res): new residualOut, 3-D padded, unaligned strides, in place into residual or x
-        const rtag = `rr4_res blocks/SM ${blocks} H ${H}`;
-        compareForward(rand, { B: 0, T: 29, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H }, `${rtag} 2-D`);
-        compareForward(rand, { B: 2, T: 5, H, dtype: "bf16", weight: false, residual: true, outScale: 0.3, stride: H + 32 }, `${rtag} 3-D padded`);
-        compareForward(rand, { B: 0, T: 7, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H + 1 }, `${rtag} stride H+1`);
-        for (const into of ["residual", "x"] as const) {
-          for (const stride of [H, H + 1]) {
-            const xi = rows(rand, 0, 13, H, "bf16", stride);
-            const ri = rows(rand, 0, 13, H, "bf16", stride);
-            const w = moderate(rand, [H], "bf16");
-            const hx = new HostTensor(xi.data.slice(), "bf16", xi.shape, xi.strides, xi.offset);
-            const hr = new HostTensor(ri.data.slice(), "bf16", ri.shape, ri.strides, ri.offset);
-            const [co, cr] = normForward(hx, w, { eps: 1e-6, residual: hr, out: { residualOut: into === "x" ? hx : hr } });
-            const dx = uploadView(xi);
-            const dr = uploadView(ri);
-            const dw = uploadView(w);
-            const [go, gr] = normForward(dx, dw, { eps: 1e-6, residual: dr, out: { residualOut: into === "x" ? dx : dr } });
-            const label = `${rtag} in place into ${into}, stride ${stride}`;
-            sameAllocation(go, co, `${label}: out`);
-            sameAllocation(gr, cr, `${label}: rstd`);
-            sameAllocation(dx, hx, `${label}: x`);
-            sameAllocation(dr, hr, `${label}: residual`);
-            dispose(go, gr, dx, dr, dw);
-          }
-        }
+        compareResidualForms(rand, H, `rr4_res blocks/SM ${blocks} H ${H}`);
         // the fused casts (_e4m3_g<N>_rr4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
         for (const npc of [32, 128] as const) {
           if (H % npc) continue;
