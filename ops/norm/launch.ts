@@ -49,6 +49,9 @@ export const NORM_BLOCK_THREADS = 256;
  *   normForward with a residual; default off. (addRmsnormForwardAndPerTokenCast has no register-rows form.)
  * - `castRegRows`: the same (4 warps, `tk_norm_forward__bf16_e4m3_g<N>_rr4`, 72 registers, 7 rows per SM) for
  *   normForwardAndPerTokenCast without residual; default off.
+ * - `regRowsSectors`: with `forwardRegRows` 4, `tk_norm_forward__bf16_rr4s` instead: the same kernel moving x and
+ *   out in whole 32-byte sectors by lane pairs (8 shuffles a chunk; the weight one chunk per L1 trip instead of
+ *   two), for the A/B of the half-sector accesses; default off.
  * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
  *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
  *   L2 between the two passes); 0 = none.
@@ -65,6 +68,7 @@ export const normLaunchTuning = {
   forwardRegRows: 0 as 0 | 2 | 4,
   residualRegRows: false,
   castRegRows: false,
+  regRowsSectors: false,
   warpRowsSmemPad: 0,
   /**
    * bf16 `_b4` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed

@@ -279,13 +279,14 @@ export function launchNormForward(
   const t = normLaunchTuning;
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // bf16, any H, when asked for (not yet the default): one block of `regWarps` warps per row, the row held in registers
-  // (`_rr4`, `_rr2`; with a residual `_rr4_res`, the cast `_e4m3_g<N>_rr4`; none for the cast with a residual)
+  // (`_rr4`, `_rr4s` in whole sectors, `_rr2`; with a residual `_rr4_res`, the cast `_e4m3_g<N>_rr4`; none for the
+  // cast with a residual)
   const regWarps = !rowsForm ? 0 : r.residual ? (c ? 0 : t.residualRegRows ? 4 : 0) : c ? (t.castRegRows ? 4 : 0) : t.forwardRegRows;
   const wr = !regWarps && rowsForm && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows);
   // bf16 with a weight otherwise: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared
   // memory) unless the tuning knob asks for the L1 form
   const ws = !regWarps && !wr && x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
-  const form = regWarps ? `_rr${regWarps}${r.residual ? "_res" : ""}` : wr ? (r.residual ? "_wr_res" : "_wr") : ws ? "_ws" : "";
+  const form = regWarps ? `_rr${regWarps}${r.residual ? "_res" : regWarps === 4 && !c && t.regRowsSectors ? "s" : ""}` : wr ? (r.residual ? "_wr_res" : "_wr") : ws ? "_ws" : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = ws ? FWD_WEIGHT_SLOT_BYTES : wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);

@@ -12,7 +12,8 @@
 //   tk_norm_forward__bf16_rr4, _rr2        bf16, any H: one block of 4 / 2 warps per row, the row held in registers
 //   tk_norm_forward__bf16_rr4_res          (below, "register rows"); with a residual; the fused casts (4 warps).
 //   tk_norm_forward__bf16_e4m3_g<N>_rr4    Off by default (normLaunchTuning.forwardRegRows, residualRegRows,
-//                                          castRegRows), from the warp rows' row count per SM
+//   tk_norm_forward__bf16_rr4s             castRegRows, regRowsSectors), from the warp rows' row count per SM;
+//                                          rr4s: rr4 moving the row in whole 32-byte sectors by lane pairs
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -27,7 +28,7 @@
 //   _rr<W>: block.x 32·W (one block = one row team, P = 32·W), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
 //   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4 64 → 8 blocks = 8 rows = 32 warps
-//   per SM; rr2 128 → 8 blocks = 8 rows = 16 warps; rr4_res 80 → 6 rows; e4m3_g<N>_rr4 72 → 7 rows.
+//   per SM (rr4s too); rr2 128 → 8 blocks = 8 rows = 16 warps; rr4_res 80 → 6 rows; e4m3_g<N>_rr4 72 → 7 rows.
 //
 //   _ws: the weight's chunks p and p + P of every team thread are copied (cp.async, with the block's first row)
 //   into kFwdWeightSlotBytes of dynamic shared memory, laid out as the row slots, and step 4 reads them there:
@@ -762,6 +763,8 @@ struct NormForwardWarpRows {
 // through L1 kRrWeightChunks chunks at a time; unaligned views take element-wide accesses, as the other forms. Any grid (rows walked grid-stride by block); the host launches one
 // block per row. A residual (kRes): step 1 on the loaded chunks, s stored to residualOut (x and residual are read
 // into registers before any of the thread's stores, so the in-place forms keep their meaning, as the team kernels).
+// kSectors (plain only): x and out move in whole 32-byte sectors by lane pairs, as the team kernels since round 2
+// (RowChunk::load_split / store_split; 8 shuffles a chunk), instead of half a sector per 16-byte access.
 
 // step 4 on one chunk: y = RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), or without the outScale product (kOne: outScale = 1,
 // exact), or without the weight (kW false); overwrites v.
@@ -781,8 +784,8 @@ TK_DEV void norm_step4_chunk(Chunk& v, const Chunk& w, float rstd, float out_sca
 }
 
 // Weight chunks loaded together in step 4 (8 registers each; one L1 round trip per group on the row's chain).
-template <int kCastN>
-constexpr int kRrWeightChunks = kCastN ? 1 : 2;  // the casts spilled 24 bytes with 2
+template <int kCastN, bool kSectors>
+constexpr int kRrWeightChunks = kCastN || kSectors ? 1 : 2;  // the casts spilled 24 bytes with 2, rr4s 8–36
 // Resident blocks per SM the register budget is sized for (no spills, sm_90a and sm_100a): rr4 (P = 128, 32 registers
 // of row) 64 registers → 8 blocks = 8 rows = 32 warps per SM; rr2 (P = 64, 64 registers of row) 125 → 8 blocks = 8
 // rows = 16 warps; rr4 with a residual (x and residual both in registers at the load) 80 → 6 rows; rr4 casts 72 →
@@ -790,15 +793,16 @@ constexpr int kRrWeightChunks = kCastN ? 1 : 2;  // the casts spilled 24 bytes w
 template <int kWarps, int kCastN = 0, bool kRes = false>
 constexpr int kRrMinBlocks = kRes ? 6 : kCastN ? 7 : 8;
 
-template <int kWarps, int kCastN, bool kRes = false>
+template <int kWarps, int kCastN, bool kRes = false, bool kSectors = false>
 struct NormForwardRegRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr int kEb = 2;
   static constexpr bool kCast = kCastN != 0;
   static constexpr uint32_t kP = kWarps * kWarpSize;                  // team = block
   static constexpr int kJ = 512 / kP;                                 // chunks a thread holds at most (N ≤ 512)
-  static constexpr int kWc = kRrWeightChunks<kCastN>;
+  static constexpr int kWc = kRrWeightChunks<kCastN, kSectors>;
   static_assert(kJ >= 2 && kJ % kWc == 0, "team width");
+  static_assert(!kSectors || (!kCast && !kRes), "whole sectors: the plain form only");
   const NormForwardParams& p;
   TK_DEV explicit NormForwardRegRows(const NormForwardParams& params) : p(params) {}
 
@@ -819,18 +823,30 @@ struct NormForwardRegRows {
     const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
     auto chunk_of = [&](int j) { return tp + kP * j; };
     auto live_of = [&](int j) { return static_cast<uint32_t>(j) < J && chunk_of(j) < K; };
+    // kSectors: chunk j of a row moved by the lane pair (2m, 2m + 1), who own the adjacent chunks c & ~1 and c | 1
+    // (P even), in whole 32-byte sectors (RowChunk::load_split / store_split), under the two owners' conditions
+    auto pair_at = [&](const uint8_t* row_p, int j) {
+      const uint32_t c0 = chunk_of(j) & ~1u;
+      const bool in = static_cast<uint32_t>(j) < J;
+      return ChunkAccess::pair(row_p + static_cast<uint64_t>(c0) * Chunk::kBytes, Chunk::kBytes, in && c0 < K, in && c0 + 1 < K);
+    };
 
     uint32_t parity = 0;
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
-      const uint64_t b = p.num_batches == 1 ? 0 : row / T, t = p.num_batches == 1 ? row : row % T;
+      const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
+      const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
       const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
 
       // the whole row at once: J chunks a thread (dead chunks +0: the +0 pad of D.2)
       Chunk sv[kJ];
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        sv[j].zero();
-        if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
+        if constexpr (kSectors) {
+          sv[j].load_split(pair_at(xr, j), x_al);  // (both lanes of every pair call: uniform loop)
+        } else {
+          sv[j].zero();
+          if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
+        }
       }
       if constexpr (kRes) {
         // step 1: s = RNbf16(x ⊕ residual) → residualOut (every load of this thread precedes its stores)
@@ -899,10 +915,13 @@ struct NormForwardRegRows {
             const int j = j0 + u;
             if (static_cast<uint32_t>(j) >= J) continue;  // uniform
             const bool live = chunk_of(j) < K;
-            if (!kCast && !live) continue;  // (the casts' dead chunks still take part in the group shuffles)
+            // (the casts' dead chunks still take part in the group shuffles, kSectors' in the pair exchange)
+            if (!kCast && !kSectors && !live) continue;
             norm_step4_chunk<kOne, true>(sv[j], wc[u], rstd, p.out_scale);
             if constexpr (kCast) {
               NormForwardWarpRows<kCastN>(p).cast_chunk(sv[j], row, t, b, chunk_of(j), live, with_bf16, d_al, b_al);
+            } else if constexpr (kSectors) {
+              sv[j].store_split(pair_at(orow, j), o_al);
             } else {
               sv[j].store(orow + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, o_al);
             }
@@ -984,13 +1003,15 @@ TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 128)
 
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows / castRegRows): one block of W warps per row, the row
 // held in registers (NormForwardRegRows).
-#define TK_NORM_FORWARD_RR(w, n, res, name)                                                               \
+#define TK_NORM_FORWARD_RR(w, n, res, sectors, name)                                                      \
   extern "C" __global__ void __launch_bounds__(32 * w, tk::kRrMinBlocks<w, n, res>)                       \
       name(const __grid_constant__ NormForwardParams p) {                                                 \
-    tk::NormForwardRegRows<w, n, res>(p).run();                                                           \
+    tk::NormForwardRegRows<w, n, res, sectors>(p).run();                                                  \
   }
-TK_NORM_FORWARD_RR(4, 0, false, tk_norm_forward__bf16_rr4)
-TK_NORM_FORWARD_RR(2, 0, false, tk_norm_forward__bf16_rr2)
-TK_NORM_FORWARD_RR(4, 0, true, tk_norm_forward__bf16_rr4_res)
-TK_NORM_FORWARD_RR(4, 32, false, tk_norm_forward__bf16_e4m3_g32_rr4)
-TK_NORM_FORWARD_RR(4, 128, false, tk_norm_forward__bf16_e4m3_g128_rr4)
+TK_NORM_FORWARD_RR(4, 0, false, false, tk_norm_forward__bf16_rr4)
+TK_NORM_FORWARD_RR(2, 0, false, false, tk_norm_forward__bf16_rr2)
+TK_NORM_FORWARD_RR(4, 0, true, false, tk_norm_forward__bf16_rr4_res)
+TK_NORM_FORWARD_RR(4, 32, false, false, tk_norm_forward__bf16_e4m3_g32_rr4)
+TK_NORM_FORWARD_RR(4, 128, false, false, tk_norm_forward__bf16_e4m3_g128_rr4)
+// rr4 with the row moved in whole 32-byte sectors by lane pairs (normLaunchTuning.regRowsSectors)
+TK_NORM_FORWARD_RR(4, 0, false, true, tk_norm_forward__bf16_rr4s)
