@@ -10,19 +10,16 @@ type Tuning = typeof normLaunchTuning;
 
 export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // the defaults (measured 2026-11-30, bench/RESULTS.md fifth run): normForward and the residual forms by warp rows
-  // from 16 rows per SM, the fused cast and fewer rows on team kernels with the weight through L1
+  // from 16 rows per SM, the fused cast and fewer rows on team kernels (the weight through L1; the form staging it
+  // in shared memory measured slower and was removed)
   "default": {},
-  // perf3-norm's defaults: warp rows for the fused cast too, team kernels with the weight staged (_ws)
-  "perf3": { castWarpRows: true, forwardWeightSmem: true },
-  // team kernels everywhere, weight staged in shared memory (_ws), grid 8 / 4 blocks per SM, one block per row
-  "team-ws": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardWeightSmem: true },
-  "team-ws-4": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardWeightSmem: true, forwardBlocksPerSm: 4 },
-  "team-ws-rows": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardWeightSmem: true, forwardBlocksPerSm: 1 << 20 },
   // round 2's form: team kernels, weight through L1 after the reduction, grid 8 / 4 blocks per SM, and one block per
   // row (grid = rows: the block scheduler refills SMs as blocks end, as torch.compile's one-program-per-row kernel)
-  "team-l1": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardWeightSmem: false },
-  "team-l1-4": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardWeightSmem: false, forwardBlocksPerSm: 4 },
-  "team-l1-rows": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardWeightSmem: false, forwardBlocksPerSm: 1 << 20 },
+  "team-l1": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false },
+  "team-l1-4": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardBlocksPerSm: 4 },
+  "team-l1-rows": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardBlocksPerSm: 1 << 20 },
+  // warp rows for the fused cast too: perf3-norm's default (48.4% against the team kernel's 50.6%)
+  "wr-cast": { castWarpRows: true },
   // warp rows (every form) with the grid capped at 2 blocks per SM (one wave, ~rows / 2112 rows per warp)
   "wr-2": { castWarpRows: true, forwardBlocksPerSm: 2 },
   // warp rows held at 1 resident block (8 rows) per SM by 120 KiB of unused dynamic shared memory

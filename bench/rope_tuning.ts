@@ -3,8 +3,8 @@
  * `bun bench/rope_tuning.ts`): the roofline cases of bench/cases_rope_randn.ts (MLA 64-of-192 interleaved and
  * [T,128,64] NeoX at 8192 and 16384 tokens) under each setting of `rotaryLaunchTuning` (ops/transform/rope.ts),
  * as µs, % of the 1 GiB cuMemcpyDtoD rate and % of a copy of the same byte count, all from this run. Forms:
- * `s2` the two-slot kernel, `s3`/`s4` the deep forms, `+l2` the L2::128B hint, `drv` the driver's carveout.
- * `--forms s2,s4+l2` runs a subset; `--json FILE` writes the rows.
+ * `s2` the two-slot kernel (the only one built since the 3- and 4-slot forms lost on 2026-11-30), `+l2` the
+ * L2::128B hint, `drv` the driver's carveout. `--forms s2,s2+l2` runs a subset; `--json FILE` writes the rows.
  * @module
  */
 import { writeFileSync } from "node:fs";
@@ -16,13 +16,10 @@ import { copyRateGBs, deviceTimeUs } from "./common.ts";
 
 /** Each form: its label and the tuning it sets (fields not named keep their defaults). */
 const FORMS: Record<string, Partial<typeof rotaryLaunchTuning>> = {
-  "s2-drv": { stages: 2, carveout: -1 }, // the launch before this branch (with perf3-chan's 789f0ec kernel)
-  "s2": { stages: 2 },
-  "s3": { stages: 3 },
-  "s4": { stages: 4 },
-  "s2+l2": { stages: 2, l2Line: true },
-  "s4+l2": { stages: 4, l2Line: true },
-  "s4-drv": { stages: 4, carveout: -1 },
+  "s2-drv": { l2Line: false, carveout: -1 },
+  "s2": { l2Line: false },
+  "s2+l2": { l2Line: true }, // the default
+  "s2+l2-drv": { l2Line: true, carveout: -1 },
 };
 
 const args = process.argv.slice(2);

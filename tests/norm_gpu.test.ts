@@ -189,18 +189,17 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
   }
 });
 
-/** Runs f with the forward tuning knobs set (weight form, grid cap per SM, warp rows), then restores them. */
-function withForwardTuning<T>(weightSmem: boolean, blocksPerSm: number, f: () => T, warpRows = false): T {
+/** Runs f with the forward tuning knobs set (grid cap per SM, warp rows), then restores them. */
+function withForwardTuning<T>(blocksPerSm: number, f: () => T, warpRows = false): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
-  t.forwardWeightSmem = weightSmem;
+  const prev = [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
   t.forwardBlocksPerSm = blocksPerSm;
   t.forwardWarpRows = t.castWarpRows = t.residualWarpRows = warpRows;
   t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardWeightSmem, t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
+    [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
   }
 }
 
@@ -245,7 +244,7 @@ function compareResidualForms(rand: () => number, H: number, tag: string): void 
 gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 16 rows per SM) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
   const rand = rng(7801);
   for (const blocks of [0, 1, 3]) {
-    withForwardTuning(true, blocks, () => {
+    withForwardTuning(blocks, () => {
       // H > 256: N = 32 … 512 chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
       for (const H of [272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
         for (const weight of [true, false]) {
@@ -272,7 +271,7 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
   }
   // with a residual (_wr_res): residualOut new, in place into residual or x; padded and unaligned strides; the casts
   for (const blocks of [0, 3]) {
-    withForwardTuning(true, blocks, () => {
+    withForwardTuning(blocks, () => {
       for (const H of [272, 528, 1024, 7168, 8192]) {
         const tag = `wr_res blocks/SM ${blocks} H ${H}`;
         compareResidualForms(rand, H, tag);
@@ -300,7 +299,7 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
   }
   // full size: many rows per warp with a capped grid, and one row per warp (with the residency pad of the A/B)
   for (const blocks of [1, 0]) {
-    withForwardTuning(true, blocks, () => {
+    withForwardTuning(blocks, () => {
       if (blocks === 0) normLaunchTuning.warpRowsSmemPad = 120 * 1024; // restored below
       try {
         const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
@@ -371,31 +370,29 @@ gpuTest("normForward bf16 by register rows (_rr4, _rr4s, _rr2, _rr4_res, the cas
   }
 });
 
-gpuTest("forward team kernels: weight in shared memory (_ws) and through L1 (the default), grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
-  for (const weightSmem of [true, false]) {
-    for (const blocks of [0, 4, 1 << 20]) {
-      const tag = `ws ${weightSmem} blocks/SM ${blocks}`;
-      withForwardTuning(weightSmem, blocks, () => {
-        const rand = rng(7701);
-        for (const [H, team] of [[16, 0], [16, 2], [48, 4], [512, 0], [512, 32], [7168, 0], [8192, 0]] as [number, number][]) {
-          for (const residual of [false, true]) {
-            const x = rows(rand, 0, 37, H, "bf16");
-            const r = residual ? rows(rand, 0, 37, H, "bf16") : undefined;
-            for (const w of [moderate(rand, [H], "bf16"), unalignedWeight(rand, H)]) {
-              const label = `${tag} H ${H} team ${team} residual ${residual} weight offset ${w.offset}`;
-              compareForwardOn(x, r, w, residual ? 0.3 : 1, label, team);
-              if (H % 32 === 0) {
-                withTeam(team, () => compareCastOn(x, r, w, { B: 0, T: 37, H, outScale: 1 }, { fmt: "e4m3", numPerChannels: 32, withOutBf16: true }, `${label} cast`));
-              }
+gpuTest("forward team kernels: grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
+  for (const blocks of [0, 4, 1 << 20]) {
+    const tag = `blocks/SM ${blocks}`;
+    withForwardTuning(blocks, () => {
+      const rand = rng(7701);
+      for (const [H, team] of [[16, 0], [16, 2], [48, 4], [512, 0], [512, 32], [7168, 0], [8192, 0]] as [number, number][]) {
+        for (const residual of [false, true]) {
+          const x = rows(rand, 0, 37, H, "bf16");
+          const r = residual ? rows(rand, 0, 37, H, "bf16") : undefined;
+          for (const w of [moderate(rand, [H], "bf16"), unalignedWeight(rand, H)]) {
+            const label = `${tag} H ${H} team ${team} residual ${residual} weight offset ${w.offset}`;
+            compareForwardOn(x, r, w, residual ? 0.3 : 1, label, team);
+            if (H % 32 === 0) {
+              withTeam(team, () => compareCastOn(x, r, w, { B: 0, T: 37, H, outScale: 1 }, { fmt: "e4m3", numPerChannels: 32, withOutBf16: true }, `${label} cast`));
             }
           }
         }
-        // full size, many rows per block (the weight staged once, read for every row)
-        const c: FwdCase = { B: 0, T: 1200, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
-        compareForward(rand, c, `${tag} 1200x7168`);
-        compareCast(rand, { ...c, residual: false }, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${tag} 1200x7168 cast`);
-      });
-    }
+      }
+      // full size, many rows per block (the weight read through L1 for every row)
+      const c: FwdCase = { B: 0, T: 1200, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
+      compareForward(rand, c, `${tag} 1200x7168`);
+      compareCast(rand, { ...c, residual: false }, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${tag} 1200x7168 cast`);
+    });
   }
 });
 
@@ -663,16 +660,16 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         const r = specialRows(rand, T, H, dtype);
         const w = specialWeight(rand, H, dtype);
         compareForwardOn(x, undefined, w, outScale, `${label} weight`); // default: 10 rows, the team kernel
-        withForwardTuning(true, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, warp rows`), true);
-        withForwardTuning(false, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, team kernel, weight via L1`));
+        withForwardTuning(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, warp rows`), true);
+        withForwardTuning(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, team kernel, weight via L1`));
         compareForwardOn(x, r, null, outScale, `${label} residual`);
         compareForwardOn(x, r, w, outScale, `${label} residual and weight`);
         if (H % 128 === 0) compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast`);
         if (H % 128 === 0) {
-          withForwardTuning(true, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows`), true);
-          withForwardTuning(true, 0, () => compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows with residual`), true);
+          withForwardTuning(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows`), true);
+          withForwardTuning(0, () => compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows with residual`), true);
         }
-        if (H > 256) withForwardTuning(true, 0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
+        if (H > 256) withForwardTuning(0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
         if (dtype === "bf16") {
           for (const warps of [4, 2] as const) withRegRows(warps, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows ${warps}`));
           withRegRows(4, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows 4 in whole sectors`), true);

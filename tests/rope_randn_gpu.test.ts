@@ -219,17 +219,15 @@ gpuTest("applyRotary bf16 with NaN and ±Inf inputs: every non-NaN result = refe
 });
 
 /**
- * The deep forms of rope.cu (3 or 4 passes in flight per thread: tk_apply_rotary__bf16_s3, _s4, fp16_s4) and the
- * two-slot kernel on the same cases, forced through rotaryLaunchTuning.stages. They run only where every thread has
- * at least 2 passes per token (H ≥ 2L), so the heads are many: the bench's MLA view (the other 128 of each 192-wide
- * head must stay bit-identical), NeoX contiguous, threads with 2 and 3 passes per token, an unaligned view (the
- * synchronous staging), 4-D with broadcast positions, conjugate; more tokens than resident blocks, so the slot and
- * cos/sin rings wrap many times. Each case asserts the form it meant to run. The L2::128B hint (rotaryLaunchTuning.l2Line)
- * runs with the 2- and 4-slot forms, the driver's carveout (carveout −1) with the 3-slot form.
+ * The shipped kernel under both settings of its launch tuning (rotaryLaunchTuning: the L2::128B hint on the x loads,
+ * and the driver's shared-memory carveout) on many-head views: the bench's MLA view (the other 128 of each 192-wide
+ * head must stay bit-identical), NeoX contiguous, lanes with 2 and 3 passes per token, an unaligned view (the
+ * synchronous staging), 4-D with broadcast positions, conjugate; more tokens than resident blocks, so the slot ring
+ * wraps many times.
  */
-gpuTest("applyRotary deep forms (3 and 4 passes in flight), the L2::128B hint and the driver's carveout = reference on many-head views, every pairing, unaligned and 4-D (seed 7800)", () => {
+gpuTest("applyRotary with and without the L2::128B hint, our carveout and the driver's = reference on many-head views, every pairing, unaligned and 4-D (seed 7800)", () => {
   const rand = rng(7800);
-  const forms: [RDType, number][] = [["bf16", 2], ["bf16", 3], ["bf16", 4], ["fp16", 4]];
+  const settings: [RDType, boolean, number][] = [["bf16", true, 100], ["bf16", false, -1], ["fp16", true, -1]];
   // [lead, heads, width (rotated: the trailing D), D, shift (elements; 1 = unaligned), positions]
   const shapes: [number[], number, number, number, number, "int32" | "int64" | "none"][] = [
     // 1 token per block and ≥ 1400 tokens: ≥ 3 tokens per resident block (3 · SMs of them) on an H200 or a B200
@@ -242,15 +240,13 @@ gpuTest("applyRotary deep forms (3 and 4 passes in flight), the L2::128B hint an
   const stores = new Map<string, HostTensor>();
   const shape0 = (lead: number[], H: number, width: number) => [...lead, H, width].join("x");
   try {
-    for (const [dtype, stages] of forms) {
-      rotaryLaunchTuning.stages = stages;
-      rotaryLaunchTuning.carveout = stages === 3 ? -1 : 100; // the driver's carveout once (same bytes)
-      rotaryLaunchTuning.l2Line = stages !== 3; // the L2::128B hint on the x loads (same bytes)
+    for (const [dtype, l2Line, carveout] of settings) {
+      rotaryLaunchTuning.l2Line = l2Line;
+      rotaryLaunchTuning.carveout = carveout;
       for (const [lead, H, width, D, shift, posKind] of shapes) {
-        assert.equal(rotaryLaunch(132, lead.reduce((a, b) => a * b, 1), H, D, dtype).stages, stages, `form ${stages} for H ${H} D ${D}`);
         for (const interleaved of [false, true]) {
           const tokens = lead.reduce((a, b) => a * b, 1);
-          // one random storage per (dtype, shape), copied for each form and pairing (the big ones take seconds)
+          // one random storage per (dtype, shape), copied for each setting and pairing (the big ones take seconds)
           const key = `${dtype} ${shape0(lead, H, width)} ${shift}`;
           if (!stores.has(key)) stores.set(key, randomStorage(rand, tokens * H * width + shift, dtype));
           const base = stores.get(key)!;
@@ -262,50 +258,18 @@ gpuTest("applyRotary deep forms (3 and 4 passes in flight), the L2::128B hint an
           const off = posKind === "none" ? 0 : 1;
           const positions = positionsFor(rand, posKind, lead, cache.shape[0], off, lead.length === 2);
           const conjugate = rand() < 0.5;
-          const label = `seed 7800 ${dtype} s${stages} [${shape}] D${D} shift ${shift} pos=${posKind} il=${interleaved} conj=${conjugate}`;
+          const label = `seed 7800 ${dtype} l2 ${l2Line} carveout ${carveout} [${shape}] D${D} shift ${shift} pos=${posKind} il=${interleaved} conj=${conjugate}`;
           compareRotary({ label, qs, q, cache, positions, interleaved, conjugate, seqlenOffset: off });
         }
       }
     }
   } finally {
-    rotaryLaunchTuning.stages = 0;
     rotaryLaunchTuning.carveout = 100;
     rotaryLaunchTuning.l2Line = true;
   }
-  // the default is the two-slot kernel (measured fastest, ops/transform/rope.ts) for every head count and dtype
-  assert.equal(rotaryLaunch(132, 8192, 128, 64, "bf16").stages, 2);
-  assert.equal(rotaryLaunch(132, 8192, 1, 64, "bf16").stages, 2);
-  assert.equal(rotaryLaunch(132, 8192, 127, 64, "bf16").stages, 2);
-  assert.equal(rotaryLaunch(132, 8192, 128, 64, "fp32").stages, 2);
-});
-
-gpuTest("applyRotary deep forms: out-of-range positions leave their tokens unchanged and are counted once each (seed 7801)", async () => {
-  const rand = rng(7801);
-  const T = 1400, H = 128, D = 64, R = 300, off = 2;
-  const badAt = [0, 1, 792, 1188, 1189, 1399]; // on an H200 (396 blocks) block 0 has tokens 0 (bad), 396, 792 (bad), 1188 (bad)
-  try {
-    for (const stages of [3, 4]) {
-      rotaryLaunchTuning.stages = stages;
-      const qs = randomStorage(rand, T * H * D, "bf16");
-      const q = new HostTensor(qs.data, "bf16", [T, H, D], [H * D, D, 1]);
-      const cache = randomCache(rand, R, D);
-      const vals = Array.from({ length: T }, () => Math.floor(rand() * R) - off);
-      badAt.forEach((t, i) => (vals[t] = i % 2 ? R - off + i : -off - 1 - i));
-      const positions = tensor(Int32Array.from(vals), [T], "int32");
-      const eq = contiguousHost(q);
-      const safe = tensor(Int32Array.from(vals.map((v, t) => (badAt.includes(t) ? -off : v))), [T], "int32");
-      applyRotary(eq, cache, { positions: safe, seqlenOffset: off, interleaved: stages === 4 });
-      for (const t of badAt) (eq.data as Uint16Array).set((qs.data as Uint16Array).subarray(t * H * D, (t + 1) * H * D), t * H * D);
-      const dq = toDevice(q), dc = toDevice(cache), dp = toDevice(positions);
-      applyRotary(dq, dc, { positions: dp, seqlenOffset: off, interleaved: stages === 4 });
-      await assert.rejects(toHost(dq), (e: unknown) =>
-        e instanceof TkError && e.code === "DEVICE_VALUE" && /6 illegal value\(s\).*outside the cache rows/.test(e.message));
-      assertBytesEqual(readAllocation(dq), storageBytes(eq), `s${stages}: query`);
-      dispose(dq, dc, dp);
-    }
-  } finally {
-    rotaryLaunchTuning.stages = 0;
-  }
+  // the grid: one pass of teams per token up to the 3 blocks per SM that fit
+  assert.equal(rotaryLaunch(132, 8192, 128, 64, "bf16").grid, 396);
+  assert.equal(rotaryLaunch(132, 10, 1, 64, "bf16").grid, 1);
 });
 
 gpuTest("applyRotary: an out-of-range position leaves its token unchanged and raises DEVICE_VALUE at the next sync, once per token", async () => {

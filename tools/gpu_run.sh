@@ -5,7 +5,8 @@
 #
 #   STEPS="test bench" bash tools/gpu_run.sh          # deno (or bun: RT=bun)
 #
-# Steps: test (every GPU test file, each in its own process: a kernel fault poisons its CUDA context), memcheck / racecheck (compute-sanitizer over $SAN_FILES), peers
+# Steps: test (every GPU test file, each in its own process: a kernel fault poisons its CUDA context), memcheck / racecheck (compute-sanitizer over $SAN_FILES;
+# PAR=2 on the two-GPU machine runs test / memcheck / racecheck files two at a time, one per GPU), peers
 # (bench/peers.py), bench (bench/roofline.ts with the peers file when present), decode (bench/decode.ts, and bench/peers_decode.py once), ab (tools/ab_pack.sh's branches, each
 # in its own copy: AB_FILES tests, roofline --only AB_ONLY), ncu (Nsight Compute of the $NCU_CASES, summarised), variants (the roofline of each
 # prebuilt tree under .device/var/*).
@@ -24,26 +25,46 @@ GPU_FILES=${GPU_FILES:-$(ls tests/*_gpu.test.ts)}
 # Logs are appended to a few files (a run brings back only a handful): tests-$RT.log, sanitizer-$RT.log, bench.
 LOGS=/tmp/gpu-run-logs
 mkdir -p $LOGS
+# stdin appended to $1 as one block (under a lock: PAR queues finish jobs at the same time)
+append() { if command -v flock > /dev/null; then flock "$LOGS/$(basename "$1").lock" sh -c 'cat >> "$0"' "$1"; else cat >> "$1"; fi; }
 run_tests() { # $1 label, rest: files
   local label=$1; shift
   local t0=$SECONDS rc
   if [ "$RT" = deno ]; then deno test -A --no-check "$@" > "$LOGS/$label.log" 2>&1; else bun test "$@" > "$LOGS/$label.log" 2>&1; fi
   rc=$?
-  { echo "===== $label rc=$rc"; cat "$LOGS/$label.log"; } >> "$OUT/tests-$RT.log"
+  { echo "===== $label rc=$rc"; cat "$LOGS/$label.log"; } | append "$OUT/tests-$RT.log"
   echo "$label rc=$rc $((SECONDS - t0)) s: $(grep -E '^(ok|FAILED) \||^ *[0-9]+ (pass|fail|skip)' "$LOGS/$label.log" | tr '\n' ' ')"
+}
+sanitize() { # $1 tool, $2 file
+  local b t0=$SECONDS rc
+  b=$(basename "$2" .test.ts)
+  if [ "$RT" = deno ]; then compute-sanitizer --tool "$1" --error-exitcode 9 deno test -A --no-check "$2" ${SAN_ARGS:-} > "$LOGS/$1-$b.log" 2>&1
+  else compute-sanitizer --tool "$1" --error-exitcode 9 bun test "$2" ${SAN_ARGS:-} > "$LOGS/$1-$b.log" 2>&1; fi
+  rc=$?
+  { echo "===== $1 $b rc=$rc"; cat "$LOGS/$1-$b.log"; } | append "$OUT/sanitizer-$RT.log"
+  echo "$1 $b rc=$rc $((SECONDS - t0)) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^ok \||^FAILED|[0-9]+ (pass|fail)' "$LOGS/$1-$b.log" | tr '\n' ' ')"
+}
+# One job per file; with PAR=n (a machine of n GPUs) the files are dealt round-robin to n queues, queue i on GPU i
+# (CUDA_VISIBLE_DEVICES), the queues run at once. Each job's log lands whole in the shared file when it ends.
+per_file() { # $1 function, $2 its first argument (or ""), rest: files
+  local fn=$1 arg=$2 n=${PAR:-1} i=0 q f
+  shift 2
+  if [ "$n" -le 1 ]; then
+    for f in "$@"; do if [ -n "$arg" ]; then "$fn" "$arg" "$f"; else "$fn" "test-$RT-$(basename "$f" .test.ts)" "$f"; fi; done
+    return
+  fi
+  local -a queues
+  for f in "$@"; do queues[i % n]+="$f "; i=$((i + 1)); done
+  for q in $(seq 0 $((n - 1))); do
+    ( export CUDA_VISIBLE_DEVICES=$q
+      for f in ${queues[q]:-}; do if [ -n "$arg" ]; then "$fn" "$arg" "$f"; else "$fn" "test-$RT-$(basename "$f" .test.ts)" "$f"; fi; done ) &
+  done
+  wait
 }
 for step in ${STEPS:-test}; do
   case $step in
-    test) for f in $GPU_FILES; do run_tests "test-$RT-$(basename "$f" .test.ts)" "$f"; done ;;
-    memcheck | racecheck)
-      for f in ${SAN_FILES:-$GPU_FILES}; do
-        b=$(basename "$f" .test.ts)
-        if [ "$RT" = deno ]; then compute-sanitizer --tool $step --error-exitcode 9 deno test -A --no-check "$f" ${SAN_ARGS:-} > "$LOGS/$step-$b.log" 2>&1
-        else compute-sanitizer --tool $step --error-exitcode 9 bun test "$f" ${SAN_ARGS:-} > "$LOGS/$step-$b.log" 2>&1; fi
-        rc=$?
-        { echo "===== $step $b rc=$rc"; cat "$LOGS/$step-$b.log"; } >> "$OUT/sanitizer-$RT.log"
-        echo "$step $b rc=$rc $(grep -E 'ERROR SUMMARY|^ok \||^FAILED|[0-9]+ (pass|fail)' "$LOGS/$step-$b.log" | tr '\n' ' ')"
-      done ;;
+    test) per_file run_tests "" $GPU_FILES ;;
+    memcheck | racecheck) per_file sanitize "$step" ${SAN_FILES:-$GPU_FILES} ;;
     peers) python3 bench/peers.py --json "$OUT/peers.json" --budget "${PEERS_BUDGET:-240}" ${PEERS_ARGS:-} > "$OUT/peers.log" 2>&1; echo "peers rc=$?" ;;
     bench)
       p=(); [ -f "$OUT/peers.json" ] && p=(--peers "$OUT/peers.json")

@@ -19,11 +19,6 @@ export const NORM_BLOCK_THREADS = 256;
  * - `backwardBf16Blocks`: which form of the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the
  *   default) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for `_b4` on the H200, so
  *   kept for the tests only); 0 = the default.
- * - `forwardWeightSmem`: the bf16 forward kernels with a weight take it from shared memory, staged once per block
- *   (`tk_norm_forward__bf16[_e4m3_gN]_ws`), or (false, the default) load it through L1 after each row's reduction
- *   (the kernels measured up to round 2). Measured on the H200 (bench/norm_tuning.ts, 2026-11-30): the L1 form is
- *   faster in every team case (normForward 62.0 against 56.3% of copy at 16384 rows, norm + cast 50.6 against
- *   46.3%, 64-row decode 5.06 against 5.95 µs). docs/perf-notes/perf3-norm.md.
  * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
  *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
@@ -59,7 +54,6 @@ export const NORM_BLOCK_THREADS = 256;
 export const normLaunchTuning = {
   teamThreads: 0,
   backwardBf16Blocks: 0,
-  forwardWeightSmem: false,
   forwardBlocksPerSm: 0,
   forwardWarpRows: true,
   castWarpRows: false,

@@ -233,13 +233,6 @@ export interface NormCastTarget {
   readonly packedUe8m0: boolean;
 }
 
-/**
- * Dynamic shared memory of the `_ws` kernels: the weight slots, 2 chunks × 2 pieces × 16 bytes per thread of a
- * 256-thread block (norm_forward.cu kFwdWeightSlotBytes). With the 33 KiB of static shared memory a block takes
- * 49 KiB (above the 48 KiB default, hence the opt-in of kernelFunctionWithSmem); 4 blocks per SM still fit.
- */
-const FWD_WEIGHT_SLOT_BYTES = 2 * 2 * NORM_BLOCK_THREADS * 16;
-
 const packet = new LaunchPacket(NormForwardParams);
 const W = packet.w;
 
@@ -283,12 +276,9 @@ export function launchNormForward(
   // cast with a residual)
   const regWarps = !rowsForm ? 0 : r.residual ? (c ? 0 : t.residualRegRows ? 4 : 0) : c ? (t.castRegRows ? 4 : 0) : t.forwardRegRows;
   const wr = !regWarps && rowsForm && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows);
-  // bf16 with a weight otherwise: the `_ws` kernels (weight staged in FWD_WEIGHT_SLOT_BYTES of dynamic shared
-  // memory) unless the tuning knob asks for the L1 form
-  const ws = !regWarps && !wr && x.dtype === "bf16" && r.w !== null && normLaunchTuning.forwardWeightSmem;
-  const form = regWarps ? `_rr${regWarps}${r.residual ? "_res" : regWarps === 4 && !c && t.regRowsSectors ? "s" : ""}` : wr ? (r.residual ? "_wr_res" : "_wr") : ws ? "_ws" : "";
+  const form = regWarps ? `_rr${regWarps}${r.residual ? "_res" : regWarps === 4 && !c && t.regRowsSectors ? "s" : ""}` : wr ? (r.residual ? "_wr_res" : "_wr") : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
-  const smem = ws ? FWD_WEIGHT_SLOT_BYTES : wr ? normLaunchTuning.warpRowsSmemPad : 0;
+  const smem = wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);
   const p = packet;

@@ -182,40 +182,31 @@ function i64(word: number, v: number): void {
 /** Blocks of rope.cu's kernel resident per SM (its __launch_bounds__ minimum): the persistent grid's size. */
 const BLOCKS_PER_SM = 3;
 /**
- * Dynamic shared memory of rope.cu's block (Rope::kSmemBytes) by passes in flight per thread: 2 slots of 6 × 16
- * bytes per thread (x vectors and cos/sin) and two 8-byte position words (every dtype); the deep forms (16-bit
- * dtypes) K slots of 2 × 16 bytes, a 2-entry cos/sin ring of 4 × 16 bytes and the position words. 3 blocks use
- * 159 / 183 / 207 KiB of an SM's 228 (K = 2 / 3 / 4, with the 1 KiB each block reserves).
+ * Dynamic shared memory of rope.cu's block (Rope<_, 2>::kSmemBytes): 2 slots of 6 × 16 bytes per thread (x vectors
+ * and cos/sin) and two 8-byte position words.
  */
-const SMEM_BYTES: Record<number, number> = { 2: 53248, 3: 61440, 4: 69632 };
-/** The deep forms rope.cu has (symbol suffix `_s<K>`), per dtype. */
-const DEEP_FORMS: Record<string, readonly number[]> = { bf16: [3, 4], fp16: [4], fp32: [] };
+const SMEM_BYTES = 53248;
 
 /**
- * Internal launch tuning of applyRotary, for A/B runs and tests (not part of the API). `stages`: passes in
- * flight per thread (rope.cu's kXSlots): 0 = the default ({@link DEFAULT_STAGES}), 2 = the two-slot kernel, 3 or 4
- * = a deep form where the dtype has one and every thread has at least 2 passes per token (H ≥ 2L; otherwise 2).
- * `carveout`: the preferred shared-memory carveout of the kernels in percent (cuFuncSetAttribute
- * PREFERRED_SHARED_MEMORY_CARVEOUT): 100 (default) asks for the most shared memory, so that 3 blocks of 53 / 61 /
- * 69 KiB certainly fit (159 / 183 / 207 KiB of 228); -1 leaves the choice to the driver (as before this knob).
- * Read when a kernel's function handle is first used in the process and whenever the value changes.
- * `l2Line`: the view's 16-byte loads carry the L2::128B prefetch-size hint (rope.cu kFlagL2Line): an L2 miss
- * fetches the whole 128-byte line, so the second half of a head (the thread's other vector) is there or in flight
- * (same bytes; a view whose heads are not whole lines may fetch bytes it does not use). Default on (measured faster).
+ * Internal launch tuning of applyRotary, for A/B runs and tests (not part of the API). `carveout`: the preferred
+ * shared-memory carveout of the kernels in percent (cuFuncSetAttribute PREFERRED_SHARED_MEMORY_CARVEOUT): 100
+ * (default) asks for the most shared memory, so that 3 blocks of 53 KiB certainly fit; -1 leaves the choice to the
+ * driver (measured the same on the H200). Read when a kernel's function handle is first used in the process and
+ * whenever the value changes. `l2Line`: the view's 16-byte loads carry the L2::128B prefetch-size hint (rope.cu
+ * kFlagL2Line): an L2 miss fetches the whole 128-byte line, so the second half of a head (the thread's other
+ * vector) is there or in flight (same bytes; a view whose heads are not whole lines may fetch bytes it does not
+ * use). Default on: measured on the H200 (bench/rope_tuning.ts, 2026-11-30), 78.0 / 89.7% of copy (MLA / NeoX at
+ * 16384) against 76.8 / 88.1% without. (The kernel template's 3- and 4-pass forms measured 73.9 / 82.9% and are
+ * not built.)
  */
-export const rotaryLaunchTuning = { stages: 0, carveout: 100, l2Line: true };
-// Measured on the H200 (bench/rope_tuning.ts, 2026-11-30): the two-slot kernel with the L2::128B hint is the fastest
-// form on both roofline cases (MLA 78.0%, NeoX 89.7% of copy at 16384; s3 74.2 / 82.6%, s4 73.9 / 82.9%).
-const DEFAULT_STAGES = 2;
+export const rotaryLaunchTuning = { carveout: 100, l2Line: true };
 
 /**
  * Geometry of rope.cu's launch table: V = 16 / element bytes, C = D / 2V chunks per head, P = 2 (fp32) or 1 heads
  * per pass, L = min(nextPow2(⌈H / P⌉), 256 / C) head lanes, teams = 256 / (C·L) tokens per block pass; grid
- * min(⌈B·S / teams⌉, 3 · SMs): the blocks that fit at once (3 by registers and by shared memory). `stages`: the
- * passes in flight per thread (see {@link rotaryLaunchTuning}); a deep form needs 2 passes per token for every
- * thread, i.e. lane L − 1 too: H − (L − 1) > P·L.
+ * min(⌈B·S / teams⌉, 3 · SMs): the blocks that fit at once (3 by registers and by shared memory).
  */
-export function rotaryLaunch(smCount: number, tokens: number, heads: number, dim: number, dtype: string): { grid: number; stages: number } {
+export function rotaryLaunch(smCount: number, tokens: number, heads: number, dim: number, dtype: string): { grid: number } {
   const elemBytes = dtype === "fp32" ? 4 : 2;
   const v = 16 / elemBytes;
   const chunks = dim / (2 * v);
@@ -224,10 +215,7 @@ export function rotaryLaunch(smCount: number, tokens: number, heads: number, dim
   let lanes = 1;
   while (lanes < need && 2 * lanes * chunks <= THREADS) lanes *= 2;
   const teams = THREADS / (chunks * lanes);
-  const grid = Math.max(1, Math.min(Math.ceil(tokens / teams), BLOCKS_PER_SM * smCount));
-  const want = rotaryLaunchTuning.stages === 0 ? DEFAULT_STAGES : rotaryLaunchTuning.stages;
-  const deepOk = heads - (lanes - 1) > perPass * lanes && DEEP_FORMS[dtype].includes(want);
-  return { grid, stages: deepOk ? want : 2 };
+  return { grid: Math.max(1, Math.min(Math.ceil(tokens / teams), BLOCKS_PER_SM * smCount)) };
 }
 
 function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTensor, cache: DeviceTensor, pos: DeviceTensor | null, off: number, flags: number, report: boolean): void {
@@ -236,11 +224,9 @@ function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTenso
   const S = x.shape[four ? 1 : 0];
   const H = x.shape[four ? 2 : 1];
   const D = x.shape[four ? 3 : 2];
-  const { grid, stages } = rotaryLaunch(config.getNumSms(device), B * S, H, D, x.dtype);
-  const symbol = `tk_apply_rotary__${x.dtype}${stages === 2 ? "" : `_s${stages}`}`;
-  const smem = SMEM_BYTES[stages];
+  const { grid } = rotaryLaunch(config.getNumSms(device), B * S, H, D, x.dtype);
   // function handles are cached by ffi/cuda.ts; the attributes are set once per handle (and carveout change)
-  const fn = kernelFunctionWithSmem(op, device, symbol, smem, rotaryLaunchTuning.carveout);
+  const fn = kernelFunctionWithSmem(op, device, `tk_apply_rotary__${x.dtype}`, SMEM_BYTES, rotaryLaunchTuning.carveout);
   const p = packet;
   // Strides of size-1 dims are never used: 0 keeps them from disabling the vector path.
   const sb = four && B > 1 ? x.strides[0] : 0;
@@ -264,7 +250,7 @@ function launchRotary(op: string, device: Device, stream: Stream, x: DeviceTenso
   p.u32(W.dim, D);
   p.u32(W.flags, flags);
   p.u32(W.op_id, OP_ID);
-  p.setLaunch(fn, stream.handle, grid, THREADS, smem, false, device.index);
+  p.setLaunch(fn, stream.handle, grid, THREADS, SMEM_BYTES, false, device.index);
   p.launch(op);
 }
 

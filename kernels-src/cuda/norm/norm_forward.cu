@@ -4,8 +4,6 @@
 // Symbols
 //   tk_norm_forward__<in>              in ∈ {fp32, bf16}: out (x's dtype), rstd, residualOut
 //   tk_norm_forward__<in>_e4m3_g<N>    N ∈ {32, 128}: data + sf (+ outBf16), rstd, residualOut; no x-dtype out
-//   tk_norm_forward__bf16[_e4m3_g<N>]_ws   the bf16 kernels with the weight staged in shared memory once per block
-//                                          (the host's default for bf16 with a weight; normLaunchTuning)
 //   tk_norm_forward__bf16_wr               bf16, H > 256: one warp per row, two passes (below, "warp rows"), plain
 //   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
 //   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
@@ -18,9 +16,9 @@
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
 //   block.x  dynamic smem           team P (threads per row)            grid.x
-//   256      0; _ws: 16 KiB         max(1, N/2), N = nextPow2(H / 16)    min(ceilDiv(B·T, 256 / P), 8 · SMs)
+//   256      0                      max(1, N/2), N = nextPow2(H / 16)    min(ceilDiv(B·T, 256 / P), 8 · SMs)
 //   (two full waves of blocks at 4 resident per SM, four at 2; the host's normLaunchTuning.forwardBlocksPerSm
-//   replaces the 8 for A/B runs. _ws: 33 KiB static + 16 KiB dynamic = 49 KiB per block, 4 per SM = 196 KiB.)
+//   replaces the 8 for A/B runs.)
 //
 //   _wr: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
 //   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
@@ -30,10 +28,8 @@
 //   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4 64 → 8 blocks = 8 rows = 32 warps
 //   per SM (rr4s too); rr2 128 → 8 blocks = 8 rows = 16 warps; rr4_res 80 → 6 rows; e4m3_g<N>_rr4 72 → 7 rows.
 //
-//   _ws: the weight's chunks p and p + P of every team thread are copied (cp.async, with the block's first row)
-//   into kFwdWeightSlotBytes of dynamic shared memory, laid out as the row slots, and step 4 reads them there:
-//   no global load is left between a row's reduction and its stores. The plain bf16 symbols load the weight
-//   through L1 in step 4, one chunk after the other (the form measured up to round 2).
+//   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
+//   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
 //
 //   A thread owns the 16-element chunks p and p + P of its row and keeps them in registers from the load to the
 //   store: the row is read from HBM once, every output is written once. P ≤ 256 because H ≤ 8192 (N ≤ 512).
@@ -97,14 +93,6 @@ TK_DEV uint64_t row_offset(uint64_t b, uint64_t t, uint64_t batch_stride, uint64
   return b * batch_stride + t * row_stride;
 }
 
-// The bf16 kernels' weight in shared memory (the `_ws` symbols): staged once per block, by cp.async together with
-// the block's first row, into kWeightSlotBytes of dynamic shared memory, and read from there in step 4 of every
-// row. Without it (the plain symbols) step 4 loads the weight through L1 after the reduction, one chunk after the
-// other: a load whose latency sits on every row's chain (an L1 miss waits behind the streaming rows in L2).
-extern __shared__ __align__(16) uint8_t fwd_weight_slots[];
-// Its size (ops/norm/norm_forward.ts FWD_WEIGHT_SLOT_BYTES): two chunks of two 16-byte pieces per thread (bf16).
-constexpr uint32_t kFwdWeightSlotBytes = kRmsChunksPerThread * 2 * kRmsBlockThreads * kVecBytes;
-
 // The fused casts' scale padding rows (TMA-aligned layouts), zeroed for every batch of the scale tensor `o`.
 TK_DEV void zero_sf_padding(const NormForwardParams& p, const SfOut& o) {
   for (uint32_t b = 0; b < p.num_batches; ++b) {
@@ -114,7 +102,7 @@ TK_DEV void zero_sf_padding(const NormForwardParams& p, const SfOut& o) {
   }
 }
 
-template <Fmt kIn, int kCastN, bool kWSmem = false>
+template <Fmt kIn, int kCastN>
 struct NormForward {
   using Chunk = RowChunk<kIn>;
   static constexpr int kL = kRmsChunksPerThread;
@@ -124,8 +112,6 @@ struct NormForward {
   // written. fp32 slots for H = 8192 (x and residual, 64 KiB) would not fit the static 48 KiB.
   static constexpr bool kStage = kIn == Fmt::kBf16;
   static constexpr bool kFullSectors = kFwdFullSectors<kIn, kCastN>;
-  static_assert(!kWSmem || kStage, "the weight is staged only by the staged (bf16) kernels");
-  static_assert(!kWSmem || kL * Chunk::kPieces * kRmsBlockThreads * kVecBytes == kFwdWeightSlotBytes, "weight slots");
 
   const NormForwardParams& p;
   TK_DEV explicit NormForward(const NormForwardParams& params) : p(params) {}
@@ -209,25 +195,6 @@ struct NormForward {
         cp_async_commit();
       }
     };
-    // kWSmem: the weight's slots, [chunk][piece][thread] as the row slots (odd pieces at column u ^ 1). Every team
-    // holds its own copy (each thread reads only the slots of its own chunks, written by itself or its pair lane:
-    // the row slots' protocol, cp_async_wait + __syncwarp at the top of the first row; never refilled).
-    auto wslot = [&](int i, int s, uint32_t u) {
-      return smem_addr(fwd_weight_slots) + ((i * kPieces + s) * kRmsBlockThreads + (u ^ (s & 1))) * kVecBytes;
-    };
-    // Issue the weight's copies (joined to the first row's cp.async group).
-    auto stage_weight = [&]() {
-      const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
-#pragma unroll
-      for (int i = 0; i < kL; ++i) {
-        if (paired) {
-          Chunk::stage_pair([&](int s, uint32_t k) { return wslot(i, s, (threadIdx.x & ~1u) | k); },
-                            wr + static_cast<uint64_t>(c0(i)) * Chunk::kBytes, live0(i), live1(i), w_al);
-        } else if (live[i]) {
-          Chunk::stage([&](int s) { return wslot(i, s, threadIdx.x); }, wr + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
-        }
-      }
-    };
     // Chunk i of a row at row_p (element size of v's format): by lane pairs in whole sectors, or by its owner (P = 1).
     // Warp-uniform control flow only (pairs shuffle).
     auto access = [&](uint32_t bytes, const uint8_t* row_p, int i, bool active) {
@@ -242,10 +209,6 @@ struct NormForward {
     // The loop bound is that of the warp's first team, so every lane of a shared warp takes part in the shuffles.
     uint64_t first = static_cast<uint64_t>(blockIdx.x) * team.teams + team.warp_first_team();
     if (first >= step) first = rows;  // a block beyond a clamped grid: no rows
-    // (only warps that will run the row loop, whose first wait covers the copies: none is left in flight at exit)
-    if constexpr (kWSmem) {
-      if (has_w && first < rows) stage_weight();
-    }
     stage_row(first + team_off);
     for (; first < rows; first += step) {
       const uint64_t row = first + team_off;
@@ -324,11 +287,7 @@ struct NormForward {
           Chunk wc;  // the weight stays in L1 (cached loads) across rows; registers for it would cost a block/SM
           wc.zero();
           if (has_w && live[i]) {
-            if constexpr (kWSmem) {
-              wc.load_shared([&](int s) { return wslot(i, s, threadIdx.x); });
-            } else {
-              wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
-            }
+            wc.template load<false>(reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(c[i]) * Chunk::kBytes, w_al);
           }
           float y[kRmsChunk];
 #pragma unroll
@@ -953,25 +912,12 @@ struct NormForwardRegRows {
     tk::NormForward<tk::Fmt::IN, n>(p).run();                                                            \
   }
 
-// The bf16 kernels with the weight in shared memory (kWSmem): launched with kWeightSlotBytes of dynamic shared memory.
-#define TK_NORM_FORWARD_WS(in, IN)                                                                       \
-  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kFwdMinBlocks<tk::Fmt::IN, 0>)   \
-      tk_norm_forward__##in##_ws(const __grid_constant__ NormForwardParams p) {                         \
-    tk::NormForward<tk::Fmt::IN, 0, true>(p).run();                                                      \
-  }
-#define TK_NORM_FORWARD_CAST_WS(in, IN, n)                                                               \
-  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kFwdMinBlocks<tk::Fmt::IN, n>)   \
-      tk_norm_forward__##in##_e4m3_g##n##_ws(const __grid_constant__ NormForwardParams p) {             \
-    tk::NormForward<tk::Fmt::IN, n, true>(p).run();                                                      \
-  }
-
 TK_NORM_FORWARD(fp32, kFp32)
 TK_NORM_FORWARD(bf16, kBf16)
 TK_NORM_FORWARD_CAST(fp32, kFp32, 32)
 TK_NORM_FORWARD_CAST(fp32, kFp32, 128)
 TK_NORM_FORWARD_CAST(bf16, kBf16, 32)
 TK_NORM_FORWARD_CAST(bf16, kBf16, 128)
-TK_NORM_FORWARD_WS(bf16, kBf16)
 
 // Warp rows (bf16, no residual, H > 256; normLaunchTuning.forwardWarpRows): 256 threads, no shared memory of its own
 // 128 registers: 2 blocks = 16 warps = 16 rows per SM.
@@ -998,9 +944,6 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
-TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 32)
-TK_NORM_FORWARD_CAST_WS(bf16, kBf16, 128)
-
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows / castRegRows): one block of W warps per row, the row
 // held in registers (NormForwardRegRows).
 #define TK_NORM_FORWARD_RR(w, n, res, sectors, name)                                                      \
