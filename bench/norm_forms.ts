@@ -24,6 +24,15 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   "wr-2": { castWarpRows: true, forwardBlocksPerSm: 2 },
   // warp rows held at 1 resident block (8 rows) per SM by 120 KiB of unused dynamic shared memory
   "wr-1blk": { castWarpRows: true, warpRowsSmemPad: 120 * 1024 },
+  // register rows (docs/perf-notes/perf4-norm.md): one block of 4 / 2 warps per row, the row read once into
+  // registers; normForward only (rr4, rr2; rr4s: rr4 in whole 32-byte sectors by lane pairs), also the residual form and the fused cast (rr4-all), one wave of 8
+  // blocks per SM walked grid-stride (rr4-8), and from any row count, i.e. the decode cases too (rr4-decode)
+  "rr4": { forwardRegRows: 4 },
+  "rr2": { forwardRegRows: 2 },
+  "rr4s": { forwardRegRows: 4, regRowsSectors: true },
+  "rr4-all": { forwardRegRows: 4, residualRegRows: true, castRegRows: true },
+  "rr4-8": { forwardRegRows: 4, castRegRows: true, forwardBlocksPerSm: 8 },
+  "rr4-decode": { forwardRegRows: 4, castRegRows: true, forwardWarpRowsMinRowsPerSm: 0 },
 };
 
 const DEFAULTS = { ...normLaunchTuning };

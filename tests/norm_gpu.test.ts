@@ -209,6 +209,38 @@ function unalignedWeight(rand: () => number, H: number): HostTensor {
   return new HostTensor(w.data, "bf16", [H], [1], 1);
 }
 
+/**
+ * normForward with a residual (bf16, H columns) = reference under the current launch knobs: residualOut new (2-D,
+ * 3-D padded, stride H + 1), and in place into residual or x with aligned and unaligned strides.
+ */
+function compareResidualForms(rand: () => number, H: number, tag: string): void {
+  compareForward(rand, { B: 0, T: 29, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H }, `${tag} 2-D`);
+  compareForward(rand, { B: 2, T: 5, H, dtype: "bf16", weight: false, residual: true, outScale: 0.3, stride: H + 32 }, `${tag} 3-D padded`);
+  compareForward(rand, { B: 0, T: 7, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+  for (const into of ["residual", "x"] as const) {
+    for (const stride of [H, H + 1]) {
+      const x = rows(rand, 0, 13, H, "bf16", stride);
+      const r = rows(rand, 0, 13, H, "bf16", stride);
+      const w = moderate(rand, [H], "bf16");
+      // host copies in the same (strided) layout, updated in place by the reference
+      const hx = new HostTensor(x.data.slice(), "bf16", x.shape, x.strides, x.offset);
+      const hr = new HostTensor(r.data.slice(), "bf16", r.shape, r.strides, r.offset);
+      const [co, cr] = normForward(hx, w, { eps: 1e-6, residual: hr, out: { residualOut: into === "x" ? hx : hr } });
+      const dx = uploadView(x);
+      const dr = uploadView(r);
+      const dw = uploadView(w);
+      const target = into === "x" ? dx : dr;
+      const [go, gr] = normForward(dx, dw, { eps: 1e-6, residual: dr, out: { residualOut: target } });
+      const label = `${tag} in place into ${into}, stride ${stride}`;
+      sameAllocation(go, co, `${label}: out`);
+      sameAllocation(gr, cr, `${label}: rstd`);
+      sameAllocation(dx, hx, `${label}: x`);
+      sameAllocation(dr, hr, `${label}: residual`);
+      dispose(go, gr, dx, dr, dw);
+    }
+  }
+}
+
 gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 16 rows per SM) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
   const rand = rng(7801);
   for (const blocks of [0, 1, 3]) {
@@ -242,31 +274,7 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
     withForwardTuning(blocks, () => {
       for (const H of [272, 528, 1024, 7168, 8192]) {
         const tag = `wr_res blocks/SM ${blocks} H ${H}`;
-        compareForward(rand, { B: 0, T: 29, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H }, `${tag} 2-D`);
-        compareForward(rand, { B: 2, T: 5, H, dtype: "bf16", weight: false, residual: true, outScale: 0.3, stride: H + 32 }, `${tag} 3-D padded`);
-        compareForward(rand, { B: 0, T: 7, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
-        for (const into of ["residual", "x"] as const) {
-          for (const stride of [H, H + 1]) {
-            const x = rows(rand, 0, 13, H, "bf16", stride);
-            const r = rows(rand, 0, 13, H, "bf16", stride);
-            const w = moderate(rand, [H], "bf16");
-            // host copies in the same (strided) layout, updated in place by the reference
-            const hx = new HostTensor(x.data.slice(), "bf16", x.shape, x.strides, x.offset);
-            const hr = new HostTensor(r.data.slice(), "bf16", r.shape, r.strides, r.offset);
-            const [co, cr] = normForward(hx, w, { eps: 1e-6, residual: hr, out: { residualOut: into === "x" ? hx : hr } });
-            const dx = uploadView(x);
-            const dr = uploadView(r);
-            const dw = uploadView(w);
-            const target = into === "x" ? dx : dr;
-            const [go, gr] = normForward(dx, dw, { eps: 1e-6, residual: dr, out: { residualOut: target } });
-            const label = `${tag} in place into ${into}, stride ${stride}`;
-            sameAllocation(go, co, `${label}: out`);
-            sameAllocation(gr, cr, `${label}: rstd`);
-            sameAllocation(dx, hx, `${label}: x`);
-            sameAllocation(dr, hr, `${label}: residual`);
-            dispose(go, gr, dx, dr, dw);
-          }
-        }
+        compareResidualForms(rand, H, tag);
         for (const npc of [32, 128] as const) {
           if (H % npc) continue;
           const c: FwdCase = { B: 0, T: 17, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H };
@@ -303,6 +311,62 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
         normLaunchTuning.warpRowsSmemPad = 0;
       }
     }, true);
+  }
+});
+
+/** Runs f with the register-rows forms on (`warps` per row for normForward, in whole sectors with `sectors`; 4 for the residual form and the casts) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
+function withRegRows<T>(warps: 2 | 4, blocksPerSm: number, f: () => T, sectors = false): T {
+  const t = normLaunchTuning;
+  const prev = [t.forwardRegRows, t.residualRegRows, t.castRegRows, t.regRowsSectors, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] as const;
+  t.forwardRegRows = warps;
+  t.residualRegRows = t.castRegRows = true;
+  t.regRowsSectors = sectors;
+  t.forwardBlocksPerSm = blocksPerSm;
+  t.forwardWarpRowsMinRowsPerSm = 0; // register rows for any row count when asked for (the tests' shapes are small)
+  try {
+    return f();
+  } finally {
+    [t.forwardRegRows, t.residualRegRows, t.castRegRows, t.regRowsSectors, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] = prev;
+  }
+}
+
+gpuTest("normForward bf16 by register rows (_rr4, _rr4s, _rr2, _rr4_res, the casts _e4m3_g<N>_rr4) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, in place, grid caps (seed 8801)", () => {
+  const rand = rng(8801);
+  for (const [warps, blocks, sectors] of [[4, 0, false], [4, 1, false], [4, 3, false], [4, 0, true], [4, 3, true], [2, 0, false], [2, 3, false]] as [2 | 4, number, boolean][]) {
+    withRegRows(warps, blocks, () => {
+      // J = N/P = 1 (N ≤ P: threads beyond the tree hold +0 chunks) … 4 (P = 128) / 8 (P = 64), with dead chunks
+      for (const H of [16, 48, 272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
+        for (const weight of [true, false]) {
+          const outScale = rand() < 0.5 ? 1 : 0.3;
+          const tag = `rr${warps}${sectors ? "s" : ""} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
+          compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
+          compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
+          compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+        }
+        const x = rows(rand, 0, 19, H, "bf16");
+        compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `rr${warps}${sectors ? "s" : ""} blocks/SM ${blocks} H ${H} unaligned weight`);
+        if (warps !== 4 || sectors) continue; // the residual form and the casts exist for 4 warps only (and do not change with sectors)
+        // the residual form (_rr4_res): new residualOut, 3-D padded, unaligned strides, in place into residual or x
+        compareResidualForms(rand, H, `rr4_res blocks/SM ${blocks} H ${H}`);
+        // the fused casts (_e4m3_g<N>_rr4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
+        for (const npc of [32, 128] as const) {
+          if (H % npc) continue;
+          for (const [name, sf] of SF_CONFIGS) {
+            const withOutBf16 = rand() < 0.5;
+            const B = rand() < 0.3 ? 2 : 0;
+            const c: FwdCase = { B, T: B ? 7 : 23, H, dtype: "bf16", weight: rand() < 0.7, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 64) };
+            compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `rr4 cast blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
+          }
+        }
+      }
+      // full size, many rows per block when the grid is capped
+      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+      compareForward(rand, c, `rr${warps}${sectors ? "s" : ""} 3000x7168 blocks/SM ${blocks}`);
+      if (warps === 4 && !sectors) {
+        compareForward(rand, { ...c, residual: true }, `rr4_res 3000x7168 blocks/SM ${blocks}`);
+        compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `rr4 cast 3000x7168 blocks/SM ${blocks}`);
+      }
+    }, sectors);
   }
 });
 
@@ -606,6 +670,12 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
           withForwardTuning(0, () => compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows with residual`), true);
         }
         if (H > 256) withForwardTuning(0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
+        if (dtype === "bf16") {
+          for (const warps of [4, 2] as const) withRegRows(warps, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows ${warps}`));
+          withRegRows(4, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows 4 in whole sectors`), true);
+          withRegRows(4, 0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, register rows`));
+          if (H % 128 === 0) withRegRows(4, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, register rows`));
+        }
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);
       }

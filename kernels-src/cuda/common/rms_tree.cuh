@@ -69,11 +69,23 @@ struct RmsTeam {
     return threads >= kWarpSize ? team : (threadIdx.x & ~(kWarpSize - 1)) / threads;
   }
 
+  // The team's barrier: named barrier 1 + team over the team's threads, or (kBlock) barrier 0 over the whole block.
+  template <bool kBlock>
+  TK_DEV void sync() const {
+    if constexpr (kBlock) {
+      asm volatile("bar.sync 0;" ::: "memory");
+    } else {
+      asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(threads) : "memory");
+    }
+  }
+
   // Finish TREE from this thread's two chunk sums. `smem`: kRmsBlockThreads floats; every thread of the team
   // must call (all lanes of its warp too). Returns node 0 in every thread of the team. kClose = false skips the
   // closing barrier that lets the next call reuse `smem`: the caller then alternates two buffers (a thread writes
-  // buffer b again only after the next call's barrier, which every reader of b has passed).
-  template <bool kClose = true>
+  // buffer b again only after the next call's barrier, which every reader of b has passed). kBlockBarrier: the team
+  // is the whole block and syncs on barrier 0 (an immediate id: ptxas then reserves one barrier, not all 16, which
+  // would cap the block at 4 per SM).
+  template <bool kClose = true, bool kBlockBarrier = false>
   TK_DEV float reduce(float c0, float c1, float* smem) const {
     float v = threads < nodes ? add_rn(c0, c1) : c0;  // D = P
     const uint32_t lane = threadIdx.x % kWarpSize;
@@ -82,7 +94,7 @@ struct RmsTeam {
       const uint32_t warps = threads / kWarpSize;
       const uint32_t base = team * threads;
       smem[threadIdx.x] = v;
-      asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(threads) : "memory");
+      sync<kBlockBarrier>();
       constexpr int kMaxWarps = kRmsBlockThreads / kWarpSize;
       float a[kMaxWarps];
 #pragma unroll
@@ -93,7 +105,7 @@ struct RmsTeam {
 #pragma unroll
           for (int i = 0; i < h; ++i) a[i] = add_rn(a[i], a[i + h]);
       v = a[0];
-      if constexpr (kClose) asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(threads) : "memory");  // smem is reused by the next row
+      if constexpr (kClose) sync<kBlockBarrier>();  // smem is reused by the next row
     }
     // D = min(P, 32)/2 … 1 inside the warp
     const uint32_t span = threads < kWarpSize ? threads : kWarpSize;

@@ -7,6 +7,11 @@
 //   tk_norm_forward__bf16_wr               bf16, H > 256: one warp per row, two passes (below, "warp rows"), plain
 //   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
 //   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
+//   tk_norm_forward__bf16_rr4, _rr2        bf16, any H: one block of 4 / 2 warps per row, the row held in registers
+//   tk_norm_forward__bf16_rr4_res          (below, "register rows"); with a residual; the fused casts (4 warps).
+//   tk_norm_forward__bf16_e4m3_g<N>_rr4    Off by default (normLaunchTuning.forwardRegRows, residualRegRows,
+//   tk_norm_forward__bf16_rr4s             castRegRows, regRowsSectors), from the warp rows' row count per SM;
+//                                          rr4s: rr4 moving the row in whole 32-byte sectors by lane pairs
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -17,6 +22,11 @@
 //
 //   _wr: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
 //   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
+//
+//   _rr<W>: block.x 32·W (one block = one row team, P = 32·W), 2 × P floats of static shared memory (the tree's
+//   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
+//   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4 64 → 8 blocks = 8 rows = 32 warps
+//   per SM (rr4s too); rr2 128 → 8 blocks = 8 rows = 16 warps; rr4_res 80 → 6 rows; e4m3_g<N>_rr4 72 → 7 rows.
 //
 //   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
 //   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
@@ -698,6 +708,196 @@ struct NormForwardWarpRows {
   }
 };
 
+
+// ---- register rows: tk_norm_forward__bf16[_e4m3_g<N>]_rr<W> ------------------------------------------------------
+// One block of W warps (P = 32·W threads) per row, the row in registers from its load to its store: read from HBM
+// once, written once (the warp-rows form reads it twice, the second time from L2; the 256-thread team kernels hold
+// 2 chunks a thread, 4 rows per SM). Thread p owns the chunks p + P·j, j < J = max(1, N/P) (P = 128: J ≤ 4, 32
+// registers of row; P = 64: J ≤ 8, 64 registers), sums each by the 8/4/2/1 tree, folds its J sums by halving
+// (distance J/2 first: the tree's steps N/2 … 2P) and hands nodes p and p + P to RmsTeam::reduce (steps P … 1:
+// P/2 … 32 through shared memory, 16 … 1 by shuffles) with the team = the block, synced on barrier 0 (an immediate:
+// one barrier per block, no cap on resident blocks) and two alternating buffers (one barrier per row). For N < P
+// (H ≤ 16·P) J = 1 and the threads p ≥ N hold +0 chunks that no step folds in (RmsTeam's rule), so S has the bits of
+// TREE for any H. Step 4 and the casts per chunk as the warp-rows form (norm_step4_chunk, cast_chunk), the weight
+// through L1 kRrWeightChunks chunks at a time; unaligned views take element-wide accesses, as the other forms. Any grid (rows walked grid-stride by block); the host launches one
+// block per row. A residual (kRes): step 1 on the loaded chunks, s stored to residualOut (x and residual are read
+// into registers before any of the thread's stores, so the in-place forms keep their meaning, as the team kernels).
+// kSectors (plain only): x and out move in whole 32-byte sectors by lane pairs, as the team kernels since round 2
+// (RowChunk::load_split / store_split; 8 shuffles a chunk), instead of half a sector per 16-byte access.
+
+// step 4 on one chunk: y = RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), or without the outScale product (kOne: outScale = 1,
+// exact), or without the weight (kW false); overwrites v.
+template <bool kOne, bool kW, class Chunk>
+TK_DEV void norm_step4_chunk(Chunk& v, const Chunk& w, float rstd, float out_scale) {
+  float y[kRmsChunk];
+#pragma unroll
+  for (int e = 0; e < kRmsChunk; ++e) {
+    const float sr = mul_rn(v.at(e), rstd);
+    if constexpr (kOne) {
+      y[e] = kW ? mul_rn(sr, w.at(e)) : sr;
+    } else {
+      y[e] = mul_rn(sr, kW ? mul_rn(w.at(e), out_scale) : out_scale);
+    }
+  }
+  v.set_all(y);
+}
+
+// Weight chunks loaded together in step 4 (8 registers each; one L1 round trip per group on the row's chain).
+template <int kCastN, bool kSectors>
+constexpr int kRrWeightChunks = kCastN || kSectors ? 1 : 2;  // the casts spilled 24 bytes with 2, rr4s 8–36
+// Resident blocks per SM the register budget is sized for (no spills, sm_90a and sm_100a): rr4 (P = 128, 32 registers
+// of row) 64 registers → 8 blocks = 8 rows = 32 warps per SM; rr2 (P = 64, 64 registers of row) 125 → 8 blocks = 8
+// rows = 16 warps; rr4 with a residual (x and residual both in registers at the load) 80 → 6 rows; rr4 casts 72 →
+// 7 rows (at 64 they spilled 68 bytes).
+template <int kWarps, int kCastN = 0, bool kRes = false>
+constexpr int kRrMinBlocks = kRes ? 6 : kCastN ? 7 : 8;
+
+template <int kWarps, int kCastN, bool kRes = false, bool kSectors = false>
+struct NormForwardRegRows {
+  using Chunk = RowChunk<Fmt::kBf16>;
+  static constexpr int kEb = 2;
+  static constexpr bool kCast = kCastN != 0;
+  static constexpr uint32_t kP = kWarps * kWarpSize;                  // team = block
+  static constexpr int kJ = 512 / kP;                                 // chunks a thread holds at most (N ≤ 512)
+  static constexpr int kWc = kRrWeightChunks<kCastN, kSectors>;
+  static_assert(kJ >= 2 && kJ % kWc == 0, "team width");
+  static_assert(!kSectors || (!kCast && !kRes), "whole sectors: the plain form only");
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardRegRows(const NormForwardParams& params) : p(params) {}
+
+  TK_DEV void run() const {
+    __shared__ float red[2][kP];  // RmsTeam::reduce's cross-warp nodes, alternating buffers (kClose = false)
+    const uint32_t H = p.hidden, K = H / kRmsChunk;
+    const RmsTeam team(kP, K);  // team 0, p = threadIdx.x
+    const uint32_t N = team.nodes;
+    const uint32_t J = N > kP ? N / kP : 1u;
+    const uint32_t tp = threadIdx.x;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const bool has_w = p.flags & kFwdWeight, with_bf16 = p.flags & kFwdOutBf16;
+    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool r_al = view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
+    const bool ro_al = view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
+    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool w_al = (p.weight % kVecBytes) == 0;
+    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
+    auto chunk_of = [&](int j) { return tp + kP * j; };
+    auto live_of = [&](int j) { return static_cast<uint32_t>(j) < J && chunk_of(j) < K; };
+    // kSectors: chunk j of a row moved by the lane pair (2m, 2m + 1), who own the adjacent chunks c & ~1 and c | 1
+    // (P even), in whole 32-byte sectors (RowChunk::load_split / store_split), under the two owners' conditions
+    auto pair_at = [&](const uint8_t* row_p, int j) {
+      const uint32_t c0 = chunk_of(j) & ~1u;
+      const bool in = static_cast<uint32_t>(j) < J;
+      return ChunkAccess::pair(row_p + static_cast<uint64_t>(c0) * Chunk::kBytes, Chunk::kBytes, in && c0 < K, in && c0 + 1 < K);
+    };
+
+    uint32_t parity = 0;
+    for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
+      const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
+      const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+
+      // the whole row at once: J chunks a thread (dead chunks +0: the +0 pad of D.2)
+      Chunk sv[kJ];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        if constexpr (kSectors) {
+          sv[j].load_split(pair_at(xr, j), x_al);  // (both lanes of every pair call: uniform loop)
+        } else {
+          sv[j].zero();
+          if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
+        }
+      }
+      if constexpr (kRes) {
+        // step 1: s = RNbf16(x ⊕ residual) → residualOut (every load of this thread precedes its stores)
+        const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) + row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
+        uint8_t* ror = reinterpret_cast<uint8_t*>(p.residual_out) + row_offset(b, t, p.residual_out_batch_stride, p.residual_out_row_stride) * kEb;
+        Chunk rc[kJ];
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {
+          rc[j].zero();
+          if (live_of(j)) rc[j].load(rr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, r_al);
+        }
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {
+          float s[kRmsChunk];
+#pragma unroll
+          for (int e = 0; e < kRmsChunk; ++e) s[e] = add_rn(sv[j].at(e), rc[j].at(e));
+          sv[j].set_all(s);
+          if (live_of(j)) sv[j].store(ror + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, ro_al);
+        }
+      }
+
+      // steps 2–3: chunk sums, the local halving over j (steps N/2 … 2P), RmsTeam::reduce (steps P … 1)
+      float cs[kJ];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        float q[kRmsChunk];
+#pragma unroll
+        for (int e = 0; e < kRmsChunk; ++e) q[e] = mul_rn(sv[j].at(e), sv[j].at(e));
+        cs[j] = chunk_tree(q);
+      }
+      // The packed words pass through an empty asm: step 4 unpacks them again instead of the compiler keeping the
+      // squares' fp32 copies of the row alive across the reduction (twice the row's registers: spills at 64).
+#pragma unroll
+      for (int j = 0; j < kJ; ++j)
+#pragma unroll
+        for (int i = 0; i < Chunk::kWords; ++i) asm volatile("" : "+r"(sv[j].w[i]));
+#pragma unroll
+      for (int h = kJ / 2; h >= 2; h /= 2)
+        if (static_cast<uint32_t>(h) < J)
+#pragma unroll
+          for (int j = 0; j < h; ++j) cs[j] = add_rn(cs[j], cs[j + h]);
+      const float S = team.template reduce<false, true>(cs[0], J >= 2 ? cs[1] : 0.0f, red[parity]);
+      const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+      if (tp == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
+
+      // step 4, kWc chunks at a time (their weight loads together), each chunk stored or cast at once
+      uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+      const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
+      // Without a weight, w = 1 (bf16 0x3F80): (s ⊗ rstd) ⊗ 1 = s ⊗ rstd and 1 ⊗ outScale = outScale exactly (no
+      // flush to zero), a NaN stays a NaN whose payload RNbf16 drops: the bits of step 4 without the product, from
+      // one copy of the code instead of two (each copy of the unrolled row costs cubin bytes for two targets).
+      auto step4 = [&](auto unit_scale) {
+        constexpr bool kOne = decltype(unit_scale)::value;
+#pragma unroll
+        for (int j0 = 0; j0 < kJ; j0 += kWc) {
+          if (static_cast<uint32_t>(j0) >= J) break;  // uniform over the block
+          Chunk wc[kWc];
+#pragma unroll
+          for (int u = 0; u < kWc; ++u) {
+#pragma unroll
+            for (int i = 0; i < Chunk::kWords; ++i) wc[u].w[i] = 0x3F803F80u;
+            if (has_w && live_of(j0 + u)) wc[u].template load<false>(wr + static_cast<uint64_t>(chunk_of(j0 + u)) * Chunk::kBytes, w_al);
+          }
+#pragma unroll
+          for (int u = 0; u < kWc; ++u) {
+            const int j = j0 + u;
+            if (static_cast<uint32_t>(j) >= J) continue;  // uniform
+            const bool live = chunk_of(j) < K;
+            // (the casts' dead chunks still take part in the group shuffles, kSectors' in the pair exchange)
+            if (!kCast && !kSectors && !live) continue;
+            norm_step4_chunk<kOne, true>(sv[j], wc[u], rstd, p.out_scale);
+            if constexpr (kCast) {
+              NormForwardWarpRows<kCastN>(p).cast_chunk(sv[j], row, t, b, chunk_of(j), live, with_bf16, d_al, b_al);
+            } else if constexpr (kSectors) {
+              sv[j].store_split(pair_at(orow, j), o_al);
+            } else {
+              sv[j].store(orow + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, o_al);
+            }
+          }
+        }
+      };
+      // (the branches uniform over the launch, outside the element loops)
+      if (p.out_scale == 1.0f) {
+        step4(BoolConst<true>{});
+      } else {
+        step4(BoolConst<false>{});
+      }
+    }
+    if constexpr (kCast) zero_sf_padding(p, NormForwardWarpRows<kCastN>(p).sf_out());
+  }
+};
+
 }  // namespace
 }  // namespace tk
 
@@ -744,3 +944,17 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
+// Register rows (bf16, any H; normLaunchTuning.forwardRegRows / castRegRows): one block of W warps per row, the row
+// held in registers (NormForwardRegRows).
+#define TK_NORM_FORWARD_RR(w, n, res, sectors, name)                                                      \
+  extern "C" __global__ void __launch_bounds__(32 * w, tk::kRrMinBlocks<w, n, res>)                       \
+      name(const __grid_constant__ NormForwardParams p) {                                                 \
+    tk::NormForwardRegRows<w, n, res, sectors>(p).run();                                                  \
+  }
+TK_NORM_FORWARD_RR(4, 0, false, false, tk_norm_forward__bf16_rr4)
+TK_NORM_FORWARD_RR(2, 0, false, false, tk_norm_forward__bf16_rr2)
+TK_NORM_FORWARD_RR(4, 0, true, false, tk_norm_forward__bf16_rr4_res)
+TK_NORM_FORWARD_RR(4, 32, false, false, tk_norm_forward__bf16_e4m3_g32_rr4)
+TK_NORM_FORWARD_RR(4, 128, false, false, tk_norm_forward__bf16_e4m3_g128_rr4)
+// rr4 with the row moved in whole 32-byte sectors by lane pairs (normLaunchTuning.regRowsSectors)
+TK_NORM_FORWARD_RR(4, 0, false, true, tk_norm_forward__bf16_rr4s)
