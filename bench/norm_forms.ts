@@ -9,30 +9,28 @@ import { normLaunchTuning } from "../ops/norm/launch.ts";
 type Tuning = typeof normLaunchTuning;
 
 export const NORM_FORMS: Record<string, Partial<Tuning>> = {
-  // the defaults (measured 2026-11-30, bench/RESULTS.md fifth run): normForward and the residual forms by warp rows
-  // from 16 rows per SM, the fused cast and fewer rows on team kernels (the weight through L1; the form staging it
-  // in shared memory measured slower and was removed)
+  // the defaults (measured 2026-11-30, bench/RESULTS.md sixth run): from 16 rows per SM normForward and the fused
+  // cast by register rows (one block of 4 warps a row, the row in registers), the residual forms by warp rows; fewer
+  // rows on team kernels (the weight through L1; the form staging it in shared memory measured slower and was removed)
   "default": {},
+  // the fifth run's defaults: normForward by warp rows, the fused cast by team kernels
+  "wr": { forwardRegRows: false, castRegRows: false },
   // round 2's form: team kernels, weight through L1 after the reduction, grid 8 / 4 blocks per SM, and one block per
   // row (grid = rows: the block scheduler refills SMs as blocks end, as torch.compile's one-program-per-row kernel)
-  "team-l1": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false },
-  "team-l1-4": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardBlocksPerSm: 4 },
-  "team-l1-rows": { forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardBlocksPerSm: 1 << 20 },
+  "team-l1": { forwardRegRows: false, castRegRows: false, forwardWarpRows: false, castWarpRows: false, residualWarpRows: false },
+  "team-l1-4": { forwardRegRows: false, castRegRows: false, forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardBlocksPerSm: 4 },
+  "team-l1-rows": { forwardRegRows: false, castRegRows: false, forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardBlocksPerSm: 1 << 20 },
   // warp rows for the fused cast too: perf3-norm's default (48.4% against the team kernel's 50.6%)
-  "wr-cast": { castWarpRows: true },
+  "wr-cast": { forwardRegRows: false, castRegRows: false, castWarpRows: true },
   // warp rows (every form) with the grid capped at 2 blocks per SM (one wave, ~rows / 2112 rows per warp)
-  "wr-2": { castWarpRows: true, forwardBlocksPerSm: 2 },
+  "wr-2": { forwardRegRows: false, castRegRows: false, castWarpRows: true, forwardBlocksPerSm: 2 },
   // warp rows held at 1 resident block (8 rows) per SM by 120 KiB of unused dynamic shared memory
-  "wr-1blk": { castWarpRows: true, warpRowsSmemPad: 120 * 1024 },
-  // register rows (docs/perf-notes/perf4-norm.md): one block of 4 / 2 warps per row, the row read once into
-  // registers; normForward only (rr4, rr2; rr4s: rr4 in whole 32-byte sectors by lane pairs), also the residual form and the fused cast (rr4-all), one wave of 8
-  // blocks per SM walked grid-stride (rr4-8), and from any row count, i.e. the decode cases too (rr4-decode)
-  "rr4": { forwardRegRows: 4 },
-  "rr2": { forwardRegRows: 2 },
-  "rr4s": { forwardRegRows: 4, regRowsSectors: true },
-  "rr4-all": { forwardRegRows: 4, residualRegRows: true, castRegRows: true },
-  "rr4-8": { forwardRegRows: 4, castRegRows: true, forwardBlocksPerSm: 8 },
-  "rr4-decode": { forwardRegRows: 4, castRegRows: true, forwardWarpRowsMinRowsPerSm: 0 },
+  "wr-1blk": { forwardRegRows: false, castRegRows: false, castWarpRows: true, warpRowsSmemPad: 120 * 1024 },
+  // register rows (docs/perf-notes/perf4-norm.md) in one wave of 8 blocks per SM walked grid-stride (rr4-8), and
+  // from any row count, i.e. the decode cases too (rr4-decode: normForward 1 row 4.0 µs against 4.7, the cast 5.9
+  // against 5.0)
+  "rr4-8": { forwardBlocksPerSm: 8 },
+  "rr4-decode": { forwardWarpRowsMinRowsPerSm: 0 },
 };
 
 const DEFAULTS = { ...normLaunchTuning };

@@ -192,14 +192,15 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 /** Runs f with the forward tuning knobs set (grid cap per SM, warp rows), then restores them. */
 function withForwardTuning<T>(blocksPerSm: number, f: () => T, warpRows = false): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] as const;
+  const prev = [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castRegRows] as const;
   t.forwardBlocksPerSm = blocksPerSm;
   t.forwardWarpRows = t.castWarpRows = t.residualWarpRows = warpRows;
+  t.forwardRegRows = t.castRegRows = false; // the register rows (the defaults) take precedence: off here, withRegRows tests them
   t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm] = prev;
+    [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castRegRows] = prev;
   }
 }
 
@@ -314,40 +315,35 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
   }
 });
 
-/** Runs f with the register-rows forms on (`warps` per row for normForward, in whole sectors with `sectors`; 4 for the residual form and the casts) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
-function withRegRows<T>(warps: 2 | 4, blocksPerSm: number, f: () => T, sectors = false): T {
+/** Runs f with the register-rows forms (normForward and the cast, the defaults) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
+function withRegRows<T>(blocksPerSm: number, f: () => T): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardRegRows, t.residualRegRows, t.castRegRows, t.regRowsSectors, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] as const;
-  t.forwardRegRows = warps;
-  t.residualRegRows = t.castRegRows = true;
-  t.regRowsSectors = sectors;
+  const prev = [t.forwardRegRows, t.castRegRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] as const;
+  t.forwardRegRows = t.castRegRows = true;
   t.forwardBlocksPerSm = blocksPerSm;
-  t.forwardWarpRowsMinRowsPerSm = 0; // register rows for any row count when asked for (the tests' shapes are small)
+  t.forwardWarpRowsMinRowsPerSm = 0; // register rows for any row count (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardRegRows, t.residualRegRows, t.castRegRows, t.regRowsSectors, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] = prev;
+    [t.forwardRegRows, t.castRegRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] = prev;
   }
 }
 
-gpuTest("normForward bf16 by register rows (_rr4, _rr4s, _rr2, _rr4_res, the casts _e4m3_g<N>_rr4) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, in place, grid caps (seed 8801)", () => {
+gpuTest("normForward bf16 by register rows (_rr4, the casts _e4m3_g<N>_rr4) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, in place, grid caps (seed 8801)", () => {
   const rand = rng(8801);
-  for (const [warps, blocks, sectors] of [[4, 0, false], [4, 1, false], [4, 3, false], [4, 0, true], [4, 3, true], [2, 0, false], [2, 3, false]] as [2 | 4, number, boolean][]) {
-    withRegRows(warps, blocks, () => {
-      // J = N/P = 1 (N ≤ P: threads beyond the tree hold +0 chunks) … 4 (P = 128) / 8 (P = 64), with dead chunks
+  for (const blocks of [0, 1, 3]) {
+    withRegRows(blocks, () => {
+      // J = N/P = 1 (N ≤ P: threads beyond the tree hold +0 chunks) … 4 (P = 128), with dead chunks
       for (const H of [16, 48, 272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
         for (const weight of [true, false]) {
           const outScale = rand() < 0.5 ? 1 : 0.3;
-          const tag = `rr${warps}${sectors ? "s" : ""} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
+          const tag = `rr4 blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
           compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
           compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
           compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
         }
         const x = rows(rand, 0, 19, H, "bf16");
-        compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `rr${warps}${sectors ? "s" : ""} blocks/SM ${blocks} H ${H} unaligned weight`);
-        if (warps !== 4 || sectors) continue; // the residual form and the casts exist for 4 warps only (and do not change with sectors)
-        // the residual form (_rr4_res): new residualOut, 3-D padded, unaligned strides, in place into residual or x
-        compareResidualForms(rand, H, `rr4_res blocks/SM ${blocks} H ${H}`);
+        compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `rr4 blocks/SM ${blocks} H ${H} unaligned weight`);
         // the fused casts (_e4m3_g<N>_rr4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
         for (const npc of [32, 128] as const) {
           if (H % npc) continue;
@@ -361,12 +357,9 @@ gpuTest("normForward bf16 by register rows (_rr4, _rr4s, _rr2, _rr4_res, the cas
       }
       // full size, many rows per block when the grid is capped
       const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
-      compareForward(rand, c, `rr${warps}${sectors ? "s" : ""} 3000x7168 blocks/SM ${blocks}`);
-      if (warps === 4 && !sectors) {
-        compareForward(rand, { ...c, residual: true }, `rr4_res 3000x7168 blocks/SM ${blocks}`);
-        compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `rr4 cast 3000x7168 blocks/SM ${blocks}`);
-      }
-    }, sectors);
+      compareForward(rand, c, `rr4 3000x7168 blocks/SM ${blocks}`);
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `rr4 cast 3000x7168 blocks/SM ${blocks}`);
+    });
   }
 });
 
@@ -671,10 +664,8 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         }
         if (H > 256) withForwardTuning(0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
         if (dtype === "bf16") {
-          for (const warps of [4, 2] as const) withRegRows(warps, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows ${warps}`));
-          withRegRows(4, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows 4 in whole sectors`), true);
-          withRegRows(4, 0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, register rows`));
-          if (H % 128 === 0) withRegRows(4, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, register rows`));
+          withRegRows(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows`));
+          if (H % 128 === 0) withRegRows(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, register rows`));
         }
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);

@@ -24,8 +24,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
  * - `forwardWarpRows`: bf16 normForward without residual, H > 256, at least `forwardWarpRowsMinRowsPerSm` rows per
  *   SM (default 16: every SM's 16 resident warps get a row; the register-rows forms below use the same threshold),
- *   runs `tk_norm_forward__bf16_wr` (one warp per row, two passes over the row; the default) instead of the team
- *   kernels above (false). Fewer rows (decode) keep the team
+ *   runs `tk_norm_forward__bf16_wr` (one warp per row, two passes over the row) instead of the team kernels
+ *   above (false), when `forwardRegRows` is off. Fewer rows (decode) keep the team
  *   kernels: 256 threads per row finish one row sooner than one warp. Its default grid is one block per 8 rows (no
  *   cap: `forwardBlocksPerSm` caps it when set).
  * - `castWarpRows`: the same for the fused casts without residual (normForwardAndPerTokenCast:
@@ -34,19 +34,15 @@ export const NORM_BLOCK_THREADS = 256;
  * - `residualWarpRows`: the same with a residual, plain or cast (`tk_norm_forward__bf16[_e4m3_g<N>]_wr_res`:
  *   normForward with residual, addRmsnormForwardAndPerTokenCast): s = x + residual is written to residualOut in
  *   the first pass and read back from L2 in the second.
- * - `forwardRegRows`: 0 (the default: off), 4 or 2 — bf16 normForward without residual, under the same conditions as
- *   the warp-rows form (rows per SM, no team width asked for; any H), runs `tk_norm_forward__bf16_rr<W>`: one block of
- *   W warps per row holding the row in registers from its load to its store (read once from HBM, written once, no
- *   second pass through L2). It takes precedence over `forwardWarpRows`. rr4: 128 threads, 64 registers, 8 rows per
- *   SM; rr2: 64 threads, 128 registers, 8 rows per SM. Grid: one block per row (`forwardBlocksPerSm` caps it when
- *   set). Not measured yet (docs/perf-notes/perf4-norm.md).
- * - `residualRegRows`: the same (4 warps, `tk_norm_forward__bf16_rr4_res`, 80 registers, 6 rows per SM) for
- *   normForward with a residual; default off. (addRmsnormForwardAndPerTokenCast has no register-rows form.)
- * - `castRegRows`: the same (4 warps, `tk_norm_forward__bf16_e4m3_g<N>_rr4`, 72 registers, 7 rows per SM) for
- *   normForwardAndPerTokenCast without residual; default off.
- * - `regRowsSectors`: with `forwardRegRows` 4, `tk_norm_forward__bf16_rr4s` instead: the same kernel moving x and
- *   out in whole 32-byte sectors by lane pairs (8 shuffles a chunk; the weight one chunk per L1 trip instead of
- *   two), for the A/B of the half-sector accesses; default off.
+ * - `forwardRegRows` (default true): bf16 normForward without residual, under the same conditions as the warp-rows
+ *   form (rows per SM, no team width asked for; any H), runs `tk_norm_forward__bf16_rr4`: one block of 4 warps per
+ *   row holding the row in registers from its load to its store (read once from HBM, written once, no second pass
+ *   through L2); 128 threads, 64 registers, 8 rows per SM. It takes precedence over `forwardWarpRows`. Grid: one
+ *   block per row (`forwardBlocksPerSm` caps it when set). H200, 16384 × 7168: 88.2% of copy against 72.9% for the
+ *   warp rows (bench/RESULTS.md, sixth run).
+ * - `castRegRows` (default true): the same (`tk_norm_forward__bf16_e4m3_g<N>_rr4`, 72 registers, 7 rows per SM) for
+ *   normForwardAndPerTokenCast without residual: 60.8% against 50.5%. (The residual forms have no register-rows
+ *   kernel: it measured no faster than the warp rows, and was removed with the 2-warp and whole-sector forms.)
  * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
  *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
  *   L2 between the two passes); 0 = none.
@@ -59,10 +55,8 @@ export const normLaunchTuning = {
   castWarpRows: false,
   residualWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,
-  forwardRegRows: 0 as 0 | 2 | 4,
-  residualRegRows: false,
-  castRegRows: false,
-  regRowsSectors: false,
+  forwardRegRows: true,
+  castRegRows: true,
   warpRowsSmemPad: 0,
   /**
    * bf16 `_b4` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed

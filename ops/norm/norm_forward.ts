@@ -271,12 +271,11 @@ export function launchNormForward(
   // `_wr_res`; not when a test asks for a team width (that is a team kernel's knob)
   const t = normLaunchTuning;
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
-  // bf16, any H, when asked for (not yet the default): one block of `regWarps` warps per row, the row held in registers
-  // (`_rr4`, `_rr4s` in whole sectors, `_rr2`; with a residual `_rr4_res`, the cast `_e4m3_g<N>_rr4`; none for the
-  // cast with a residual)
-  const regWarps = !rowsForm ? 0 : r.residual ? (c ? 0 : t.residualRegRows ? 4 : 0) : c ? (t.castRegRows ? 4 : 0) : t.forwardRegRows;
-  const wr = !regWarps && rowsForm && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows);
-  const form = regWarps ? `_rr${regWarps}${r.residual ? "_res" : regWarps === 4 && !c && t.regRowsSectors ? "s" : ""}` : wr ? (r.residual ? "_wr_res" : "_wr") : "";
+  // bf16, any H, no residual (the defaults): one block of 4 warps per row, the row held in registers (`_rr4`, the
+  // cast `_e4m3_g<N>_rr4`)
+  const regRows = rowsForm && !r.residual && (c ? t.castRegRows : t.forwardRegRows);
+  const wr = !regRows && rowsForm && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows);
+  const form = regRows ? "_rr4" : wr ? (r.residual ? "_wr_res" : "_wr") : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
@@ -322,10 +321,10 @@ export function launchNormForward(
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
   // last wave). _wr: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
-  // _rr<W>: one block of 32·W threads per row, one block per row by default.
-  const rowsPerBlock = regWarps ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
-  const perSm = forwardBlocksPerSm(wr || regWarps ? 1 << 20 : 8);
+  // _rr4: one block of 128 threads per row, one block per row by default.
+  const rowsPerBlock = regRows ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
+  const perSm = forwardBlocksPerSm(wr || regRows ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
-  p.setLaunch(fn, stream.handle, grid, regWarps ? 32 * regWarps : NORM_BLOCK_THREADS, smem, false, device.index);
+  p.setLaunch(fn, stream.handle, grid, regRows ? 128 : NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
 }

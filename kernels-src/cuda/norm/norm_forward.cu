@@ -7,11 +7,10 @@
 //   tk_norm_forward__bf16_wr               bf16, H > 256: one warp per row, two passes (below, "warp rows"), plain
 //   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
 //   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
-//   tk_norm_forward__bf16_rr4, _rr2        bf16, any H: one block of 4 / 2 warps per row, the row held in registers
-//   tk_norm_forward__bf16_rr4_res          (below, "register rows"); with a residual; the fused casts (4 warps).
-//   tk_norm_forward__bf16_e4m3_g<N>_rr4    Off by default (normLaunchTuning.forwardRegRows, residualRegRows,
-//   tk_norm_forward__bf16_rr4s             castRegRows, regRowsSectors), from the warp rows' row count per SM;
-//                                          rr4s: rr4 moving the row in whole 32-byte sectors by lane pairs
+//   tk_norm_forward__bf16_rr4              bf16, any H, no residual: one block of 4 warps per row, the row held in
+//   tk_norm_forward__bf16_e4m3_g<N>_rr4    registers (below, "register rows"), plain and fused cast; the host's
+//                                          default from the warp rows' row count per SM (normLaunchTuning.
+//                                          forwardRegRows, castRegRows)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -26,7 +25,7 @@
 //   _rr<W>: block.x 32·W (one block = one row team, P = 32·W), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
 //   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4 64 → 8 blocks = 8 rows = 32 warps
-//   per SM (rr4s too); rr2 128 → 8 blocks = 8 rows = 16 warps; rr4_res 80 → 6 rows; e4m3_g<N>_rr4 72 → 7 rows.
+//   per SM; e4m3_g<N>_rr4 72 → 7 rows.
 //
 //   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
 //   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
@@ -713,17 +712,16 @@ struct NormForwardWarpRows {
 // One block of W warps (P = 32·W threads) per row, the row in registers from its load to its store: read from HBM
 // once, written once (the warp-rows form reads it twice, the second time from L2; the 256-thread team kernels hold
 // 2 chunks a thread, 4 rows per SM). Thread p owns the chunks p + P·j, j < J = max(1, N/P) (P = 128: J ≤ 4, 32
-// registers of row; P = 64: J ≤ 8, 64 registers), sums each by the 8/4/2/1 tree, folds its J sums by halving
+// registers of row), sums each by the 8/4/2/1 tree, folds its J sums by halving
 // (distance J/2 first: the tree's steps N/2 … 2P) and hands nodes p and p + P to RmsTeam::reduce (steps P … 1:
 // P/2 … 32 through shared memory, 16 … 1 by shuffles) with the team = the block, synced on barrier 0 (an immediate:
 // one barrier per block, no cap on resident blocks) and two alternating buffers (one barrier per row). For N < P
 // (H ≤ 16·P) J = 1 and the threads p ≥ N hold +0 chunks that no step folds in (RmsTeam's rule), so S has the bits of
 // TREE for any H. Step 4 and the casts per chunk as the warp-rows form (norm_step4_chunk, cast_chunk), the weight
-// through L1 kRrWeightChunks chunks at a time; unaligned views take element-wide accesses, as the other forms. Any grid (rows walked grid-stride by block); the host launches one
-// block per row. A residual (kRes): step 1 on the loaded chunks, s stored to residualOut (x and residual are read
-// into registers before any of the thread's stores, so the in-place forms keep their meaning, as the team kernels).
-// kSectors (plain only): x and out move in whole 32-byte sectors by lane pairs, as the team kernels since round 2
-// (RowChunk::load_split / store_split; 8 shuffles a chunk), instead of half a sector per 16-byte access.
+// through L1 kRrWeightChunks chunks at a time; unaligned views take element-wide accesses, as the other forms. Any
+// grid (rows walked grid-stride by block); the host launches one block per row. Measured on the H200 (2026-11-30,
+// docs/perf-notes/perf4-norm.md): 2 warps a row, a residual form and whole-sector moves by lane pairs were slower
+// or no faster, and were removed.
 
 // step 4 on one chunk: y = RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), or without the outScale product (kOne: outScale = 1,
 // exact), or without the weight (kW false); overwrites v.
@@ -743,25 +741,22 @@ TK_DEV void norm_step4_chunk(Chunk& v, const Chunk& w, float rstd, float out_sca
 }
 
 // Weight chunks loaded together in step 4 (8 registers each; one L1 round trip per group on the row's chain).
-template <int kCastN, bool kSectors>
-constexpr int kRrWeightChunks = kCastN || kSectors ? 1 : 2;  // the casts spilled 24 bytes with 2, rr4s 8–36
+template <int kCastN>
+constexpr int kRrWeightChunks = kCastN ? 1 : 2;  // the casts spilled 24 bytes with 2
 // Resident blocks per SM the register budget is sized for (no spills, sm_90a and sm_100a): rr4 (P = 128, 32 registers
-// of row) 64 registers → 8 blocks = 8 rows = 32 warps per SM; rr2 (P = 64, 64 registers of row) 125 → 8 blocks = 8
-// rows = 16 warps; rr4 with a residual (x and residual both in registers at the load) 80 → 6 rows; rr4 casts 72 →
-// 7 rows (at 64 they spilled 68 bytes).
-template <int kWarps, int kCastN = 0, bool kRes = false>
-constexpr int kRrMinBlocks = kRes ? 6 : kCastN ? 7 : 8;
+// of row) 64 registers → 8 blocks = 8 rows = 32 warps per SM; rr4 casts 72 → 7 rows (at 64 they spilled 68 bytes).
+template <int kCastN = 0>
+constexpr int kRrMinBlocks = kCastN ? 7 : 8;
 
-template <int kWarps, int kCastN, bool kRes = false, bool kSectors = false>
+template <int kWarps, int kCastN>
 struct NormForwardRegRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr int kEb = 2;
   static constexpr bool kCast = kCastN != 0;
   static constexpr uint32_t kP = kWarps * kWarpSize;                  // team = block
   static constexpr int kJ = 512 / kP;                                 // chunks a thread holds at most (N ≤ 512)
-  static constexpr int kWc = kRrWeightChunks<kCastN, kSectors>;
+  static constexpr int kWc = kRrWeightChunks<kCastN>;
   static_assert(kJ >= 2 && kJ % kWc == 0, "team width");
-  static_assert(!kSectors || (!kCast && !kRes), "whole sectors: the plain form only");
   const NormForwardParams& p;
   TK_DEV explicit NormForwardRegRows(const NormForwardParams& params) : p(params) {}
 
@@ -775,20 +770,11 @@ struct NormForwardRegRows {
     const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
     const bool has_w = p.flags & kFwdWeight, with_bf16 = p.flags & kFwdOutBf16;
     const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
-    const bool r_al = view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
-    const bool ro_al = view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
     const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
     const bool w_al = (p.weight % kVecBytes) == 0;
     const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
     auto chunk_of = [&](int j) { return tp + kP * j; };
     auto live_of = [&](int j) { return static_cast<uint32_t>(j) < J && chunk_of(j) < K; };
-    // kSectors: chunk j of a row moved by the lane pair (2m, 2m + 1), who own the adjacent chunks c & ~1 and c | 1
-    // (P even), in whole 32-byte sectors (RowChunk::load_split / store_split), under the two owners' conditions
-    auto pair_at = [&](const uint8_t* row_p, int j) {
-      const uint32_t c0 = chunk_of(j) & ~1u;
-      const bool in = static_cast<uint32_t>(j) < J;
-      return ChunkAccess::pair(row_p + static_cast<uint64_t>(c0) * Chunk::kBytes, Chunk::kBytes, in && c0 < K, in && c0 + 1 < K);
-    };
 
     uint32_t parity = 0;
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
@@ -800,31 +786,8 @@ struct NormForwardRegRows {
       Chunk sv[kJ];
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        if constexpr (kSectors) {
-          sv[j].load_split(pair_at(xr, j), x_al);  // (both lanes of every pair call: uniform loop)
-        } else {
-          sv[j].zero();
-          if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
-        }
-      }
-      if constexpr (kRes) {
-        // step 1: s = RNbf16(x ⊕ residual) → residualOut (every load of this thread precedes its stores)
-        const uint8_t* rr = reinterpret_cast<const uint8_t*>(p.residual) + row_offset(b, t, p.residual_batch_stride, p.residual_row_stride) * kEb;
-        uint8_t* ror = reinterpret_cast<uint8_t*>(p.residual_out) + row_offset(b, t, p.residual_out_batch_stride, p.residual_out_row_stride) * kEb;
-        Chunk rc[kJ];
-#pragma unroll
-        for (int j = 0; j < kJ; ++j) {
-          rc[j].zero();
-          if (live_of(j)) rc[j].load(rr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, r_al);
-        }
-#pragma unroll
-        for (int j = 0; j < kJ; ++j) {
-          float s[kRmsChunk];
-#pragma unroll
-          for (int e = 0; e < kRmsChunk; ++e) s[e] = add_rn(sv[j].at(e), rc[j].at(e));
-          sv[j].set_all(s);
-          if (live_of(j)) sv[j].store(ror + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, ro_al);
-        }
+        sv[j].zero();
+        if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
       }
 
       // steps 2–3: chunk sums, the local halving over j (steps N/2 … 2P), RmsTeam::reduce (steps P … 1)
@@ -874,13 +837,11 @@ struct NormForwardRegRows {
             const int j = j0 + u;
             if (static_cast<uint32_t>(j) >= J) continue;  // uniform
             const bool live = chunk_of(j) < K;
-            // (the casts' dead chunks still take part in the group shuffles, kSectors' in the pair exchange)
-            if (!kCast && !kSectors && !live) continue;
+            // (the casts' dead chunks still take part in the group shuffles)
+            if (!kCast && !live) continue;
             norm_step4_chunk<kOne, true>(sv[j], wc[u], rstd, p.out_scale);
             if constexpr (kCast) {
               NormForwardWarpRows<kCastN>(p).cast_chunk(sv[j], row, t, b, chunk_of(j), live, with_bf16, d_al, b_al);
-            } else if constexpr (kSectors) {
-              sv[j].store_split(pair_at(orow, j), o_al);
             } else {
               sv[j].store(orow + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, o_al);
             }
@@ -946,15 +907,11 @@ TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows / castRegRows): one block of W warps per row, the row
 // held in registers (NormForwardRegRows).
-#define TK_NORM_FORWARD_RR(w, n, res, sectors, name)                                                      \
-  extern "C" __global__ void __launch_bounds__(32 * w, tk::kRrMinBlocks<w, n, res>)                       \
+#define TK_NORM_FORWARD_RR(w, n, name)                                                                    \
+  extern "C" __global__ void __launch_bounds__(32 * w, tk::kRrMinBlocks<n>)                               \
       name(const __grid_constant__ NormForwardParams p) {                                                 \
-    tk::NormForwardRegRows<w, n, res, sectors>(p).run();                                                  \
+    tk::NormForwardRegRows<w, n>(p).run();                                                                \
   }
-TK_NORM_FORWARD_RR(4, 0, false, false, tk_norm_forward__bf16_rr4)
-TK_NORM_FORWARD_RR(2, 0, false, false, tk_norm_forward__bf16_rr2)
-TK_NORM_FORWARD_RR(4, 0, true, false, tk_norm_forward__bf16_rr4_res)
-TK_NORM_FORWARD_RR(4, 32, false, false, tk_norm_forward__bf16_e4m3_g32_rr4)
-TK_NORM_FORWARD_RR(4, 128, false, false, tk_norm_forward__bf16_e4m3_g128_rr4)
-// rr4 with the row moved in whole 32-byte sectors by lane pairs (normLaunchTuning.regRowsSectors)
-TK_NORM_FORWARD_RR(4, 0, false, true, tk_norm_forward__bf16_rr4s)
+TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4)
+TK_NORM_FORWARD_RR(4, 32, tk_norm_forward__bf16_e4m3_g32_rr4)
+TK_NORM_FORWARD_RR(4, 128, tk_norm_forward__bf16_e4m3_g128_rr4)
