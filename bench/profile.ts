@@ -51,6 +51,7 @@ if (devices().length === 0) {
 }
 
 let picked: BenchCase | null = null;
+const rest: BenchCase[] = [];
 for (const fam of FAMILIES) {
   const mod = await import(`./${fam}`) as { cases: CaseFactory };
   for (const c of mod.cases()) {
@@ -58,7 +59,7 @@ for (const fam of FAMILIES) {
     if (!list && picked === null && c.op === op && c.tokens === Number(tokensText) && c.variant.includes(variant)) {
       picked = c;
     } else {
-      c.dispose();
+      rest.push(c); // freed after the profiled runs: cases of a family may share inputs that one case's dispose frees
     }
   }
 }
@@ -77,3 +78,4 @@ const stopped = prof.stop();
 if (started !== 0 || stopped !== 0) console.error(`cuProfilerStart / Stop returned ${started} / ${stopped}`);
 console.log(`profiled ${picked.op} ${picked.tokens} ${picked.variant}: ${runs} runs, ${picked.bytes} bytes each`);
 picked.dispose();
+for (const c of rest) c.dispose();
