@@ -78,14 +78,15 @@ for step in ${STEPS:-test}; do
       echo "decode rc=$?"; cat "$OUT/decode-$RT.log"
       [ -f "$OUT/decode-peers.json" ] || { python3 bench/peers_decode.py --json "$OUT/decode-peers.json" > "$OUT/decode-peers.log" 2>&1; echo "decode peers rc=$?"; cat "$OUT/decode-peers.log"; } ;;
     ab) # one copy of the checkout per .device/ab/<branch>.tar (tools/ab_pack.sh), each with its tests and roofline
-      for tb in .device/ab/*.tar; do
+      ab=${AB_DIR:-.device/ab}   # AB_DIR: another folder of tars (a second gpu_run.sh on the other GPU)
+      for tb in "$ab"/*.tar; do
         n=$(basename "$tb" .tar); d=/tmp/ab/$n
         rm -rf "$d"; mkdir -p "$d"
         tar -C . --exclude=./.device -cf - . | tar -C "$d" -xf -
-        [ -f ".device/ab/$n.base" ] && tar -C "$d" -xf ".device/ab/$(cat ".device/ab/$n.base").tar"   # a variant of another packed branch
+        [ -f "$ab/$n.base" ] && tar -C "$d" -xf "$ab/$(cat "$ab/$n.base").tar"   # a variant of another packed branch
         tar -C "$d" -xf "$tb"
-        files=${AB_FILES:-}; [ -f ".device/ab/$n.tests" ] && files=$(cat ".device/ab/$n.tests")
-        only=${AB_ONLY:-none}; [ -f ".device/ab/$n.only" ] && only=$(cat ".device/ab/$n.only")
+        files=${AB_FILES:-}; [ -f "$ab/$n.tests" ] && files=$(cat "$ab/$n.tests")
+        only=${AB_ONLY:-none}; [ -f "$ab/$n.only" ] && only=$(cat "$ab/$n.only")
         root=$PWD
         ( cd "$d" && for f in $files; do run_tests "ab-$n-$(basename "$f" .test.ts)" "$f"; done
           sel=(--only "$only"); [ "$only" = all ] && sel=()   # all: every family's cases
@@ -93,9 +94,9 @@ for step in ${STEPS:-test}; do
           else bun bench/roofline.ts "${sel[@]}" > "$LOGS/ab-$n-bench.log" 2>&1; fi
           { echo "===== ab $n roofline"; cat "$LOGS/ab-$n-bench.log"; } >> "$OUT/ab-$RT.log"
           echo "ab $n:"; grep -E '^tk ' "$LOGS/ab-$n-bench.log"
-          if [ -f "$root/.device/ab/$n.cmd" ]; then   # the branch's own extra command (ab_pack.sh CMD=...)
-            bash "$root/.device/ab/$n.cmd" > "$LOGS/ab-$n-cmd.log" 2>&1
-            { echo "===== ab $n command rc=$?: $(cat "$root/.device/ab/$n.cmd")"; cat "$LOGS/ab-$n-cmd.log"; } >> "$OUT/ab-$RT.log"
+          if [ -f "$root/$ab/$n.cmd" ]; then   # the branch's own extra command (ab_pack.sh CMD=...)
+            bash "$root/$ab/$n.cmd" > "$LOGS/ab-$n-cmd.log" 2>&1
+            { echo "===== ab $n command rc=$?: $(cat "$root/$ab/$n.cmd")"; cat "$LOGS/ab-$n-cmd.log"; } >> "$OUT/ab-$RT.log"
             tail -n 40 "$LOGS/ab-$n-cmd.log"
           fi )
       done ;;
