@@ -369,14 +369,14 @@ gpuTest("normForward bf16 by register rows (_rr4, the casts _e4m3_g<N>_rr4) = re
   for (const blocks of [0, 1, 3]) withRegRows(blocks, () => compareRowForms(rand, blocks, "rr4"));
 });
 
-/** Runs f with the bulk-rows form of normForward (`_br4`, or `_br4s` when `store`) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
+/** Runs f with the bulk-rows forms (normForward `_br4`, or `_br4s` when `store`, and the casts `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
 function withBulkRows<T>(store: boolean, blocksPerSm: number, f: () => T): T {
-  return withBwdTuning({ forwardBulkRows: true, bulkRowsStore: store, forwardBlocksPerSm: blocksPerSm, forwardWarpRowsMinRowsPerSm: 0 }, f);
+  return withBwdTuning({ forwardBulkRows: true, castBulkRows: true, bulkRowsStore: store, forwardBlocksPerSm: blocksPerSm, forwardWarpRowsMinRowsPerSm: 0 }, f);
 }
 
-gpuTest("normForward bf16 by bulk rows (_br4, _br4s with the bulk store: the row landed in shared memory by one bulk copy) = reference: the register-rows cases, grid caps (a block's later rows reuse its buffer), an unaligned out under the bulk store (seed 8811)", () => {
+gpuTest("normForward bf16 by bulk rows (_br4, _br4s with the bulk store, the casts _e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: the register-rows cases, grid caps (a block's later rows reuse its buffer), an unaligned out under the bulk store (seed 8811)", () => {
   const rand = rng(8811);
-  for (const blocks of [0, 1, 3]) withBulkRows(false, blocks, () => compareRowForms(rand, blocks, "br4", false));
+  for (const blocks of [0, 1, 3]) withBulkRows(false, blocks, () => compareRowForms(rand, blocks, "br4"));
   for (const blocks of [0, 1, 3]) withBulkRows(true, blocks, () => compareRowForms(rand, blocks, "br4s", false));
   // _br4s into an out view that is not 16-byte aligned (element offset 1): the register stores inside the kernel
   for (const H of [16, 528, 7168]) {
@@ -707,6 +707,7 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
           withRegRows(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows`));
           if (H % 128 === 0) withRegRows(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, register rows`));
           for (const store of [false, true]) withBulkRows(store, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, bulk rows${store ? " + bulk store" : ""}`));
+          if (H % 128 === 0) withBulkRows(false, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, bulk rows`));
         }
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);

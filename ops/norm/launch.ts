@@ -49,6 +49,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   memory, the largest shared-memory carveout, 32 registers: 14 rows per SM at H = 7168 (docs/perf-notes/perf5-norm.md).
  * - `bulkRowsStore` (default false): with `forwardBulkRows`, `tk_norm_forward__bf16_br4s`: the output row also leaves
  *   by one bulk copy from shared memory (16-byte aligned `out`; other views keep the register stores in the kernel).
+ * - `castBulkRows` (default false): the same for normForwardAndPerTokenCast without residual
+ *   (`tk_norm_forward__bf16_e4m3_g<N>_br4`, 40 registers, 12 rows per SM; step 4 and the cast by a rolled loop).
  * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
  *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
  *   L2 between the two passes); 0 = none.
@@ -65,6 +67,7 @@ export const normLaunchTuning = {
   castRegRows: true,
   forwardBulkRows: false,
   bulkRowsStore: false,
+  castBulkRows: false,
   warpRowsSmemPad: 0,
   /**
    * bf16 `_b4` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed
