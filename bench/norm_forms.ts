@@ -37,6 +37,9 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   "br4": { forwardBulkRows: true, castBulkRows: true },
   "br4s": { forwardBulkRows: true, castBulkRows: true, bulkRowsStore: true },
   "br4-decode": { forwardBulkRows: true, castBulkRows: true, forwardWarpRowsMinRowsPerSm: 0 },
+  // br4 with a smaller shared-memory carveout: 12 blocks per SM at H = 7168 (normForward; the casts stay at 12) and
+  // 60 KiB of L1 for the weight instead of 28 KiB
+  "br4-l1": { forwardBulkRows: true, castBulkRows: true, bulkRowsCarveout: 85 },
 };
 
 const DEFAULTS = { ...normLaunchTuning };

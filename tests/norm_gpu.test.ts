@@ -401,6 +401,13 @@ gpuTest("normForward bf16 by bulk rows (_br4, _br4s with the bulk store, the cas
       });
     }
   }
+  // a smaller shared-memory carveout (bulkRowsCarveout: fewer resident blocks): the same bits
+  withBwdTuning({ bulkRowsCarveout: 85 }, () =>
+    withBulkRows(false, 0, () => {
+      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+      compareForward(rand, c, "br4 carveout 85 3000x7168");
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, "br4 cast carveout 85 3000x7168");
+    }));
 });
 
 gpuTest("forward team kernels: grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {

@@ -51,6 +51,9 @@ export const NORM_BLOCK_THREADS = 256;
  *   by one bulk copy from shared memory (16-byte aligned `out`; other views keep the register stores in the kernel).
  * - `castBulkRows` (default false): the same for normForwardAndPerTokenCast without residual
  *   (`tk_norm_forward__bf16_e4m3_g<N>_br4`, 40 registers, 12 rows per SM; step 4 and the cast by a rolled loop).
+ * - `bulkRowsCarveout` (default 100): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked
+ *   for the bulk-rows launches. 100: 14 blocks of H = 7168 fit per SM, leaving 28 KiB of L1 for the weight (read
+ *   through L1 by every row); 85 (196 KiB if the driver rounds up to a supported size): 12 blocks, 60 KiB of L1.
  * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
  *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
  *   L2 between the two passes); 0 = none.
@@ -68,6 +71,7 @@ export const normLaunchTuning = {
   forwardBulkRows: false,
   bulkRowsStore: false,
   castBulkRows: false,
+  bulkRowsCarveout: 100,
   warpRowsSmemPad: 0,
   /**
    * bf16 `_b4` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed

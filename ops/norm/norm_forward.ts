@@ -273,14 +273,15 @@ export function launchNormForward(
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // bf16, any H, no residual (the defaults): one block of 4 warps per row, the row held in registers (`_rr4`, the
   // cast `_e4m3_g<N>_rr4`), or (knobs, off by default) landed in shared memory by a bulk copy (`_br4`, `_br4s`, the
-  // cast `_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the largest carveout so that 12–14 blocks fit per SM)
+  // cast `_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory; the largest carveout by default, so that 12–14 blocks
+  // fit per SM)
   const bulkRows = rowsForm && !r.residual && (c ? t.castBulkRows : t.forwardBulkRows);
   const regRows = !bulkRows && rowsForm && !r.residual && (c ? t.castRegRows : t.forwardRegRows);
   const wr = !regRows && !bulkRows && rowsForm && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows);
   const form = bulkRows ? (!c && t.bulkRowsStore ? "_br4s" : "_br4") : regRows ? "_rr4" : wr ? (r.residual ? "_wr_res" : "_wr") : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
-  const fn = bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, 100) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
+  const fn = bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, t.bulkRowsCarveout) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);
   const p = packet;
   p.u64(W.x, addr(x));
