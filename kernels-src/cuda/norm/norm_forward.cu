@@ -906,8 +906,8 @@ struct NormForwardRegRows {
 // of 16 bytes) fill each thread's own chunks of the buffer by element loads instead (read back by the same thread:
 // no barrier). The casts walk step 4 by a rolled loop (one chunk's code, not four: ncu saw their issue stalled on
 // instruction fetch, no_instruction 1.5 cycles per issue) and leave y's NaN halves as the conversion makes them
-// except in the outBf16 copy (cast_chunk<true>: the cast gives every NaN the same code; ~24 instructions a chunk
-// fewer). kBulkStore (`_br4s`, plain only): step 4 writes y back over the chunk it read, and thread 0 stores the row
+// except in the outBf16 copy (cast_chunk<true>: the cast gives every NaN the same code; 8 paired NaN compares, their
+// predicate chain and a branch a chunk fewer). kBulkStore (`_br4s`, plain only): step 4 writes y back over the chunk it read, and thread 0 stores the row
 // by one bulk copy (whole lines) after a proxy fence and a barrier; out views that are not 16-byte aligned keep the
 // register stores. A block's later rows (a capped grid) reuse the buffer behind a barrier (and, kBulkStore, the last
 // bulk store's read of it). Shared memory: 2H bytes of dynamic row buffer, 1 KiB of tree nodes, the mbarrier.
