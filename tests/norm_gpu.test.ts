@@ -371,7 +371,17 @@ gpuTest("normForward bf16 by register rows (_rr4, the casts _e4m3_g<N>_rr4) = re
 
 /** Runs f with the bulk-rows forms (normForward `_br4`, or `_br4s` when `store`, and the casts `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
 function withBulkRows<T>(store: boolean, blocksPerSm: number, f: () => T): T {
-  return withBwdTuning({ forwardBulkRows: true, castBulkRows: true, bulkRowsStore: store, forwardBlocksPerSm: blocksPerSm, forwardWarpRowsMinRowsPerSm: 0 }, f);
+  const t = normLaunchTuning;
+  const prev = [t.forwardBulkRows, t.castBulkRows, t.bulkRowsStore, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] as const;
+  t.forwardBulkRows = t.castBulkRows = true;
+  t.bulkRowsStore = store;
+  t.forwardBlocksPerSm = blocksPerSm;
+  t.forwardWarpRowsMinRowsPerSm = 0; // bulk rows for any row count (the tests' shapes are small)
+  try {
+    return f();
+  } finally {
+    [t.forwardBulkRows, t.castBulkRows, t.bulkRowsStore, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] = prev;
+  }
 }
 
 gpuTest("normForward bf16 by bulk rows (_br4, _br4s with the bulk store, the casts _e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: the register-rows cases, grid caps (a block's later rows reuse its buffer), an unaligned out under the bulk store (seed 8811)", () => {
@@ -402,7 +412,7 @@ gpuTest("normForward bf16 by bulk rows (_br4, _br4s with the bulk store, the cas
     }
   }
   // a smaller shared-memory carveout (bulkRowsCarveout: fewer resident blocks): the same bits
-  withBwdTuning({ bulkRowsCarveout: 85 }, () =>
+  withTuning("bulkRowsCarveout", 85, () =>
     withBulkRows(false, 0, () => {
       const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
       compareForward(rand, c, "br4 carveout 85 3000x7168");
