@@ -31,6 +31,15 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // against 5.0)
   "rr4-8": { forwardBlocksPerSm: 8 },
   "rr4-decode": { forwardWarpRowsMinRowsPerSm: 0 },
+  // bulk rows (docs/perf-notes/perf5-norm.md): the register rows' team with the row landed in shared memory by one
+  // bulk copy (TMA), 14 rows per SM at H = 7168 (the casts 12, step 4 and the cast by a rolled loop): normForward and
+  // the fused cast (br4), with the output row stored by a bulk copy too (br4s), and from any row count (br4-decode)
+  "br4": { forwardBulkRows: true, castBulkRows: true },
+  "br4s": { forwardBulkRows: true, castBulkRows: true, bulkRowsStore: true },
+  "br4-decode": { forwardBulkRows: true, castBulkRows: true, forwardWarpRowsMinRowsPerSm: 0 },
+  // br4 with a smaller shared-memory carveout: 12 blocks per SM at H = 7168 (normForward; the casts stay at 12) and
+  // 60 KiB of L1 for the weight instead of 28 KiB
+  "br4-l1": { forwardBulkRows: true, castBulkRows: true, bulkRowsCarveout: 85 },
 };
 
 const DEFAULTS = { ...normLaunchTuning };

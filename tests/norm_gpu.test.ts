@@ -329,38 +329,95 @@ function withRegRows<T>(blocksPerSm: number, f: () => T): T {
   }
 }
 
+/**
+ * The register-rows cases (one block of 4 warps per row: `_rr4`, `_br4`, `_br4s` and their casts) under the current
+ * launch knobs, tagged `form`: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D /
+ * 3-D, padded and unaligned strides, unaligned weight, the casts (`casts`) with every sf layout, full size.
+ */
+function compareRowForms(rand: () => number, blocks: number, form: string, casts = true): void {
+  // J = N/P = 1 (N ≤ P: threads beyond the tree hold +0 chunks) … 4 (P = 128), with dead chunks
+  for (const H of [16, 48, 272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
+    for (const weight of [true, false]) {
+      const outScale = rand() < 0.5 ? 1 : 0.3;
+      const tag = `${form} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
+      compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
+      compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
+      compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+    }
+    const x = rows(rand, 0, 19, H, "bf16");
+    compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `${form} blocks/SM ${blocks} H ${H} unaligned weight`);
+    if (!casts) continue;
+    // the fused casts (_e4m3_g<N>_rr4 / _br4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
+    for (const npc of [32, 128] as const) {
+      if (H % npc) continue;
+      for (const [name, sf] of SF_CONFIGS) {
+        const withOutBf16 = rand() < 0.5;
+        const B = rand() < 0.3 ? 2 : 0;
+        const c: FwdCase = { B, T: B ? 7 : 23, H, dtype: "bf16", weight: rand() < 0.7, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 64) };
+        compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `${form} cast blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
+      }
+    }
+  }
+  // full size, many rows per block when the grid is capped
+  const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+  compareForward(rand, c, `${form} 3000x7168 blocks/SM ${blocks}`);
+  if (casts) compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
+}
+
 gpuTest("normForward bf16 by register rows (_rr4, the casts _e4m3_g<N>_rr4) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, in place, grid caps (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) {
-    withRegRows(blocks, () => {
-      // J = N/P = 1 (N ≤ P: threads beyond the tree hold +0 chunks) … 4 (P = 128), with dead chunks
-      for (const H of [16, 48, 272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
-        for (const weight of [true, false]) {
-          const outScale = rand() < 0.5 ? 1 : 0.3;
-          const tag = `rr4 blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
-          compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
-          compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
-          compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
-        }
-        const x = rows(rand, 0, 19, H, "bf16");
-        compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `rr4 blocks/SM ${blocks} H ${H} unaligned weight`);
-        // the fused casts (_e4m3_g<N>_rr4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
-        for (const npc of [32, 128] as const) {
-          if (H % npc) continue;
-          for (const [name, sf] of SF_CONFIGS) {
-            const withOutBf16 = rand() < 0.5;
-            const B = rand() < 0.3 ? 2 : 0;
-            const c: FwdCase = { B, T: B ? 7 : 23, H, dtype: "bf16", weight: rand() < 0.7, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 64) };
-            compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `rr4 cast blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
-          }
-        }
-      }
-      // full size, many rows per block when the grid is capped
-      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
-      compareForward(rand, c, `rr4 3000x7168 blocks/SM ${blocks}`);
-      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `rr4 cast 3000x7168 blocks/SM ${blocks}`);
-    });
+  for (const blocks of [0, 1, 3]) withRegRows(blocks, () => compareRowForms(rand, blocks, "rr4"));
+});
+
+/** Runs f with the bulk-rows forms (normForward `_br4`, or `_br4s` when `store`, and the casts `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
+function withBulkRows<T>(store: boolean, blocksPerSm: number, f: () => T): T {
+  const t = normLaunchTuning;
+  const prev = [t.forwardBulkRows, t.castBulkRows, t.bulkRowsStore, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] as const;
+  t.forwardBulkRows = t.castBulkRows = true;
+  t.bulkRowsStore = store;
+  t.forwardBlocksPerSm = blocksPerSm;
+  t.forwardWarpRowsMinRowsPerSm = 0; // bulk rows for any row count (the tests' shapes are small)
+  try {
+    return f();
+  } finally {
+    [t.forwardBulkRows, t.castBulkRows, t.bulkRowsStore, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] = prev;
   }
+}
+
+gpuTest("normForward bf16 by bulk rows (_br4, _br4s with the bulk store, the casts _e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: the register-rows cases, grid caps (a block's later rows reuse its buffer), an unaligned out under the bulk store (seed 8811)", () => {
+  const rand = rng(8811);
+  for (const blocks of [0, 1, 3]) withBulkRows(false, blocks, () => compareRowForms(rand, blocks, "br4"));
+  for (const blocks of [0, 1, 3]) withBulkRows(true, blocks, () => compareRowForms(rand, blocks, "br4s", false));
+  // _br4s into an out view that is not 16-byte aligned (element offset 1): the register stores inside the kernel
+  for (const H of [16, 528, 7168]) {
+    for (const blocks of [0, 3]) {
+      withBulkRows(true, blocks, () => {
+        const T = 37;
+        const x = rows(rand, 0, T, H, "bf16");
+        const w = moderate(rand, [H], "bf16");
+        const ho = new HostTensor(new Uint16Array(T * H + 1), "bf16", [T, H], [H, 1], 1);
+        const [, cr] = normForward(x, w, { eps: 1e-6, out: { out: ho } });
+        const dx = uploadView(x);
+        const dw = uploadView(w);
+        const go = uploadView(new HostTensor(new Uint16Array(T * H + 1), "bf16", [T, H], [H, 1], 1));
+        const [, gr] = normForward(dx, dw, { eps: 1e-6, out: { out: go } });
+        const label = `br4s H ${H} blocks/SM ${blocks} unaligned out`;
+        try {
+          sameAllocation(go, ho, `${label}: out`);
+          sameAllocation(gr, cr, `${label}: rstd`);
+        } finally {
+          dispose(go, gr, dx, dw);
+        }
+      });
+    }
+  }
+  // a smaller shared-memory carveout (bulkRowsCarveout: fewer resident blocks): the same bits
+  withTuning("bulkRowsCarveout", 85, () =>
+    withBulkRows(false, 0, () => {
+      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+      compareForward(rand, c, "br4 carveout 85 3000x7168");
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, "br4 cast carveout 85 3000x7168");
+    }));
 });
 
 gpuTest("forward team kernels: grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
@@ -666,6 +723,8 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         if (dtype === "bf16") {
           withRegRows(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows`));
           if (H % 128 === 0) withRegRows(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, register rows`));
+          for (const store of [false, true]) withBulkRows(store, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, bulk rows${store ? " + bulk store" : ""}`));
+          if (H % 128 === 0) withBulkRows(false, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, bulk rows`));
         }
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);

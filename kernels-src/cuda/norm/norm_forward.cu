@@ -11,6 +11,10 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_rr4    registers (below, "register rows"), plain and fused cast; the host's
 //                                          default from the warp rows' row count per SM (normLaunchTuning.
 //                                          forwardRegRows, castRegRows)
+//   tk_norm_forward__bf16_br4[s]           bf16, any H, no residual: the register rows' team with the row landed in
+//   tk_norm_forward__bf16_e4m3_g<N>_br4    shared memory by one bulk copy (below, "bulk rows"; `s`: the output row
+//                                          stored by a bulk copy too), plain and fused cast; off by default
+//                                          (normLaunchTuning.forwardBulkRows, bulkRowsStore, castBulkRows)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -26,6 +30,12 @@
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
 //   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4 64 → 8 blocks = 8 rows = 32 warps
 //   per SM; e4m3_g<N>_rr4 72 → 7 rows.
+//
+//   _br4, _br4s, _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row)
+//   + 1040 bytes static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row;
+//   any grid is correct, rows walked grid-stride by block, each later row behind a barrier). Registers (no spills,
+//   sm_90a and sm_100a): br4 / br4s 32 → 16 blocks per SM, casts 40 → 12; shared memory (largest carveout, 228 KiB,
+//   1 KiB reserved per block) caps them at 14 blocks for H = 7168 (16400 bytes each), 12 for H = 8192.
 //
 //   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
 //   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
@@ -52,6 +62,7 @@
 //
 // Unaligned views (a base or stride not a multiple of 16 bytes) take element-wide loads and byte-wide stores in the
 // same kernel; the alignment test is uniform over the launch.
+#include "../common/bulk.cuh"
 #include "../common/chunk.cuh"
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
@@ -683,11 +694,29 @@ struct NormForwardWarpRows {
   // group of kCastN columns is kGroupChunks adjacent lanes (k = lane + 32·j, 32 a multiple of kGroupChunks), its
   // amax an xor-shuffle max of the lanes' packed |y| maxima (every lane calls: uniform control flow; a dead chunk,
   // all +0, lies in a dead group since H % kCastN == 0). outBf16 = y.
+  // kFixBf16: y's NaN halves may be any NaN (norm_step4_chunk<…, false>): the outBf16 copy gets them as 0x7FC0 here;
+  // the cast itself gives every NaN the same code (the amax ignores NaN operands, a NaN product encodes to 0x7F).
+  template <bool kFixBf16 = false>
   TK_DEV void cast_chunk(const Chunk& y, uint64_t row, uint64_t t, uint64_t b, uint32_t k, bool live, bool with_bf16,
                          bool d_al, bool b_al) const {
     constexpr uint32_t kGroupChunks = kCastN / kRmsChunk;  // a group: kGroupChunks adjacent lanes
     const uint64_t H = p.hidden;
-    if (with_bf16 && live) y.store(reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes, b_al);
+    if (with_bf16 && live) {
+      uint8_t* q = reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes;
+      if constexpr (kFixBf16) {
+        Chunk o = y;
+        uint32_t nan = 0;
+#pragma unroll
+        for (int i = 0; i < Chunk::kWords; ++i) nan |= (o.w[i] & 0x7fff7fffu) + 0x007f007fu;  // bit 15 / 31: a NaN half
+        if (nan & 0x80008000u) {
+#pragma unroll
+          for (int i = 0; i < Chunk::kWords; ++i) o.w[i] = bf16x2_fix_nan(o.w[i]);
+        }
+        o.store(q, b_al);
+      } else {
+        y.store(q, b_al);
+      }
+    }
     uint32_t a = abs_max_bf16<Chunk::kWords>(y.w);
 #pragma unroll
     for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) a = max(a, __shfl_xor_sync(kFullWarpMask, a, m));
@@ -725,7 +754,9 @@ struct NormForwardWarpRows {
 
 // step 4 on one chunk: y = RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), or without the outScale product (kOne: outScale = 1,
 // exact), or without the weight (kW false); overwrites v.
-template <bool kOne, bool kW, class Chunk>
+// kFixNan false (bf16 chunks only): NaN halves are left as the hardware conversion makes them (some NaN, 0x7FFF on
+// sm_90) instead of 0x7FC0, for a consumer that gives every NaN the same result (the casts' cast_chunk<true>).
+template <bool kOne, bool kW, class Chunk, bool kFixNan = true>
 TK_DEV void norm_step4_chunk(Chunk& v, const Chunk& w, float rstd, float out_scale) {
   float y[kRmsChunk];
 #pragma unroll
@@ -737,7 +768,12 @@ TK_DEV void norm_step4_chunk(Chunk& v, const Chunk& w, float rstd, float out_sca
       y[e] = mul_rn(sr, kW ? mul_rn(w.at(e), out_scale) : out_scale);
     }
   }
-  v.set_all(y);
+  if constexpr (kFixNan) {
+    v.set_all(y);
+  } else {
+#pragma unroll
+    for (int k = 0; k < Chunk::kWords; ++k) v.w[k] = encode_bf16x2_nan_unfixed(y[2 * k], y[2 * k + 1]);
+  }
 }
 
 // Weight chunks loaded together in step 4 (8 registers each; one L1 round trip per group on the row's chain).
@@ -859,6 +895,180 @@ struct NormForwardRegRows {
   }
 };
 
+// ---- bulk rows: tk_norm_forward__bf16[_e4m3_g<N>]_br4[s] -----------------------------------------------------------
+// The register rows' team, chunks and tree (one block of 4 warps per row, thread p owns the chunks p + 128·j), with
+// the row landed in shared memory by one bulk copy (TMA: cp.async.bulk, one instruction of thread 0, completing on
+// an mbarrier) instead of in registers. The bytes in flight are then bounded by shared memory, not registers: a row
+// costs no registers while it waits (rr4: 32 a thread), so 14 rows per SM fit at H = 7168 instead of 8 (the casts 12
+// instead of 7), and the row arrives in whole 128-byte lines (rr4's 16-byte accesses of a warp use half of each
+// 32-byte sector: two requests per sector). Each thread reads its own chunks from the buffer twice (the sums, then
+// step 4), so nothing of the row is held across the reduction. Unaligned views of x (base or strides not multiples
+// of 16 bytes) fill each thread's own chunks of the buffer by element loads instead (read back by the same thread:
+// no barrier). The casts walk step 4 by a rolled loop (one chunk's code, not four: ncu saw their issue stalled on
+// instruction fetch, no_instruction 1.5 cycles per issue) and leave y's NaN halves as the conversion makes them
+// except in the outBf16 copy (cast_chunk<true>: the cast gives every NaN the same code; 8 paired NaN compares, their
+// predicate chain and a branch a chunk fewer). kBulkStore (`_br4s`, plain only): step 4 writes y back over the chunk it read, and thread 0 stores the row
+// by one bulk copy (whole lines) after a proxy fence and a barrier; out views that are not 16-byte aligned keep the
+// register stores. A block's later rows (a capped grid) reuse the buffer behind a barrier (and, kBulkStore, the last
+// bulk store's read of it). Shared memory: 2H bytes of dynamic row buffer, 1 KiB of tree nodes, the mbarrier.
+
+// Resident blocks per SM the register budget is sized for (no spills, sm_90a and sm_100a): plain 32 registers → 16,
+// casts 40 → 12. Shared memory bounds it too: 2H + 1040 bytes, + 1 KiB the system reserves per block, of 228 KiB:
+// H = 7168 → 14 blocks, H = 8192 → 12 (the host asks for the largest shared-memory carveout).
+template <int kCastN>
+constexpr int kBrMinBlocks = kCastN ? 12 : 16;
+
+template <int kCastN, bool kBulkStore = false>
+struct NormForwardBulkRows {
+  using Chunk = RowChunk<Fmt::kBf16>;
+  static constexpr int kEb = 2;
+  static constexpr bool kCast = kCastN != 0;
+  static constexpr uint32_t kP = 4 * kWarpSize;  // team = block
+  static constexpr int kJ = 512 / kP;            // chunks a thread holds at most (N ≤ 512)
+  static_assert(!(kCast && kBulkStore), "the bulk store is the plain output's");
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardBulkRows(const NormForwardParams& params) : p(params) {}
+
+  TK_DEV void run() const {
+    extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
+    __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
+    __shared__ __align__(8) uint64_t landed;            // the bulk load's mbarrier
+    const uint32_t H = p.hidden, K = H / kRmsChunk, row_bytes = H * kEb;
+    const RmsTeam team(kP, K);  // team 0, p = threadIdx.x
+    const uint32_t N = team.nodes;
+    const uint32_t J = N > kP ? N / kP : 1u;
+    const uint32_t tp = threadIdx.x;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const bool has_w = p.flags & kFwdWeight, with_bf16 = p.flags & kFwdOutBf16;
+    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool w_al = (p.weight % kVecBytes) == 0;
+    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
+    const bool bulk_out = kBulkStore && o_al;
+    const uint32_t buf = smem_addr(row_buf), bar = smem_addr(&landed);
+    auto chunk_of = [&](uint32_t j) { return tp + kP * j; };
+    auto live_of = [&](uint32_t j) { return j < J && chunk_of(j) < K; };
+    auto piece = [&](uint32_t j) { return [&, j](int s) { return buf + chunk_of(j) * Chunk::kBytes + kVecBytes * s; }; };
+    auto put_shared = [&](const Chunk& v, uint32_t j) {
+#pragma unroll
+      for (int s = 0; s < Chunk::kPieces; ++s) {
+        const uint32_t q[4] = {v.w[4 * s], v.w[4 * s + 1], v.w[4 * s + 2], v.w[4 * s + 3]};
+        st_shared(piece(j)(s), q);
+      }
+    };
+
+    if (tp == 0) mbar_init(bar, 1);
+    uint32_t phase = 0, parity = 0;
+    const uint64_t first = blockIdx.x;
+    for (uint64_t row = first; row < rows; row += gridDim.x, parity ^= 1) {
+      const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
+      const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+
+      // the row into the buffer: a later row of the block waits until every thread has read the last one out of it
+      // (and the last bulk store has read it); the first publishes the mbarrier's initialisation instead
+      if (row != first) {
+        if constexpr (kBulkStore) {
+          if (tp == 0) bulk_wait_read();
+        }
+        team.template sync<true>();
+      }
+      if (x_al) {
+        if (tp == 0) {
+          fence_proxy_async_shared();  // the block's reads of the last row (ordered by the barrier) before the copy
+          mbar_arrive_expect_tx(bar, row_bytes);
+          bulk_load(buf, xr, row_bytes, bar);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {
+          if (!live_of(j)) continue;
+          Chunk v;
+          v.load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, false);
+          put_shared(v, j);
+        }
+      }
+      if (row == first) team.template sync<true>();
+      if (x_al) {
+        mbar_wait(bar, phase);
+        phase ^= 1;
+      }
+
+      // steps 2–3 as the register rows (dead chunks +0: the +0 pad of D.2), the chunks read from the buffer
+      float cs[kJ];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        cs[j] = 0.0f;
+        if (!live_of(j)) continue;
+        Chunk v;
+        v.load_shared(piece(j));
+        float q[kRmsChunk];
+#pragma unroll
+        for (int e = 0; e < kRmsChunk; ++e) q[e] = mul_rn(v.at(e), v.at(e));
+        cs[j] = chunk_tree(q);
+      }
+#pragma unroll
+      for (int h = kJ / 2; h >= 2; h /= 2)
+        if (static_cast<uint32_t>(h) < J)
+#pragma unroll
+          for (int j = 0; j < h; ++j) cs[j] = add_rn(cs[j], cs[j + h]);
+      const float S = team.template reduce<false, true>(cs[0], J >= 2 ? cs[1] : 0.0f, red[parity]);
+      const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+      if (tp == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
+
+      // step 4 chunk by chunk (the weight through L1; w = 1 without one, as the register rows), stored, written back
+      // for the bulk store, or cast
+      uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+      const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
+      auto chunk4 = [&](auto unit_scale, uint32_t j) {
+        constexpr bool kOne = decltype(unit_scale)::value;
+        const uint32_t k = chunk_of(j);
+        const bool live = k < K;
+        Chunk v, w;
+        v.zero();
+        if (live) v.load_shared(piece(j));
+#pragma unroll
+        for (int i = 0; i < Chunk::kWords; ++i) w.w[i] = 0x3F803F80u;
+        if (has_w && live) w.template load<false>(wr + static_cast<uint64_t>(k) * Chunk::kBytes, w_al);
+        norm_step4_chunk<kOne, true, Chunk, !kCast>(v, w, rstd, p.out_scale);
+        if constexpr (kCast) {
+          NormForwardWarpRows<kCastN>(p).template cast_chunk<true>(v, row, t, b, k, live, with_bf16, d_al, b_al);
+        } else if (bulk_out) {
+          put_shared(v, j);
+        } else {
+          v.store(orow + static_cast<uint64_t>(k) * Chunk::kBytes, o_al);
+        }
+      };
+      auto step4 = [&](auto unit_scale) {
+        if constexpr (kCast) {
+          // every lane walks every j < J (the group shuffles; a dead chunk lies in a dead group)
+#pragma unroll 1
+          for (uint32_t j = 0; j < J; ++j) chunk4(unit_scale, j);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kJ; ++j)
+            if (live_of(j)) chunk4(unit_scale, j);
+        }
+      };
+      // (the branches uniform over the launch, outside the element loops)
+      if (p.out_scale == 1.0f) {
+        step4(BoolConst<true>{});
+      } else {
+        step4(BoolConst<false>{});
+      }
+      if (bulk_out) {
+        fence_proxy_async_shared();  // this thread's y in the buffer, before the bulk store reads it
+        team.template sync<true>();
+        if (tp == 0) bulk_store(orow, buf, row_bytes);
+      }
+    }
+    if constexpr (kBulkStore) {
+      if (tp == 0) bulk_wait_read();  // the buffer outlives the store's read of it
+    }
+    if constexpr (kCast) zero_sf_padding(p, NormForwardWarpRows<kCastN>(p).sf_out());
+  }
+};
+
 }  // namespace
 }  // namespace tk
 
@@ -915,3 +1125,14 @@ TK_NORM_FORWARD_CAST_WR_RES(128)
 TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4)
 TK_NORM_FORWARD_RR(4, 32, tk_norm_forward__bf16_e4m3_g32_rr4)
 TK_NORM_FORWARD_RR(4, 128, tk_norm_forward__bf16_e4m3_g128_rr4)
+// Bulk rows (bf16, any H; normLaunchTuning.forwardBulkRows / castBulkRows, bulkRowsStore): the register rows' team
+// with the row landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
+#define TK_NORM_FORWARD_BR(n, store, name)                                                                 \
+  extern "C" __global__ void __launch_bounds__(128, tk::kBrMinBlocks<n>)                                  \
+      name(const __grid_constant__ NormForwardParams p) {                                                 \
+    tk::NormForwardBulkRows<n, store>(p).run();                                                           \
+  }
+TK_NORM_FORWARD_BR(0, false, tk_norm_forward__bf16_br4)
+TK_NORM_FORWARD_BR(0, true, tk_norm_forward__bf16_br4s)
+TK_NORM_FORWARD_BR(32, false, tk_norm_forward__bf16_e4m3_g32_br4)
+TK_NORM_FORWARD_BR(128, false, tk_norm_forward__bf16_e4m3_g128_br4)
