@@ -192,15 +192,15 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 /** Runs f with the forward tuning knobs set (grid cap per SM, warp rows), then restores them. */
 function withForwardTuning<T>(blocksPerSm: number, f: () => T, warpRows = false): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castRegRows] as const;
+  const prev = [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] as const;
   t.forwardBlocksPerSm = blocksPerSm;
   t.forwardWarpRows = t.castWarpRows = t.residualWarpRows = warpRows;
-  t.forwardRegRows = t.castRegRows = false; // the register rows (the defaults) take precedence: off here, withRegRows tests them
+  t.forwardRegRows = t.castBulkRows = false; // the register / bulk rows (the defaults) take precedence: off here, withRowForms tests them
   t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castRegRows] = prev;
+    [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] = prev;
   }
 }
 
@@ -315,22 +315,25 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
   }
 });
 
-/** Runs f with the register-rows forms (normForward and the cast, the defaults) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
-function withRegRows<T>(blocksPerSm: number, f: () => T): T {
+/**
+ * Runs f with the one-block-per-row forms (the defaults: normForward by register rows `_rr4`, the cast by bulk rows
+ * `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs.
+ */
+function withRowForms<T>(blocksPerSm: number, f: () => T): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardRegRows, t.castRegRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] as const;
-  t.forwardRegRows = t.castRegRows = true;
+  const prev = [t.forwardRegRows, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] as const;
+  t.forwardRegRows = t.castBulkRows = true;
   t.forwardBlocksPerSm = blocksPerSm;
-  t.forwardWarpRowsMinRowsPerSm = 0; // register rows for any row count (the tests' shapes are small)
+  t.forwardWarpRowsMinRowsPerSm = 0; // the row forms for any row count (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardRegRows, t.castRegRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] = prev;
+    [t.forwardRegRows, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] = prev;
   }
 }
 
 /**
- * The register-rows cases (one block of 4 warps per row: `_rr4`, `_br4`, `_br4s` and their casts) under the current
+ * The row-form cases (one block of 4 warps per row: `_rr4` and the casts `_e4m3_g<N>_br4`) under the current
  * launch knobs, tagged `form`: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D /
  * 3-D, padded and unaligned strides, unaligned weight, the casts (`casts`) with every sf layout, full size.
  */
@@ -347,7 +350,7 @@ function compareRowForms(rand: () => number, blocks: number, form: string, casts
     const x = rows(rand, 0, 19, H, "bf16");
     compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `${form} blocks/SM ${blocks} H ${H} unaligned weight`);
     if (!casts) continue;
-    // the fused casts (_e4m3_g<N>_rr4 / _br4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
+    // the fused casts (_e4m3_g<N>_br4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
     for (const npc of [32, 128] as const) {
       if (H % npc) continue;
       for (const [name, sf] of SF_CONFIGS) {
@@ -364,60 +367,27 @@ function compareRowForms(rand: () => number, blocks: number, form: string, casts
   if (casts) compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by register rows (_rr4, the casts _e4m3_g<N>_rr4) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, in place, grid caps (seed 8801)", () => {
+gpuTest("normForward bf16 by register rows (_rr4) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) withRegRows(blocks, () => compareRowForms(rand, blocks, "rr4"));
+  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "rr4 / br4 cast"));
 });
 
-/** Runs f with the bulk-rows forms (normForward `_br4`, or `_br4s` when `store`, and the casts `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs. */
-function withBulkRows<T>(store: boolean, blocksPerSm: number, f: () => T): T {
-  const t = normLaunchTuning;
-  const prev = [t.forwardBulkRows, t.castBulkRows, t.bulkRowsStore, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] as const;
-  t.forwardBulkRows = t.castBulkRows = true;
-  t.bulkRowsStore = store;
-  t.forwardBlocksPerSm = blocksPerSm;
-  t.forwardWarpRowsMinRowsPerSm = 0; // bulk rows for any row count (the tests' shapes are small)
-  try {
-    return f();
-  } finally {
-    [t.forwardBulkRows, t.castBulkRows, t.bulkRowsStore, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm] = prev;
-  }
-}
-
-gpuTest("normForward bf16 by bulk rows (_br4, _br4s with the bulk store, the casts _e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: the register-rows cases, grid caps (a block's later rows reuse its buffer), an unaligned out under the bulk store (seed 8811)", () => {
+gpuTest("normForwardAndPerTokenCast by bulk rows with the largest shared-memory carveout (bulkRowsCarveout 100, more resident blocks): the same bits (seed 8811)", () => {
   const rand = rng(8811);
-  for (const blocks of [0, 1, 3]) withBulkRows(false, blocks, () => compareRowForms(rand, blocks, "br4"));
-  for (const blocks of [0, 1, 3]) withBulkRows(true, blocks, () => compareRowForms(rand, blocks, "br4s", false));
-  // _br4s into an out view that is not 16-byte aligned (element offset 1): the register stores inside the kernel
-  for (const H of [16, 528, 7168]) {
+  withTuning("bulkRowsCarveout", 100, () => {
     for (const blocks of [0, 3]) {
-      withBulkRows(true, blocks, () => {
-        const T = 37;
-        const x = rows(rand, 0, T, H, "bf16");
-        const w = moderate(rand, [H], "bf16");
-        const ho = new HostTensor(new Uint16Array(T * H + 1), "bf16", [T, H], [H, 1], 1);
-        const [, cr] = normForward(x, w, { eps: 1e-6, out: { out: ho } });
-        const dx = uploadView(x);
-        const dw = uploadView(w);
-        const go = uploadView(new HostTensor(new Uint16Array(T * H + 1), "bf16", [T, H], [H, 1], 1));
-        const [, gr] = normForward(dx, dw, { eps: 1e-6, out: { out: go } });
-        const label = `br4s H ${H} blocks/SM ${blocks} unaligned out`;
-        try {
-          sameAllocation(go, ho, `${label}: out`);
-          sameAllocation(gr, cr, `${label}: rstd`);
-        } finally {
-          dispose(go, gr, dx, dw);
+      withRowForms(blocks, () => {
+        for (const H of [32, 544, 7168, 8192]) {
+          for (const [name, sf] of SF_CONFIGS) {
+            const c: FwdCase = { B: 0, T: 37, H, dtype: "bf16", weight: true, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H };
+            compareCast(rand, c, { fmt: "e4m3", numPerChannels: H % 128 ? 32 : 128, withOutBf16: true, ...sf }, `br4 cast carveout 100 blocks/SM ${blocks} ${name} H ${H}`);
+          }
         }
+        const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+        compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `br4 cast carveout 100 3000x7168 blocks/SM ${blocks}`);
       });
     }
-  }
-  // a smaller shared-memory carveout (bulkRowsCarveout: fewer resident blocks): the same bits
-  withTuning("bulkRowsCarveout", 85, () =>
-    withBulkRows(false, 0, () => {
-      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
-      compareForward(rand, c, "br4 carveout 85 3000x7168");
-      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, "br4 cast carveout 85 3000x7168");
-    }));
+  });
 });
 
 gpuTest("forward team kernels: grid caps 4 / 8 / one block per row, aligned and unaligned weight: same bits (seed 7701)", () => {
@@ -721,10 +691,8 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         }
         if (H > 256) withForwardTuning(0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
         if (dtype === "bf16") {
-          withRegRows(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows`));
-          if (H % 128 === 0) withRegRows(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, register rows`));
-          for (const store of [false, true]) withBulkRows(store, 0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, bulk rows${store ? " + bulk store" : ""}`));
-          if (H % 128 === 0) withBulkRows(false, 0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, bulk rows`));
+          withRowForms(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows`));
+          if (H % 128 === 0) withRowForms(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, bulk rows`));
         }
         const dy = specialRows(rand, T, H, dtype);
         compareBackwardOn(x, w, dy, r, undefined, { outScale, wgDtype: "fp32", accumulate: false }, `${label} backward`);

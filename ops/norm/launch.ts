@@ -40,20 +40,19 @@ export const NORM_BLOCK_THREADS = 256;
  *   through L2); 128 threads, 64 registers, 8 rows per SM. It takes precedence over `forwardWarpRows`. Grid: one
  *   block per row (`forwardBlocksPerSm` caps it when set). H200, 16384 × 7168: 88.2% of copy against 72.9% for the
  *   warp rows (bench/RESULTS.md, sixth run).
- * - `castRegRows` (default true): the same (`tk_norm_forward__bf16_e4m3_g<N>_rr4`, 72 registers, 7 rows per SM) for
- *   normForwardAndPerTokenCast without residual: 60.8% against 50.5%. (The residual forms have no register-rows
- *   kernel: it measured no faster than the warp rows, and was removed with the 2-warp and whole-sector forms.)
- * - `forwardBulkRows` (default false): bf16 normForward without residual, under the register rows' conditions, runs
- *   `tk_norm_forward__bf16_br4` instead (it takes precedence over `forwardRegRows`): the same team of 4 warps a row,
- *   with the row landed in shared memory by one bulk copy (TMA) instead of in registers; 2H bytes of dynamic shared
- *   memory, the largest shared-memory carveout, 32 registers: 14 rows per SM at H = 7168 (docs/perf-notes/perf5-norm.md).
- * - `bulkRowsStore` (default false): with `forwardBulkRows`, `tk_norm_forward__bf16_br4s`: the output row also leaves
- *   by one bulk copy from shared memory (16-byte aligned `out`; other views keep the register stores in the kernel).
- * - `castBulkRows` (default false): the same for normForwardAndPerTokenCast without residual
- *   (`tk_norm_forward__bf16_e4m3_g<N>_br4`, 40 registers, 12 rows per SM; step 4 and the cast by a rolled loop).
- * - `bulkRowsCarveout` (default 100): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked
- *   for the bulk-rows launches. 100: 14 blocks of H = 7168 fit per SM, leaving 28 KiB of L1 for the weight (read
- *   through L1 by every row); 85 (196 KiB if the driver rounds up to a supported size): 12 blocks, 60 KiB of L1.
+ *   (The residual forms have no register-rows kernel: it measured no faster than the warp rows, and was removed with
+ *   the 2-warp and whole-sector forms.)
+ * - `castBulkRows` (default true): normForwardAndPerTokenCast without residual, under the same conditions, runs
+ *   `tk_norm_forward__bf16_e4m3_g<N>_br4`: the register rows' team of 4 warps a row with the row landed in shared
+ *   memory by one bulk copy (TMA) instead of in registers (2H bytes of dynamic shared memory, 40 registers, 12 rows
+ *   per SM; step 4 and the cast by a rolled loop). H200, 16384 × 7168: 72.9% of copy against 60.6% for the cast by
+ *   register rows (removed) and 50.5% for the team kernel (bench/RESULTS.md, seventh run). Off: the team kernel (or
+ *   `castWarpRows`).
+ * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
+ *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against
+ *   68.1% with 100 (14 blocks' worth of shared memory at H = 7168, 28 KiB of L1).
+ *   (normForward by bulk rows measured 86.0–87.3% against the register rows' 89.0%, and with a bulk store of the
+ *   output 82.9%: both removed.)
  * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
  *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
  *   L2 between the two passes); 0 = none.
@@ -67,11 +66,8 @@ export const normLaunchTuning = {
   residualWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,
   forwardRegRows: true,
-  castRegRows: true,
-  forwardBulkRows: false,
-  bulkRowsStore: false,
-  castBulkRows: false,
-  bulkRowsCarveout: 100,
+  castBulkRows: true,
+  bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**
    * bf16 `_b4` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed

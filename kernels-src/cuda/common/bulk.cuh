@@ -9,8 +9,8 @@ namespace tk {
 
 // One thread moves a whole contiguous run of bytes between global and shared memory with one instruction: whole
 // 128-byte lines, no registers, nothing per byte on the issuing warp. Sizes and both addresses: multiples of 16.
-// A load completes on an mbarrier (the expected byte count is armed by the issuing thread); a store belongs to a
-// bulk group, waited (read side) before its shared source is written again or the block exits.
+// A load completes on an mbarrier (the expected byte count is armed by the issuing thread). (A bulk store of the
+// output row measured slower in the norm forward and was removed with its helpers.)
 
 // mbarrier at shared address `bar` for `count` arrivals, made visible to the async proxy (the bulk copies).
 TK_DEV void mbar_init(uint32_t bar, uint32_t count) {
@@ -32,7 +32,7 @@ TK_DEV void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 // Orders this thread's generic-proxy accesses of shared memory before its (or, after a barrier, the block's) later
-// bulk copies: a bulk store reads what the threads wrote; a bulk load overwrites what they read.
+// bulk copies: a bulk load overwrites what they read.
 TK_DEV void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // `bytes` from global `src` to shared `dst`, completing on the mbarrier `bar` (armed by mbar_arrive_expect_tx).
 TK_DEV void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
@@ -40,12 +40,5 @@ TK_DEV void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t ba
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
 }
-// `bytes` from shared `src` to global `dst`, in a new bulk group.
-TK_DEV void bulk_store(void* dst, uint32_t src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-// Wait until this thread's bulk groups have read their shared sources (the global writes complete on their own).
-TK_DEV void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 
 }  // namespace tk

@@ -8,13 +8,11 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
 //   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
 //   tk_norm_forward__bf16_rr4              bf16, any H, no residual: one block of 4 warps per row, the row held in
-//   tk_norm_forward__bf16_e4m3_g<N>_rr4    registers (below, "register rows"), plain and fused cast; the host's
-//                                          default from the warp rows' row count per SM (normLaunchTuning.
-//                                          forwardRegRows, castRegRows)
-//   tk_norm_forward__bf16_br4[s]           bf16, any H, no residual: the register rows' team with the row landed in
-//   tk_norm_forward__bf16_e4m3_g<N>_br4    shared memory by one bulk copy (below, "bulk rows"; `s`: the output row
-//                                          stored by a bulk copy too), plain and fused cast; off by default
-//                                          (normLaunchTuning.forwardBulkRows, bulkRowsStore, castBulkRows)
+//                                          registers (below, "register rows"); the host's default for normForward
+//                                          from the warp rows' row count per SM (normLaunchTuning.forwardRegRows)
+//   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
+//                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
+//                                          host's default for the cast from the same row count (castBulkRows)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -29,13 +27,13 @@
 //   _rr<W>: block.x 32·W (one block = one row team, P = 32·W), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
 //   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4 64 → 8 blocks = 8 rows = 32 warps
-//   per SM; e4m3_g<N>_rr4 72 → 7 rows.
+//   per SM.
 //
-//   _br4, _br4s, _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row)
-//   + 1040 bytes static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row;
-//   any grid is correct, rows walked grid-stride by block, each later row behind a barrier). Registers (no spills,
-//   sm_90a and sm_100a): br4 / br4s 32 → 16 blocks per SM, casts 40 → 12; shared memory (largest carveout, 228 KiB,
-//   1 KiB reserved per block) caps them at 14 blocks for H = 7168 (16400 bytes each), 12 for H = 8192.
+//   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
+//   static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row; any grid is
+//   correct, rows walked grid-stride by block, each later row behind a barrier). Registers (no spills, sm_90a and
+//   sm_100a): 40 → 12 blocks per SM; the host asks for an 85% shared-memory carveout (normLaunchTuning.
+//   bulkRowsCarveout; measured 72.9% of copy against 68.1% with the largest), which leaves L1 room for the weight.
 //
 //   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
 //   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
@@ -907,10 +905,11 @@ struct NormForwardRegRows {
 // no barrier). The casts walk step 4 by a rolled loop (one chunk's code, not four: ncu saw their issue stalled on
 // instruction fetch, no_instruction 1.5 cycles per issue) and leave y's NaN halves as the conversion makes them
 // except in the outBf16 copy (cast_chunk<true>: the cast gives every NaN the same code; 8 paired NaN compares, their
-// predicate chain and a branch a chunk fewer). kBulkStore (`_br4s`, plain only): step 4 writes y back over the chunk it read, and thread 0 stores the row
-// by one bulk copy (whole lines) after a proxy fence and a barrier; out views that are not 16-byte aligned keep the
-// register stores. A block's later rows (a capped grid) reuse the buffer behind a barrier (and, kBulkStore, the last
-// bulk store's read of it). Shared memory: 2H bytes of dynamic row buffer, 1 KiB of tree nodes, the mbarrier.
+// predicate chain and a branch a chunk fewer). A block's later rows (a capped grid) reuse the buffer behind a barrier.
+// Shared memory: 2H bytes of dynamic row buffer, 1 KiB of tree nodes, the mbarrier. Only the casts are instantiated
+// (the host's default for normForwardAndPerTokenCast): on the H200 the plain bulk-rows kernel measured 86.0% of copy
+// against the register rows' 89.0%, and a form storing the output row by a bulk copy 82.9% (2026-11-30, seventh run
+// of bench/RESULTS.md); both were removed.
 
 // Resident blocks per SM the register budget is sized for (no spills, sm_90a and sm_100a): plain 32 registers → 16,
 // casts 40 → 12. Shared memory bounds it too: 2H + 1040 bytes, + 1 KiB the system reserves per block, of 228 KiB:
@@ -918,14 +917,13 @@ struct NormForwardRegRows {
 template <int kCastN>
 constexpr int kBrMinBlocks = kCastN ? 12 : 16;
 
-template <int kCastN, bool kBulkStore = false>
+template <int kCastN>
 struct NormForwardBulkRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr int kEb = 2;
   static constexpr bool kCast = kCastN != 0;
   static constexpr uint32_t kP = 4 * kWarpSize;  // team = block
   static constexpr int kJ = 512 / kP;            // chunks a thread holds at most (N ≤ 512)
-  static_assert(!(kCast && kBulkStore), "the bulk store is the plain output's");
   const NormForwardParams& p;
   TK_DEV explicit NormForwardBulkRows(const NormForwardParams& params) : p(params) {}
 
@@ -944,7 +942,6 @@ struct NormForwardBulkRows {
     const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
     const bool w_al = (p.weight % kVecBytes) == 0;
     const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
-    const bool bulk_out = kBulkStore && o_al;
     const uint32_t buf = smem_addr(row_buf), bar = smem_addr(&landed);
     auto chunk_of = [&](uint32_t j) { return tp + kP * j; };
     auto live_of = [&](uint32_t j) { return j < J && chunk_of(j) < K; };
@@ -965,14 +962,9 @@ struct NormForwardBulkRows {
       const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
       const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
 
-      // the row into the buffer: a later row of the block waits until every thread has read the last one out of it
-      // (and the last bulk store has read it); the first publishes the mbarrier's initialisation instead
-      if (row != first) {
-        if constexpr (kBulkStore) {
-          if (tp == 0) bulk_wait_read();
-        }
-        team.template sync<true>();
-      }
+      // the row into the buffer: a later row of the block waits until every thread has read the last one out of it;
+      // the first publishes the mbarrier's initialisation instead
+      if (row != first) team.template sync<true>();
       if (x_al) {
         if (tp == 0) {
           fence_proxy_async_shared();  // the block's reads of the last row (ordered by the barrier) before the copy
@@ -1016,8 +1008,7 @@ struct NormForwardBulkRows {
       const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
       if (tp == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
 
-      // step 4 chunk by chunk (the weight through L1; w = 1 without one, as the register rows), stored, written back
-      // for the bulk store, or cast
+      // step 4 chunk by chunk (the weight through L1; w = 1 without one, as the register rows), stored or cast
       uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
       const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
       auto chunk4 = [&](auto unit_scale, uint32_t j) {
@@ -1033,8 +1024,6 @@ struct NormForwardBulkRows {
         norm_step4_chunk<kOne, true, Chunk, !kCast>(v, w, rstd, p.out_scale);
         if constexpr (kCast) {
           NormForwardWarpRows<kCastN>(p).template cast_chunk<true>(v, row, t, b, k, live, with_bf16, d_al, b_al);
-        } else if (bulk_out) {
-          put_shared(v, j);
         } else {
           v.store(orow + static_cast<uint64_t>(k) * Chunk::kBytes, o_al);
         }
@@ -1056,14 +1045,6 @@ struct NormForwardBulkRows {
       } else {
         step4(BoolConst<false>{});
       }
-      if (bulk_out) {
-        fence_proxy_async_shared();  // this thread's y in the buffer, before the bulk store reads it
-        team.template sync<true>();
-        if (tp == 0) bulk_store(orow, buf, row_bytes);
-      }
-    }
-    if constexpr (kBulkStore) {
-      if (tp == 0) bulk_wait_read();  // the buffer outlives the store's read of it
     }
     if constexpr (kCast) zero_sf_padding(p, NormForwardWarpRows<kCastN>(p).sf_out());
   }
@@ -1115,24 +1096,21 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
-// Register rows (bf16, any H; normLaunchTuning.forwardRegRows / castRegRows): one block of W warps per row, the row
-// held in registers (NormForwardRegRows).
+// Register rows (bf16, any H; normLaunchTuning.forwardRegRows): one block of W warps per row, the row held in
+// registers (NormForwardRegRows). Its cast forms (_e4m3_g<N>_rr4, 60.6% of copy) gave way to the bulk rows' (72.9%)
+// and are not instantiated.
 #define TK_NORM_FORWARD_RR(w, n, name)                                                                    \
   extern "C" __global__ void __launch_bounds__(32 * w, tk::kRrMinBlocks<n>)                               \
       name(const __grid_constant__ NormForwardParams p) {                                                 \
     tk::NormForwardRegRows<w, n>(p).run();                                                                \
   }
 TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4)
-TK_NORM_FORWARD_RR(4, 32, tk_norm_forward__bf16_e4m3_g32_rr4)
-TK_NORM_FORWARD_RR(4, 128, tk_norm_forward__bf16_e4m3_g128_rr4)
-// Bulk rows (bf16, any H; normLaunchTuning.forwardBulkRows / castBulkRows, bulkRowsStore): the register rows' team
-// with the row landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
-#define TK_NORM_FORWARD_BR(n, store, name)                                                                 \
+// Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
+// landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
+#define TK_NORM_FORWARD_BR(n, name)                                                                       \
   extern "C" __global__ void __launch_bounds__(128, tk::kBrMinBlocks<n>)                                  \
       name(const __grid_constant__ NormForwardParams p) {                                                 \
-    tk::NormForwardBulkRows<n, store>(p).run();                                                           \
+    tk::NormForwardBulkRows<n>(p).run();                                                                  \
   }
-TK_NORM_FORWARD_BR(0, false, tk_norm_forward__bf16_br4)
-TK_NORM_FORWARD_BR(0, true, tk_norm_forward__bf16_br4s)
-TK_NORM_FORWARD_BR(32, false, tk_norm_forward__bf16_e4m3_g32_br4)
-TK_NORM_FORWARD_BR(128, false, tk_norm_forward__bf16_e4m3_g128_br4)
+TK_NORM_FORWARD_BR(32, tk_norm_forward__bf16_e4m3_g32_br4)
+TK_NORM_FORWARD_BR(128, tk_norm_forward__bf16_e4m3_g128_br4)
