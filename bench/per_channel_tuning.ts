@@ -4,8 +4,8 @@
  * 128 tokens, 8192 and 16384 tokens × 7168) under each setting of `perChannelLaunchTuning.transposeForm`
  * (ops/quant/per_channel_cast.ts), as µs, % of the 1 GiB cuMemcpyDtoD rate and % of a copy of the same byte count,
  * all from this run; perChannelCast (no transpose, untouched by the knob) runs once per case as the control.
- * Forms: `base` the measured kernel, `_pa` packed amax + hoisted address math. `--forms base,_pa` runs a subset;
- * `--json FILE` writes the rows.
+ * Forms: `base` the measured kernel, `_pa` packed amax + hoisted address math, `_rt` `_pa` with the transpose
+ * done in registers (numPerTokens 128). `--forms base,_pa` runs a subset; `--json FILE` writes the rows.
  * @module
  */
 import { writeFileSync } from "node:fs";
@@ -19,6 +19,7 @@ import { copyRateGBs, deviceTimeUs } from "./common.ts";
 const FORMS: Record<string, (typeof perChannelLaunchTuning)["transposeForm"]> = {
   "base": "", // the default
   "_pa": "_pa",
+  "_rt": "_rt",
 };
 
 const args = process.argv.slice(2);

@@ -261,7 +261,7 @@ function withTransposeForm<T>(form: (typeof perChannelLaunchTuning)["transposeFo
 }
 
 /** The forms of the transposed cast besides the default (ops/quant/per_channel_cast.ts, perChannelLaunchTuning). */
-const TRANSPOSE_FORMS = ["_pa"] as const;
+const TRANSPOSE_FORMS = ["_pa", "_rt"] as const;
 
 for (const form of TRANSPOSE_FORMS) {
   for (const r of [32, 128]) {

@@ -7,6 +7,7 @@
 //   tk_per_channel_cast__<in>_r<R>               in ∈ {fp32, bf16, e4m3}, R ∈ {32, 128}: data [T_out, H]
 //   tk_per_channel_cast_and_transpose__bf16_r<R> R ∈ {32, 128}: data [H, T]
 //   tk_per_channel_cast_and_transpose__bf16_r<R>_pa   the same with less integer work ("Forms" below; host knob)
+//   tk_per_channel_cast_and_transpose__bf16_r128_rt   `_pa` with the transpose in registers (R = 128 only)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
@@ -76,8 +77,14 @@ constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
 //              bf16 pairs (abs by a mask, max.bf16x2: 1 op per element instead of 2.5), the thread's 8 row loads
 //              from one base address, the codes' shared-memory address and the write-out's word addresses as a base
 //              plus constants, one `col < H` branch around the whole quantize-and-store.
+//   kFormRt    `_rt` (R = 128 only): `_pa` with the transpose done in registers. A thread's 8 rows × 8 columns of
+//              codes become 8 column words of 8 tokens by byte permutes (the pair packing of the hardware encode
+//              plus 16 permutes per thread), stored into a column-major tile [C][R bytes]; the write-out copies
+//              16-byte pieces of it (no permutes, 4 shared reads instead of 16). 32 permutes per 64 codes against
+//              48 (16 packing + 32 in the write-out).
 constexpr int kFormBase = 0;
 constexpr int kFormPa = 1;
+constexpr int kFormRt = 2;
 
 template <Fmt kIn, int kR, bool kTranspose, int kForm = kFormBase>
 struct PerChannel {
@@ -95,6 +102,7 @@ struct PerChannel {
   static_assert(kV % 4 == 0 && kBlockThreads % kRowGroups == 0, "tile shape");
   static_assert(!kTranspose || kIn == Fmt::kBf16, "the transposed cast takes bf16 (spec/quant.md §5.3)");
   static_assert(kForm == kFormBase || (kTranspose && kV == 8 && 16 % kRowsPerThread == 0), "forms: transposed bf16");
+  static_assert(kForm != kFormRt || (kR == 128 && kRowsPerThread == 8 && kColGroups == 16), "_rt: R = 128");
 
   struct Smem {
     float red[kRowGroups * kCols];  // partial column maxima, [row group][piece-major column position]
@@ -289,6 +297,60 @@ struct PerChannel {
     }
   }
 
+  // Form kFormRt: the column-major tile. Column j of the tile (128 token bytes) is tile row j; its 16-byte piece k
+  // (tokens 16k … 16k + 15) sits at piece k ^ ((j / 8) % 8). The thread (rg, cg) writes 8 bytes (tokens 8rg …
+  // 8rg + 7) of its columns 8cg … 8cg + 7: a warp (rg = 2h, 2h + 1; cg 0 … 15) stores 256 bytes per column
+  // index, the 16 threads of one rg at 16 distinct 8-byte bank pairs (piece h ^ (cg % 8), half rg % 2): 2
+  // wavefronts, the minimum. The write-out reads piece k of column j: 8 lanes cover one 128-byte row, conflict-free.
+  static TK_DEV uint32_t rt_byte(uint32_t j, uint32_t piece) { return j * kR + ((piece ^ ((j / 8) % 8)) * 16); }
+
+  // Form kFormRt: rows 4q … 4q + 3 (q = 0, 1) of the thread's 8 columns quantized and encoded; wt[c][q] is column
+  // c's 4 codes of those rows, token 4q in the low byte. The hardware encode packs 4 codes (rows i, i + 1 ×
+  // columns 2p, 2p + 1: bytes c2p·ri, c2p+1·ri, c2p·ri+1, c2p+1·ri+1); two such words (rows 4q, 4q + 1 and
+  // 4q + 2, 4q + 3) give columns 2p and 2p + 1 by one permute each.
+  TK_DEV void encode_columns(const uint32_t (&w)[kRowsPerThread][4], const float (&inv)[kV], int q,
+                             uint32_t (&wt)[kV][2]) const {
+    uint32_t z[2][kV / 2];
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+      float v0[kV], v1[kV];
+      values(w[4 * q + 2 * a], 0.0f, v0);  // bf16: no input scale
+      values(w[4 * q + 2 * a + 1], 0.0f, v1);
+#pragma unroll
+      for (int e = 0; e < kV; ++e) {
+        v0[e] = mul_rn(v0[e], inv[e]);
+        v1[e] = mul_rn(v1[e], inv[e]);
+      }
+#pragma unroll
+      for (int c = 0; c < kV / 2; ++c) z[a][c] = encode_e4m3x4(v0[2 * c], v0[2 * c + 1], v1[2 * c], v1[2 * c + 1]);
+    }
+#pragma unroll
+    for (int c = 0; c < kV / 2; ++c) {
+      wt[2 * c][q] = __byte_perm(z[0][c], z[1][c], 0x6420);
+      wt[2 * c + 1][q] = __byte_perm(z[0][c], z[1][c], 0x7531);
+    }
+  }
+
+  // Form kFormRt write-out: 16-byte pieces of the column-major tile to data[col0 + j][m·R + 16k …], columns < H.
+  // Pass it of thread t moves piece u = 256·it + t (j = u / 8, k = u % 8): the piece's swizzle (j / 8) % 8 =
+  // (4·it + t / 64) % 8, so the passes differ by constants.
+  TK_DEV void transpose_out_rt(const Smem& s, uint32_t m, uint32_t col0) const {
+    constexpr int kPieces = kR / 16, kPasses = kCols * kPieces / kBlockThreads;
+    static_assert(kPasses * kBlockThreads == kCols * kPieces, "_rt: whole passes");
+    const uint32_t t = threadIdx.x, k = t % kPieces, j0 = t / kPieces;
+    uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(col0 + j0) * p.out_tokens +
+                   static_cast<uint64_t>(m) * kR + 16 * k;
+    const uint64_t pass_stride = static_cast<uint64_t>(kBlockThreads / kPieces) * p.out_tokens;
+    uint32_t o[kPasses][4];
+#pragma unroll
+    for (int it = 0; it < kPasses; ++it) ld_shared(smem_addr(&s.tile[0]) + rt_byte(j0 + it * (kBlockThreads / kPieces), k), o[it]);
+#pragma unroll
+    for (int it = 0; it < kPasses; ++it) {
+      if (col0 + j0 + it * (kBlockThreads / kPieces) < p.hidden) store_chunk<16>(dst, o[it], out_aligned);
+      dst += pass_stride;
+    }
+  }
+
   // Word swizzle of tile row `row`: a multiple of 4 (keeps a thread's 2-word write contiguous and aligned).
   static TK_DEV uint32_t swizzle(uint32_t row) { return ((row / 16) * (kWordsPerRow >= 64 ? 16 : 4)) & (kWordsPerRow - 1); }
 
@@ -372,7 +434,21 @@ struct PerChannel {
 #pragma unroll
         for (int e = 0; e < 4; ++e) inv[4 * q + e] = u2f(iw[e]);
       }
-      if constexpr (kForm != kFormBase) {
+      if constexpr (kForm == kFormRt) {
+        if (col < p.hidden) {
+          uint32_t wt[kV][2];
+          encode_columns(w, inv, 0, wt);
+          encode_columns(w, inv, 1, wt);
+          const uint32_t a0 = smem_addr(&s.tile[0]) + rt_byte(cg * kV, rg / 2) + 8 * (rg % 2);
+#pragma unroll
+          for (int c = 0; c < kV; ++c) {
+            const uint32_t pair[2] = {wt[c][0], wt[c][1]};
+            st_shared(a0 + c * kR, pair);
+          }
+        }
+        __syncthreads();
+        transpose_out_rt(s, m, col0);
+      } else if constexpr (kForm != kFormBase) {
         // the thread's N rows lie in one 16-row segment: one swizzle, word addresses a base plus constants
         const uint32_t row = kRowsPerThread * rg;
         const uint32_t a0 = smem_addr(&s.tile[row * kWordsPerRow + ((cg * (kV / 4)) ^ swizzle(row))]);
@@ -456,3 +532,4 @@ TK_PER_CHANNEL_CAST_AND_TRANSPOSE(32)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE(128)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(32, _pa, tk::kFormPa)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(128, _pa, tk::kFormPa)
+TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(128, _rt, tk::kFormRt)
