@@ -3,9 +3,10 @@
  * or `bun bench/per_channel_tuning.ts`): the roofline cases of bench/cases_per_channel.ts (bf16 → e4m3, blocks of
  * 128 tokens, 8192 and 16384 tokens × 7168) under each setting of `perChannelLaunchTuning.transposeForm`
  * (ops/quant/per_channel_cast.ts), as µs, % of the 1 GiB cuMemcpyDtoD rate and % of a copy of the same byte count,
- * all from this run; perChannelCast (no transpose, untouched by the knob) runs once per case as the control.
- * Forms: `base` the measured kernel, `_pa` packed amax + hoisted address math, `_rt` `_pa` with the transpose
- * done in registers (numPerTokens 128). `--forms base,_pa` runs a subset; `--json FILE` writes the rows.
+ * all from this run; perChannelCast under each setting of `castForm` likewise. Forms: `base` the measured kernels,
+ * `_pa` packed amax + hoisted address math (both ops), `_rt` `_pa` with the transpose done in registers
+ * (perChannelCastAndTranspose, numPerTokens 128; perChannelCast runs only base and `_pa`). `--forms base,_pa` runs
+ * a subset; `--json FILE` writes the rows.
  * @module
  */
 import { writeFileSync } from "node:fs";
@@ -15,11 +16,11 @@ import { perChannelLaunchTuning } from "../ops/quant/per_channel_cast.ts";
 import { cases } from "./cases_per_channel.ts";
 import { copyRateGBs, deviceTimeUs } from "./common.ts";
 
-/** Each form: its label and the knob value it sets. */
-const FORMS: Record<string, (typeof perChannelLaunchTuning)["transposeForm"]> = {
-  "base": "", // the default
-  "_pa": "_pa",
-  "_rt": "_rt",
+/** Each form: its label and the knob values it sets (castForm undefined: the form is not for perChannelCast). */
+const FORMS: Record<string, { transposeForm: (typeof perChannelLaunchTuning)["transposeForm"]; castForm?: (typeof perChannelLaunchTuning)["castForm"] }> = {
+  "base": { transposeForm: "", castForm: "" }, // the defaults
+  "_pa": { transposeForm: "_pa", castForm: "_pa" },
+  "_rt": { transposeForm: "_rt" },
 };
 
 const args = process.argv.slice(2);
@@ -31,7 +32,7 @@ if (devices().length === 0) {
 const info = deviceInfo(0);
 const copy = copyRateGBs(2 ** 30);
 console.log(`${info.name} (${info.smCount} SMs): cuMemcpyDtoD 1 GiB ${copy.gbps.toFixed(0)} GB/s = 100%`);
-const prev = perChannelLaunchTuning.transposeForm;
+const prev = { ...perChannelLaunchTuning };
 const names = argOf("--forms")?.split(",") ?? Object.keys(FORMS);
 for (const name of names) if (!(name in FORMS)) throw new Error(`unknown form ${name} (have ${Object.keys(FORMS).join(", ")})`);
 const rows: Record<string, unknown>[] = [];
@@ -42,8 +43,10 @@ const sameSize = new Map<number, number>(); // bytes → GB/s of a copy of that 
 try {
   for (const c of all) {
     if (!sameSize.has(c.bytes)) sameSize.set(c.bytes, copyRateGBs(Math.round(c.bytes / 2)).gbps);
-    for (const name of c.op === "perChannelCast" ? ["control"] : names) {
-      perChannelLaunchTuning.transposeForm = FORMS[name] ?? "";
+    for (const name of names) {
+      const form = FORMS[name];
+      if (c.op === "perChannelCast" && form.castForm === undefined) continue;
+      Object.assign(perChannelLaunchTuning, prev, form);
       const us = deviceTimeUs(c.run, 20, 7);
       const gbps = c.bytes / (us * 1e3);
       const row = { op: c.op, tokens: c.tokens, variant: c.variant, form: name, us, gbps, pct_copy: (100 * gbps) / copy.gbps, pct_same_size: (100 * gbps) / sameSize.get(c.bytes)! };
@@ -52,7 +55,7 @@ try {
     }
   }
 } finally {
-  perChannelLaunchTuning.transposeForm = prev;
+  Object.assign(perChannelLaunchTuning, prev);
   for (const c of all) c.dispose();
 }
 const out = argOf("--json");

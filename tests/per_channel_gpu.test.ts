@@ -149,6 +149,31 @@ for (const npc of [32, 128]) {
   }
 }
 
+gpuTest("perChannelCast of bf16, form _pa (perChannelLaunchTuning.castForm) = reference: r 32 / 128, every sf layout (seed 4900)", () => {
+  const rand = rng(4900);
+  const prev = perChannelLaunchTuning.castForm;
+  perChannelLaunchTuning.castForm = "_pa";
+  try {
+    for (const r of [32, 128]) {
+      for (const [name, cfg] of SF_CFGS) {
+        for (const [T, H] of [[128, 128], [256, 384], [640, 1152], [0, 256]]) {
+          const x = randomColumns(rand, T, H, "bf16");
+          const o = { ...PC, numPerTokens: r, ...cfg };
+          const dx = up(x) as DeviceTensor;
+          compare(`_pa r${r} ${name} ${T}x${H}`, () => perChannelCast(x, o), () => perChannelCast(dx, o), [dx]);
+        }
+      }
+    }
+    // every bf16 bit pattern, as for the transposed forms below
+    const v = new Uint16Array(512 * 128).map((_, i) => ((((i >> 7) * 389) % 512) * 128 + (i & 127)) ^ 0x1234);
+    const x = tensor(v, [512, 128], "bf16");
+    const dx = up(x) as DeviceTensor;
+    compare("_pa every pattern", () => perChannelCast(x, { ...PC, numPerTokens: 128 }), () => perChannelCast(dx, { ...PC, numPerTokens: 128 }), [dx]);
+  } finally {
+    perChannelLaunchTuning.castForm = prev;
+  }
+});
+
 // ---- perChannelCastFused ---------------------------------------------------------------------------------
 
 for (const dtype of ["fp32", "bf16", "e4m3"] as const) {

@@ -5,6 +5,7 @@
 //
 // Symbols
 //   tk_per_channel_cast__<in>_r<R>               in ∈ {fp32, bf16, e4m3}, R ∈ {32, 128}: data [T_out, H]
+//   tk_per_channel_cast__bf16_r<R>_pa            perChannelCast of bf16 without gather, less integer work ("Forms")
 //   tk_per_channel_cast_and_transpose__bf16_r<R> R ∈ {32, 128}: data [H, T]
 //   tk_per_channel_cast_and_transpose__bf16_r<R>_pa   the same with less integer work ("Forms" below; host knob)
 //   tk_per_channel_cast_and_transpose__bf16_r128_rt   `_pa` with the transpose in registers (R = 128 only)
@@ -77,6 +78,8 @@ constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
 //              bf16 pairs (abs by a mask, max.bf16x2: 1 op per element instead of 2.5), the thread's 8 row loads
 //              from one base address, the codes' shared-memory address and the write-out's word addresses as a base
 //              plus constants, one `col < H` branch around the whole quantize-and-store.
+//              perChannelCast of bf16 (no gather) has the `_pa` load and amax too, with the base form's row stores
+//              (tk_per_channel_cast__bf16_r<R>_pa; host knob perChannelLaunchTuning.castForm).
 //   kFormRt    `_rt` (R = 128 only): `_pa` with the transpose done in registers. A thread's 8 rows × 8 columns of
 //              codes become 8 column words of 8 tokens by byte permutes (the pair packing of the hardware encode
 //              plus 16 permutes per thread), stored into a column-major tile [C][R bytes]; the write-out copies
@@ -101,7 +104,8 @@ struct PerChannel {
   static constexpr int kWordsPerRow = kCols / 4;
   static_assert(kV % 4 == 0 && kBlockThreads % kRowGroups == 0, "tile shape");
   static_assert(!kTranspose || kIn == Fmt::kBf16, "the transposed cast takes bf16 (spec/quant.md §5.3)");
-  static_assert(kForm == kFormBase || (kTranspose && kV == 8 && 16 % kRowsPerThread == 0), "forms: transposed bf16");
+  static_assert(kForm == kFormBase || (kIn == Fmt::kBf16 && kV == 8 && 16 % kRowsPerThread == 0), "forms: bf16");
+  static_assert(kForm != kFormRt || kTranspose, "_rt: the transposed cast");
   static_assert(kForm != kFormRt || (kR == 128 && kRowsPerThread == 8 && kColGroups == 16), "_rt: R = 128");
 
   struct Smem {
@@ -396,7 +400,8 @@ struct PerChannel {
           for (int e = 0; e < kV; ++e) cm[e] = max_num(cm[e], abs_f(v[e]));
         }
       } else {
-        // bf16, no gather (the transposed cast): the same rows, the same maxima
+        // bf16, no gather (the transposed cast, or perChannelCast: the host picks a form only without one): the same
+        // rows, the same maxima
         load_rows(row0, n_live, col, w);
 #pragma unroll
         for (int i = 0; i < kRowsPerThread; ++i) s_in[i] = 0.0f;
@@ -448,7 +453,7 @@ struct PerChannel {
         }
         __syncthreads();
         transpose_out_rt(s, m, col0);
-      } else if constexpr (kForm != kFormBase) {
+      } else if constexpr (kForm != kFormBase && kTranspose) {
         // the thread's N rows lie in one 16-row segment: one swizzle, word addresses a base plus constants
         const uint32_t row = kRowsPerThread * rg;
         const uint32_t a0 = smem_addr(&s.tile[row * kWordsPerRow + ((cg * (kV / 4)) ^ swizzle(row))]);
@@ -522,6 +527,11 @@ TK_PER_CHANNEL_CAST(bf16, kBf16, 32)
 TK_PER_CHANNEL_CAST(bf16, kBf16, 128)
 TK_PER_CHANNEL_CAST(e4m3, kE4m3, 32)
 TK_PER_CHANNEL_CAST(e4m3, kE4m3, 128)
+#define TK_PER_CHANNEL_CAST_FORM(r, suffix, form)                                                        \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)  \
+      tk_per_channel_cast__bf16_r##r##suffix(const __grid_constant__ PerChannelCastParams p) {           \
+    tk::PerChannel<tk::Fmt::kBf16, r, false, form>(p).run();                                             \
+  }
 #define TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(r, suffix, form)                                          \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kTransposeMinBlocksPerSm)          \
       tk_per_channel_cast_and_transpose__bf16_r##r##suffix(const __grid_constant__ PerChannelCastParams p) { \
@@ -533,3 +543,5 @@ TK_PER_CHANNEL_CAST_AND_TRANSPOSE(128)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(32, _pa, tk::kFormPa)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(128, _pa, tk::kFormPa)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(128, _rt, tk::kFormRt)
+TK_PER_CHANNEL_CAST_FORM(32, _pa, tk::kFormPa)
+TK_PER_CHANNEL_CAST_FORM(128, _pa, tk::kFormPa)
