@@ -304,8 +304,9 @@ struct PerChannel {
   // Form kFormRt: the column-major tile. Column j of the tile (128 token bytes) is tile row j; its 16-byte piece k
   // (tokens 16k … 16k + 15) sits at piece k ^ ((j / 8) % 8). The thread (rg, cg) writes 8 bytes (tokens 8rg …
   // 8rg + 7) of its columns 8cg … 8cg + 7: a warp (rg = 2h, 2h + 1; cg 0 … 15) stores 256 bytes per column
-  // index, the 16 threads of one rg at 16 distinct 8-byte bank pairs (piece h ^ (cg % 8), half rg % 2): 2
-  // wavefronts, the minimum. The write-out reads piece k of column j: 8 lanes cover one 128-byte row, conflict-free.
+  // index and hits each of the 16 8-byte bank pairs (piece h ^ (cg % 8), half rg % 2) twice: 2 wavefronts, the
+  // minimum. The write-out reads piece k of column j: 8 lanes cover one 128-byte row, conflict-free.
+  // (tools/per_channel_rt_check.py simulates the mapping and counts the wavefronts.)
   static TK_DEV uint32_t rt_byte(uint32_t j, uint32_t piece) { return j * kR + ((piece ^ ((j / 8) % 8)) * 16); }
 
   // Form kFormRt: rows 4q … 4q + 3 (q = 0, 1) of the thread's 8 columns quantized and encoded; wt[c][q] is column
