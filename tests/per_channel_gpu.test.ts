@@ -27,7 +27,6 @@ import {
 import { encodeBf16 } from "../core/dtype.ts";
 import { contiguousHost } from "../core/tensor.ts";
 import { launchCount } from "../ffi/cuda.ts";
-import { perChannelLaunchTuning } from "../ops/quant/per_channel_cast.ts";
 import { loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, readAllocation, sameAllocation, storageBytes, up } from "./gpu_util.ts";
@@ -149,28 +148,14 @@ for (const npc of [32, 128]) {
   }
 }
 
-gpuTest("perChannelCast of bf16, form _pa (perChannelLaunchTuning.castForm) = reference: r 32 / 128, every sf layout (seed 4900)", () => {
-  const rand = rng(4900);
-  const prev = perChannelLaunchTuning.castForm;
-  perChannelLaunchTuning.castForm = "_pa";
-  try {
-    for (const r of [32, 128]) {
-      for (const [name, cfg] of SF_CFGS) {
-        for (const [T, H] of [[128, 128], [256, 384], [640, 1152], [0, 256]]) {
-          const x = randomColumns(rand, T, H, "bf16");
-          const o = { ...PC, numPerTokens: r, ...cfg };
-          const dx = up(x) as DeviceTensor;
-          compare(`_pa r${r} ${name} ${T}x${H}`, () => perChannelCast(x, o), () => perChannelCast(dx, o), [dx]);
-        }
-      }
-    }
-    // every bf16 bit pattern, as for the transposed forms below
-    const v = new Uint16Array(512 * 128).map((_, i) => ((((i >> 7) * 389) % 512) * 128 + (i & 127)) ^ 0x1234);
-    const x = tensor(v, [512, 128], "bf16");
+gpuTest("perChannelCast of bf16 = reference on every bf16 bit pattern (NaN, ±Inf, ±0, subnormals): numPerTokens 32 (base kernel) and 128 (_pa)", () => {
+  // x[t][j] = pattern (t · 128 + j) ^ salt with the rows permuted, as for the transposed cast below
+  const v = new Uint16Array(512 * 128).map((_, i) => ((((i >> 7) * 389) % 512) * 128 + (i & 127)) ^ 0x1234);
+  const x = tensor(v, [512, 128], "bf16");
+  for (const r of [32, 128]) {
+    const o = { ...PC, numPerTokens: r, roundSf: r === 32 };
     const dx = up(x) as DeviceTensor;
-    compare("_pa every pattern", () => perChannelCast(x, { ...PC, numPerTokens: 128 }), () => perChannelCast(dx, { ...PC, numPerTokens: 128 }), [dx]);
-  } finally {
-    perChannelLaunchTuning.castForm = prev;
+    compare(`r${r}`, () => perChannelCast(x, o), () => perChannelCast(dx, o), [dx]);
   }
 });
 
@@ -274,49 +259,16 @@ for (const r of [32, 128]) {
   }
 }
 
-/** Runs f with `perChannelLaunchTuning.transposeForm` set to `form`, then restores it. */
-function withTransposeForm<T>(form: (typeof perChannelLaunchTuning)["transposeForm"], f: () => T): T {
-  const prev = perChannelLaunchTuning.transposeForm;
-  perChannelLaunchTuning.transposeForm = form;
-  try {
-    return f();
-  } finally {
-    perChannelLaunchTuning.transposeForm = prev;
-  }
-}
-
-/** The forms of the transposed cast besides the default (ops/quant/per_channel_cast.ts, perChannelLaunchTuning). */
-const TRANSPOSE_FORMS = ["_pa", "_rt"] as const;
-
-for (const form of TRANSPOSE_FORMS) {
-  for (const r of [32, 128]) {
-    for (const roundSf of [false, true]) {
-      const seed = 6000 + r + (roundSf ? 1 : 0);
-      gpuTest(`perChannelCastAndTranspose form ${form} = reference: numPerTokens ${r}, roundSf ${roundSf}, H 64 … 7168 (seed ${seed})`, () => {
-        const rand = rng(seed);
-        for (const [T, H] of [[128, 64], [256, 192], [384, 320], [128, 7168], [0, 128]]) {
-          const x = randomColumns(rand, T, H, "bf16");
-          const o = { ...PC, numPerTokens: r, roundSf };
-          const dx = up(x) as DeviceTensor;
-          compare(`${form} ${T}x${H}`, () => perChannelCastAndTranspose(x, o), () => withTransposeForm(form, () => perChannelCastAndTranspose(dx, o)), [dx]);
-        }
-      });
-    }
-  }
-}
-
-gpuTest("perChannelCastAndTranspose, every form: every bf16 bit pattern (NaN, ±Inf, ±0, subnormals) = reference", () => {
+gpuTest("perChannelCastAndTranspose = reference on every bf16 bit pattern (NaN, ±Inf, ±0, subnormals): numPerTokens 32 (base kernel) and 128 (_rt)", () => {
   // x[t][j] = pattern (t · 128 + j) ^ salt: each column holds 512 patterns, together all 65536, once with the
   // patterns in order and once with the rows permuted so that NaN and the maxima sit at other row positions
   for (const [salt, mul] of [[0, 1], [0x1234, 389]]) {
     const v = new Uint16Array(512 * 128).map((_, i) => ((((i >> 7) * mul) % 512) * 128 + (i & 127)) ^ salt);
     const x = tensor(v, [512, 128], "bf16");
-    for (const form of ["", ...TRANSPOSE_FORMS] as const) {
-      for (const r of [32, 128]) {
-        const o = { ...PC, numPerTokens: r, roundSf: r === 32 };
-        const dx = up(x) as DeviceTensor;
-        compare(`${form || "base"} r${r} salt ${salt}`, () => perChannelCastAndTranspose(x, o), () => withTransposeForm(form, () => perChannelCastAndTranspose(dx, o)), [dx]);
-      }
+    for (const r of [32, 128]) {
+      const o = { ...PC, numPerTokens: r, roundSf: r === 32 };
+      const dx = up(x) as DeviceTensor;
+      compare(`r${r} salt ${salt}`, () => perChannelCastAndTranspose(x, o), () => perChannelCastAndTranspose(dx, o), [dx]);
     }
   }
 });

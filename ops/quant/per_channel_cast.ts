@@ -137,23 +137,6 @@ function hostInput(i: Input): HostTensor | QuantizedInput {
 
 // ---- CUDA launch ------------------------------------------------------------------------------------------
 
-/**
- * Launch knobs of the per-channel kernels, for A/B runs in one process (bench/per_channel_tuning.ts).
- * `transposeForm` picks perChannelCastAndTranspose's kernel (per_channel_cast.cu, "Forms"): `""` the measured
- * kernel (the default; 83.8% of memcpy at 16384 × 7168 on an H200), `"_pa"` the same tile with less integer work
- * per element (packed bf16 column amax, hoisted address math), `"_rt"` `_pa` with the transpose done in registers
- * (built for numPerTokens 128 only; 32 runs `_pa`). `castForm` does the same for perChannelCast of bf16 (not
- * perChannelCastFused): `""` the measured kernel (89.2%), `"_pa"` the packed amax and hoisted loads with the same
- * row stores. Unmeasured forms stay off by default.
- */
-export const perChannelLaunchTuning: { transposeForm: "" | "_pa" | "_rt"; castForm: "" | "_pa" } = { transposeForm: "", castForm: "" };
-
-/** The transposed cast's kernel symbol for blocks of `r` rows under {@link perChannelLaunchTuning}. */
-function transposeSymbol(r: number): string {
-  const form = perChannelLaunchTuning.transposeForm;
-  return `tk_per_channel_cast_and_transpose__bf16_r${r}${form === "_rt" && r !== 128 ? "_pa" : form}`;
-}
-
 const packet = new LaunchPacket(PerChannelCastParams);
 const W = packet.w;
 const THREADS = 256;
@@ -184,12 +167,22 @@ function perChannelGrid(tOut: number, H: number, r: number, dtype: string): numb
   return Math.ceil(tOut / r) * Math.ceil(H / cols);
 }
 
+/**
+ * The kernel symbol of a launch (per_channel_cast.cu, "Forms"): bf16 with blocks of 128 rows runs `_rt` transposed
+ * and `_pa` in perChannelCast (the forms that measured fastest on an H200); every other case (R = 32, fp32 and
+ * e4m3 inputs, perChannelCastFused's gather) runs the base kernels.
+ */
+function kernelSymbol(l: Launch): string {
+  const { op, r } = l;
+  if (l.transpose) return `tk_per_channel_cast_and_transpose__bf16_r${r}${r === 128 ? "_rt" : ""}`;
+  const dtype = l.inp.x.dtype;
+  return `tk_per_channel_cast__${dtype}_r${r}${op === "perChannelCast" && dtype === "bf16" && r === 128 ? "_pa" : ""}`;
+}
+
 function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tensor, sf: Tensor): void {
   const { inp, tOut, r } = l;
   if (tOut === 0 || inp.H === 0) return;
-  const castForm = l.op === "perChannelCast" && inp.x.dtype === "bf16" ? perChannelLaunchTuning.castForm : "";
-  const sym = l.transpose ? transposeSymbol(r) : `tk_per_channel_cast__${inp.x.dtype}_r${r}${castForm}`;
-  const fn = kernelFunction(l.op, device, sym);
+  const fn = kernelFunction(l.op, device, kernelSymbol(l));
   const p = packet;
   const q = inp.q;
   p.u64(W.x, addr(inp.x));

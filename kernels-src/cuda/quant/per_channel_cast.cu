@@ -5,10 +5,10 @@
 //
 // Symbols
 //   tk_per_channel_cast__<in>_r<R>               in ∈ {fp32, bf16, e4m3}, R ∈ {32, 128}: data [T_out, H]
-//   tk_per_channel_cast__bf16_r<R>_pa            perChannelCast of bf16 without gather, less integer work ("Forms")
-//   tk_per_channel_cast_and_transpose__bf16_r<R> R ∈ {32, 128}: data [H, T]
-//   tk_per_channel_cast_and_transpose__bf16_r<R>_pa   the same with less integer work ("Forms" below; host knob)
-//   tk_per_channel_cast_and_transpose__bf16_r128_rt   `_pa` with the transpose in registers (R = 128 only)
+//                                                (bf16 R = 128: perChannelCastFused only)
+//   tk_per_channel_cast__bf16_r128_pa            perChannelCast of bf16, R = 128 (no gather; "Forms" below)
+//   tk_per_channel_cast_and_transpose__bf16_r32  data [H, T]
+//   tk_per_channel_cast_and_transpose__bf16_r128_rt   data [H, T], transposed in registers ("Forms" below)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
@@ -72,19 +72,19 @@ constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? kCodeMinBlocksPerSm : 4;
 constexpr int kTransposeMinBlocksPerSm = 4;
 constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
 
-// Forms of the transposed cast (host knob perChannelLaunchTuning.transposeForm, ops/quant/per_channel_cast.ts):
-//   kFormBase  the measured kernel (83.8% of memcpy at 16384 × 7168 on an H200; Nsight: ALU pipe 71%).
-//   kFormPa    `_pa`: the same tile and write-out with less integer work per element: the column amax on packed
-//              bf16 pairs (abs by a mask, max.bf16x2: 1 op per element instead of 2.5), the thread's 8 row loads
-//              from one base address, the codes' shared-memory address and the write-out's word addresses as a base
-//              plus constants, one `col < H` branch around the whole quantize-and-store.
-//              perChannelCast of bf16 (no gather) has the `_pa` load and amax too, with the base form's row stores
-//              (tk_per_channel_cast__bf16_r<R>_pa; host knob perChannelLaunchTuning.castForm).
-//   kFormRt    `_rt` (R = 128 only): `_pa` with the transpose done in registers. A thread's 8 rows × 8 columns of
-//              codes become 8 column words of 8 tokens by byte permutes (the pair packing of the hardware encode
-//              plus 16 permutes per thread), stored into a column-major tile [C][R bytes]; the write-out copies
-//              16-byte pieces of it (no permutes, 4 shared reads instead of 16). 32 permutes per 64 codes against
-//              48 (16 packing + 32 in the write-out).
+// Forms (docs/perf-notes/perf6-chan.md; % of memcpy on an H200, bf16 → e4m3, 8192 / 16384 × 7168, R = 128, two
+// runs):
+//   kFormBase  fp32 and e4m3 inputs, bf16 with R = 32 or a gather (perChannelCastFused: row indices, partial last
+//              blocks), the transposed cast with R = 32. As the transposed cast with R = 128 it measured
+//              79.2-79.3 / 82.9-83.6% (Nsight: ALU pipe 71%), as perChannelCast of bf16 83.2-83.6 / 88.9-89.2%.
+//   kFormPa    `_pa`, perChannelCast of bf16 with R = 128 (85.2 / 89.1-89.8%): less integer work per element: the
+//              column amax on packed bf16 pairs (abs by a mask, max.bf16x2: 1 op per element instead of 2.5) and
+//              the thread's 8 row loads from one base address; the base form's row stores.
+//   kFormRt    `_rt`, the transposed cast with R = 128 (82.2-82.3 / 85.0-85.1%): `_pa`'s amax and loads, one `col < H`
+//              branch around the whole quantize-and-store, and the transpose done in registers. A thread's 8 rows ×
+//              8 columns of codes become 8 column words of 8 tokens by byte permutes (the pair packing of the
+//              hardware encode plus 16 permutes per thread), stored into a column-major tile [C][R bytes]; the
+//              write-out copies 16-byte pieces of it (no permutes, 4 shared reads instead of 16).
 constexpr int kFormBase = 0;
 constexpr int kFormPa = 1;
 constexpr int kFormRt = 2;
@@ -105,6 +105,7 @@ struct PerChannel {
   static_assert(kV % 4 == 0 && kBlockThreads % kRowGroups == 0, "tile shape");
   static_assert(!kTranspose || kIn == Fmt::kBf16, "the transposed cast takes bf16 (spec/quant.md §5.3)");
   static_assert(kForm == kFormBase || (kIn == Fmt::kBf16 && kV == 8 && 16 % kRowsPerThread == 0), "forms: bf16");
+  static_assert(kForm != kFormPa || !kTranspose, "_pa: perChannelCast");
   static_assert(kForm != kFormRt || kTranspose, "_rt: the transposed cast");
   static_assert(kForm != kFormRt || (kR == 128 && kRowsPerThread == 8 && kColGroups == 16), "_rt: R = 128");
 
@@ -271,36 +272,6 @@ struct PerChannel {
     }
   }
 
-  // transpose_out with the 16 word addresses of a unit as one base plus constants (the swizzle of a unit's 16
-  // rows is one value, swizzle(16 · rs)); same reads, permutes and stores.
-  TK_DEV void transpose_out_pa(const Smem& s, uint32_t m, uint32_t col0) const {
-    constexpr int kRowSegs = kR / 16;
-    for (uint32_t u = threadIdx.x; u < static_cast<uint32_t>(kWordsPerRow * kRowSegs); u += kBlockThreads) {
-      const uint32_t rs = u % kRowSegs, cq = u / kRowSegs;
-      const uint32_t* base = &s.tile[16 * rs * kWordsPerRow + (cq ^ swizzle(16 * rs))];
-      uint32_t o[4][4];
-#pragma unroll
-      for (int g = 0; g < 4; ++g) {
-        uint32_t a[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) a[j] = base[(4 * g + j) * kWordsPerRow];
-        const uint32_t t0 = __byte_perm(a[0], a[1], 0x5140), t1 = __byte_perm(a[0], a[1], 0x7362);
-        const uint32_t t2 = __byte_perm(a[2], a[3], 0x5140), t3 = __byte_perm(a[2], a[3], 0x7362);
-        o[0][g] = __byte_perm(t0, t2, 0x5410);
-        o[1][g] = __byte_perm(t0, t2, 0x7632);
-        o[2][g] = __byte_perm(t1, t3, 0x5410);
-        o[3][g] = __byte_perm(t1, t3, 0x7632);
-      }
-      uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(col0 + 4 * cq) * p.out_tokens +
-                     static_cast<uint64_t>(m) * kR + 16 * rs;
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        if (col0 + 4 * cq + b < p.hidden) store_chunk<16>(dst, o[b], out_aligned);
-        dst += p.out_tokens;
-      }
-    }
-  }
-
   // Form kFormRt: the column-major tile. Column j of the tile (128 token bytes) is tile row j; its 16-byte piece k
   // (tokens 16k … 16k + 15) sits at piece k ^ ((j / 8) % 8). The thread (rg, cg) writes 8 bytes (tokens 8rg …
   // 8rg + 7) of its columns 8cg … 8cg + 7: a warp (rg = 2h, 2h + 1; cg 0 … 15) stores 256 bytes per column
@@ -454,25 +425,6 @@ struct PerChannel {
         }
         __syncthreads();
         transpose_out_rt(s, m, col0);
-      } else if constexpr (kForm != kFormBase && kTranspose) {
-        // the thread's N rows lie in one 16-row segment: one swizzle, word addresses a base plus constants
-        const uint32_t row = kRowsPerThread * rg;
-        const uint32_t a0 = smem_addr(&s.tile[row * kWordsPerRow + ((cg * (kV / 4)) ^ swizzle(row))]);
-        if (col < p.hidden) {
-#pragma unroll
-          for (int i = 0; i < kRowsPerThread; ++i) {
-            float v[kV];
-            values(w[i], s_in[i], v);
-#pragma unroll
-            for (int e = 0; e < kV; ++e) v[e] = mul_rn(v[e], inv[e]);
-            uint32_t o[kV / 4];
-            encode_chunk<Fmt::kE4m3, kV>(v, o);
-            st_shared(a0 + 4 * i * kWordsPerRow, o);
-          }
-        }
-        __syncthreads();
-        transpose_out_pa(s, m, col0);
-        continue;
       } else {
 #pragma unroll
         for (int i = 0; i < kRowsPerThread; ++i) {
@@ -540,9 +492,5 @@ TK_PER_CHANNEL_CAST(e4m3, kE4m3, 128)
   }
 
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE(32)
-TK_PER_CHANNEL_CAST_AND_TRANSPOSE(128)
-TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(32, _pa, tk::kFormPa)
-TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(128, _pa, tk::kFormPa)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(128, _rt, tk::kFormRt)
-TK_PER_CHANNEL_CAST_FORM(32, _pa, tk::kFormPa)
 TK_PER_CHANNEL_CAST_FORM(128, _pa, tk::kFormPa)
