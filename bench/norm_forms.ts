@@ -32,6 +32,10 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // against 5.0)
   "rr4-8": { forwardBlocksPerSm: 8 },
   "rr4-decode": { forwardWarpRowsMinRowsPerSm: 0 },
+  // round 6 (docs/perf-notes/perf6-norm.md), normForward's register rows at more rows per SM: 56 registers, 9 rows
+  // (the weight one chunk at a time); 48 registers, 10 rows, aligned views only
+  "rr4-b9": { forwardRegRowsForm: "rr4_b9" },
+  "rr4-b10a": { forwardRegRowsForm: "rr4_b10a" },
   // the cast by bulk rows with the largest shared-memory carveout (perf5-norm's first default: 68.1% against 72.9%
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },
