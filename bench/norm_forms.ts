@@ -36,6 +36,8 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // (the weight one chunk at a time); 48 registers, 10 rows, aligned views only
   "rr4-b9": { forwardRegRowsForm: "rr4_b9" },
   "rr4-b10a": { forwardRegRowsForm: "rr4_b10a" },
+  // two row teams (4 warps each) per 256-thread block: 8 rows per SM as rr4, from 8192 blocks instead of 16384
+  "rr4-t2": { forwardRegRowsForm: "rr4t2" },
   // the cast by bulk rows with the largest shared-memory carveout (perf5-norm's first default: 68.1% against 72.9%
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },
