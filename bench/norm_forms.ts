@@ -38,6 +38,10 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   "rr4-b10a": { forwardRegRowsForm: "rr4_b10a" },
   // two row teams (4 warps each) per 256-thread block: 8 rows per SM as rr4, from 8192 blocks instead of 16384
   "rr4-t2": { forwardRegRowsForm: "rr4t2" },
+  // two rows in flight per block (both rows' loads before the first reduction): 128 registers, 8 rows / 16 warps per
+  // SM; 96 registers, 10 rows / 20 warps
+  "rr4-r2": { forwardRegRowsForm: "rr4r2" },
+  "rr4-r2-b5": { forwardRegRowsForm: "rr4r2_b5" },
   // the cast by bulk rows with the largest shared-memory carveout (perf5-norm's first default: 68.1% against 72.9%
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },

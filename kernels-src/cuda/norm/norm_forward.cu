@@ -12,7 +12,7 @@
 //                                          from the warp rows' row count per SM (normLaunchTuning.forwardRegRows)
 //   tk_norm_forward__bf16_rr4_<f>          round-6 forms of the register rows (normLaunchTuning.forwardRegRowsForm, off
 //                                          by default; docs/perf-notes/perf6-norm.md): f = b9, b10a (more rows per SM);
-//   tk_norm_forward__bf16_rr4t2            two row teams per block
+//   tk_norm_forward__bf16_rr4t2            two row teams per block; r2, r2_b5: two rows loaded together per block
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
@@ -37,6 +37,9 @@
 //   _rr4t2: block.x 256 = two teams of 4 warps, team u (threadIdx.x / 128) takes rows 2·blockIdx.x + u + 2·gridDim.x·i
 //   on named barrier 1 + u; 2 KiB of static shared memory; grid.x = ceilDiv(B·T, 2); 64 registers → 4 blocks = 8 rows
 //   per SM.
+//   _rr4r2[_b5]: block.x 128, rows blockIdx.x + gridDim.x·i taken two at a time (r, r + gridDim.x: both rows' loads
+//   before the first row's reduction); grid.x = ceilDiv(B·T, 2); 128 registers → 4 blocks = 8 rows per SM (_b5: 96, the
+//   weight one chunk at a time → 5 blocks = 10 rows).
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
 //   static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row; any grid is
@@ -1268,6 +1271,10 @@ TK_NORM_FORWARD_RR6(128, 10, tk_norm_forward__bf16_rr4_b10a, 4, 0, 1, true)
 // two rows per block: 256 threads = two teams of 4 warps, each its own row and named barrier (1, 2); 64 registers →
 // 4 blocks = 8 rows per SM, as _rr4, from half the blocks
 TK_NORM_FORWARD_RR6(256, 4, tk_norm_forward__bf16_rr4t2, 4, 0, 2, false, 2)
+// two rows in flight per team: the loads of rows r and r + gridDim.x issued together (64 registers of rows);
+// 128 registers → 4 blocks = 8 rows, 16 warps per SM; 96 (the weight one chunk at a time) → 5 = 10 rows, 20 warps
+TK_NORM_FORWARD_RR6(128, 4, tk_norm_forward__bf16_rr4r2, 4, 0, 2, false, 1, 2)
+TK_NORM_FORWARD_RR6(128, 5, tk_norm_forward__bf16_rr4r2_b5, 4, 0, 1, false, 1, 2)
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
 // landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
 #define TK_NORM_FORWARD_BR(n, name)                                                                       \
