@@ -13,6 +13,7 @@
 //   tk_norm_forward__bf16_rr4_<f>          round-6 forms of the register rows (normLaunchTuning.forwardRegRowsForm, off
 //                                          by default; docs/perf-notes/perf6-norm.md): f = b9, b10a (more rows per SM);
 //   tk_norm_forward__bf16_rr4t2            two row teams per block; r2, r2_b5: two rows loaded together per block
+//   tk_norm_forward__bf16_rr8_b6           one block of 8 warps per row
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
@@ -40,6 +41,8 @@
 //   _rr4r2[_b5]: block.x 128, rows blockIdx.x + gridDim.x·i taken two at a time (r, r + gridDim.x: both rows' loads
 //   before the first row's reduction); grid.x = ceilDiv(B·T, 2); 128 registers → 4 blocks = 8 rows per SM (_b5: 96, the
 //   weight one chunk at a time → 5 blocks = 10 rows).
+//   _rr8_b6: block.x 256 = one team of 8 warps per row (P = 256, thread p owns chunks p, p + 256), 2 KiB of static
+//   shared memory, barrier 0, grid.x = B·T; 40 registers (the weight one chunk at a time) → 6 blocks = 6 rows per SM.
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
 //   static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row; any grid is
@@ -1275,6 +1278,9 @@ TK_NORM_FORWARD_RR6(256, 4, tk_norm_forward__bf16_rr4t2, 4, 0, 2, false, 2)
 // 128 registers → 4 blocks = 8 rows, 16 warps per SM; 96 (the weight one chunk at a time) → 5 = 10 rows, 20 warps
 TK_NORM_FORWARD_RR6(128, 4, tk_norm_forward__bf16_rr4r2, 4, 0, 2, false, 1, 2)
 TK_NORM_FORWARD_RR6(128, 5, tk_norm_forward__bf16_rr4r2_b5, 4, 0, 1, false, 1, 2)
+// a team of 8 warps per row (P = 256: 2 chunks, 16 registers of row a thread), the weight one chunk at a time: 40
+// registers → 6 blocks = 6 rows, 48 warps per SM (2 warps a row measured 76.5%, 4 warps 88.5–89.0%)
+TK_NORM_FORWARD_RR6(256, 6, tk_norm_forward__bf16_rr8_b6, 8, 0, 1)
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
 // landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
 #define TK_NORM_FORWARD_BR(n, name)                                                                       \
