@@ -44,6 +44,8 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   "rr4-r2-b5": { forwardRegRowsForm: "rr4r2_b5" },
   // one block of 8 warps per row: 40 registers, 6 rows / 48 warps per SM
   "rr8-b6": { forwardRegRowsForm: "rr8_b6" },
+  // rr4 with the L2::256B prefetch-size hint on the row's loads
+  "rr4-l2": { forwardRegRowsForm: "rr4_l2" },
   // the cast by bulk rows with the largest shared-memory carveout (perf5-norm's first default: 68.1% against 72.9%
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },

@@ -316,7 +316,7 @@ gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 1
 });
 
 /** The round-6 register-rows forms of normForward (normLaunchTuning.forwardRegRowsForm other than "rr4"). */
-const RR6_FORMS: RegRowsForm[] = ["rr4_b9", "rr4_b10a", "rr4t2", "rr4r2", "rr4r2_b5", "rr8_b6"];
+const RR6_FORMS: RegRowsForm[] = ["rr4_b9", "rr4_b10a", "rr4t2", "rr4r2", "rr4r2_b5", "rr8_b6", "rr4_l2"];
 
 /**
  * Runs f with the one-block-per-row forms (the defaults: normForward by register rows `_rr4`, the cast by bulk rows

@@ -73,8 +73,8 @@ export const normLaunchTuning = {
    * at a time), "rr4_b10a" (48: 10 rows per SM; 16-byte aligned views of x, out and the weight only, else "rr4"),
    * "rr4t2" (256-thread blocks of two row teams: 8 rows per SM from half the blocks), "rr4r2" (each block loads
    * two rows together, 128 registers: 8 rows and 16 warps per SM), "rr4r2_b5" (the same at 96 registers: 10 rows,
-   * 20 warps per SM), "rr8_b6" (one block of 8 warps per row, 40 registers: 6 rows, 48 warps per SM). Not
-   * measured yet (2026-12-01).
+   * 20 warps per SM), "rr8_b6" (one block of 8 warps per row, 40 registers: 6 rows, 48 warps per SM), "rr4_l2"
+   * ("rr4" with the L2::256B prefetch-size hint on the row's loads). Not measured yet (2026-12-01).
    */
   forwardRegRowsForm: "rr4" as RegRowsForm,
   bulkRowsCarveout: 85,
@@ -94,7 +94,7 @@ export const normLaunchTuning = {
 };
 
 /** The register-rows kernels of normForward ({@link normLaunchTuning}.forwardRegRowsForm). */
-export type RegRowsForm = "rr4" | "rr4_b9" | "rr4_b10a" | "rr4t2" | "rr4r2" | "rr4r2_b5" | "rr8_b6";
+export type RegRowsForm = "rr4" | "rr4_b9" | "rr4_b10a" | "rr4t2" | "rr4r2" | "rr4r2_b5" | "rr8_b6" | "rr4_l2";
 
 /**
  * Launch shape of each register-rows form: threads per block, rows per block (the host's grid is one block per that
@@ -108,6 +108,7 @@ export const REG_ROWS_FORMS: Record<RegRowsForm, { threads: number; rowsPerBlock
   rr4r2: { threads: 128, rowsPerBlock: 2, alignedOnly: false },
   rr4r2_b5: { threads: 128, rowsPerBlock: 2, alignedOnly: false },
   rr8_b6: { threads: 256, rowsPerBlock: 1, alignedOnly: false },
+  rr4_l2: { threads: 128, rowsPerBlock: 1, alignedOnly: false },
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

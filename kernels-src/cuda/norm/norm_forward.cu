@@ -13,7 +13,7 @@
 //   tk_norm_forward__bf16_rr4_<f>          round-6 forms of the register rows (normLaunchTuning.forwardRegRowsForm, off
 //                                          by default; docs/perf-notes/perf6-norm.md): f = b9, b10a (more rows per SM);
 //   tk_norm_forward__bf16_rr4t2            two row teams per block; r2, r2_b5: two rows loaded together per block
-//   tk_norm_forward__bf16_rr8_b6           one block of 8 warps per row
+//   tk_norm_forward__bf16_rr8_b6           one block of 8 warps per row; rr4_l2: _rr4, its loads with an L2::256B hint
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
@@ -43,6 +43,7 @@
 //   weight one chunk at a time → 5 blocks = 10 rows).
 //   _rr8_b6: block.x 256 = one team of 8 warps per row (P = 256, thread p owns chunks p, p + 256), 2 KiB of static
 //   shared memory, barrier 0, grid.x = B·T; 40 registers (the weight one chunk at a time) → 6 blocks = 6 rows per SM.
+//   _rr4_l2: as _rr4 (64 registers, 8 rows per SM).
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
 //   static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row; any grid is
@@ -789,6 +790,14 @@ TK_DEV void norm_step4_chunk(Chunk& v, const Chunk& w, float rstd, float out_sca
   }
 }
 
+// A streamed 16-byte load (ldst.cuh ld_stream) that asks L2 to fetch the 256 bytes around it from HBM (the L2::256B
+// prefetch-size hint: a hint only, same data).
+TK_DEV void ld_stream_l2_256(const void* ptr, uint32_t (&w)[4]) {
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr));
+}
+
 // Weight chunks loaded together in step 4 (8 registers each; one L1 round trip per group on the row's chain).
 template <int kCastN>
 constexpr int kRrWeightChunks = kCastN ? 1 : 2;  // the casts spilled 24 bytes with 2
@@ -802,9 +811,10 @@ constexpr int kRrMinBlocks = kCastN ? 7 : 8;
 // 8 registers fewer at the peak), kAlignedOnly (the host launches it only for 16-byte aligned views of x, out and
 // the weight: no element-wide path, whose temporaries spilled at 48 registers), kTeams 2 (a block of 256 threads =
 // two teams of 4 warps, each its own row and named barrier), kRows 2 (a team loads its rows r and r + stride
-// together, both rows' loads in flight before the first row's reduction; 64 registers of rows).
+// together, both rows' loads in flight before the first row's reduction; 64 registers of rows), kL2Prefetch (the
+// row's aligned loads ask L2 for 256-byte fetches: ld_stream_l2_256).
 template <int kWarps, int kCastN, int kWeightChunks = kRrWeightChunks<kCastN>, bool kAlignedOnly = false, int kTeams = 1,
-          int kRows = 1>
+          int kRows = 1, bool kL2Prefetch = false>
 struct NormForwardRegRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr int kEb = 2;
@@ -814,6 +824,7 @@ struct NormForwardRegRows {
   static constexpr int kWc = kWeightChunks;
   static_assert(kJ >= 2 && kJ % kWc == 0, "team width");
   static_assert((kTeams == 1 || (kTeams == 2 && kP == 128)) && (kRows == 1 || kRows == 2) && (kCast ? kTeams == 1 && kRows == 1 : true), "form");
+  static_assert(!kL2Prefetch || (kTeams == 1 && kRows == 1), "form");
   const NormForwardParams& p;
   TK_DEV explicit NormForwardRegRows(const NormForwardParams& params) : p(params) {}
 
@@ -853,7 +864,24 @@ struct NormForwardRegRows {
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
         sv[j].zero();
-        if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
+        if constexpr (kL2Prefetch) {
+          if (live_of(j)) {
+            const uint8_t* q = xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes;
+            if (x_al) {
+#pragma unroll
+              for (int s = 0; s < Chunk::kPieces; ++s) {
+                uint32_t w4[4];
+                ld_stream_l2_256(q + kVecBytes * s, w4);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) sv[j].w[4 * s + i] = w4[i];
+              }
+            } else {
+              sv[j].load(q, false);
+            }
+          }
+        } else {
+          if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
+        }
       }
 
       // steps 2–3: chunk sums, the local halving over j (steps N/2 … 2P), RmsTeam::reduce (steps P … 1)
@@ -1281,6 +1309,8 @@ TK_NORM_FORWARD_RR6(128, 5, tk_norm_forward__bf16_rr4r2_b5, 4, 0, 1, false, 1, 2
 // a team of 8 warps per row (P = 256: 2 chunks, 16 registers of row a thread), the weight one chunk at a time: 40
 // registers → 6 blocks = 6 rows, 48 warps per SM (2 warps a row measured 76.5%, 4 warps 88.5–89.0%)
 TK_NORM_FORWARD_RR6(256, 6, tk_norm_forward__bf16_rr8_b6, 8, 0, 1)
+// _rr4 with the L2::256B prefetch-size hint on the row's loads (64 registers, 8 rows per SM)
+TK_NORM_FORWARD_RR6(128, 8, tk_norm_forward__bf16_rr4_l2, 4, 0, 2, false, 1, 1, true)
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
 // landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
 #define TK_NORM_FORWARD_BR(n, name)                                                                       \
