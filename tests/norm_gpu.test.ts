@@ -379,7 +379,7 @@ gpuTest("normForward bf16 by the round-6 register-rows forms (forwardRegRowsForm
   const rand = rng(8821);
   for (const form of RR6_FORMS) {
     withTuning("forwardRegRowsForm", form, () => {
-      for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, form, false));
+      for (const blocks of [0, 1]) withRowForms(blocks, () => compareRowForms(rand, blocks, form, false));
     });
   }
 });
