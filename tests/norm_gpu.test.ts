@@ -242,33 +242,11 @@ function compareResidualForms(rand: () => number, H: number, tag: string): void 
   }
 }
 
-gpuTest("normForward bf16 without residual by warp rows (_wr, the default from 16 rows per SM) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
+gpuTest("normForward bf16 without residual by warp rows (_wr and the casts _e4m3_g<N>_wr, selected by knobs) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
   const rand = rng(7801);
   for (const blocks of [0, 1, 3]) {
-    withForwardTuning(blocks, () => {
-      // H > 256: N = 32 … 512 chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
-      for (const H of [272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
-        for (const weight of [true, false]) {
-          const outScale = rand() < 0.5 ? 1 : 0.3;
-          const tag = `wr blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
-          compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
-          compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
-          compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
-        }
-        const x = rows(rand, 0, 19, H, "bf16");
-        compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `wr blocks/SM ${blocks} H ${H} unaligned weight`);
-        // the fused casts by warp rows: groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
-        for (const npc of [32, 128] as const) {
-          if (H % npc) continue;
-          for (const [name, sf] of SF_CONFIGS) {
-            const withOutBf16 = rand() < 0.5;
-            const B = rand() < 0.3 ? 2 : 0;
-            const c: FwdCase = { B, T: B ? 7 : 23, H, dtype: "bf16", weight: rand() < 0.7, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 64) };
-            compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `wr cast blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
-          }
-        }
-      }
-    }, true);
+    // H > 256: N = 32 … 512 chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
+    withForwardTuning(blocks, () => compareRowForms(rand, blocks, "wr", true, [272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192], false), true);
   }
   // with a residual (_wr_res): residualOut new, in place into residual or x; padded and unaligned strides; the casts
   for (const blocks of [0, 3]) {
@@ -336,13 +314,14 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 }
 
 /**
- * The row-form cases (one block of 4 warps per row: `_rr4` and the casts `_e4m3_g<N>_br4`) under the current
- * launch knobs, tagged `form`: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D /
- * 3-D, padded and unaligned strides, unaligned weight, the casts (`casts`) with every sf layout, full size.
+ * The row-form cases (warp rows; one block of 4 warps per row: `_rr4` and the casts `_e4m3_g<N>_br4`) under the
+ * current launch knobs, tagged `form`: every chunk count per thread over the widths `hs` (by default: J = N/P = 1,
+ * N ≤ P, threads beyond the tree holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree,
+ * weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, the casts (`casts`) with every
+ * sf layout, and (`fullSize`) 3000 × 7168.
  */
-function compareRowForms(rand: () => number, blocks: number, form: string, casts = true): void {
-  // J = N/P = 1 (N ≤ P: threads beyond the tree hold +0 chunks) … 4 (P = 128), with dead chunks
-  for (const H of [16, 48, 272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
+function compareRowForms(rand: () => number, blocks: number, form: string, casts = true, hs: readonly number[] = [16, 48, 272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192], fullSize = true): void {
+  for (const H of hs) {
     for (const weight of [true, false]) {
       const outScale = rand() < 0.5 ? 1 : 0.3;
       const tag = `${form} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
@@ -365,6 +344,7 @@ function compareRowForms(rand: () => number, blocks: number, form: string, casts
     }
   }
   // full size, many rows per block when the grid is capped
+  if (!fullSize) return;
   const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
   compareForward(rand, c, `${form} 3000x7168 blocks/SM ${blocks}`);
   if (casts) compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);

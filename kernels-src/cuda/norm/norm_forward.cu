@@ -766,6 +766,22 @@ struct NormForwardWarpRows {
 // docs/perf-notes/perf4-norm.md): 2 warps a row, a residual form and whole-sector moves by lane pairs were slower
 // or no faster, and were removed.
 
+// The row teams' (register and bulk rows: the block is the team) end of D.2 and D.4: the thread's J chunk sums folded
+// by halving over j (the tree's steps N/2 … 2P), RmsTeam::reduce over the block (steps P … 1, barrier 0), rstd with
+// its two roundings, stored by thread 0 as fp32 rstd[row]; returns rstd.
+template <int kJ>
+TK_DEV float row_rstd(const NormForwardParams& p, const RmsTeam& team, float (&cs)[kJ], uint32_t J, float* red, uint32_t H, uint64_t row) {
+#pragma unroll
+  for (int h = kJ / 2; h >= 2; h /= 2)
+    if (static_cast<uint32_t>(h) < J)
+#pragma unroll
+      for (int j = 0; j < h; ++j) cs[j] = add_rn(cs[j], cs[j + h]);
+  const float S = team.template reduce<false, true>(cs[0], J >= 2 ? cs[1] : 0.0f, red);
+  const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+  if (threadIdx.x == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
+  return rstd;
+}
+
 // step 4 on one chunk: y = RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), or without the outScale product (kOne: outScale = 1,
 // exact), or without the weight (kW false); overwrites v.
 // kFixNan false (bf16 chunks only): NaN halves are left as the hardware conversion makes them (some NaN, 0x7FFF on
@@ -899,14 +915,7 @@ struct NormForwardRegRows {
       for (int j = 0; j < kJ; ++j)
 #pragma unroll
         for (int i = 0; i < Chunk::kWords; ++i) asm volatile("" : "+r"(sv[j].w[i]));
-#pragma unroll
-      for (int h = kJ / 2; h >= 2; h /= 2)
-        if (static_cast<uint32_t>(h) < J)
-#pragma unroll
-          for (int j = 0; j < h; ++j) cs[j] = add_rn(cs[j], cs[j + h]);
-      const float S = team.template reduce<false, true>(cs[0], J >= 2 ? cs[1] : 0.0f, red[parity]);
-      const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
-      if (tp == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
+      const float rstd = row_rstd(p, team, cs, J, red[parity], H, row);
 
       // step 4, kWc chunks at a time (their weight loads together), each chunk stored or cast at once
       uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
@@ -1182,14 +1191,7 @@ struct NormForwardBulkRows {
         for (int e = 0; e < kRmsChunk; ++e) q[e] = mul_rn(v.at(e), v.at(e));
         cs[j] = chunk_tree(q);
       }
-#pragma unroll
-      for (int h = kJ / 2; h >= 2; h /= 2)
-        if (static_cast<uint32_t>(h) < J)
-#pragma unroll
-          for (int j = 0; j < h; ++j) cs[j] = add_rn(cs[j], cs[j + h]);
-      const float S = team.template reduce<false, true>(cs[0], J >= 2 ? cs[1] : 0.0f, red[parity]);
-      const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
-      if (tp == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
+      const float rstd = row_rstd(p, team, cs, J, red[parity], H, row);
 
       // step 4 chunk by chunk (the weight through L1; w = 1 without one, as the register rows), stored or cast
       uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
