@@ -67,6 +67,16 @@ export const normLaunchTuning = {
   forwardWarpRowsMinRowsPerSm: 16,
   forwardRegRows: true,
   castBulkRows: true,
+  /**
+   * Which register-rows kernel `forwardRegRows` runs (docs/perf-notes/perf6-norm.md; same bits for every form):
+   * "rr4" (the default, 64 registers, 8 rows per SM), "rr4_b9" (56 registers: 9 rows per SM, the weight one chunk
+   * at a time), "rr4_b10a" (48: 10 rows per SM; 16-byte aligned views of x, out and the weight only, else "rr4"),
+   * "rr4t2" (256-thread blocks of two row teams: 8 rows per SM from half the blocks), "rr4r2" (each block loads
+   * two rows together, 128 registers: 8 rows and 16 warps per SM), "rr4r2_b5" (the same at 96 registers: 10 rows,
+   * 20 warps per SM), "rr8_b6" (one block of 8 warps per row, 40 registers: 6 rows, 48 warps per SM), "rr4_l2"
+   * ("rr4" with the L2::256B prefetch-size hint on the row's loads). Not measured yet (2026-12-01).
+   */
+  forwardRegRowsForm: "rr4" as RegRowsForm,
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**
@@ -81,6 +91,24 @@ export const normLaunchTuning = {
   backwardFoldWarps: 8 as 8 | 16,
   /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`; default off). Same bits. */
   backwardFoldPdl: false,
+};
+
+/** The register-rows kernels of normForward ({@link normLaunchTuning}.forwardRegRowsForm). */
+export type RegRowsForm = "rr4" | "rr4_b9" | "rr4_b10a" | "rr4t2" | "rr4r2" | "rr4r2_b5" | "rr8_b6" | "rr4_l2";
+
+/**
+ * Launch shape of each register-rows form: threads per block, rows per block (the host's grid is one block per that
+ * many rows), and whether it needs 16-byte aligned views (x, out: base and strides; the weight's base).
+ */
+export const REG_ROWS_FORMS: Record<RegRowsForm, { threads: number; rowsPerBlock: number; alignedOnly: boolean }> = {
+  rr4: { threads: 128, rowsPerBlock: 1, alignedOnly: false },
+  rr4_b9: { threads: 128, rowsPerBlock: 1, alignedOnly: false },
+  rr4_b10a: { threads: 128, rowsPerBlock: 1, alignedOnly: true },
+  rr4t2: { threads: 256, rowsPerBlock: 2, alignedOnly: false },
+  rr4r2: { threads: 128, rowsPerBlock: 2, alignedOnly: false },
+  rr4r2_b5: { threads: 128, rowsPerBlock: 2, alignedOnly: false },
+  rr8_b6: { threads: 256, rowsPerBlock: 1, alignedOnly: false },
+  rr4_l2: { threads: 128, rowsPerBlock: 1, alignedOnly: false },
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */
