@@ -10,7 +10,8 @@ type Tuning = typeof normLaunchTuning;
 
 export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // the defaults (measured 2026-11-30, bench/RESULTS.md sixth and seventh runs): from 16 rows per SM normForward by
-  // register rows (one block of 4 warps a row, the row in registers), the fused cast by bulk rows (the same team, the
+  // register rows (one block of 4 warps a row, the row in registers, its aligned loads with the L2::256B hint since
+  // 2026-12-01: docs/perf-notes/perf6-norm.md), the fused cast by bulk rows (the same team, the
   // row landed in shared memory by one bulk copy, an 85% carveout), the residual forms by warp rows; fewer rows on
   // team kernels (the weight through L1; the form staging it in shared memory measured slower and was removed)
   "default": {},
@@ -32,20 +33,6 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // against 5.0)
   "rr4-8": { forwardBlocksPerSm: 8 },
   "rr4-decode": { forwardWarpRowsMinRowsPerSm: 0 },
-  // round 6 (docs/perf-notes/perf6-norm.md), normForward's register rows at more rows per SM: 56 registers, 9 rows
-  // (the weight one chunk at a time); 48 registers, 10 rows, aligned views only
-  "rr4-b9": { forwardRegRowsForm: "rr4_b9" },
-  "rr4-b10a": { forwardRegRowsForm: "rr4_b10a" },
-  // two row teams (4 warps each) per 256-thread block: 8 rows per SM as rr4, from 8192 blocks instead of 16384
-  "rr4-t2": { forwardRegRowsForm: "rr4t2" },
-  // two rows in flight per block (both rows' loads before the first reduction): 128 registers, 8 rows / 16 warps per
-  // SM; 96 registers, 10 rows / 20 warps
-  "rr4-r2": { forwardRegRowsForm: "rr4r2" },
-  "rr4-r2-b5": { forwardRegRowsForm: "rr4r2_b5" },
-  // one block of 8 warps per row: 40 registers, 6 rows / 48 warps per SM
-  "rr8-b6": { forwardRegRowsForm: "rr8_b6" },
-  // rr4 with the L2::256B prefetch-size hint on the row's loads
-  "rr4-l2": { forwardRegRowsForm: "rr4_l2" },
   // the cast by bulk rows with the largest shared-memory carveout (perf5-norm's first default: 68.1% against 72.9%
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },

@@ -22,7 +22,7 @@ import {
   type NormForwardAndPerTokenCastOptions,
   type NormForwardOptions,
 } from "../ops/norm/mod.ts";
-import { normLaunchTuning, type RegRowsForm } from "../ops/norm/launch.ts";
+import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { loadGolden } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
@@ -293,11 +293,8 @@ gpuTest("normForward bf16 without residual by warp rows (_wr and the casts _e4m3
   }
 });
 
-/** The round-6 register-rows forms of normForward (normLaunchTuning.forwardRegRowsForm other than "rr4"). */
-const RR6_FORMS: RegRowsForm[] = ["rr4_b9", "rr4_b10a", "rr4t2", "rr4r2", "rr4r2_b5", "rr8_b6", "rr4_l2"];
-
 /**
- * Runs f with the one-block-per-row forms (the defaults: normForward by register rows `_rr4`, the cast by bulk rows
+ * Runs f with the one-block-per-row forms (the defaults: normForward by register rows `_rr4_l2`, the cast by bulk rows
  * `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs.
  */
 function withRowForms<T>(blocksPerSm: number, f: () => T): T {
@@ -314,7 +311,7 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 }
 
 /**
- * The row-form cases (warp rows; one block of 4 warps per row: `_rr4` and the casts `_e4m3_g<N>_br4`) under the
+ * The row-form cases (warp rows; one block of 4 warps per row: `_rr4_l2` and the casts `_e4m3_g<N>_br4`) under the
  * current launch knobs, tagged `form`: every chunk count per thread over the widths `hs` (by default: J = N/P = 1,
  * N ≤ P, threads beyond the tree holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree,
  * weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, the casts (`casts`) with every
@@ -350,18 +347,9 @@ function compareRowForms(rand: () => number, blocks: number, form: string, casts
   if (casts) compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by register rows (_rr4) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
+gpuTest("normForward bf16 by register rows (_rr4_l2: the L2::256B hint on aligned views, element loads on unaligned ones) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "rr4 / br4 cast"));
-});
-
-gpuTest("normForward bf16 by the round-6 register-rows forms (forwardRegRowsForm: more rows per SM, the aligned-only form falling back to _rr4 for unaligned views) = reference: the row-form cases, grid caps (seed 8821)", () => {
-  const rand = rng(8821);
-  for (const form of RR6_FORMS) {
-    withTuning("forwardRegRowsForm", form, () => {
-      for (const blocks of [0, 1]) withRowForms(blocks, () => compareRowForms(rand, blocks, form, false));
-    });
-  }
+  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "rr4_l2 / br4 cast"));
 });
 
 gpuTest("normForwardAndPerTokenCast by bulk rows with the largest shared-memory carveout (bulkRowsCarveout 100, more resident blocks): the same bits (seed 8811)", () => {
@@ -684,7 +672,6 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         if (H > 256) withForwardTuning(0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
         if (dtype === "bf16") {
           withRowForms(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows`));
-          for (const form of RR6_FORMS) withTuning("forwardRegRowsForm", form, () => withRowForms(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows ${form}`)));
           if (H % 128 === 0) withRowForms(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, bulk rows`));
         }
         const dy = specialRows(rand, T, H, dtype);

@@ -35,11 +35,14 @@ export const NORM_BLOCK_THREADS = 256;
  *   normForward with residual, addRmsnormForwardAndPerTokenCast): s = x + residual is written to residualOut in
  *   the first pass and read back from L2 in the second.
  * - `forwardRegRows` (default true): bf16 normForward without residual, under the same conditions as the warp-rows
- *   form (rows per SM, no team width asked for; any H), runs `tk_norm_forward__bf16_rr4`: one block of 4 warps per
+ *   form (rows per SM, no team width asked for; any H), runs `tk_norm_forward__bf16_rr4_l2`: one block of 4 warps per
  *   row holding the row in registers from its load to its store (read once from HBM, written once, no second pass
- *   through L2); 128 threads, 64 registers, 8 rows per SM. It takes precedence over `forwardWarpRows`. Grid: one
- *   block per row (`forwardBlocksPerSm` caps it when set). H200, 16384 × 7168: 88.2% of copy against 72.9% for the
- *   warp rows (bench/RESULTS.md, sixth run).
+ *   through L2), its aligned loads with the L2::256B prefetch-size hint; 128 threads, 64 registers, 8 rows per SM.
+ *   It takes precedence over `forwardWarpRows`. Grid: one block per row (`forwardBlocksPerSm` caps it when set).
+ *   H200, 16384 × 7168: 88.2% of copy against 72.9% for the warp rows (bench/RESULTS.md, sixth run); the L2 hint
+ *   84.2–84.5% against 81.7–82.7% at 8192 rows, 88.6–89.3% against 88.1–89.3% at 16384 (2026-12-01,
+ *   docs/perf-notes/perf6-norm.md: the unhinted `_rr4` and the round-6 forms at more rows per SM, two rows or two
+ *   row teams per block and 8 warps per row were no faster, and were removed).
  *   (The residual forms have no register-rows kernel: it measured no faster than the warp rows, and was removed with
  *   the 2-warp and whole-sector forms.)
  * - `castBulkRows` (default true): normForwardAndPerTokenCast without residual, under the same conditions, runs
@@ -67,16 +70,6 @@ export const normLaunchTuning = {
   forwardWarpRowsMinRowsPerSm: 16,
   forwardRegRows: true,
   castBulkRows: true,
-  /**
-   * Which register-rows kernel `forwardRegRows` runs (docs/perf-notes/perf6-norm.md; same bits for every form):
-   * "rr4" (the default, 64 registers, 8 rows per SM), "rr4_b9" (56 registers: 9 rows per SM, the weight one chunk
-   * at a time), "rr4_b10a" (48: 10 rows per SM; 16-byte aligned views of x, out and the weight only, else "rr4"),
-   * "rr4t2" (256-thread blocks of two row teams: 8 rows per SM from half the blocks), "rr4r2" (each block loads
-   * two rows together, 128 registers: 8 rows and 16 warps per SM), "rr4r2_b5" (the same at 96 registers: 10 rows,
-   * 20 warps per SM), "rr8_b6" (one block of 8 warps per row, 40 registers: 6 rows, 48 warps per SM), "rr4_l2"
-   * ("rr4" with the L2::256B prefetch-size hint on the row's loads). Not measured yet (2026-12-01).
-   */
-  forwardRegRowsForm: "rr4" as RegRowsForm,
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**
@@ -91,24 +84,6 @@ export const normLaunchTuning = {
   backwardFoldWarps: 8 as 8 | 16,
   /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`; default off). Same bits. */
   backwardFoldPdl: false,
-};
-
-/** The register-rows kernels of normForward ({@link normLaunchTuning}.forwardRegRowsForm). */
-export type RegRowsForm = "rr4" | "rr4_b9" | "rr4_b10a" | "rr4t2" | "rr4r2" | "rr4r2_b5" | "rr8_b6" | "rr4_l2";
-
-/**
- * Launch shape of each register-rows form: threads per block, rows per block (the host's grid is one block per that
- * many rows), and whether it needs 16-byte aligned views (x, out: base and strides; the weight's base).
- */
-export const REG_ROWS_FORMS: Record<RegRowsForm, { threads: number; rowsPerBlock: number; alignedOnly: boolean }> = {
-  rr4: { threads: 128, rowsPerBlock: 1, alignedOnly: false },
-  rr4_b9: { threads: 128, rowsPerBlock: 1, alignedOnly: false },
-  rr4_b10a: { threads: 128, rowsPerBlock: 1, alignedOnly: true },
-  rr4t2: { threads: 256, rowsPerBlock: 2, alignedOnly: false },
-  rr4r2: { threads: 128, rowsPerBlock: 2, alignedOnly: false },
-  rr4r2_b5: { threads: 128, rowsPerBlock: 2, alignedOnly: false },
-  rr8_b6: { threads: 256, rowsPerBlock: 1, alignedOnly: false },
-  rr4_l2: { threads: 128, rowsPerBlock: 1, alignedOnly: false },
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

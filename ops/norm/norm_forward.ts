@@ -14,7 +14,7 @@ import type { DType } from "../../core/dtype.ts";
 import { kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import type { SfGeometry } from "../quant/sf_layout.ts";
 import { checkWeight, shapeText } from "./checks.ts";
-import { forwardBlocksPerSm, NORM_BLOCK_THREADS, normLaunchTuning, normStream, REG_ROWS_FORMS, type RegRowsForm, teamThreads } from "./launch.ts";
+import { forwardBlocksPerSm, NORM_BLOCK_THREADS, normLaunchTuning, normStream, teamThreads } from "./launch.ts";
 import { NORM_FWD_FLAG, NormForwardParams } from "./norm_forward.params.ts";
 import { normForwardRef, type NormForwardOut } from "./norm_forward.ref.ts";
 
@@ -240,13 +240,6 @@ function addr(t: Tensor | null): number {
   return t ? (t as DeviceTensor).addr : 0;
 }
 
-/** Whether a bf16 row tensor's base and (batch, row) strides are multiples of 16 bytes (the kernels' view_aligned). */
-function viewAligned(t: Tensor | null): boolean {
-  if (!t) return true;
-  const [bs, rs] = rowStrides(t);
-  return addr(t) % 16 === 0 && (bs * 2) % 16 === 0 && (rs * 2) % 16 === 0;
-}
-
 /** [batch stride, row stride] of a 2-D or 3-D row tensor, 0 for dimensions of size 1 (any stride is legal there). */
 function rowStrides(t: Tensor | null): [number, number] {
   if (!t) return [0, 0];
@@ -279,16 +272,12 @@ export function launchNormForward(
   const t = normLaunchTuning;
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // bf16, any H, no residual (the defaults): one block of 4 warps per row, for normForward the row held in registers
-  // (`_rr4`), for the cast landed in shared memory by a bulk copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared
+  // (`_rr4_l2`), for the cast landed in shared memory by a bulk copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared
   // memory, the carveout of `bulkRowsCarveout`)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
   const wr = !regRows && !bulkRows && rowsForm && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows);
-  // the register-rows form (normLaunchTuning.forwardRegRowsForm); an aligned-only one falls back to _rr4 for other views
-  let rrForm: RegRowsForm = REG_ROWS_FORMS[t.forwardRegRowsForm] ? t.forwardRegRowsForm : "rr4";
-  if (regRows && REG_ROWS_FORMS[rrForm].alignedOnly && !(viewAligned(x) && viewAligned(o.out) && addr(r.w) % 16 === 0)) rrForm = "rr4";
-  const rrShape = REG_ROWS_FORMS[rrForm];
-  const form = bulkRows ? "_br4" : regRows ? `_${rrForm}` : wr ? (r.residual ? "_wr_res" : "_wr") : "";
+  const form = bulkRows ? "_br4" : regRows ? "_rr4_l2" : wr ? (r.residual ? "_wr_res" : "_wr") : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, t.bulkRowsCarveout) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
@@ -334,12 +323,11 @@ export function launchNormForward(
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
   // last wave). _wr: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
-  // _rr4, _e4m3_g<N>_br4: one block of 128 threads per row, one block per row by default (the round-6 register-rows
-  // forms: REG_ROWS_FORMS' threads, one block per rowsPerBlock rows).
+  // _rr4_l2, _e4m3_g<N>_br4: one block of 128 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows;
-  const rowsPerBlock = regRows ? rrShape.rowsPerBlock : bulkRows ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
+  const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
-  p.setLaunch(fn, stream.handle, grid, regRows ? rrShape.threads : bulkRows ? 128 : NORM_BLOCK_THREADS, smem, false, device.index);
+  p.setLaunch(fn, stream.handle, grid, oneRow ? 128 : NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
 }

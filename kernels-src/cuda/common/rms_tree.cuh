@@ -69,19 +69,11 @@ struct RmsTeam {
     return threads >= kWarpSize ? team : (threadIdx.x & ~(kWarpSize - 1)) / threads;
   }
 
-  // The team's barrier: named barrier 1 + team over the team's threads, or (kBlock) barrier 0 over the whole block,
-  // or (kImmTeams = 2: a block of two teams) named barrier 1 + team by an immediate id (ptxas then reserves barriers
-  // 0–2, not all 16: see reduce).
-  template <bool kBlock, int kImmTeams = 0>
+  // The team's barrier: named barrier 1 + team over the team's threads, or (kBlock) barrier 0 over the whole block.
+  template <bool kBlock>
   TK_DEV void sync() const {
     if constexpr (kBlock) {
       asm volatile("bar.sync 0;" ::: "memory");
-    } else if constexpr (kImmTeams == 2) {
-      if (team == 0) {
-        asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
-      } else {
-        asm volatile("bar.sync 2, %0;" ::"r"(threads) : "memory");
-      }
     } else {
       asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(threads) : "memory");
     }
@@ -92,9 +84,8 @@ struct RmsTeam {
   // closing barrier that lets the next call reuse `smem`: the caller then alternates two buffers (a thread writes
   // buffer b again only after the next call's barrier, which every reader of b has passed). kBlockBarrier: the team
   // is the whole block and syncs on barrier 0 (an immediate id: ptxas then reserves one barrier, not all 16, which
-  // would cap the block at 4 per SM). kImmTeams = 2: a block of two teams, each on its own named barrier by an
-  // immediate id (sync).
-  template <bool kClose = true, bool kBlockBarrier = false, int kImmTeams = 0>
+  // would cap the block at 4 per SM).
+  template <bool kClose = true, bool kBlockBarrier = false>
   TK_DEV float reduce(float c0, float c1, float* smem) const {
     float v = threads < nodes ? add_rn(c0, c1) : c0;  // D = P
     const uint32_t lane = threadIdx.x % kWarpSize;
@@ -103,7 +94,7 @@ struct RmsTeam {
       const uint32_t warps = threads / kWarpSize;
       const uint32_t base = team * threads;
       smem[threadIdx.x] = v;
-      sync<kBlockBarrier, kImmTeams>();
+      sync<kBlockBarrier>();
       constexpr int kMaxWarps = kRmsBlockThreads / kWarpSize;
       float a[kMaxWarps];
 #pragma unroll
@@ -114,7 +105,7 @@ struct RmsTeam {
 #pragma unroll
           for (int i = 0; i < h; ++i) a[i] = add_rn(a[i], a[i + h]);
       v = a[0];
-      if constexpr (kClose) sync<kBlockBarrier, kImmTeams>();  // smem is reused by the next row
+      if constexpr (kClose) sync<kBlockBarrier>();  // smem is reused by the next row
     }
     // D = min(P, 32)/2 … 1 inside the warp
     const uint32_t span = threads < kWarpSize ? threads : kWarpSize;

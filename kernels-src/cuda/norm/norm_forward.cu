@@ -7,13 +7,10 @@
 //   tk_norm_forward__bf16_wr               bf16, H > 256: one warp per row, two passes (below, "warp rows"), plain
 //   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
 //   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
-//   tk_norm_forward__bf16_rr4              bf16, any H, no residual: one block of 4 warps per row, the row held in
-//                                          registers (below, "register rows"); the host's default for normForward
+//   tk_norm_forward__bf16_rr4_l2           bf16, any H, no residual: one block of 4 warps per row, the row held in
+//                                          registers (below, "register rows"), its aligned loads with the L2::256B
+//                                          prefetch-size hint; the host's default for normForward
 //                                          from the warp rows' row count per SM (normLaunchTuning.forwardRegRows)
-//   tk_norm_forward__bf16_rr4_<f>          round-6 forms of the register rows (normLaunchTuning.forwardRegRowsForm, off
-//                                          by default; docs/perf-notes/perf6-norm.md): f = b9, b10a (more rows per SM);
-//   tk_norm_forward__bf16_rr4t2            two row teams per block; r2, r2_b5: two rows loaded together per block
-//   tk_norm_forward__bf16_rr8_b6           one block of 8 warps per row; rr4_l2: _rr4, its loads with an L2::256B hint
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
@@ -28,22 +25,10 @@
 //   _wr: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
 //   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
 //
-//   _rr<W>: block.x 32·W (one block = one row team, P = 32·W), 2 × P floats of static shared memory (the tree's
+//   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
-//   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4 64 → 8 blocks = 8 rows = 32 warps
-//   per SM.
-//
-//   _rr4_b9: as _rr4, 56 registers (the weight one chunk at a time) → 9 blocks = 9 rows per SM. _rr4_b10a: 48 → 10;
-//   16-byte aligned views of x, out and the weight only (the host launches _rr4 for any other).
-//   _rr4t2: block.x 256 = two teams of 4 warps, team u (threadIdx.x / 128) takes rows 2·blockIdx.x + u + 2·gridDim.x·i
-//   on named barrier 1 + u; 2 KiB of static shared memory; grid.x = ceilDiv(B·T, 2); 64 registers → 4 blocks = 8 rows
-//   per SM.
-//   _rr4r2[_b5]: block.x 128, rows blockIdx.x + gridDim.x·i taken two at a time (r, r + gridDim.x: both rows' loads
-//   before the first row's reduction); grid.x = ceilDiv(B·T, 2); 128 registers → 4 blocks = 8 rows per SM (_b5: 96, the
-//   weight one chunk at a time → 5 blocks = 10 rows).
-//   _rr8_b6: block.x 256 = one team of 8 warps per row (P = 256, thread p owns chunks p, p + 256), 2 KiB of static
-//   shared memory, barrier 0, grid.x = B·T; 40 registers (the weight one chunk at a time) → 6 blocks = 6 rows per SM.
-//   _rr4_l2: as _rr4 (64 registers, 8 rows per SM).
+//   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4_l2 64 → 8 blocks = 8 rows = 32
+//   warps per SM.
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
 //   static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row; any grid is
@@ -751,7 +736,7 @@ struct NormForwardWarpRows {
 };
 
 
-// ---- register rows: tk_norm_forward__bf16[_e4m3_g<N>]_rr<W> ------------------------------------------------------
+// ---- register rows: tk_norm_forward__bf16_rr4_l2 ------------------------------------------------------------------
 // One block of W warps (P = 32·W threads) per row, the row in registers from its load to its store: read from HBM
 // once, written once (the warp-rows form reads it twice, the second time from L2; the 256-thread team kernels hold
 // 2 chunks a thread, 4 rows per SM). Thread p owns the chunks p + P·j, j < J = max(1, N/P) (P = 128: J ≤ 4, 32
@@ -764,7 +749,10 @@ struct NormForwardWarpRows {
 // through L1 kRrWeightChunks chunks at a time; unaligned views take element-wide accesses, as the other forms. Any
 // grid (rows walked grid-stride by block); the host launches one block per row. Measured on the H200 (2026-11-30,
 // docs/perf-notes/perf4-norm.md): 2 warps a row, a residual form and whole-sector moves by lane pairs were slower
-// or no faster, and were removed.
+// or no faster, and were removed. The row's aligned loads ask L2 for 256-byte fetches (ld_stream_l2_256: a hint
+// only, same data): 84.2–84.5% of copy at 8192 rows against 81.7–82.7% without it, 88.6–89.3% at 16384 against
+// 88.1–89.3% (H200, 2026-12-01, docs/perf-notes/perf6-norm.md; the unhinted _rr4 was removed, as were the round's
+// forms at more rows per SM, two row teams or two rows per block, and 8 warps per row, all no faster or slower).
 
 // The row teams' (register and bulk rows: the block is the team) end of D.2 and D.4: the thread's J chunk sums folded
 // by halving over j (the tree's steps N/2 … 2P), RmsTeam::reduce over the block (steps P … 1, barrier 0), rstd with
@@ -822,38 +810,19 @@ constexpr int kRrWeightChunks = kCastN ? 1 : 2;  // the casts spilled 24 bytes w
 template <int kCastN = 0>
 constexpr int kRrMinBlocks = kCastN ? 7 : 8;
 
-// Round-6 forms of the plain kernel (normLaunchTuning.forwardRegRowsForm, docs/perf-notes/perf6-norm.md), the same
-// chunks, tree and step 4 per row, only who holds which row when: kWeightChunks 1 (the weight one chunk at a time:
-// 8 registers fewer at the peak), kAlignedOnly (the host launches it only for 16-byte aligned views of x, out and
-// the weight: no element-wide path, whose temporaries spilled at 48 registers), kTeams 2 (a block of 256 threads =
-// two teams of 4 warps, each its own row and named barrier), kRows 2 (a team loads its rows r and r + stride
-// together, both rows' loads in flight before the first row's reduction; 64 registers of rows), kL2Prefetch (the
-// row's aligned loads ask L2 for 256-byte fetches: ld_stream_l2_256).
-template <int kWarps, int kCastN, int kWeightChunks = kRrWeightChunks<kCastN>, bool kAlignedOnly = false, int kTeams = 1,
-          int kRows = 1, bool kL2Prefetch = false>
+template <int kWarps, int kCastN>
 struct NormForwardRegRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr int kEb = 2;
   static constexpr bool kCast = kCastN != 0;
-  static constexpr uint32_t kP = kWarps * kWarpSize;                  // team = block (kTeams = 1)
+  static constexpr uint32_t kP = kWarps * kWarpSize;                  // team = block
   static constexpr int kJ = 512 / kP;                                 // chunks a thread holds at most (N ≤ 512)
-  static constexpr int kWc = kWeightChunks;
+  static constexpr int kWc = kRrWeightChunks<kCastN>;
   static_assert(kJ >= 2 && kJ % kWc == 0, "team width");
-  static_assert((kTeams == 1 || (kTeams == 2 && kP == 128)) && (kRows == 1 || kRows == 2) && (kCast ? kTeams == 1 && kRows == 1 : true), "form");
-  static_assert(!kL2Prefetch || (kTeams == 1 && kRows == 1), "form");
   const NormForwardParams& p;
   TK_DEV explicit NormForwardRegRows(const NormForwardParams& params) : p(params) {}
 
   TK_DEV void run() const {
-    if constexpr (kTeams == 1 && kRows == 1) {
-      run_one();
-    } else {
-      run_multi();
-    }
-  }
-
-  // kTeams = 1, kRows = 1: _rr4 (its machine code as measured) and the forms (a)
-  TK_DEV void run_one() const {
     __shared__ float red[2][kP];  // RmsTeam::reduce's cross-warp nodes, alternating buffers (kClose = false)
     const uint32_t H = p.hidden, K = H / kRmsChunk;
     const RmsTeam team(kP, K);  // team 0, p = threadIdx.x
@@ -862,9 +831,9 @@ struct NormForwardRegRows {
     const uint32_t tp = threadIdx.x;
     const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
     const bool has_w = p.flags & kFwdWeight, with_bf16 = p.flags & kFwdOutBf16;
-    const bool x_al = kAlignedOnly || view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
-    const bool o_al = kAlignedOnly || view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
-    const bool w_al = kAlignedOnly || (p.weight % kVecBytes) == 0;
+    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool w_al = (p.weight % kVecBytes) == 0;
     const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
     auto chunk_of = [&](int j) { return tp + kP * j; };
     auto live_of = [&](int j) { return static_cast<uint32_t>(j) < J && chunk_of(j) < K; };
@@ -880,23 +849,19 @@ struct NormForwardRegRows {
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
         sv[j].zero();
-        if constexpr (kL2Prefetch) {
-          if (live_of(j)) {
-            const uint8_t* q = xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes;
-            if (x_al) {
+        if (live_of(j)) {
+          const uint8_t* q = xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes;
+          if (x_al) {
 #pragma unroll
-              for (int s = 0; s < Chunk::kPieces; ++s) {
-                uint32_t w4[4];
-                ld_stream_l2_256(q + kVecBytes * s, w4);
+            for (int s = 0; s < Chunk::kPieces; ++s) {
+              uint32_t w4[4];
+              ld_stream_l2_256(q + kVecBytes * s, w4);
 #pragma unroll
-                for (int i = 0; i < 4; ++i) sv[j].w[4 * s + i] = w4[i];
-              }
-            } else {
-              sv[j].load(q, false);
+              for (int i = 0; i < 4; ++i) sv[j].w[4 * s + i] = w4[i];
             }
+          } else {
+            sv[j].load(q, false);
           }
-        } else {
-          if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
         }
       }
 
@@ -956,129 +921,6 @@ struct NormForwardRegRows {
         step4(BoolConst<true>{});
       } else {
         step4(BoolConst<false>{});
-      }
-    }
-    if constexpr (kCast) zero_sf_padding(p, NormForwardWarpRows<kCastN>(p).sf_out());
-  }
-
-  // kTeams = 2 or kRows = 2 (the forms (b), (c)): the same steps per row, as lambdas
-  TK_DEV void run_multi() const {
-    __shared__ float red[2][kTeams * kP];  // RmsTeam::reduce's cross-warp nodes, alternating buffers (kClose = false)
-    const uint32_t H = p.hidden, K = H / kRmsChunk;
-    const RmsTeam team(kP, K);  // team threadIdx.x / kP (0 for kTeams = 1), p = threadIdx.x % kP
-    const uint32_t N = team.nodes;
-    const uint32_t J = N > kP ? N / kP : 1u;
-    const uint32_t tp = kTeams == 1 ? threadIdx.x : team.p;
-    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
-    const bool has_w = p.flags & kFwdWeight, with_bf16 = p.flags & kFwdOutBf16;
-    const bool x_al = kAlignedOnly || view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
-    const bool o_al = kAlignedOnly || view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
-    const bool w_al = kAlignedOnly || (p.weight % kVecBytes) == 0;
-    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
-    auto chunk_of = [&](int j) { return tp + kP * j; };
-    auto live_of = [&](int j) { return static_cast<uint32_t>(j) < J && chunk_of(j) < K; };
-    auto row_b = [&](uint64_t row) { return p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T); };
-    auto row_t = [&](uint64_t row) { return p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T); };
-
-    // the whole row at once: J chunks a thread (dead chunks +0: the +0 pad of D.2); nothing for row ≥ rows
-    auto load_row = [&](uint64_t row, Chunk (&sv)[kJ]) {
-      const uint32_t b = row_b(row), t = row_t(row);
-      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        sv[j].zero();
-        if ((kRows == 1 || row < rows) && live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
-      }
-    };
-    // steps 2–4 of a loaded row, on the reduction buffer red[parity]
-    auto finish_row = [&](uint64_t row, Chunk (&sv)[kJ], uint32_t parity) {
-      const uint32_t b = row_b(row), t = row_t(row);
-      // steps 2–3: chunk sums, the local halving over j (steps N/2 … 2P), RmsTeam::reduce (steps P … 1)
-      float cs[kJ];
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        float q[kRmsChunk];
-#pragma unroll
-        for (int e = 0; e < kRmsChunk; ++e) q[e] = mul_rn(sv[j].at(e), sv[j].at(e));
-        cs[j] = chunk_tree(q);
-      }
-      // The packed words pass through an empty asm: step 4 unpacks them again instead of the compiler keeping the
-      // squares' fp32 copies of the row alive across the reduction (twice the row's registers: spills at 64).
-#pragma unroll
-      for (int j = 0; j < kJ; ++j)
-#pragma unroll
-        for (int i = 0; i < Chunk::kWords; ++i) asm volatile("" : "+r"(sv[j].w[i]));
-#pragma unroll
-      for (int h = kJ / 2; h >= 2; h /= 2)
-        if (static_cast<uint32_t>(h) < J)
-#pragma unroll
-          for (int j = 0; j < h; ++j) cs[j] = add_rn(cs[j], cs[j + h]);
-      float S;
-      if constexpr (kTeams == 1) {
-        S = team.template reduce<false, true>(cs[0], J >= 2 ? cs[1] : 0.0f, red[parity]);
-      } else {
-        S = team.template reduce<false, false, kTeams>(cs[0], J >= 2 ? cs[1] : 0.0f, red[parity]);
-      }
-      const float rstd = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
-      if (tp == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(rstd)));
-
-      // step 4, kWc chunks at a time (their weight loads together), each chunk stored or cast at once
-      uint8_t* orow = kCast ? nullptr : reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
-      const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
-      // Without a weight, w = 1 (bf16 0x3F80): (s ⊗ rstd) ⊗ 1 = s ⊗ rstd and 1 ⊗ outScale = outScale exactly (no
-      // flush to zero), a NaN stays a NaN whose payload RNbf16 drops: the bits of step 4 without the product, from
-      // one copy of the code instead of two (each copy of the unrolled row costs cubin bytes for two targets).
-      auto step4 = [&](auto unit_scale) {
-        constexpr bool kOne = decltype(unit_scale)::value;
-#pragma unroll
-        for (int j0 = 0; j0 < kJ; j0 += kWc) {
-          if (static_cast<uint32_t>(j0) >= J) break;  // uniform over the block
-          Chunk wc[kWc];
-#pragma unroll
-          for (int u = 0; u < kWc; ++u) {
-#pragma unroll
-            for (int i = 0; i < Chunk::kWords; ++i) wc[u].w[i] = 0x3F803F80u;
-            if (has_w && live_of(j0 + u)) wc[u].template load<false>(wr + static_cast<uint64_t>(chunk_of(j0 + u)) * Chunk::kBytes, w_al);
-          }
-#pragma unroll
-          for (int u = 0; u < kWc; ++u) {
-            const int j = j0 + u;
-            if (static_cast<uint32_t>(j) >= J) continue;  // uniform
-            const bool live = chunk_of(j) < K;
-            // (the casts' dead chunks still take part in the group shuffles)
-            if (!kCast && !live) continue;
-            norm_step4_chunk<kOne, true>(sv[j], wc[u], rstd, p.out_scale);
-            if constexpr (kCast) {
-              NormForwardWarpRows<kCastN>(p).cast_chunk(sv[j], row, t, b, chunk_of(j), live, with_bf16, d_al, b_al);
-            } else {
-              sv[j].store(orow + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, o_al);
-            }
-          }
-        }
-      };
-      // (the branches uniform over the launch, outside the element loops)
-      if (p.out_scale == 1.0f) {
-        step4(BoolConst<true>{});
-      } else {
-        step4(BoolConst<false>{});
-      }
-    };
-
-    uint32_t parity = 0;
-    {
-      // team (block, team) walks rows blockIdx.x · kTeams + team + stride · i, stride = gridDim.x · kTeams, kRows at
-      // a time (the second row's loads issued before the first row's reduction; the barriers are the team's own)
-      const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kTeams;
-      for (uint64_t row = static_cast<uint64_t>(blockIdx.x) * kTeams + team.team; row < rows; row += kRows * stride) {
-        Chunk sv[kRows][kJ];
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) load_row(row + r * stride, sv[r]);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          if (r > 0 && row + r * stride >= rows) break;  // uniform over the team
-          finish_row(row + r * stride, sv[r], parity);
-          parity ^= 1;
-        }
       }
     }
     if constexpr (kCast) zero_sf_padding(p, NormForwardWarpRows<kCastN>(p).sf_out());
@@ -1289,30 +1131,7 @@ TK_NORM_FORWARD_CAST_WR_RES(128)
       name(const __grid_constant__ NormForwardParams p) {                                                 \
     tk::NormForwardRegRows<w, n>(p).run();                                                                \
   }
-TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4)
-// Round-6 register-rows forms (normLaunchTuning.forwardRegRowsForm; docs/perf-notes/perf6-norm.md), plain only:
-// NormForwardRegRows<warps, 0, weight chunks, aligned only, teams, rows> at block.x threads, min blocks per SM.
-#define TK_NORM_FORWARD_RR6(threads, blocks, name, ...)                                                   \
-  extern "C" __global__ void __launch_bounds__(threads, blocks)                                           \
-      name(const __grid_constant__ NormForwardParams p) {                                                 \
-    tk::NormForwardRegRows<__VA_ARGS__>(p).run();                                                         \
-  }
-// more rows per SM: 56 registers → 9 blocks (the weight one chunk at a time); 48 → 10, aligned views only (the host
-// falls back to _rr4 otherwise: the element-wide path spilled 24–32 bytes at 48)
-TK_NORM_FORWARD_RR6(128, 9, tk_norm_forward__bf16_rr4_b9, 4, 0, 1)
-TK_NORM_FORWARD_RR6(128, 10, tk_norm_forward__bf16_rr4_b10a, 4, 0, 1, true)
-// two rows per block: 256 threads = two teams of 4 warps, each its own row and named barrier (1, 2); 64 registers →
-// 4 blocks = 8 rows per SM, as _rr4, from half the blocks
-TK_NORM_FORWARD_RR6(256, 4, tk_norm_forward__bf16_rr4t2, 4, 0, 2, false, 2)
-// two rows in flight per team: the loads of rows r and r + gridDim.x issued together (64 registers of rows);
-// 128 registers → 4 blocks = 8 rows, 16 warps per SM; 96 (the weight one chunk at a time) → 5 = 10 rows, 20 warps
-TK_NORM_FORWARD_RR6(128, 4, tk_norm_forward__bf16_rr4r2, 4, 0, 2, false, 1, 2)
-TK_NORM_FORWARD_RR6(128, 5, tk_norm_forward__bf16_rr4r2_b5, 4, 0, 1, false, 1, 2)
-// a team of 8 warps per row (P = 256: 2 chunks, 16 registers of row a thread), the weight one chunk at a time: 40
-// registers → 6 blocks = 6 rows, 48 warps per SM (2 warps a row measured 76.5%, 4 warps 88.5–89.0%)
-TK_NORM_FORWARD_RR6(256, 6, tk_norm_forward__bf16_rr8_b6, 8, 0, 1)
-// _rr4 with the L2::256B prefetch-size hint on the row's loads (64 registers, 8 rows per SM)
-TK_NORM_FORWARD_RR6(128, 8, tk_norm_forward__bf16_rr4_l2, 4, 0, 2, false, 1, 1, true)
+TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4_l2)
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
 // landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
 #define TK_NORM_FORWARD_BR(n, name)                                                                       \
