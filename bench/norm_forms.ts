@@ -10,7 +10,8 @@ type Tuning = typeof normLaunchTuning;
 
 export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // the defaults (measured 2026-11-30, bench/RESULTS.md sixth and seventh runs): from 16 rows per SM normForward by
-  // register rows (one block of 4 warps a row, the row in registers), the fused cast by bulk rows (the same team, the
+  // register rows (one block of 4 warps a row, the row in registers, its aligned loads with the L2::256B hint since
+  // 2026-12-01: docs/perf-notes/perf6-norm.md), the fused cast by bulk rows (the same team, the
   // row landed in shared memory by one bulk copy, an 85% carveout), the residual forms by warp rows; fewer rows on
   // team kernels (the weight through L1; the form staging it in shared memory measured slower and was removed)
   "default": {},

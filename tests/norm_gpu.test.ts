@@ -294,7 +294,7 @@ gpuTest("normForward bf16 without residual by warp rows (_wr and the casts _e4m3
 });
 
 /**
- * Runs f with the one-block-per-row forms (the defaults: normForward by register rows `_rr4`, the cast by bulk rows
+ * Runs f with the one-block-per-row forms (the defaults: normForward by register rows `_rr4_l2`, the cast by bulk rows
  * `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs.
  */
 function withRowForms<T>(blocksPerSm: number, f: () => T): T {
@@ -311,7 +311,7 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 }
 
 /**
- * The row-form cases (warp rows; one block of 4 warps per row: `_rr4` and the casts `_e4m3_g<N>_br4`) under the
+ * The row-form cases (warp rows; one block of 4 warps per row: `_rr4_l2` and the casts `_e4m3_g<N>_br4`) under the
  * current launch knobs, tagged `form`: every chunk count per thread over the widths `hs` (by default: J = N/P = 1,
  * N ≤ P, threads beyond the tree holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree,
  * weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, the casts (`casts`) with every
@@ -347,9 +347,9 @@ function compareRowForms(rand: () => number, blocks: number, form: string, casts
   if (casts) compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by register rows (_rr4) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
+gpuTest("normForward bf16 by register rows (_rr4_l2: the L2::256B hint on aligned views, element loads on unaligned ones) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "rr4 / br4 cast"));
+  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "rr4_l2 / br4 cast"));
 });
 
 gpuTest("normForwardAndPerTokenCast by bulk rows with the largest shared-memory carveout (bulkRowsCarveout 100, more resident blocks): the same bits (seed 8811)", () => {

@@ -148,6 +148,17 @@ for (const npc of [32, 128]) {
   }
 }
 
+gpuTest("perChannelCast of bf16 = reference on every bf16 bit pattern (NaN, ±Inf, ±0, subnormals): numPerTokens 32 (base kernel) and 128 (_pa)", () => {
+  // x[t][j] = pattern (t · 128 + j) ^ salt with the rows permuted, as for the transposed cast below
+  const v = new Uint16Array(512 * 128).map((_, i) => ((((i >> 7) * 389) % 512) * 128 + (i & 127)) ^ 0x1234);
+  const x = tensor(v, [512, 128], "bf16");
+  for (const r of [32, 128]) {
+    const o = { ...PC, numPerTokens: r, roundSf: r === 32 };
+    const dx = up(x) as DeviceTensor;
+    compare(`r${r}`, () => perChannelCast(x, o), () => perChannelCast(dx, o), [dx]);
+  }
+});
+
 // ---- perChannelCastFused ---------------------------------------------------------------------------------
 
 for (const dtype of ["fp32", "bf16", "e4m3"] as const) {
@@ -247,6 +258,20 @@ for (const r of [32, 128]) {
     });
   }
 }
+
+gpuTest("perChannelCastAndTranspose = reference on every bf16 bit pattern (NaN, ±Inf, ±0, subnormals): numPerTokens 32 (base kernel) and 128 (_rt)", () => {
+  // x[t][j] = pattern (t · 128 + j) ^ salt: each column holds 512 patterns, together all 65536, once with the
+  // patterns in order and once with the rows permuted so that NaN and the maxima sit at other row positions
+  for (const [salt, mul] of [[0, 1], [0x1234, 389]]) {
+    const v = new Uint16Array(512 * 128).map((_, i) => ((((i >> 7) * mul) % 512) * 128 + (i & 127)) ^ salt);
+    const x = tensor(v, [512, 128], "bf16");
+    for (const r of [32, 128]) {
+      const o = { ...PC, numPerTokens: r, roundSf: r === 32 };
+      const dx = up(x) as DeviceTensor;
+      compare(`r${r} salt ${salt}`, () => perChannelCastAndTranspose(x, o), () => perChannelCastAndTranspose(dx, o), [dx]);
+    }
+  }
+});
 
 gpuTest("perChannelCastAndTranspose on the device is the transpose of perChannelCast on the device (seed 6200)", async () => {
   const x = randomColumns(rng(6200), 512, 1024, "bf16");

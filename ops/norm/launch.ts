@@ -35,11 +35,14 @@ export const NORM_BLOCK_THREADS = 256;
  *   normForward with residual, addRmsnormForwardAndPerTokenCast): s = x + residual is written to residualOut in
  *   the first pass and read back from L2 in the second.
  * - `forwardRegRows` (default true): bf16 normForward without residual, under the same conditions as the warp-rows
- *   form (rows per SM, no team width asked for; any H), runs `tk_norm_forward__bf16_rr4`: one block of 4 warps per
+ *   form (rows per SM, no team width asked for; any H), runs `tk_norm_forward__bf16_rr4_l2`: one block of 4 warps per
  *   row holding the row in registers from its load to its store (read once from HBM, written once, no second pass
- *   through L2); 128 threads, 64 registers, 8 rows per SM. It takes precedence over `forwardWarpRows`. Grid: one
- *   block per row (`forwardBlocksPerSm` caps it when set). H200, 16384 × 7168: 88.2% of copy against 72.9% for the
- *   warp rows (bench/RESULTS.md, sixth run).
+ *   through L2), its aligned loads with the L2::256B prefetch-size hint; 128 threads, 64 registers, 8 rows per SM.
+ *   It takes precedence over `forwardWarpRows`. Grid: one block per row (`forwardBlocksPerSm` caps it when set).
+ *   H200, 16384 × 7168: 88.2% of copy against 72.9% for the warp rows (bench/RESULTS.md, sixth run); the L2 hint
+ *   84.2–84.5% against 81.7–82.7% at 8192 rows, 88.6–89.3% against 88.1–89.3% at 16384 (2026-12-01,
+ *   docs/perf-notes/perf6-norm.md: the unhinted `_rr4` and the round-6 forms at more rows per SM, two rows or two
+ *   row teams per block and 8 warps per row were no faster, and were removed).
  *   (The residual forms have no register-rows kernel: it measured no faster than the warp rows, and was removed with
  *   the 2-warp and whole-sector forms.)
  * - `castBulkRows` (default true): normForwardAndPerTokenCast without residual, under the same conditions, runs

@@ -167,11 +167,22 @@ function perChannelGrid(tOut: number, H: number, r: number, dtype: string): numb
   return Math.ceil(tOut / r) * Math.ceil(H / cols);
 }
 
+/**
+ * The kernel symbol of a launch (per_channel_cast.cu, "Forms"): bf16 with blocks of 128 rows runs `_rt` transposed
+ * and `_pa` in perChannelCast (the forms that measured fastest on an H200); every other case (R = 32, fp32 and
+ * e4m3 inputs, perChannelCastFused's gather) runs the base kernels.
+ */
+function kernelSymbol(l: Launch): string {
+  const { op, r } = l;
+  if (l.transpose) return `tk_per_channel_cast_and_transpose__bf16_r${r}${r === 128 ? "_rt" : ""}`;
+  const dtype = l.inp.x.dtype;
+  return `tk_per_channel_cast__${dtype}_r${r}${op === "perChannelCast" && dtype === "bf16" && r === 128 ? "_pa" : ""}`;
+}
+
 function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tensor, sf: Tensor): void {
   const { inp, tOut, r } = l;
   if (tOut === 0 || inp.H === 0) return;
-  const sym = l.transpose ? `tk_per_channel_cast_and_transpose__bf16_r${r}` : `tk_per_channel_cast__${inp.x.dtype}_r${r}`;
-  const fn = kernelFunction(l.op, device, sym);
+  const fn = kernelFunction(l.op, device, kernelSymbol(l));
   const p = packet;
   const q = inp.q;
   p.u64(W.x, addr(inp.x));

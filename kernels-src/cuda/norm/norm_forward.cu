@@ -7,8 +7,9 @@
 //   tk_norm_forward__bf16_wr               bf16, H > 256: one warp per row, two passes (below, "warp rows"), plain
 //   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
 //   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
-//   tk_norm_forward__bf16_rr4              bf16, any H, no residual: one block of 4 warps per row, the row held in
-//                                          registers (below, "register rows"); the host's default for normForward
+//   tk_norm_forward__bf16_rr4_l2           bf16, any H, no residual: one block of 4 warps per row, the row held in
+//                                          registers (below, "register rows"), its aligned loads with the L2::256B
+//                                          prefetch-size hint; the host's default for normForward
 //                                          from the warp rows' row count per SM (normLaunchTuning.forwardRegRows)
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
@@ -24,10 +25,10 @@
 //   _wr: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
 //   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
 //
-//   _rr<W>: block.x 32·W (one block = one row team, P = 32·W), 2 × P floats of static shared memory (the tree's
+//   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
-//   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4 64 → 8 blocks = 8 rows = 32 warps
-//   per SM.
+//   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4_l2 64 → 8 blocks = 8 rows = 32
+//   warps per SM.
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
 //   static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row; any grid is
@@ -735,7 +736,7 @@ struct NormForwardWarpRows {
 };
 
 
-// ---- register rows: tk_norm_forward__bf16[_e4m3_g<N>]_rr<W> ------------------------------------------------------
+// ---- register rows: tk_norm_forward__bf16_rr4_l2 ------------------------------------------------------------------
 // One block of W warps (P = 32·W threads) per row, the row in registers from its load to its store: read from HBM
 // once, written once (the warp-rows form reads it twice, the second time from L2; the 256-thread team kernels hold
 // 2 chunks a thread, 4 rows per SM). Thread p owns the chunks p + P·j, j < J = max(1, N/P) (P = 128: J ≤ 4, 32
@@ -748,7 +749,10 @@ struct NormForwardWarpRows {
 // through L1 kRrWeightChunks chunks at a time; unaligned views take element-wide accesses, as the other forms. Any
 // grid (rows walked grid-stride by block); the host launches one block per row. Measured on the H200 (2026-11-30,
 // docs/perf-notes/perf4-norm.md): 2 warps a row, a residual form and whole-sector moves by lane pairs were slower
-// or no faster, and were removed.
+// or no faster, and were removed. The row's aligned loads ask L2 for 256-byte fetches (ld_stream_l2_256: a hint
+// only, same data): 84.2–84.5% of copy at 8192 rows against 81.7–82.7% without it, 88.6–89.3% at 16384 against
+// 88.1–89.3% (H200, 2026-12-01, docs/perf-notes/perf6-norm.md; the unhinted _rr4 was removed, as were the round's
+// forms at more rows per SM, two row teams or two rows per block, and 8 warps per row, all no faster or slower).
 
 // The row teams' (register and bulk rows: the block is the team) end of D.2 and D.4: the thread's J chunk sums folded
 // by halving over j (the tree's steps N/2 … 2P), RmsTeam::reduce over the block (steps P … 1, barrier 0), rstd with
@@ -788,6 +792,14 @@ TK_DEV void norm_step4_chunk(Chunk& v, const Chunk& w, float rstd, float out_sca
 #pragma unroll
     for (int k = 0; k < Chunk::kWords; ++k) v.w[k] = encode_bf16x2_nan_unfixed(y[2 * k], y[2 * k + 1]);
   }
+}
+
+// A streamed 16-byte load (ldst.cuh ld_stream) that asks L2 to fetch the 256 bytes around it from HBM (the L2::256B
+// prefetch-size hint: a hint only, same data).
+TK_DEV void ld_stream_l2_256(const void* ptr, uint32_t (&w)[4]) {
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr));
 }
 
 // Weight chunks loaded together in step 4 (8 registers each; one L1 round trip per group on the row's chain).
@@ -837,7 +849,20 @@ struct NormForwardRegRows {
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
         sv[j].zero();
-        if (live_of(j)) sv[j].load(xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes, x_al);
+        if (live_of(j)) {
+          const uint8_t* q = xr + static_cast<uint64_t>(chunk_of(j)) * Chunk::kBytes;
+          if (x_al) {
+#pragma unroll
+            for (int s = 0; s < Chunk::kPieces; ++s) {
+              uint32_t w4[4];
+              ld_stream_l2_256(q + kVecBytes * s, w4);
+#pragma unroll
+              for (int i = 0; i < 4; ++i) sv[j].w[4 * s + i] = w4[i];
+            }
+          } else {
+            sv[j].load(q, false);
+          }
+        }
       }
 
       // steps 2–3: chunk sums, the local halving over j (steps N/2 … 2P), RmsTeam::reduce (steps P … 1)
@@ -1106,7 +1131,7 @@ TK_NORM_FORWARD_CAST_WR_RES(128)
       name(const __grid_constant__ NormForwardParams p) {                                                 \
     tk::NormForwardRegRows<w, n>(p).run();                                                                \
   }
-TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4)
+TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4_l2)
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
 // landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
 #define TK_NORM_FORWARD_BR(n, name)                                                                       \

@@ -5,7 +5,10 @@
 //
 // Symbols
 //   tk_per_channel_cast__<in>_r<R>               in ∈ {fp32, bf16, e4m3}, R ∈ {32, 128}: data [T_out, H]
-//   tk_per_channel_cast_and_transpose__bf16_r<R> R ∈ {32, 128}: data [H, T]
+//                                                (bf16 R = 128: perChannelCastFused only)
+//   tk_per_channel_cast__bf16_r128_pa            perChannelCast of bf16, R = 128 (no gather; "Forms" below)
+//   tk_per_channel_cast_and_transpose__bf16_r32  data [H, T]
+//   tk_per_channel_cast_and_transpose__bf16_r128_rt   data [H, T], transposed in registers ("Forms" below)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernels are grid-stride):
 //
@@ -37,6 +40,7 @@
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
 #include "../common/scale.cuh"
 #include "../generated/per_channel_params.h"
 
@@ -68,7 +72,24 @@ constexpr int kMinBlocksPerSm = FmtTraits<kIn>::kCode ? kCodeMinBlocksPerSm : 4;
 constexpr int kTransposeMinBlocksPerSm = 4;
 constexpr uint32_t kCondPosOutOfRange = 1;  // PER_CHANNEL_COND.posOutOfRange
 
-template <Fmt kIn, int kR, bool kTranspose>
+// Forms (docs/perf-notes/perf6-chan.md; % of memcpy on an H200, bf16 → e4m3, 8192 / 16384 × 7168, R = 128, two
+// runs):
+//   kFormBase  fp32 and e4m3 inputs, bf16 with R = 32 or a gather (perChannelCastFused: row indices, partial last
+//              blocks), the transposed cast with R = 32. As the transposed cast with R = 128 it measured
+//              79.2-79.3 / 82.9-83.6% (Nsight: ALU pipe 71%), as perChannelCast of bf16 83.2-83.6 / 88.9-89.2%.
+//   kFormPa    `_pa`, perChannelCast of bf16 with R = 128 (85.2 / 89.1-89.8%): less integer work per element: the
+//              column amax on packed bf16 pairs (abs by a mask, max.bf16x2: 1 op per element instead of 2.5) and
+//              the thread's 8 row loads from one base address; the base form's row stores.
+//   kFormRt    `_rt`, the transposed cast with R = 128 (82.2-82.3 / 85.0-85.1%): `_pa`'s amax and loads, one `col < H`
+//              branch around the whole quantize-and-store, and the transpose done in registers. A thread's 8 rows ×
+//              8 columns of codes become 8 column words of 8 tokens by byte permutes (the pair packing of the
+//              hardware encode plus 16 permutes per thread), stored into a column-major tile [C][R bytes]; the
+//              write-out copies 16-byte pieces of it (no permutes, 4 shared reads instead of 16).
+constexpr int kFormBase = 0;
+constexpr int kFormPa = 1;
+constexpr int kFormRt = 2;
+
+template <Fmt kIn, int kR, bool kTranspose, int kForm = kFormBase>
 struct PerChannel {
   static constexpr int kElemBytes = FmtTraits<kIn>::kBits / 8;
   static constexpr int kV = kVecBytes / kElemBytes;             // columns per thread
@@ -83,6 +104,10 @@ struct PerChannel {
   static constexpr int kWordsPerRow = kCols / 4;
   static_assert(kV % 4 == 0 && kBlockThreads % kRowGroups == 0, "tile shape");
   static_assert(!kTranspose || kIn == Fmt::kBf16, "the transposed cast takes bf16 (spec/quant.md §5.3)");
+  static_assert(kForm == kFormBase || (kIn == Fmt::kBf16 && kV == 8 && 16 % kRowsPerThread == 0), "forms: bf16");
+  static_assert(kForm != kFormPa || !kTranspose, "_pa: perChannelCast");
+  static_assert(kForm != kFormRt || kTranspose, "_rt: the transposed cast");
+  static_assert(kForm != kFormRt || (kR == 128 && kRowsPerThread == 8 && kColGroups == 16), "_rt: R = 128");
 
   struct Smem {
     float red[kRowGroups * kCols];  // partial column maxima, [row group][piece-major column position]
@@ -214,6 +239,94 @@ struct PerChannel {
     }
   }
 
+  // Form ≥ kFormPa: the thread's rows row0 … row0 + N − 1 at columns col … col + V − 1. All live and a whole
+  // aligned chunk (the transposed cast's T % R == 0 and H % 64 == 0 make this every thread with col < H): one base
+  // address, then one add per row. Otherwise load_row per row, as the base form.
+  TK_DEV void load_rows(uint64_t row0, uint32_t n_live, uint32_t col, uint32_t (&w)[kRowsPerThread][4]) const {
+    if (x_rows_aligned && n_live >= static_cast<uint32_t>(kRowsPerThread) && col + kV <= p.hidden) {
+      const uint64_t stride = static_cast<uint64_t>(p.hidden) * kElemBytes;
+      const uint8_t* a = reinterpret_cast<const uint8_t*>(p.x) + (row0 * p.hidden + col) * kElemBytes;
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) ld_stream(a + i * stride, w[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i)
+        load_row(static_cast<uint32_t>(i) < n_live ? static_cast<int64_t>(row0 + i) : -1, col, w[i]);
+    }
+  }
+
+  // Form ≥ kFormPa: column maxima of |x| over the thread's rows on packed bf16 pairs. |x| of a bf16 is its bit
+  // pattern with the sign cleared; max.bf16x2 is maximumNumber (a NaN operand loses, subnormals kept) and returns
+  // one of its operands, so the pair maxima widened to binary32 are exactly the base form's fmaxf chain of the
+  // widened |x| (both start at +0 and are never NaN; widening is exact and monotone).
+  TK_DEV void column_amax_packed(const uint32_t (&w)[kRowsPerThread][4], float (&cm)[kV]) const {
+    uint32_t m[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int i = 0; i < kRowsPerThread; ++i)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) m[k] = max_bf16x2(m[k], w[i][k] & 0x7fff7fffu);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      cm[2 * k] = bf16_lo(m[k]);
+      cm[2 * k + 1] = bf16_hi(m[k]);
+    }
+  }
+
+  // Form kFormRt: the column-major tile. Column j of the tile (128 token bytes) is tile row j; its 16-byte piece k
+  // (tokens 16k … 16k + 15) sits at piece k ^ ((j / 8) % 8). The thread (rg, cg) writes 8 bytes (tokens 8rg …
+  // 8rg + 7) of its columns 8cg … 8cg + 7: a warp (rg = 2h, 2h + 1; cg 0 … 15) stores 256 bytes per column
+  // index and hits each of the 16 8-byte bank pairs (piece h ^ (cg % 8), half rg % 2) twice: 2 wavefronts, the
+  // minimum. The write-out reads piece k of column j: 8 lanes cover one 128-byte row, conflict-free.
+  // (tools/per_channel_rt_check.py simulates the mapping and counts the wavefronts.)
+  static TK_DEV uint32_t rt_byte(uint32_t j, uint32_t piece) { return j * kR + ((piece ^ ((j / 8) % 8)) * 16); }
+
+  // Form kFormRt: rows 4q … 4q + 3 (q = 0, 1) of the thread's 8 columns quantized and encoded; wt[c][q] is column
+  // c's 4 codes of those rows, token 4q in the low byte. The hardware encode packs 4 codes (rows i, i + 1 ×
+  // columns 2p, 2p + 1: bytes c2p·ri, c2p+1·ri, c2p·ri+1, c2p+1·ri+1); two such words (rows 4q, 4q + 1 and
+  // 4q + 2, 4q + 3) give columns 2p and 2p + 1 by one permute each.
+  TK_DEV void encode_columns(const uint32_t (&w)[kRowsPerThread][4], const float (&inv)[kV], int q,
+                             uint32_t (&wt)[kV][2]) const {
+    uint32_t z[2][kV / 2];
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+      float v0[kV], v1[kV];
+      values(w[4 * q + 2 * a], 0.0f, v0);  // bf16: no input scale
+      values(w[4 * q + 2 * a + 1], 0.0f, v1);
+#pragma unroll
+      for (int e = 0; e < kV; ++e) {
+        v0[e] = mul_rn(v0[e], inv[e]);
+        v1[e] = mul_rn(v1[e], inv[e]);
+      }
+#pragma unroll
+      for (int c = 0; c < kV / 2; ++c) z[a][c] = encode_e4m3x4(v0[2 * c], v0[2 * c + 1], v1[2 * c], v1[2 * c + 1]);
+    }
+#pragma unroll
+    for (int c = 0; c < kV / 2; ++c) {
+      wt[2 * c][q] = __byte_perm(z[0][c], z[1][c], 0x6420);
+      wt[2 * c + 1][q] = __byte_perm(z[0][c], z[1][c], 0x7531);
+    }
+  }
+
+  // Form kFormRt write-out: 16-byte pieces of the column-major tile to data[col0 + j][m·R + 16k …], columns < H.
+  // Pass it of thread t moves piece u = 256·it + t (j = u / 8, k = u % 8): the piece's swizzle (j / 8) % 8 =
+  // (4·it + t / 64) % 8, so the passes differ by constants.
+  TK_DEV void transpose_out_rt(const Smem& s, uint32_t m, uint32_t col0) const {
+    constexpr int kPieces = kR / 16, kPasses = kCols * kPieces / kBlockThreads;
+    static_assert(kPasses * kBlockThreads == kCols * kPieces, "_rt: whole passes");
+    const uint32_t t = threadIdx.x, k = t % kPieces, j0 = t / kPieces;
+    uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(col0 + j0) * p.out_tokens +
+                   static_cast<uint64_t>(m) * kR + 16 * k;
+    const uint64_t pass_stride = static_cast<uint64_t>(kBlockThreads / kPieces) * p.out_tokens;
+    uint32_t o[kPasses][4];
+#pragma unroll
+    for (int it = 0; it < kPasses; ++it) ld_shared(smem_addr(&s.tile[0]) + rt_byte(j0 + it * (kBlockThreads / kPieces), k), o[it]);
+#pragma unroll
+    for (int it = 0; it < kPasses; ++it) {
+      if (col0 + j0 + it * (kBlockThreads / kPieces) < p.hidden) store_chunk<16>(dst, o[it], out_aligned);
+      dst += pass_stride;
+    }
+  }
+
   // Word swizzle of tile row `row`: a multiple of 4 (keeps a thread's 2-word write contiguous and aligned).
   static TK_DEV uint32_t swizzle(uint32_t row) { return ((row / 16) * (kWordsPerRow >= 64 ? 16 : 4)) & (kWordsPerRow - 1); }
 
@@ -231,30 +344,40 @@ struct PerChannel {
       float s_in[kRowsPerThread];
       // the thread's rows below out_tokens (fewer than N only in the partial last block of a gather)
       const uint32_t n_live = row0 < p.out_tokens ? static_cast<uint32_t>(p.out_tokens - row0) : 0u;
-      int64_t src[kRowsPerThread];
-      source_rows(row0, n_live, cg == 0 && col0 == 0, src);
-      // input scale column of the thread's columns (one division per tile, not per row)
-      const uint32_t k_in = kRequant ? col / p.num_per_channels : 0u;
-#pragma unroll
-      for (int i = 0; i < kRowsPerThread; ++i) {
-        load_row(src[i], col, w[i]);
-        s_in[i] = 0.0f;
-        if constexpr (kRequant) {
-          if (src[i] >= 0 && col < p.hidden)
-            s_in[i] = load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, static_cast<uint64_t>(src[i]), k_in);
-        }
-      }
-
-      // column maxima over the thread's rows (maximumNumber: NaN ignored, §1.1-5)
       float cm[kV];
+      if constexpr (kForm == kFormBase) {
+        int64_t src[kRowsPerThread];
+        source_rows(row0, n_live, cg == 0 && col0 == 0, src);
+        // input scale column of the thread's columns (one division per tile, not per row)
+        const uint32_t k_in = kRequant ? col / p.num_per_channels : 0u;
 #pragma unroll
-      for (int e = 0; e < kV; ++e) cm[e] = 0.0f;
+        for (int i = 0; i < kRowsPerThread; ++i) {
+          load_row(src[i], col, w[i]);
+          s_in[i] = 0.0f;
+          if constexpr (kRequant) {
+            if (src[i] >= 0 && col < p.hidden)
+              s_in[i] = load_scale(p.x_sf, p.x_sf_kind, p.x_sf_stride0, p.x_sf_stride1, static_cast<uint64_t>(src[i]),
+                                   k_in);
+          }
+        }
+
+        // column maxima over the thread's rows (maximumNumber: NaN ignored, §1.1-5)
 #pragma unroll
-      for (int i = 0; i < kRowsPerThread; ++i) {
-        float v[kV];
-        values(w[i], s_in[i], v);
+        for (int e = 0; e < kV; ++e) cm[e] = 0.0f;
 #pragma unroll
-        for (int e = 0; e < kV; ++e) cm[e] = max_num(cm[e], abs_f(v[e]));
+        for (int i = 0; i < kRowsPerThread; ++i) {
+          float v[kV];
+          values(w[i], s_in[i], v);
+#pragma unroll
+          for (int e = 0; e < kV; ++e) cm[e] = max_num(cm[e], abs_f(v[e]));
+        }
+      } else {
+        // bf16, no gather (the transposed cast, or perChannelCast: the host picks a form only without one): the same
+        // rows, the same maxima
+        load_rows(row0, n_live, col, w);
+#pragma unroll
+        for (int i = 0; i < kRowsPerThread; ++i) s_in[i] = 0.0f;
+        column_amax_packed(w, cm);
       }
 
       __syncthreads();  // the previous tile's readers of s are done
@@ -288,34 +411,50 @@ struct PerChannel {
 #pragma unroll
         for (int e = 0; e < 4; ++e) inv[4 * q + e] = u2f(iw[e]);
       }
+      if constexpr (kForm == kFormRt) {
+        if (col < p.hidden) {
+          uint32_t wt[kV][2];
+          encode_columns(w, inv, 0, wt);
+          encode_columns(w, inv, 1, wt);
+          const uint32_t a0 = smem_addr(&s.tile[0]) + rt_byte(cg * kV, rg / 2) + 8 * (rg % 2);
 #pragma unroll
-      for (int i = 0; i < kRowsPerThread; ++i) {
-        float v[kV];
-        values(w[i], s_in[i], v);
-#pragma unroll
-        for (int e = 0; e < kV; ++e) v[e] = mul_rn(v[e], inv[e]);
-        uint32_t o[kV / 4];
-        encode_chunk<Fmt::kE4m3, kV>(v, o);
-        if constexpr (kTranspose) {
-          // rows are all live (T % R == 0); a thread whose columns are all ≥ H leaves its tile words stale, and the
-          // write-out never stores a column ≥ H
-          const uint32_t row = kRowsPerThread * rg + i;
-          const uint32_t word = row * kWordsPerRow + ((cg * (kV / 4)) ^ swizzle(row));
-          if (col < p.hidden) st_shared(smem_addr(&s.tile[word]), o);
-        } else if (static_cast<uint32_t>(i) < n_live && col < p.hidden) {
-          uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + (row0 + i) * p.hidden + col;
-          if (col + kV <= p.hidden) {
-            store_chunk<kV>(dst, o, out_aligned);
-          } else {
-#pragma unroll
-            for (int e = 0; e < kV; ++e)
-              if (col + e < p.hidden) st_u8(dst + e, (o[e / 4] >> (8 * (e % 4))) & 0xffu);
+          for (int c = 0; c < kV; ++c) {
+            const uint32_t pair[2] = {wt[c][0], wt[c][1]};
+            st_shared(a0 + c * kR, pair);
           }
         }
-      }
-      if constexpr (kTranspose) {
         __syncthreads();
-        transpose_out(s, m, col0);
+        transpose_out_rt(s, m, col0);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kRowsPerThread; ++i) {
+          float v[kV];
+          values(w[i], s_in[i], v);
+#pragma unroll
+          for (int e = 0; e < kV; ++e) v[e] = mul_rn(v[e], inv[e]);
+          uint32_t o[kV / 4];
+          encode_chunk<Fmt::kE4m3, kV>(v, o);
+          if constexpr (kTranspose) {
+            // rows are all live (T % R == 0); a thread whose columns are all ≥ H leaves its tile words stale, and the
+            // write-out never stores a column ≥ H
+            const uint32_t row = kRowsPerThread * rg + i;
+            const uint32_t word = row * kWordsPerRow + ((cg * (kV / 4)) ^ swizzle(row));
+            if (col < p.hidden) st_shared(smem_addr(&s.tile[word]), o);
+          } else if (static_cast<uint32_t>(i) < n_live && col < p.hidden) {
+            uint8_t* dst = reinterpret_cast<uint8_t*>(p.data) + (row0 + i) * p.hidden + col;
+            if (col + kV <= p.hidden) {
+              store_chunk<kV>(dst, o, out_aligned);
+            } else {
+#pragma unroll
+              for (int e = 0; e < kV; ++e)
+                if (col + e < p.hidden) st_u8(dst + e, (o[e / 4] >> (8 * (e % 4))) & 0xffu);
+            }
+          }
+        }
+        if constexpr (kTranspose) {
+          __syncthreads();
+          transpose_out(s, m, col0);
+        }
       }
     }
   }
@@ -341,5 +480,17 @@ TK_PER_CHANNEL_CAST(bf16, kBf16, 32)
 TK_PER_CHANNEL_CAST(bf16, kBf16, 128)
 TK_PER_CHANNEL_CAST(e4m3, kE4m3, 32)
 TK_PER_CHANNEL_CAST(e4m3, kE4m3, 128)
+#define TK_PER_CHANNEL_CAST_FORM(r, suffix, form)                                                        \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)  \
+      tk_per_channel_cast__bf16_r##r##suffix(const __grid_constant__ PerChannelCastParams p) {           \
+    tk::PerChannel<tk::Fmt::kBf16, r, false, form>(p).run();                                             \
+  }
+#define TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(r, suffix, form)                                          \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kTransposeMinBlocksPerSm)          \
+      tk_per_channel_cast_and_transpose__bf16_r##r##suffix(const __grid_constant__ PerChannelCastParams p) { \
+    tk::PerChannel<tk::Fmt::kBf16, r, true, form>(p).run();                                              \
+  }
+
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE(32)
-TK_PER_CHANNEL_CAST_AND_TRANSPOSE(128)
+TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(128, _rt, tk::kFormRt)
+TK_PER_CHANNEL_CAST_FORM(128, _pa, tk::kFormPa)
