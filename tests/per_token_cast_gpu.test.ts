@@ -469,3 +469,40 @@ gpuTest("castBack e2m1 → bf16 kernel = reference with power-of-two scales whos
     }
   });
 }
+
+/**
+ * The default L2 hint of castBack / perTokenCastBack (ops/quant/cast_back.ts: `.L2::256B` on the segmented kernels'
+ * code loads for e4m3 → bf16, no bit otherwise) changes no byte: one CPU reference per case, on the segmented kernels
+ * (e4m3 → bf16, H ≥ 2048: one item per block; more rows than one wave) and on the row-team ones (which ignore the
+ * bits, or take none).
+ */
+gpuTest("perTokenCastBack and castBack kernels = reference with the default L2 hint (seed 5153)", () => {
+  const rand = rng(5153);
+  const backs: [number, number, "e4m3" | "e2m1", [number, number], string, "fp32" | "bf16"][] = [
+    [600, 7168, "e4m3", [1, 128], "fp32-row", "bf16"], // segmented, .L2::256B
+    [600, 7168, "e4m3", [1, 128], "packed-col", "bf16"],
+    [257, 7168, "e4m3", [128, 128], "fp32-row", "bf16"],
+    [257, 2048, "e4m3", [32, 32], "e4m3-col", "bf16"],
+    [257, 7168, "e4m3", [128, 128], "fp32-col", "fp32"], // row-team kernels (no bit)
+    [33, 2048, "e2m1", [1, 32], "packed-row", "bf16"],
+  ];
+  for (const [T, H, inFmt, bs, layout, fmt] of backs) {
+    const x = randomQuantized(rand, T, H, inFmt, bs, layout);
+    const c = castBack(x, { fmt, xBlockSize: bs });
+    const cTok = bs[0] === 1 ? perTokenCastBack(x, { fmt, numPerChannels: bs[1] }) : null;
+    const dx = up(x) as Quantized;
+    try {
+      const label = `${inFmt} [${bs}] ${layout} ${T}x${H} → ${fmt}`;
+      const g = castBack(dx, { fmt, xBlockSize: bs });
+      sameAllocation(g, c, `castBack ${label}`);
+      dispose(g);
+      if (cTok) {
+        const gt = perTokenCastBack(dx, { fmt, numPerChannels: bs[1] });
+        sameAllocation(gt, cTok, `perTokenCastBack ${label}`);
+        dispose(gt);
+      }
+    } finally {
+      dispose(dx);
+    }
+  }
+});

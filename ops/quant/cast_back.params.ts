@@ -20,4 +20,5 @@ export const CastBackParams = defineParams("CastBackParams", [
   ["block_cols", "u32"],
   ["sf_kind", "u32"], // SF_KIND
   ["op_id", "u32"],
+  ["flags", "u32"], // L2 hint bits 8-10 of the segmented kernels' code loads (common/load_hint.cuh; CAST_BACK_L2_256B)
 ] as const);

@@ -176,10 +176,19 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.block_cols, c);
   p.u32(w.sf_kind, SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
   p.u32(w.op_id, op === "castBack" ? OP_ID.castBack : OP_ID.perTokenCastBack);
+  p.u32(w.flags, input === "e4m3" && outFmt === "bf16" ? CAST_BACK_L2_256B : 0);
   const grid = seg ? castBackSegGrid(T, H, outFmt) : castBackGrid(device, T, H, input, outFmt);
   p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
   p.launch(op);
 }
+
+/**
+ * CastBackParams.flags for e4m3 → bf16: kHintL2Line256 of common/load_hint.cuh (bit 9), the `.L2::256B` prefetch
+ * size on the segmented kernels' code loads of block scales (the row-team kernels and the per-channel path ignore
+ * it). Measured on the H200: +1.8 to +5.9 points of copy over no hint (docs/perf-notes/perf5-hint.md, "Measured");
+ * every other output takes no bit (no change there). Same bytes either way.
+ */
+const CAST_BACK_L2_256B = 0x200;
 
 /**
  * grid.x of cast_back.cu's launch table: R = rowsPerBlock(H, V), V the elements of a thread's piece (one 16-byte

@@ -64,6 +64,7 @@ struct alignas(8) CastBackParams {
   uint32_t block_cols;
   uint32_t sf_kind;
   uint32_t op_id;
+  uint32_t flags;
 };
 static_assert(offsetof(CastBackParams, data) == 0, "CastBackParams.data");
 static_assert(offsetof(CastBackParams, sf) == 8, "CastBackParams.sf");
@@ -79,4 +80,5 @@ static_assert(offsetof(CastBackParams, block_rows) == 72, "CastBackParams.block_
 static_assert(offsetof(CastBackParams, block_cols) == 76, "CastBackParams.block_cols");
 static_assert(offsetof(CastBackParams, sf_kind) == 80, "CastBackParams.sf_kind");
 static_assert(offsetof(CastBackParams, op_id) == 84, "CastBackParams.op_id");
-static_assert(sizeof(CastBackParams) == 88, "sizeof CastBackParams");
+static_assert(offsetof(CastBackParams, flags) == 88, "CastBackParams.flags");
+static_assert(sizeof(CastBackParams) == 96, "sizeof CastBackParams");
