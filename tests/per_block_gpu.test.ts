@@ -14,6 +14,7 @@ import {
   perBlockCast,
   perBlockCastLossless,
   type PerBlockCastOptions,
+  type PerBlockCastWithSfOnlyOptions,
   perBlockCastWithPrecomputedSf,
   perBlockCastWithSfOnly,
   type Quantized,
@@ -123,6 +124,57 @@ gpuTest("perBlockCast kernel = reference at full size: 4096 tokens × 7168 (seed
     [4096, "fp32", { fmt: "e2m1", blockSize: [32, 32], useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
   ];
   for (const [T, dtype, o] of sample) compareCast(randomInput(rand, T, 7168, dtype), o, `${T}x7168 ${dtype} ${JSON.stringify(o)}`);
+});
+
+/**
+ * perBlockCastWithSfOnly's default `.L2::128B` hint (PER_BLOCK_SF_ONLY_L2_128B of ops/quant/per_block_cast.ts: the
+ * bf16 kernels' aligned cp.async of each tile) changes no byte: every format, block shape and sf layout, on one tile,
+ * on partial last column tiles (r = 32: 512-column tiles) and with more tiles than the 4 · SMs grid (the next-tile
+ * copies wrap, the last tile has none), planted specials, a preallocated sf, and an unaligned view (element-wise
+ * staging, no hint). fp32 input, which ignores the bit, runs the same cases. perBlockCast and
+ * perBlockCastWithPrecomputedSf take no hint (the other tests here).
+ */
+gpuTest("perBlockCastWithSfOnly kernels = reference with the default L2 hint, every sf layout, tails and grid wrap (seed 5151)", () => {
+  const rand = rng(5151);
+  const compareSfOnly = (x: HostTensor, o: Omit<PerBlockCastWithSfOnlyOptions, "out">, label: string) => {
+    const want = perBlockCastWithSfOnly(x, o);
+    const dx = uploadView(x);
+    try {
+      const g = perBlockCastWithSfOnly(dx, o);
+      sameAllocation(g, want, label);
+      dispose(g);
+      if (x.numel > 0) {
+        // into a preallocated sf of the same layout, first filled with the scales of another input
+        const dy = uploadView(randomInput(rand, x.shape[0], x.shape[1], x.dtype as "fp32" | "bf16"));
+        const pre = perBlockCastWithSfOnly(dy, o) as DeviceTensor;
+        assert.equal(perBlockCastWithSfOnly(dx, { ...o, out: pre }), pre);
+        sameAllocation(pre, want, `${label} out`);
+        dispose(dy, pre);
+      }
+    } finally {
+      dispose(dx);
+    }
+  };
+  for (const dtype of ["bf16", "fp32"] as const) {
+    for (const fmt of ["e4m3", "e2m1"] as const) {
+      for (const bs of BLOCKS) {
+        for (const [T, H] of [[0, 256], [128, 128], [256, 640], [384, 1664]]) {
+          for (const [name, sfo] of SF_CONFIGS) {
+            const x = randomInput(rand, T, H, dtype);
+            compareSfOnly(rand() < 0.5 ? withSpecials(x, rand) : x, { fmt, blockSize: bs, ...sfo }, `${dtype} ${fmt} [${bs}] ${name} ${T}x${H}`);
+          }
+        }
+        const [name, sfo] = SF_CONFIGS[Math.floor(rand() * SF_CONFIGS.length)];
+        compareSfOnly(unaligned(randomInput(rand, 256, 640, dtype)), { fmt, blockSize: bs, ...sfo }, `unaligned ${dtype} ${fmt} [${bs}] ${name}`);
+      }
+    }
+  }
+  // more tiles than the grid (560 tiles against 4 · 132 blocks on an H200): the measured shape's width
+  const big = randomInput(rand, 1280, 7168, "bf16");
+  for (const bs of BLOCKS) {
+    for (const [name, sfo] of SF_CONFIGS) compareSfOnly(big, { fmt: "e4m3", blockSize: bs, ...sfo }, `bf16 e4m3 [${bs}] ${name} 1280x7168`);
+  }
+  compareSfOnly(big, { fmt: "e2m1", blockSize: [32, 32], roundSf: true }, "bf16 e2m1 [32,32] 1280x7168");
 });
 
 gpuTest("perBlockCastWithSfOnly and perBlockCastWithPrecomputedSf kernels = reference (seed 99)", () => {

@@ -22,7 +22,7 @@ export const PerBlockCastParams = defineParams("PerBlockCastParams", [
   ["hidden", "u32"], // H (a multiple of 128)
   ["sf_rows", "u32"], // sf rows to write: T/r, or the padded P of a column-major layout (rows >= T/r get 0)
   ["mode", "u32"], // PER_BLOCK_MODE
-  ["flags", "u32"], // PER_TOKEN_FLAG bits (roundSf, packedUe8m0)
+  ["flags", "u32"], // PER_TOKEN_FLAG bits (roundSf, packedUe8m0); bit 8: L2 hint of the sf-only mode (per_block_cast.ts)
   ["amax_clamp", "f32"], // lower bound on amax (config.amaxClamp, spec/quant.md §2.2)
 ] as const);
 

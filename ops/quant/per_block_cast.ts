@@ -133,6 +133,15 @@ function geometryOf(a: BlockCastArgs): SfGeometry {
 
 /** per_block_cast.cu's launch table: block size, tile elements, resident blocks per SM by input dtype. */
 const PB = { threads: 256, tileElems: 16384, blocksPerSm: { fp32: 2, bf16: 4 } as Record<string, number> };
+
+/**
+ * PerBlockCastParams.flags bit of the sf-only mode: kHintL2Line of common/load_hint.cuh (bit 8), the `.L2::128B`
+ * prefetch size on the bf16 kernels' aligned 16-byte cp.async of each tile (fp32 input and unaligned bf16 views
+ * ignore it). Measured on the H200, bf16 → e4m3 128 × 128 fp32 sf: 85.7 / 92.7% of copy against 74.1 / 75.5% off
+ * at 8192 / 16384 tokens (docs/perf-notes/perf5-hint.md, "Measured"). The cast and precomputed-sf modes lost with
+ * it (83.8 / 87.0% against 89.2 / 90.9% off at 16384) and take no bit. Same bytes either way.
+ */
+const PER_BLOCK_SF_ONLY_L2_128B = 0x100;
 const packet = new LaunchPacket(PerBlockCastParams);
 
 function addrOf(t: Tensor | null): number {
@@ -173,7 +182,8 @@ function launchPerBlock(
   p.u32(w.hidden, a.hidden);
   p.u32(w.sf_rows, g ? g.paddedRows : 0);
   p.u32(w.mode, mode);
-  p.u32(w.flags, (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0));
+  const hint = mode === PER_BLOCK_MODE.sfOnly ? PER_BLOCK_SF_ONLY_L2_128B : 0;
+  p.u32(w.flags, (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) | hint);
   p.f32(w.amax_clamp, a.rule.clamp);
   const grid = Math.max(1, Math.min(tiles, PB.blocksPerSm[x.dtype] * config.getNumSms(device)));
   p.setLaunch(fn, stream.handle, grid, PB.threads, 0, false, device.index);
