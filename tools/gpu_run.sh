@@ -62,6 +62,27 @@ per_file() { # $1 function, $2 its first argument (or ""), rest: files
   done
   wait
 }
+# Nsight Compute: the sections of the `ncu` step, and extra raw metrics (DRAM bytes, global load /
+# store instructions and sectors: the access width) that tools/ncu_summary.py prints; NCU_METRICS= (empty) drops them
+NCU_SECTIONS="--section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats --section SchedulerStats"
+NCU_METRICS=${NCU_METRICS-dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op_global_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum}
+# ncu_csv REGEX FILE cmd...: ncu's raw CSV rows of the kernels matching REGEX launched by cmd between
+# cuProfilerStart/Stop, written to FILE (stderr in $LOGS/ncu-err.log); when nothing was profiled with the extra metrics
+# (a name this ncu does not know) and ncu did not time out, once more without them
+ncu_csv() {
+  local filter=$1 file=$2 rc; shift 2
+  local -a extra=(); [ -n "$NCU_METRICS" ] && extra=(--metrics "$NCU_METRICS")
+  timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw --profile-from-start off -k "regex:$filter" $NCU_SECTIONS ${extra[@]+"${extra[@]}"} "$@" \
+    2> "$LOGS/ncu-err.log" | grep -E '^"' > "$file"
+  rc=${PIPESTATUS[0]}
+  if [ ${#extra[@]} -gt 0 ] && [ "$rc" != 124 ] && [ "$(grep -c . "$file")" -lt 3 ]; then
+    echo "ncu: nothing profiled with --metrics (rc=$rc; $(tail -n 1 "$LOGS/ncu-err.log")); again without them"
+    timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw --profile-from-start off -k "regex:$filter" $NCU_SECTIONS "$@" \
+      2> "$LOGS/ncu-err.log" | grep -E '^"' > "$file"
+    rc=${PIPESTATUS[0]}
+  fi
+  return "$rc"
+}
 for step in ${STEPS:-test}; do
   case $step in
     test) per_file run_tests "" $GPU_FILES ;;
@@ -107,10 +128,9 @@ for step in ${STEPS:-test}; do
         read -r op tok var <<< "$c"
         echo "### case $op $tok ${var:-}" >> "$OUT/ncu.csv"
         if [ "$RT" = deno ]; then set -- deno run -A --no-check bench/profile.ts "$op" "$tok" ${var:+"$var"}; else set -- bun bench/profile.ts "$op" "$tok" ${var:+"$var"}; fi
-        timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw --profile-from-start off -k regex:tk_ --section SpeedOfLight --section Occupancy \
-          --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats --section SchedulerStats "$@" \
-          2> "$LOGS/ncu-err.log" | grep -E '^"' >> "$OUT/ncu.csv"
-        echo "ncu $op $tok ${var:-}: rc=${PIPESTATUS[0]} $(grep -c . "$LOGS/ncu-err.log") stderr lines"; tail -n 3 "$LOGS/ncu-err.log"
+        ncu_csv tk_ "$LOGS/ncu-one.csv" "$@"
+        echo "ncu $op $tok ${var:-}: rc=$? $(grep -c . "$LOGS/ncu-err.log") stderr lines"; tail -n 3 "$LOGS/ncu-err.log"
+        cat "$LOGS/ncu-one.csv" >> "$OUT/ncu.csv"
       done
       python3 tools/ncu_summary.py "$OUT/ncu.csv" | tee "$OUT/ncu-summary.txt" ;;
     variants)
