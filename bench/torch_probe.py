@@ -211,9 +211,10 @@ def triton_cache_entries():
                 meta = json.load(f)
         except Exception:
             continue
-        if not isinstance(meta, dict) or "name" not in meta:
+        if not isinstance(meta, dict):
             continue
-        out.append({"dir": os.path.dirname(js), "name": meta.get("name"), "meta": meta})
+        name = meta.get("name") or os.path.basename(js)[:-len(".json")]  # the files are <kernel name>.<ext>
+        out.append({"dir": os.path.dirname(js), "name": name, "meta": meta})
     return out
 
 
@@ -340,7 +341,7 @@ def profile_trace(fn, iters, path):
         tr = json.load(f)
     ks = {}
     for ev in tr.get("traceEvents", []) if isinstance(tr, dict) else tr:
-        if ev.get("cat") == "kernel":
+        if str(ev.get("cat", "")).lower() == "kernel":  # "Kernel" in older kineto
             ks.setdefault(ev.get("name", "?"), []).append(ev)
     return ks
 
