@@ -15,19 +15,13 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // row landed in shared memory by one bulk copy, an 85% carveout), the residual forms by warp rows; fewer rows on
   // team kernels (the weight through L1; the form staging it in shared memory measured slower and was removed)
   "default": {},
-  // the fifth run's defaults: normForward by warp rows, the fused cast by team kernels
-  "wr": { forwardRegRows: false, castBulkRows: false },
   // round 2's form: team kernels, weight through L1 after the reduction, grid 8 / 4 blocks per SM, and one block per
   // row (grid = rows: the block scheduler refills SMs as blocks end, as torch.compile's one-program-per-row kernel)
-  "team-l1": { forwardRegRows: false, castBulkRows: false, forwardWarpRows: false, castWarpRows: false, residualWarpRows: false },
-  "team-l1-4": { forwardRegRows: false, castBulkRows: false, forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardBlocksPerSm: 4 },
-  "team-l1-rows": { forwardRegRows: false, castBulkRows: false, forwardWarpRows: false, castWarpRows: false, residualWarpRows: false, forwardBlocksPerSm: 1 << 20 },
-  // warp rows for the fused cast too: perf3-norm's default (48.4% against the team kernel's 50.6%)
-  "wr-cast": { forwardRegRows: false, castBulkRows: false, castWarpRows: true },
-  // warp rows (every form) with the grid capped at 2 blocks per SM (one wave, ~rows / 2112 rows per warp)
-  "wr-2": { forwardRegRows: false, castBulkRows: false, castWarpRows: true, forwardBlocksPerSm: 2 },
-  // warp rows held at 1 resident block (8 rows) per SM by 120 KiB of unused dynamic shared memory
-  "wr-1blk": { forwardRegRows: false, castBulkRows: false, castWarpRows: true, warpRowsSmemPad: 120 * 1024 },
+  "team-l1": { forwardRegRows: false, castBulkRows: false, residualWarpRows: false },
+  "team-l1-4": { forwardRegRows: false, castBulkRows: false, residualWarpRows: false, forwardBlocksPerSm: 4 },
+  "team-l1-rows": { forwardRegRows: false, castBulkRows: false, residualWarpRows: false, forwardBlocksPerSm: 1 << 20 },
+  // (the warp-rows forms without a residual, "wr" (the fifth run's default for normForward), "wr-cast", "wr-2" and
+  // "wr-1blk", went with their kernels `_wr` and `_e4m3_g<N>_wr`: 72.9% and 48.4% of copy against 88.9% and 72.6%)
   // register rows (docs/perf-notes/perf4-norm.md) in one wave of 8 blocks per SM walked grid-stride (rr4-8), and
   // from any row count, i.e. the decode cases too (rr4-decode: normForward 1 row 4.0 µs against 4.7, the cast 5.9
   // against 5.0)

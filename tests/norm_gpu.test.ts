@@ -189,18 +189,22 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
   }
 });
 
-/** Runs f with the forward tuning knobs set (grid cap per SM, warp rows), then restores them. */
+/**
+ * Runs f with the forward tuning knobs set (grid cap per SM; `warpRows`: the residual warp rows `_wr_res`, otherwise
+ * the team kernels), then restores them. Without a residual the team kernels run either way (withRowForms tests the
+ * register and bulk rows).
+ */
 function withForwardTuning<T>(blocksPerSm: number, f: () => T, warpRows = false): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] as const;
+  const prev = [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] as const;
   t.forwardBlocksPerSm = blocksPerSm;
-  t.forwardWarpRows = t.castWarpRows = t.residualWarpRows = warpRows;
-  t.forwardRegRows = t.castBulkRows = false; // the register / bulk rows (the defaults) take precedence: off here, withRowForms tests them
+  t.residualWarpRows = warpRows;
+  t.forwardRegRows = t.castBulkRows = false;
   t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardBlocksPerSm, t.forwardWarpRows, t.castWarpRows, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] = prev;
+    [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] = prev;
   }
 }
 
@@ -242,18 +246,16 @@ function compareResidualForms(rand: () => number, H: number, tag: string): void 
   }
 }
 
-gpuTest("normForward bf16 without residual by warp rows (_wr and the casts _e4m3_g<N>_wr, selected by knobs) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
+gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res, _e4m3_g<N>_wr_res) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, in place, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
   const rand = rng(7801);
-  for (const blocks of [0, 1, 3]) {
-    // H > 256: N = 32 … 512 chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
-    withForwardTuning(blocks, () => compareRowForms(rand, blocks, "wr", true, [272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192], false), true);
-  }
-  // with a residual (_wr_res): residualOut new, in place into residual or x; padded and unaligned strides; the casts
+  // residualOut new, in place into residual or x; padded and unaligned strides; the casts. H > 256: N = 32 … 512
+  // chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
   for (const blocks of [0, 3]) {
     withForwardTuning(blocks, () => {
-      for (const H of [272, 528, 1024, 7168, 8192]) {
+      for (const H of [272, 528, 1024, 2048, 4096, 7168, 8192]) {
         const tag = `wr_res blocks/SM ${blocks} H ${H}`;
         compareResidualForms(rand, H, tag);
+        compareForwardOn(rows(rand, 0, 19, H, "bf16"), rows(rand, 0, 19, H, "bf16"), unalignedWeight(rand, H), 1, `${tag} unaligned weight`);
         for (const npc of [32, 128] as const) {
           if (H % npc) continue;
           const c: FwdCase = { B: 0, T: 17, H, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: H };
@@ -281,11 +283,9 @@ gpuTest("normForward bf16 without residual by warp rows (_wr and the casts _e4m3
     withForwardTuning(blocks, () => {
       if (blocks === 0) normLaunchTuning.warpRowsSmemPad = 120 * 1024; // restored below
       try {
-        const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
-        compareForward(rand, c, `wr 3000x7168 blocks/SM ${blocks}`);
-        compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr cast 3000x7168 blocks/SM ${blocks}`);
-        compareForward(rand, { ...c, residual: true }, `wr_res 3000x7168 blocks/SM ${blocks}`);
-        compareCast(rand, { ...c, residual: true }, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_res cast 3000x7168 blocks/SM ${blocks}`);
+        const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
+        compareForward(rand, c, `wr_res 3000x7168 blocks/SM ${blocks}`);
+        compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_res cast 3000x7168 blocks/SM ${blocks}`);
       } finally {
         normLaunchTuning.warpRowsSmemPad = 0;
       }
@@ -311,14 +311,13 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 }
 
 /**
- * The row-form cases (warp rows; one block of 4 warps per row: `_rr4_l2` and the casts `_e4m3_g<N>_br4`) under the
- * current launch knobs, tagged `form`: every chunk count per thread over the widths `hs` (by default: J = N/P = 1,
- * N ≤ P, threads beyond the tree holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree,
- * weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, the casts (`casts`) with every
- * sf layout, and (`fullSize`) 3000 × 7168.
+ * The row-form cases (one block of 4 warps per row: `_rr4_l2` and the casts `_e4m3_g<N>_br4`) under the
+ * current launch knobs, tagged `form`: every chunk count per thread (J = N/P = 1, N ≤ P, threads beyond the tree
+ * holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree, weight or not, outScale, 2-D /
+ * 3-D, padded and unaligned strides, unaligned weight, the casts with every sf layout, and 3000 × 7168.
  */
-function compareRowForms(rand: () => number, blocks: number, form: string, casts = true, hs: readonly number[] = [16, 48, 272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192], fullSize = true): void {
-  for (const H of hs) {
+function compareRowForms(rand: () => number, blocks: number, form: string): void {
+  for (const H of [16, 48, 272, 288, 512, 528, 640, 1024, 2048, 4096, 5120, 7168, 8192]) {
     for (const weight of [true, false]) {
       const outScale = rand() < 0.5 ? 1 : 0.3;
       const tag = `${form} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
@@ -328,7 +327,6 @@ function compareRowForms(rand: () => number, blocks: number, form: string, casts
     }
     const x = rows(rand, 0, 19, H, "bf16");
     compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `${form} blocks/SM ${blocks} H ${H} unaligned weight`);
-    if (!casts) continue;
     // the fused casts (_e4m3_g<N>_br4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
     for (const npc of [32, 128] as const) {
       if (H % npc) continue;
@@ -341,10 +339,9 @@ function compareRowForms(rand: () => number, blocks: number, form: string, casts
     }
   }
   // full size, many rows per block when the grid is capped
-  if (!fullSize) return;
   const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
   compareForward(rand, c, `${form} 3000x7168 blocks/SM ${blocks}`);
-  if (casts) compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
+  compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
 gpuTest("normForward bf16 by register rows (_rr4_l2: the L2::256B hint on aligned views, element loads on unaligned ones) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
@@ -660,13 +657,11 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         const r = specialRows(rand, T, H, dtype);
         const w = specialWeight(rand, H, dtype);
         compareForwardOn(x, undefined, w, outScale, `${label} weight`); // default: 10 rows, the team kernel
-        withForwardTuning(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, warp rows`), true);
         withForwardTuning(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, team kernel, weight via L1`));
         compareForwardOn(x, r, null, outScale, `${label} residual`);
         compareForwardOn(x, r, w, outScale, `${label} residual and weight`);
         if (H % 128 === 0) compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast`);
         if (H % 128 === 0) {
-          withForwardTuning(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows`), true);
           withForwardTuning(0, () => compareCastOn(x, r, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, warp rows with residual`), true);
         }
         if (H > 256) withForwardTuning(0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);

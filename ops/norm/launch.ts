@@ -22,23 +22,22 @@ export const NORM_BLOCK_THREADS = 256;
  * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
  *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
- * - `forwardWarpRows`: bf16 normForward without residual, H > 256, at least `forwardWarpRowsMinRowsPerSm` rows per
- *   SM (default 16: every SM's 16 resident warps get a row; the register-rows forms below use the same threshold),
- *   runs `tk_norm_forward__bf16_wr` (one warp per row, two passes over the row) instead of the team kernels
- *   above (false), when `forwardRegRows` is off. Fewer rows (decode) keep the team
- *   kernels: 256 threads per row finish one row sooner than one warp. Its default grid is one block per 8 rows (no
- *   cap: `forwardBlocksPerSm` caps it when set).
- * - `castWarpRows`: the same for the fused casts without residual (normForwardAndPerTokenCast:
- *   `tk_norm_forward__bf16_e4m3_g<N>_wr`). Default off: measured 48.4% of copy against the L1 team kernel's 50.6%
- *   at 16384 rows (normForward by warp rows: 72.8 against 62.0%, so `forwardWarpRows` stays on).
- * - `residualWarpRows`: the same with a residual, plain or cast (`tk_norm_forward__bf16[_e4m3_g<N>]_wr_res`:
- *   normForward with residual, addRmsnormForwardAndPerTokenCast): s = x + residual is written to residualOut in
- *   the first pass and read back from L2 in the second.
- * - `forwardRegRows` (default true): bf16 normForward without residual, under the same conditions as the warp-rows
- *   form (rows per SM, no team width asked for; any H), runs `tk_norm_forward__bf16_rr4_l2`: one block of 4 warps per
- *   row holding the row in registers from its load to its store (read once from HBM, written once, no second pass
- *   through L2), its aligned loads with the L2::256B prefetch-size hint; 128 threads, 64 registers, 8 rows per SM.
- *   It takes precedence over `forwardWarpRows`. Grid: one block per row (`forwardBlocksPerSm` caps it when set).
+ * - `forwardWarpRowsMinRowsPerSm` (default 16): the row count per SM (every SM's 16 resident warps get a row) from
+ *   which bf16 rows run by the row forms below instead of the team kernels above; fewer rows (decode) keep the team
+ *   kernels: 256 threads per row finish one row sooner than one warp or one block of 4. Not when `teamThreads` asks
+ *   for a team width.
+ * - `residualWarpRows` (default true): bf16 with a residual, plain or cast, H > 256 (normForward with residual,
+ *   addRmsnormForwardAndPerTokenCast) runs `tk_norm_forward__bf16[_e4m3_g<N>]_wr_res`: one warp per row, two
+ *   passes; s = x + residual is written to residualOut in the first pass and read back from L2 in the second. Its
+ *   default grid is one block per 8 rows (no cap: `forwardBlocksPerSm` caps it when set). Off: the team kernels.
+ *   (The warp-rows forms without a residual, `_wr` (72.9% of copy against the register rows' 88.9%) and the casts
+ *   `_e4m3_g<N>_wr` (48.4% against the team kernel's 50.6% and the bulk rows' 72.6%), were reachable by knobs only
+ *   and were removed with their knobs `forwardWarpRows` and `castWarpRows`.)
+ * - `forwardRegRows` (default true): bf16 normForward without residual, from the same rows per SM (no team width
+ *   asked for; any H), runs `tk_norm_forward__bf16_rr4_l2`: one block of 4 warps per row holding the row in
+ *   registers from its load to its store (read once from HBM, written once, no second pass through L2), its aligned
+ *   loads with the L2::256B prefetch-size hint; 128 threads, 64 registers, 8 rows per SM.
+ *   Grid: one block per row (`forwardBlocksPerSm` caps it when set). Off: the team kernels (as before the row forms).
  *   H200, 16384 × 7168: 88.2% of copy against 72.9% for the warp rows (bench/RESULTS.md, sixth run); the L2 hint
  *   84.2–84.5% against 81.7–82.7% at 8192 rows, 88.6–89.3% against 88.1–89.3% at 16384 (2026-12-01,
  *   docs/perf-notes/perf6-norm.md: the unhinted `_rr4` and the round-6 forms at more rows per SM, two rows or two
@@ -49,23 +48,20 @@ export const NORM_BLOCK_THREADS = 256;
  *   `tk_norm_forward__bf16_e4m3_g<N>_br4`: the register rows' team of 4 warps a row with the row landed in shared
  *   memory by one bulk copy (TMA) instead of in registers (2H bytes of dynamic shared memory, 40 registers, 12 rows
  *   per SM; step 4 and the cast by a rolled loop). H200, 16384 × 7168: 72.9% of copy against 60.6% for the cast by
- *   register rows (removed) and 50.5% for the team kernel (bench/RESULTS.md, seventh run). Off: the team kernel (or
- *   `castWarpRows`).
+ *   register rows (removed) and 50.5% for the team kernel (bench/RESULTS.md, seventh run). Off: the team kernel.
  * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
  *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against
  *   68.1% with 100 (14 blocks' worth of shared memory at H = 7168, 28 KiB of L1).
  *   (normForward by bulk rows measured 86.0–87.3% against the register rows' 89.0%, and with a bulk store of the
  *   output 82.9%: both removed.)
- * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows launches, only to cap their
- *   resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows waiting in
- *   L2 between the two passes); 0 = none.
+ * - `warpRowsSmemPad`: bytes of (unused) dynamic shared memory given to the warp-rows (`_wr_res`) launches, only to
+ *   cap their resident blocks below the registers' 2 per SM (e.g. 120 KiB: 1 block = 8 rows per SM, half the rows
+ *   waiting in L2 between the two passes); 0 = none.
  */
 export const normLaunchTuning = {
   teamThreads: 0,
   backwardBf16Blocks: 0,
   forwardBlocksPerSm: 0,
-  forwardWarpRows: true,
-  castWarpRows: false,
   residualWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,
   forwardRegRows: true,

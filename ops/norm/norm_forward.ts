@@ -267,17 +267,18 @@ export function launchNormForward(
   const H = x.shape[rank - 1];
   if (B * T === 0) return;
   const c = o.cast;
-  // bf16, H > 256 (N ≥ 32), enough rows: one warp per row (`_wr`, 8 rows per block), plain or cast, with a residual
-  // `_wr_res`; not when a test asks for a team width (that is a team kernel's knob)
+  // bf16, enough rows (not when a test asks for a team width: that is a team kernel's knob): the row forms; fewer
+  // rows, fp32, or a row form's knob off: the team kernels
   const t = normLaunchTuning;
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
-  // bf16, any H, no residual (the defaults): one block of 4 warps per row, for normForward the row held in registers
+  // any H, no residual: one block of 4 warps per row, for normForward the row held in registers
   // (`_rr4_l2`), for the cast landed in shared memory by a bulk copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared
   // memory, the carveout of `bulkRowsCarveout`)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
-  const wr = !regRows && !bulkRows && rowsForm && H > 256 && (r.residual ? t.residualWarpRows : c ? t.castWarpRows : t.forwardWarpRows);
-  const form = bulkRows ? "_br4" : regRows ? "_rr4_l2" : wr ? (r.residual ? "_wr_res" : "_wr") : "";
+  // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block)
+  const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
+  const form = bulkRows ? "_br4" : regRows ? "_rr4_l2" : wr ? "_wr_res" : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, t.bulkRowsCarveout) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
@@ -322,7 +323,7 @@ export function launchNormForward(
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
-  // last wave). _wr: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
+  // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
   // _rr4_l2, _e4m3_g<N>_br4: one block of 128 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows;
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;

@@ -177,7 +177,7 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.sf_kind, SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
   p.u32(w.op_id, op === "castBack" ? OP_ID.castBack : OP_ID.perTokenCastBack);
   p.u32(w.flags, input === "e4m3" && outFmt === "bf16" ? CAST_BACK_L2_256B : 0);
-  const grid = seg ? castBackSegGrid(T, H, outFmt) : castBackGrid(device, T, H, input, outFmt);
+  const grid = seg ? castBackSegGrid(T, H) : castBackGrid(device, T, H, input, outFmt);
   p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
   p.launch(op);
 }
@@ -204,20 +204,20 @@ function castBackGrid(device: Device, T: number, H: number, input: "e4m3" | "e2m
 }
 
 /**
- * The segmented kernels of cast_back.cu (`tk_cast_back_seg__e4m3_*`): a block takes one segment of
- * SEG_PIECES = 256 threads × 2 pieces of a row (grid.x = T · ⌈(H / V) / SEG_PIECES⌉: one segment per block), for
- * e4m3 input whose rows hold at least SEG_MIN_PIECES pieces (below that most of a block's threads would idle;
- * those rows keep the row-team kernel). SEG_OUT: the outputs that take it (A/B switch of perf3-quant.md).
+ * The segmented kernel of cast_back.cu (`tk_cast_back_seg__e4m3_bf16`): a block takes one segment of
+ * SEG_PIECES = 256 threads × 2 pieces of a row (grid.x = T · ⌈(H / 8) / SEG_PIECES⌉: one segment per block), for
+ * e4m3 → bf16 rows that hold at least SEG_MIN_PIECES pieces (below that most of a block's threads would idle;
+ * those rows keep the row-team kernel). fp32 output keeps the row teams (92% of copy on the H200); the segmented fp32 form
+ * was never selected (perf3-quant.md's SEG_OUT switch) and is not built.
  */
 const SEG_PIECES = 512;
 const SEG_MIN_PIECES = 256;
-const SEG_OUT: Readonly<Record<"fp32" | "bf16", boolean>> = { bf16: true, fp32: false };
 
 function useSegments(H: number, input: "e4m3" | "e2m1", out: "fp32" | "bf16"): boolean {
-  return input === "e4m3" && SEG_OUT[out] && H / (out === "bf16" ? 8 : 4) >= SEG_MIN_PIECES;
+  return input === "e4m3" && out === "bf16" && H / 8 >= SEG_MIN_PIECES;
 }
 
-function castBackSegGrid(T: number, H: number, out: "fp32" | "bf16"): number {
-  const segs = Math.ceil(H / (out === "bf16" ? 8 : 4) / SEG_PIECES);
+function castBackSegGrid(T: number, H: number): number {
+  const segs = Math.ceil(H / 8 / SEG_PIECES);
   return Math.max(1, Math.min(T * segs, 0x7fffffff));
 }

@@ -184,18 +184,12 @@ const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
 /** Function handles per device and variant ((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4), filled on first use. */
 const fnCache: number[][] = [];
 
-/**
- * bf16 → e2m1 with groups of 16–128 takes the `_u4` kernels (4 chunks of 8 values per thread and unit instead of
- * 2: the per-unit bookkeeping, amax shuffles, scale and sf store spread over twice the values; 64 registers on
- * sm_90a without spills, 33 KiB of static shared memory, still 4 blocks per SM). Unmeasured when written
- * (docs/perf-notes/perf4-fp4.md): false gives the 2-chunk kernels back without a rebuild.
- */
-const E2M1_FOUR_CHUNKS = true;
-
 function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n: number, sr: boolean): number {
   const g = GROUP_INDEX[n] ?? 4;
   const i = IN_INDEX[inDtype];
-  const wide = E2M1_FOUR_CHUNKS && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
+  // bf16 → e2m1 with groups (round to nearest) runs the `_u4` kernels: 4 chunks of 8 values per thread and unit
+  // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built)
+  const wide = inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
   const key = (((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0);
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];

@@ -4,13 +4,14 @@
 // Symbols
 //   tk_norm_forward__<in>              in ∈ {fp32, bf16}: out (x's dtype), rstd, residualOut
 //   tk_norm_forward__<in>_e4m3_g<N>    N ∈ {32, 128}: data + sf (+ outBf16), rstd, residualOut; no x-dtype out
-//   tk_norm_forward__bf16_wr               bf16, H > 256: one warp per row, two passes (below, "warp rows"), plain
-//   tk_norm_forward__bf16_e4m3_g<N>_wr     and fused cast; `_wr_res` with a residual (s written to residualOut in
-//   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   pass 1, read back in pass 2); the host's default from 16 rows per SM
+//   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   bf16, H > 256, with a residual, plain or fused cast: one warp per
+//                                          row, two passes (below, "warp rows"; s written to residualOut in pass 1,
+//                                          read back in pass 2); the host's default from 16 rows per SM
+//                                          (normLaunchTuning.forwardWarpRowsMinRowsPerSm, residualWarpRows)
 //   tk_norm_forward__bf16_rr4_l2           bf16, any H, no residual: one block of 4 warps per row, the row held in
 //                                          registers (below, "register rows"), its aligned loads with the L2::256B
 //                                          prefetch-size hint; the host's default for normForward
-//                                          from the warp rows' row count per SM (normLaunchTuning.forwardRegRows)
+//                                          from the same row count per SM (normLaunchTuning.forwardRegRows)
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
@@ -22,7 +23,7 @@
 //   (two full waves of blocks at 4 resident per SM, four at 2; the host's normLaunchTuning.forwardBlocksPerSm
 //   replaces the 8 for A/B runs.)
 //
-//   _wr: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
+//   _wr_res: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
 //   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
 //
 //   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
@@ -409,7 +410,9 @@ struct NormForward {
   }
 };
 
-// ---- warp rows: tk_norm_forward__bf16_wr -------------------------------------------------------------------------
+// ---- warp rows: tk_norm_forward__bf16[_e4m3_g<N>]_wr_res ---------------------------------------------------------
+// (Instantiated with a residual only: the forms without one, `_wr` and `_e4m3_g<N>_wr`, lost on the H200 to the
+// register rows and the bulk rows and were removed; the bulk rows use cast_chunk. The text below describes both.)
 // One warp per row, two passes, no shared memory and no barrier: pass 1 reads the row (L2::evict_last) and reduces
 // it, pass 2 reads it again (from L2, L2::evict_first) with the weight (L1) and writes the output (the residual form:
 // kRes below). The team is the
@@ -480,11 +483,7 @@ constexpr int kWrMinBlocks = 2;
 template <int kCastN, bool kRes = false>
 struct NormForwardWarpRows {
   using Chunk = RowChunk<Fmt::kBf16>;
-  static constexpr int kEb = 2;
   static constexpr bool kCast = kCastN != 0;
-  static constexpr int kPairs = kRes ? (kCast ? 1 : 2) : kWrPairsPerStep;  // pairs per pass-1 step (registers)
-  // pass-2 chunks per step: the casts keep fewer in flight (their scaling needs registers too)
-  static constexpr int kPass2 = kCast ? 2 : kWrPass2Chunks;
   const NormForwardParams& p;
   TK_DEV explicit NormForwardWarpRows(const NormForwardParams& params) : p(params) {}
 
@@ -535,7 +534,12 @@ struct NormForwardWarpRows {
     load_chunk<true>(v, q, live, aligned, pol);
   }
 
+  // The kernels (the residual forms; the bulk rows instantiate the template for cast_chunk and sf_out only).
   TK_DEV void run() const {
+    constexpr int kEb = 2;
+    constexpr int kPairs = kRes ? (kCast ? 1 : 2) : kWrPairsPerStep;  // pairs per pass-1 step (registers)
+    // pass-2 chunks per step: the casts keep fewer in flight (their scaling needs registers too)
+    constexpr int kPass2 = kCast ? 2 : kWrPass2Chunks;
     const uint32_t H = p.hidden, K = H / kRmsChunk;
     uint32_t N = 1;
     while (N < K) N *= 2;
@@ -1098,20 +1102,9 @@ TK_NORM_FORWARD_CAST(fp32, kFp32, 128)
 TK_NORM_FORWARD_CAST(bf16, kBf16, 32)
 TK_NORM_FORWARD_CAST(bf16, kBf16, 128)
 
-// Warp rows (bf16, no residual, H > 256; normLaunchTuning.forwardWarpRows): 256 threads, no shared memory of its own
-// 128 registers: 2 blocks = 16 warps = 16 rows per SM.
-extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)
-    tk_norm_forward__bf16_wr(const __grid_constant__ NormForwardParams p) {
-  tk::NormForwardWarpRows<0>(p).run();
-}
-#define TK_NORM_FORWARD_CAST_WR(n)                                                                        \
-  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
-      tk_norm_forward__bf16_e4m3_g##n##_wr(const __grid_constant__ NormForwardParams p) {                 \
-    tk::NormForwardWarpRows<n>(p).run();                                                                  \
-  }
-TK_NORM_FORWARD_CAST_WR(32)
-TK_NORM_FORWARD_CAST_WR(128)
-// with a residual (normLaunchTuning.residualWarpRows)
+// Warp rows with a residual (bf16, H > 256; normLaunchTuning.residualWarpRows): 256 threads, no shared memory of its
+// own, 128 registers: 2 blocks = 16 warps = 16 rows per SM. (The forms without a residual, `_wr` and
+// `_e4m3_g<N>_wr`, lost to the register rows and the bulk rows and are not instantiated.)
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)
     tk_norm_forward__bf16_wr_res(const __grid_constant__ NormForwardParams p) {
   tk::NormForwardWarpRows<0, true>(p).run();

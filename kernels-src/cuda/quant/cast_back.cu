@@ -8,10 +8,10 @@
 //   kernel                     block.x  dynamic smem  grid.x
 //   tk_cast_back__*_bf16       256      0             min(ceilDiv(T, R), 10 · SMs)   (two waves of 5 blocks per SM)
 //   tk_cast_back__*_fp32       256      0             ceilDiv(T, R)                   (no cap: measured faster uncapped)
-//   tk_cast_back_seg__e4m3_*   256      0             T · ceilDiv(H / V, 512)         (one row segment per block)
+//   tk_cast_back_seg__e4m3_bf16 256     0             T · ceilDiv(H / 8, 512)         (one row segment per block)
 //
-//   The host takes the segmented kernel for e4m3 input when H / V ≥ 256 and its SEG_OUT switch names the output
-//   (ops/quant/cast_back.ts); no shared memory, launch bound 8 (32 / 30 registers on sm_90a / sm_100a, no spills):
+//   The host takes the segmented kernel for e4m3 → bf16 when H / 8 ≥ 256 (ops/quant/cast_back.ts; fp32 output keeps
+//   the row teams, at 92% of copy; an fp32-output segmented instance was never selected and is not built); no shared memory, launch bound 8 (32 / 30 registers on sm_90a / sm_100a, no spills):
 //   64 warps per SM, 2 pieces (16 codes for bf16, 8 for fp32) loaded per thread before any is computed.
 //   L2 hints (flags bits kHint*, common/load_hint.cuh): the segmented kernels' code loads of block scales (c ≥ 16)
 //   carry .L2::128B / .L2::256B and / or an L2::evict_first policy; the per-channel path and the row-team kernels
@@ -304,7 +304,6 @@ constexpr int kSegMinBlocksPerSm = 8;
     tk::CastBack<tk::Fmt::IN, tk::Fmt::OUT>(p).run_segments<tk::kSegPiecesPerThread>();               \
   }
 
-TK_CAST_BACK_SEG(e4m3, kE4m3, fp32, kFp32)
 TK_CAST_BACK_SEG(e4m3, kE4m3, bf16, kBf16)
 
 TK_CAST_BACK(e4m3, kE4m3, fp32, kFp32)

@@ -5,9 +5,10 @@
 //   tk_per_token_cast__<in>_<out>_g<N>   in ∈ {fp32, bf16, e4m3, e2m1}, out ∈ {e4m3, e2m1}, N ∈ {16, 32, 64, 128}
 //                                        (e4m3 / e2m1 input = re-quantization of [codes, sf], §4.4)
 //   tk_per_token_cast__<in>_<out>_row    in ∈ {fp32, bf16}: one scale per row (numPerChannels == H)
-//   tk_per_token_cast__bf16_e2m1_g<N>_u4 the bf16 → e2m1 _g<N> kernel with 4 chunks (32 values) per thread and
-//                                        unit instead of 2; the host takes it when ops/quant/per_token_cast.ts
-//                                        E2M1_FOUR_CHUNKS is set (same grid, same results)
+//   tk_per_token_cast__bf16_e2m1_g<N>_u4 bf16 → e2m1 with groups: 4 chunks (32 values) per thread and unit instead
+//                                        of 2 (same grid). It replaces the 2-chunk bf16 → e2m1 _g<N> kernel, which
+//                                        measured slower (docs/DECISIONS.md, fourth round) and is not built; the
+//                                        stochastic bf16 → e2m1 _g<N>_sr keeps 2 chunks
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -468,7 +469,10 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
 TK_PER_TOKEN_CAST_GROUPS(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_GROUPS(fp32, kFp32, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_GROUPS(bf16, kBf16, e4m3, kE4m3)
-TK_PER_TOKEN_CAST_GROUPS(bf16, kBf16, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_GROUP_AS(bf16, kBf16, e2m1, kE2m1, 16, _sr, true)  // RN: the _u4 kernels below
+TK_PER_TOKEN_CAST_GROUP_AS(bf16, kBf16, e2m1, kE2m1, 32, _sr, true)
+TK_PER_TOKEN_CAST_GROUP_AS(bf16, kBf16, e2m1, kE2m1, 64, _sr, true)
+TK_PER_TOKEN_CAST_GROUP_AS(bf16, kBf16, e2m1, kE2m1, 128, _sr, true)
 TK_PER_TOKEN_CAST_GROUPS(e4m3, kE4m3, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_GROUPS(e4m3, kE4m3, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_GROUPS(e2m1, kE2m1, e4m3, kE4m3)
