@@ -9,7 +9,8 @@
 # PAR=2 on the two-GPU machine runs test / memcheck / racecheck files two at a time, one per GPU), peers
 # (bench/peers.py), bench (bench/roofline.ts with the peers file when present), decode (bench/decode.ts, and bench/peers_decode.py once), ab (tools/ab_pack.sh's branches, each
 # in its own copy: AB_FILES tests, roofline --only AB_ONLY), ncu (Nsight Compute of the $NCU_CASES, summarised), variants (the roofline of each
-# prebuilt tree under .device/var/*).
+# prebuilt tree under .device/var/*), torchprobe (bench/torch_probe.py: torch.compile's norm kernels dumped, timed and
+# profiled by ncu like ours, all in $OUT/torchprobe.tgz; docs/perf-notes/perf7-probe.md).
 set -u
 RT=${RT:-deno}
 OUT=${OUT:-/tmp/out}
@@ -62,6 +63,27 @@ per_file() { # $1 function, $2 its first argument (or ""), rest: files
   done
   wait
 }
+# Nsight Compute: the sections of the `ncu` and `torchprobe` steps, and extra raw metrics (DRAM bytes, global load /
+# store instructions and sectors: the access width) that tools/ncu_summary.py prints; NCU_METRICS= (empty) drops them
+NCU_SECTIONS="--section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats --section SchedulerStats"
+NCU_METRICS=${NCU_METRICS-dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op_global_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum}
+# ncu_csv REGEX FILE cmd...: ncu's raw CSV rows of the kernels matching REGEX launched by cmd between
+# cuProfilerStart/Stop, written to FILE (stderr in $LOGS/ncu-err.log); when nothing was profiled with the extra metrics
+# (a name this ncu does not know) and ncu did not time out, once more without them
+ncu_csv() {
+  local filter=$1 file=$2 rc; shift 2
+  local -a extra=(); [ -n "$NCU_METRICS" ] && extra=(--metrics "$NCU_METRICS")
+  timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw --profile-from-start off -k "regex:$filter" $NCU_SECTIONS ${extra[@]+"${extra[@]}"} "$@" \
+    2> "$LOGS/ncu-err.log" | grep -E '^"' > "$file"
+  rc=${PIPESTATUS[0]}
+  if [ ${#extra[@]} -gt 0 ] && [ "$rc" != 124 ] && [ "$(grep -c . "$file")" -lt 3 ]; then
+    echo "ncu: nothing profiled with --metrics (rc=$rc; $(tail -n 1 "$LOGS/ncu-err.log")); again without them"
+    timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw --profile-from-start off -k "regex:$filter" $NCU_SECTIONS "$@" \
+      2> "$LOGS/ncu-err.log" | grep -E '^"' > "$file"
+    rc=${PIPESTATUS[0]}
+  fi
+  return "$rc"
+}
 for step in ${STEPS:-test}; do
   case $step in
     test) per_file run_tests "" $GPU_FILES ;;
@@ -107,12 +129,36 @@ for step in ${STEPS:-test}; do
         read -r op tok var <<< "$c"
         echo "### case $op $tok ${var:-}" >> "$OUT/ncu.csv"
         if [ "$RT" = deno ]; then set -- deno run -A --no-check bench/profile.ts "$op" "$tok" ${var:+"$var"}; else set -- bun bench/profile.ts "$op" "$tok" ${var:+"$var"}; fi
-        timeout ${NCU_TIMEOUT:-240} ncu --csv --page raw --profile-from-start off -k regex:tk_ --section SpeedOfLight --section Occupancy \
-          --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats --section SchedulerStats "$@" \
-          2> "$LOGS/ncu-err.log" | grep -E '^"' >> "$OUT/ncu.csv"
-        echo "ncu $op $tok ${var:-}: rc=${PIPESTATUS[0]} $(grep -c . "$LOGS/ncu-err.log") stderr lines"; tail -n 3 "$LOGS/ncu-err.log"
+        ncu_csv tk_ "$LOGS/ncu-one.csv" "$@"
+        echo "ncu $op $tok ${var:-}: rc=$? $(grep -c . "$LOGS/ncu-err.log") stderr lines"; tail -n 3 "$LOGS/ncu-err.log"
+        cat "$LOGS/ncu-one.csv" >> "$OUT/ncu.csv"
       done
       python3 tools/ncu_summary.py "$OUT/ncu.csv" | tee "$OUT/ncu-summary.txt" ;;
+    torchprobe) # torch.compile's kernels of the norm cases (bench/torch_probe.py: output code, Triton source, PTX, cubin,
+      # SASS, chosen config, times; our norm kernels' SASS beside), then ncu of them per case with the ncu step's
+      # sections, appended to $OUT/ncu.csv too (a later `ncu` step summarises ours and theirs in one ncu-summary.txt).
+      # Everything in one file, $OUT/torchprobe.tgz (the Triton / Inductor caches: only their .py/.json/.ptx files)
+      pd=/tmp/torchprobe; rm -rf "$pd"; mkdir -p "$pd"
+      pc=${PROBE_CASES:-normForward normForwardAndPerTokenCast normBackward}; pt=${PROBE_TOKENS:-16384}
+      ours=$(ls prebuilt/cuda/sm90a/norm_*.cubin 2> /dev/null | paste -sd, -)
+      PYTHONUNBUFFERED=1 timeout ${PROBE_TIMEOUT:-400} python3 bench/torch_probe.py --out "$pd" --cases "$(echo $pc | tr ' ' ,)" \
+        --tokens "$pt" --ours "$ours" ${PROBE_ARGS:-} > "$pd/probe.log" 2>&1
+      echo "torchprobe rc=$?"; grep -vE '^ +File "|^Traceback|^    [^ ]' "$pd/probe.log" | tail -n 120
+      for c in $pc; do
+        echo "### case torch.compile $c $pt" | tee -a "$pd/ncu-torch.csv" >> "$OUT/ncu.csv"
+        ncu_csv triton_ "$LOGS/ncu-one.csv" python3 bench/torch_probe.py --ncu --out "$pd" --cases "$c" --tokens "$pt"
+        echo "ncu torch.compile $c $pt: rc=$? $(grep -c . "$LOGS/ncu-err.log") stderr lines"; tail -n 3 "$LOGS/ncu-err.log"
+        cp "$LOGS/ncu-err.log" "$pd/ncu-err-$c.log"
+        tee -a "$pd/ncu-torch.csv" < "$LOGS/ncu-one.csv" >> "$OUT/ncu.csv"
+      done
+      python3 tools/ncu_summary.py "$pd/ncu-torch.csv" > "$pd/ncu-torch-summary.txt" 2>&1; cat "$pd/ncu-torch-summary.txt"
+      ( cd /tmp && find torchprobe -type f \( ! -path 'torchprobe/cache/*' -o -name '*.py' -o -name '*.json' -o -name '*.ptx' \
+          -o -name '*.best_config' \) > /tmp/torchprobe.list && tar -czf "$OUT/torchprobe.tgz" -T /tmp/torchprobe.list )
+      if [ "$(stat -c %s "$OUT/torchprobe.tgz" 2> /dev/null || echo 0)" -gt 15000000 ]; then   # a file comes back up to 16 MiB
+        ( cd /tmp && grep -v '^torchprobe/cache/' /tmp/torchprobe.list > /tmp/torchprobe.small && tar -czf "$OUT/torchprobe.tgz" -T /tmp/torchprobe.small )
+        echo "torchprobe.tgz without the caches (too large with them)"
+      fi
+      echo "torchprobe.tgz: $(stat -c %s "$OUT/torchprobe.tgz" 2> /dev/null) bytes, $(tar -tzf "$OUT/torchprobe.tgz" 2> /dev/null | wc -l) files" ;;
     variants)
       for v in .device/var/*/; do
         n=$(basename "$v")

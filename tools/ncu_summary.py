@@ -6,7 +6,8 @@ a header row ("ID", ..., "Kernel Name", metric names), a units row, one row per 
 launches come first, so for each kernel name the last launch is the one of the op. Printed per kernel: duration,
 DRAM / L2 / L1 / SM throughput (% of peak), achieved and theoretical occupancy, registers, the block limits, issue
 activity, the largest warp-stall reasons (cycles per issued instruction) and the busiest SM pipes (fp64, fma, alu,
-lsu, ...: what bounds a compute-heavy kernel such as randn).
+lsu, ...: what bounds a compute-heavy kernel such as randn), and, when the CSV has them (gpu_run.sh's NCU_METRICS), the
+DRAM bytes read / written and the global load / store warp instructions with their sectors (the access width).
 """
 import csv
 import sys
@@ -27,6 +28,9 @@ def num(v):
         return None
 
 
+UNITS = {}  # metric name -> unit, from the units row under each header (the last one read)
+
+
 def cases(path):
     """Yields (case label, [row dicts]) in file order."""
     label, header, rows = None, None, []
@@ -42,10 +46,41 @@ def cases(path):
             cells = next(csv.reader([line]))
             if cells and cells[0] == "ID":
                 header = cells
+            elif header is not None and cells and cells[0] == "" and len(cells) == len(header):
+                UNITS.update((h, u) for h, u in zip(header, cells) if u)
             elif header is not None and cells and cells[0] != "" and len(cells) == len(header):
                 rows.append(dict(zip(header, cells)))
     if label is not None:
         yield label, rows
+
+
+def base_value(row, name):
+    """The metric in base units (a unit such as Mbyte / Ksector scaled back), or None."""
+    x = num(row.get(name))
+    u = UNITS.get(name, "")
+    if x is not None and len(u) > 1 and u[0] in "KMGT" and u[1].islower():
+        x *= {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[u[0]]
+    return x
+
+
+def traffic_line(r):
+    """The extra metrics that tools/gpu_run.sh's NCU_METRICS adds (DRAM bytes, global load / store widths)."""
+    rd, wr = base_value(r, "dram__bytes_read.sum"), base_value(r, "dram__bytes_write.sum")
+    ld, st = base_value(r, "smsp__inst_executed_op_global_ld.sum"), base_value(r, "smsp__inst_executed_op_global_st.sum")
+    req = base_value(r, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+    sec = base_value(r, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    sst = base_value(r, "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+    if rd is None and ld is None:
+        return None
+    parts = []
+    if rd is not None or wr is not None:
+        parts.append("DRAM " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in (("read", rd), ("write", wr)) if v is not None))
+    if ld:
+        parts.append(f"global ld {ld:.0f} warp insts" + (f", {sec / ld:.1f} sectors each" if sec else "")
+                     + (f" ({sec / req:.1f} sectors/request)" if sec and req else ""))
+    if st:
+        parts.append(f"global st {st:.0f} warp insts" + (f", {sst / st:.1f} sectors each" if sst else ""))
+    return "    traffic: " + "; ".join(parts) + " (a 16-byte load by every lane: 16 sectors per warp instruction)"
 
 
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
@@ -77,6 +112,9 @@ def main():
                 pick(r, "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
                 pick(r, "l1tex__throughput.avg.pct_of_peak_sustained_active"),
                 pick(r, "sm__throughput.avg.pct_of_peak_sustained_elapsed")))
+            t = traffic_line(r)
+            if t:
+                print(t)
             print("    occupancy achieved {} / theoretical {} %, block limits regs {} smem {} warps {} barriers {}".format(
                 pick(r, "sm__warps_active.avg.pct_of_peak_sustained_active"), pick(r, "sm__maximum_warps_per_active_cycle_pct"),
                 pick(r, "launch__occupancy_limit_registers"), pick(r, "launch__occupancy_limit_shared_mem"),
