@@ -1,6 +1,7 @@
 /**
  * A/B of normBackward's launch knobs in one process (docs/perf-notes/perf3-nbw.md): the bf16 roofline cases of
- * bench/cases_norm.ts (8192 and 16384 tokens × 7168) under each setting of `normLaunchTuning.backwardPrefetch`
+ * bench/cases_norm.ts (8192 and 16384 tokens × 7168; their rows kernel is `_b4s_unit` since perf7-nbw) under each
+ * setting of `normLaunchTuning.backwardPrefetch`
  * and `.backwardFoldWarps` / `.backwardFoldPdl`, interleaved over three rounds (the median of each is printed, as µs and % of the same
  * run's cuMemcpyDtoD). `deno run -A --no-check bench/nbw_tuning.ts` (or `bun bench/nbw_tuning.ts`); through
  * tools/ab_pack.sh: `CMD="deno run -A --no-check bench/nbw_tuning.ts" bash tools/ab_pack.sh perf3-nbw@none`.
@@ -18,12 +19,12 @@ if (devices().length === 0) {
 }
 type Setting = { name: string; prefetch: typeof normLaunchTuning.backwardPrefetch; fold: 8 | 16; pdl: boolean };
 const SETTINGS: Setting[] = [
-  { name: "prefetch off, fold 8, no PDL (main but 1 barrier/row)", prefetch: "off", fold: 8, pdl: false },
+  { name: "prefetch off, fold 8, no PDL (default)", prefetch: "off", fold: 8, pdl: false },
   { name: "prefetch off, fold 16, no PDL", prefetch: "off", fold: 16, pdl: false },
   { name: "prefetch off, fold 8, PDL", prefetch: "off", fold: 8, pdl: true },
   { name: "prefetch bulk, fold 8, no PDL", prefetch: "bulk", fold: 8, pdl: false },
   { name: "prefetch thread, fold 8, no PDL", prefetch: "thread", fold: 8, pdl: false },
-  { name: "prefetch bulk, fold 16, PDL (default)", prefetch: "bulk", fold: 16, pdl: true },
+  { name: "prefetch bulk, fold 16, PDL", prefetch: "bulk", fold: 16, pdl: true },
   { name: "prefetch thread, fold 16, PDL", prefetch: "thread", fold: 16, pdl: true },
 ];
 const copy = copyRateGBs(2 ** 30);
@@ -41,9 +42,9 @@ for (let round = 0; round < 3; round++) {
     }
   }
 }
-normLaunchTuning.backwardPrefetch = "bulk";
-normLaunchTuning.backwardFoldWarps = 16;
-normLaunchTuning.backwardFoldPdl = true;
+normLaunchTuning.backwardPrefetch = "off";
+normLaunchTuning.backwardFoldWarps = 8;
+normLaunchTuning.backwardFoldPdl = false;
 for (const c of all) {
   for (const s of SETTINGS) {
     const v = us.get(`${c.tokens}\t${s.name}`)!.sort((a, b) => a - b)[1];

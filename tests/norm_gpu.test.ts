@@ -23,6 +23,7 @@ import {
   type NormForwardOptions,
 } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
+import { usesB4s } from "../ops/norm/norm_backward.ts";
 import { loadGolden } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
@@ -681,6 +682,61 @@ for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread"
     withBwdBlocks(blocks, () => withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
       compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
     }));
+  });
+}
+
+// `_b4s_unit`, the default bf16 rows kernel where its compiled-in launch conditions hold (a weight, no
+// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md), and `_b4_unit` / `_b4` elsewhere:
+// both must give the reference's bytes, under each prefetch setting (the only launch flag `_b4s` still reads).
+// H = 4128: 258 chunks, so most threads own one live chunk; strides H + 8 (aligned), H + 4 (8-byte rows: `_b4`);
+// T spans 1 … 4001 (one row per slot, partial slots, several rows per slot); fp32 and bf16 gradients, accumulated
+// or not. (~70 M elements of CPU reference per setting: keep it small, the device waits.)
+for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["thread", 16, false]] as const) {
+  gpuTest(`normBackward _b4s and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9601)`, () => {
+    const rand = rng(9601);
+    withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
+      // _b4s is picked for the common launch, and not for the fallbacks
+      const xs = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 8));
+      const xu = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 4));
+      const x4 = uploadView(rows(rand, 0, 3, 4096, "bf16"));
+      const ws = uploadView(moderate(rand, [7168], "bf16"));
+      const w4 = uploadView(moderate(rand, [4096], "bf16"));
+      const dxs = uploadView(moderate(rand, [3, 7168], "bf16"));
+      try {
+        const common = { x: xs, weight: ws, gradOut: xs, residualOutGrad: null, xGrad: dxs };
+        assert.equal(usesB4s(common, 1), true);
+        assert.equal(usesB4s(common, 0.3), false);
+        assert.equal(usesB4s({ ...common, residualOutGrad: xs }, 1), false);
+        assert.equal(usesB4s({ ...common, weight: null }, 1), false);
+        assert.equal(usesB4s({ ...common, x: xu, gradOut: xu }, 1), false);
+        assert.equal(usesB4s({ ...common, x: x4, gradOut: x4, weight: w4 }, 1), false);
+        assert.equal(withBwdBlocks(3, () => usesB4s(common, 1)), false);
+      } finally {
+        dispose(xs, xu, x4, ws, w4, dxs);
+      }
+      const shapes = [[1, 7168], [3, 8192], [40, 5120], [511, 4128], [512, 7168], [513, 8192], [1100, 7168], [1100, 512], [1025, 4128]];
+      for (const [T, H] of shapes) {
+        for (const [wgDtype, accumulate] of [["fp32", false], ["fp32", true], ["bf16", true]] as const) {
+          const stride = H + [0, 8, 4][Math.floor(rand() * 3)];
+          const c: BwdCase = { T, H, dtype: "bf16", weight: true, ro: false, outScale: 1, wgDtype, accumulate, stride };
+          compareBackward(rand, c, `${T}x${H} ${JSON.stringify(c)}`);
+        }
+        // fallbacks (_b4): residualOutGrad, outScale ≠ 1, no weight
+        if (T !== 40 && T !== 513) continue;
+        compareBackward(rand, { T, H, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: false, stride: H }, `${T}x${H} ro`);
+        compareBackward(rand, { T, H, dtype: "bf16", weight: true, ro: false, outScale: 0.3, wgDtype: "fp32", accumulate: false, stride: H }, `${T}x${H} outScale`);
+        compareBackward(rand, { T, H, dtype: "bf16", weight: false, ro: false, outScale: 1, wgDtype: "fp32", accumulate: false, stride: H }, `${T}x${H} no weight`);
+      }
+      compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: false, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
+      // special values: NaN payloads, ±Inf, ±0, subnormals, overflow in x, gradOut and the weight
+      for (const H of [4128, 7168]) {
+        const x = specialRows(rand, 10, H, "bf16");
+        const dy = specialRows(rand, 10, H, "bf16");
+        const w = specialWeight(rand, H, "bf16");
+        compareBackwardOn(x, w, dy, undefined, undefined, { outScale: 1, wgDtype: "fp32", accumulate: false }, `special 10x${H}`);
+        compareBackwardOn(x, w, dy, undefined, moderate(rand, [H], "bf16"), { outScale: 1, wgDtype: "bf16", accumulate: true }, `special 10x${H} bf16 accumulated`);
+      }
+    });
   });
 }
 

@@ -173,16 +173,39 @@ const W = packet.w;
  */
 const BF16_ACC_SMEM = 2 * 16 * 4 * NORM_BLOCK_THREADS;
 
-/** normLaunchTuning.backwardPrefetch → the flag bit (read by the `_b4` kernels only). */
+/** normLaunchTuning.backwardPrefetch → the flag bit (read by the `_b4` / `_b4s` kernels only). */
 const PREFETCH_FLAG: Record<string, number> = { bulk: NORM_BWD_FLAG.prefetchBulk, thread: NORM_BWD_FLAG.prefetchThread, off: 0 };
 
 function addr(t: Tensor | null): number {
   return t ? (t as DeviceTensor).addr : 0;
 }
 
+/** Whether a view's base and row stride (elements of `bytes` each) allow 16-byte accesses on every row. */
+function aligned16(t: Tensor, rows: number, bytes: number): boolean {
+  return addr(t) % 16 === 0 && (rows <= 1 || (t.strides[0] * bytes) % 16 === 0);
+}
+
 /**
- * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4` unless
- * normLaunchTuning.backwardBf16Blocks is 3, with 32 KiB of dynamic shared memory; `_unit` for outScale = 1) over the
+ * Whether the bf16 rows kernel is `_b4s_unit`, `_b4` with its launch conditions compiled in (H200, 16384 × 7168:
+ * 63.1% of copy against 59.1%; docs/perf-notes/perf7-nbw.md): a bf16 launch of the four-block form
+ * (normLaunchTuning.backwardBf16Blocks ≠ 3) with a weight, no residualOutGrad, outScale = 1 (after RN32),
+ * 4096 < H ≤ 8192 (one team of 256 threads a block, a tree of 512 nodes) and 16-byte aligned x, gradOut, xGrad and
+ * weight views. Otherwise `_b4` (same bits). Exported for the GPU tests only (not re-exported by mod.ts).
+ */
+export function usesB4s(
+  t: { x: Tensor; weight: Tensor | null; gradOut: Tensor; residualOutGrad: Tensor | null; xGrad: Tensor },
+  outScale: number,
+): boolean {
+  const [T, H] = t.x.shape;
+  if (t.x.dtype !== "bf16" || normLaunchTuning.backwardBf16Blocks === 3 || Math.fround(outScale) !== 1) return false;
+  if (!t.weight || t.residualOutGrad || H <= 4096 || H > 8192) return false;
+  return aligned16(t.x, T, 2) && aligned16(t.gradOut, T, 2) && addr(t.xGrad) % 16 === 0 && addr(t.weight) % 16 === 0;
+}
+
+/**
+ * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4s_unit` where
+ * {@link usesB4s}, else `_b4` unless normLaunchTuning.backwardBf16Blocks is 3, with 32 KiB of dynamic shared memory;
+ * `_unit` for outScale = 1) over the
  * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad[_w16]` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
  * an allocated gradient is zero-filled, an accumulated one left as it is (spec D.3).
  */
@@ -227,8 +250,9 @@ function launchNormBackward(
   p.f32(W.out_scale, outScale);
   const teams = NORM_BLOCK_THREADS / P;
   // outScale = 1 (after RN32, as the kernel sees it): the kernel without the dy ⊗ outScale multiplications
-  // bf16: the four-blocks-per-SM form (_b4) unless the tuning knob asks for the three-block one
-  const form = t.x.dtype === "bf16" && normLaunchTuning.backwardBf16Blocks !== 3 ? "_b4" : "";
+  // bf16: the four-blocks-per-SM form (_b4) unless the tuning knob asks for the three-block one; _b4s (outScale = 1
+  // only) where its compiled-in launch conditions hold
+  const form = usesB4s(t, outScale) ? "_b4s" : t.x.dtype === "bf16" && normLaunchTuning.backwardBf16Blocks !== 3 ? "_b4" : "";
   const sym = `tk_norm_backward__${t.x.dtype}${form}${Math.fround(outScale) === 1 ? "_unit" : ""}`;
   const smem = t.x.dtype === "bf16" ? BF16_ACC_SMEM : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);

@@ -3,7 +3,10 @@
 // Symbols
 //   tk_norm_backward__<in>          in ∈ {fp32, bf16}: xGrad, and the weight-gradient partial sums of each token slot
 //   tk_norm_backward__<in>_unit     the same for outScale = 1 (no g = dy ⊗ outScale multiplications; same bits)
-//   tk_norm_backward__bf16_b4[_unit]  the bf16 rows kernels in their four-blocks-per-SM form (kFour; host default)
+//   tk_norm_backward__bf16_b4[_unit]  the bf16 rows kernels in their four-blocks-per-SM form (kFour; host default
+//                                     where _b4s does not apply)
+//   tk_norm_backward__bf16_b4s_unit   _b4 compiled for a weight, no residualOutGrad, aligned views, 4096 < H ≤ 8192
+//                                     (kSpec; the host picks it wherever those hold and outScale = 1; perf7-nbw.md)
 //   tk_norm_backward_weight_grad    the fixed-order fold of the 512 slots per column, + the accumulated gradient
 //
 // Launch geometry (the host follows this table; both kernels read everything they need from NormBackwardParams):
@@ -12,6 +15,8 @@
 //   tk_norm_backward__<in>[_b4][_unit]
 //                            256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
+//   tk_norm_backward__bf16_b4s_unit
+//                            256      min(T, 512)                    P = 256 (4096 < H ≤ 8192): block σ = slot σ
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
 //   ..._weight_grad_w16      512      H / 32                         32 columns per block, 16 warps × 32 slots each
 //   The fold may be launched with programmatic dependent launch (PDL): the rows kernels trigger their dependents at
@@ -25,7 +30,8 @@
 //   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 50 KiB in all, above
 //   48 KiB); the fp32 rows kernels and the fold take none.
 //   Occupancy: bf16 rows 80 registers → 3 blocks per SM; _b4 64 registers → 4 blocks per SM (4 × 50 KiB of shared
-//   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM.
+//   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM. _b4s as _b4 (one barrier
+//   register: bar.sync 0).
 //   _b4 L2 prefetch (flags kBwdPrefetchBulk / kBwdPrefetchThread, host normLaunchTuning.backwardPrefetch): at the
 //   top of row t the slot's row t + 512 of x and gradOut (bulk: residualOutGrad too) is sent toward L2 (one bulk
 //   prefetch per input by team threads 0, 32, 64, or a per-thread prefetch of each live chunk), aligned views only,
@@ -114,9 +120,16 @@ constexpr bool kBwdFullSectors = false;
 // 132 SMs, where three blocks per SM leave 116 of them for a second round alone). No next-row staging (4 × 66 KiB
 // would not fit): each row's x and rstd load into registers at its top, and its gradOut is copied into this
 // thread's shared slots (16 KiB) and read from there in each pass instead of being held in registers.
-template <Fmt kIn, bool kOne, bool kFour = false>
+//
+// kSpec (with kFour only, the _b4s symbol): the launch has a weight, no residualOutGrad, 16-byte aligned views of
+// x, gradOut, xGrad and the weight, and 4096 < H ≤ 8192 (one team of 256 a block, a tree of 512 nodes; the host
+// checks all of it before it picks the symbol): those conditions are compile-time constants, so neither the
+// per-element residual and weight selects nor the unaligned element paths are emitted. The same operations in the
+// same order as _b4 on every path those launches take.
+template <Fmt kIn, bool kOne, bool kFour = false, bool kSpec = false>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   static_assert(!kFour || (kIn == Fmt::kBf16 && kAccShared<kIn>), "the four-block form is bf16 with shared partials");
+  static_assert(!kSpec || kFour, "the specialized form is the four-block one");
   constexpr bool kStageNext = kStage<kIn> && !kFour;  // the slot's next row staged while this one is computed
   using Chunk = RowChunk<kIn>;
   constexpr int kL = kRmsChunksPerThread;
@@ -132,12 +145,17 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   const uint32_t H = p.hidden, K = H / kRmsChunk;
   const uint32_t T = p.num_tokens;
   const uint32_t slots = T < kSlots ? T : kSlots;
-  const RmsTeam team(p.team_threads, K);
-  const bool has_w = p.flags & kBwdWeight, has_ro = p.flags & kBwdResidualOutGrad;
-  const bool x_al = view_aligned(p.x, 0, p.x_row_stride * kEb);
-  const bool dy_al = view_aligned(p.grad_out, 0, p.grad_out_row_stride * kEb);
-  const bool ro_al = view_aligned(p.residual_out_grad, 0, p.residual_out_grad_row_stride * kEb);
-  const bool dx_al = view_aligned(p.x_grad, 0, 0), w_al = view_aligned(p.weight, 0, 0);
+  RmsTeam team(p.team_threads, K);
+  if constexpr (kSpec) {
+    // one team of P = 256 per block, N = 512 (4096 < H ≤ 8192, where the host picks _b4s): compile-time team fields
+    // (without them the sm_100a build spilled)
+    team.threads = kRmsBlockThreads, team.p = threadIdx.x, team.team = 0, team.teams = 1, team.nodes = 2 * kRmsBlockThreads;
+  }
+  const bool has_w = kSpec || (p.flags & kBwdWeight), has_ro = !kSpec && (p.flags & kBwdResidualOutGrad);
+  const bool x_al = kSpec || view_aligned(p.x, 0, p.x_row_stride * kEb);
+  const bool dy_al = kSpec || view_aligned(p.grad_out, 0, p.grad_out_row_stride * kEb);
+  const bool ro_al = kSpec || view_aligned(p.residual_out_grad, 0, p.residual_out_grad_row_stride * kEb);
+  const bool dx_al = kSpec || view_aligned(p.x_grad, 0, 0), w_al = kSpec || view_aligned(p.weight, 0, 0);
   const float os = p.out_scale;
 
   uint32_t c[kL];
@@ -357,7 +375,7 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
     }
     float dot;
     if constexpr (kFour) {
-      dot = team.template reduce<false>(cs[0], cs[1], smem + ((base / kSlots) & 1) * kRmsBlockThreads);
+      dot = team.template reduce<false, kSpec>(cs[0], cs[1], smem + ((base / kSlots) & 1) * kRmsBlockThreads);
     } else {
       dot = team.reduce(cs[0], cs[1], smem);
     }
@@ -556,6 +574,14 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
     tk_norm_backward__bf16_b4_unit(const __grid_constant__ NormBackwardParams p) {
   tk::norm_backward_rows<tk::Fmt::kBf16, true, true>(p);
+}
+
+// _b4 specialized for launches with a weight, no residualOutGrad, aligned views, 4096 < H ≤ 8192 and outScale = 1
+// (kSpec; the host's default wherever those hold; the outScale form spilled 8 bytes, so there is none). Same bits as
+// _b4.
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
+    tk_norm_backward__bf16_b4s_unit(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_rows<tk::Fmt::kBf16, true, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads)
