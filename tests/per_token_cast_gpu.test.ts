@@ -506,3 +506,104 @@ gpuTest("perTokenCastBack and castBack kernels = reference with the default L2 h
     }
   }
 });
+
+/**
+ * `x` with NaN, ±Inf, ±0 and subnormals written into a few rows (quant.md: NaN ignored by the amax, an infinite amax
+ * gives an infinite scale), so that the `_sor4` and `_pkl` kernels meet every special in the group reduction.
+ */
+function withSpecials(x: HostTensor): HostTensor {
+  const [T, H] = x.shape;
+  const s0 = x.strides[0];
+  const f32 = x.dtype === "fp32";
+  const sp = f32 ? [NaN, Infinity, -Infinity, -0, 1e-45, -3e-39] : [0x7fc0, 0x7f80, 0xff80, 0x8000, 0x0001, 0x8033];
+  const d = x.data as Float32Array | Uint16Array;
+  for (let t = 0; t < T; t += 3) {
+    const kind = (t / 3) % 4; // 0: one NaN in a group, 1: +Inf, 2: a whole group NaN, 3: subnormals and −0 only
+    for (let j = 0; j < H; j++) {
+      const i = x.offset + t * s0 + j;
+      if (kind === 0 && j % 97 === 5) d[i] = sp[0];
+      else if (kind === 1 && j % 131 === 7) d[i] = sp[(j & 1) + 1];
+      else if (kind === 2 && j < 128) d[i] = sp[0];
+      else if (kind === 3) d[i] = sp[3 + (j % 3)];
+    }
+  }
+  return x;
+}
+
+gpuTest("perTokenCastWithSfOnly _sor4 kernels = reference: every sf layout, fp32/bf16 → e4m3/e2m1, groups 16–128, tails, strided and unaligned rows, 0 rows, specials (seed 7001)", () => {
+  const rand = rng(7001);
+  // [T, H, row stride, element offset]: 0 rows; one 64-wide row; unaligned stride (element loads); T % 4 ≠ 0 under
+  // the column-major padding; H whose last unit is partial (576, 2048 and 7168 chunks against 512-chunk units)
+  const shapes: [number, number, number, number][] = [[0, 576, 576, 0], [1, 64, 64, 0], [3, 576, 577, 1], [33, 7168, 7168 + 64, 0], [130, 2048, 2048, 0], [257, 7168, 7168, 0]];
+  for (const [T, H, stride, off] of shapes) {
+    for (const dtype of ["fp32", "bf16"] as const) {
+      let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, dtype, stride));
+      if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+      const dx = uploadView(x);
+      try {
+        for (const fmt of ["e4m3", "e2m1"] as const) {
+          for (const npc of [16, 32, 64, 128]) {
+            for (const [name, sfo] of SF_LAYOUTS) {
+              const o = { fmt, numPerChannels: npc, ...sfo };
+              const c = perTokenCastWithSfOnly(x, o);
+              const g = perTokenCastWithSfOnly(dx, o);
+              try {
+                sameAllocation(g, c, `sf-only ${dtype} → ${fmt} ${npc} ${name} ${T}x${H} stride ${stride} offset ${off}`);
+              } finally {
+                dispose(g);
+              }
+            }
+          }
+        }
+      } finally {
+        dispose(dx);
+      }
+    }
+  }
+});
+
+gpuTest("perTokenCastWithSfOnly _sor4 at full size (8001 row groups: each block walks several, the grid wraps): 8001 × 7168 bf16, fp32 and packed column-major sf (seed 7002)", () => {
+  const rand = rng(7002);
+  const x = randomInput(rand, 8001, 7168, "bf16");
+  const dx = uploadView(x);
+  try {
+    for (const o of [{ fmt: "e4m3", numPerChannels: 128 }, { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }] as const) {
+      const c = perTokenCastWithSfOnly(x, o);
+      const g = perTokenCastWithSfOnly(dx, o);
+      try {
+        sameAllocation(g, c, `sf-only 8001x7168 ${JSON.stringify(o)}`);
+      } finally {
+        dispose(g);
+      }
+    }
+  } finally {
+    dispose(dx);
+  }
+});
+
+gpuTest("perTokenCast _pkl (packed UE8M0 sf with an L2 evict_last policy; other layouts the _g<N> kernels) = reference: fp32/bf16 → e4m3, groups 32 and 128, every sf layout, tails, several rows per block, strided and unaligned rows, 0 rows, specials, long rows (seed 7003)", () => {
+  const rand = rng(7003);
+  // [T, H, row stride, element offset]: 4001 × 576 bf16 walks ~4 rows per team with two teams a block; 8001 × 7168
+  // ~8 rows per block; H = 73728 at N = 32: 576 sf words a row
+  const shapes: [number, number, number, number][] = [[0, 576, 576, 0], [1, 64, 64, 0], [3, 576, 577, 1], [33, 7168, 7168 + 64, 0], [130, 2048, 2048, 0], [4001, 576, 576, 0], [3, 73728, 73728, 0]];
+  const big: [number, number, number, number] = [8001, 7168, 7168 + 128, 0];
+  for (const [T, H, stride, off] of [...shapes, big]) {
+    for (const dtype of ["fp32", "bf16"] as const) {
+      if (T === big[0] && dtype === "fp32") continue;
+      let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, dtype, stride));
+      if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+      const dx = uploadView(x);
+      try {
+        for (const npc of [32, 128]) {
+          for (const [name, sfo] of SF_LAYOUTS) {
+            if (T === big[0] && ((name !== "packed-col" && name !== "packed-row") || npc !== 128)) continue;
+            const o = { fmt: "e4m3", numPerChannels: npc, ...sfo } as const;
+            samePair(perTokenCast(dx, o), perTokenCast(x, o), `${dtype} ${npc} ${name} ${T}x${H} stride ${stride} offset ${off}`);
+          }
+        }
+      } finally {
+        dispose(dx);
+      }
+    }
+  }
+});
