@@ -440,6 +440,72 @@ gpuTest("perTokenCastWithPrecomputedSf → e2m1 kernel = reference for subnormal
   dispose(dx, ds, g);
 });
 
+/**
+ * bf16 rows holding every bit pattern: `order` "natural" (aligned chunks of 8 consecutive patterns: no finite
+ * pattern shares a chunk with a NaN / ±Inf one, so every finite pattern takes the packed encoders), "shuffled"
+ * (random groups), or "anchored": group g's first element sets the scale (a bf16 magnitude sweeping every exponent
+ * and mantissa), the others are the patterns with their exponent capped at the anchor's (every sign and mantissa
+ * at every exponent below the scale).
+ */
+function allBf16Rows(rand: () => number, order: "natural" | "shuffled" | "anchored", H: number, npc: number): HostTensor {
+  const n = 0x10000;
+  const p = new Uint16Array(n).map((_, i) => i);
+  if (order === "shuffled") {
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      const t = p[i];
+      p[i] = p[j];
+      p[j] = t;
+    }
+  }
+  if (order !== "anchored") return tensor(p, [n / H, H], "bf16");
+  const out = new Uint16Array(n + (n / (npc - 1) + 1) * npc);
+  let k = 0, g = 0;
+  for (let i = 0; i < out.length; i++) {
+    if (i % npc === 0) {
+      const e = g % 0xff, m = Math.floor(g / 0xff) % 0x80; // exponents 0..254, mantissas stepping
+      out[i] = (g & 1 ? 0x8000 : 0) | (e << 7) | m;
+      g++;
+      continue;
+    }
+    const a = out[i - (i % npc)] & 0x7fff;
+    let v = p[k++ % n];
+    const ve = (v >> 7) & 0xff;
+    if (ve === 0xff) v = (v & 0x807f) | (Math.min(0xfe, a >> 7) << 7); // NaN / Inf patterns → finite ones
+    if ((v & 0x7fff) > a) v = (v & 0x807f) | (((a >> 7) & 0xff) << 7); // at most the anchor's exponent
+    if ((v & 0x7fff) > a) v = (v & 0x8000) | a;
+    out[i] = v;
+  }
+  const rows = Math.floor(out.length / H);
+  return tensor(out.subarray(0, rows * H), [rows, H], "bf16");
+}
+
+// The roundSf layouts take `_u4sca` (the clamp-free encoder, the max.xorsign amax: NaN / ±Inf lanes in the natural
+// and shuffled orders), the others `_u4` (docs/perf-notes/perf7-fp4.md).
+gpuTest("perTokenCast bf16 → e2m1 (_u4sca and _u4) = reference on every bf16 bit pattern: natural, shuffled and anchored rows, NVFP4 and MXFP4 scales (seed 7310)", () => {
+  const rand = rng(7310);
+  const layouts: [string, PerTokenCastOptions][] = [
+    ["nvfp4 e4m3-row", { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }],
+    ["nvfp4 e4m3-col", { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true, useTmaAlignedColMajorSf: true }],
+    ["mxfp4 packed-row", { fmt: "e2m1", numPerChannels: 32, roundSf: true, usePackedUe8m0: true }],
+    ["mxfp4 packed-col", { fmt: "e2m1", numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }],
+    ["fp32 sf g32", { fmt: "e2m1", numPerChannels: 32 }],
+    ["round fp32 g64", { fmt: "e2m1", numPerChannels: 64, roundSf: true }],
+    ["round fp32 g16", { fmt: "e2m1", numPerChannels: 16, roundSf: true }],
+    ["packed-col g128", { fmt: "e2m1", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }],
+  ];
+  for (const order of ["natural", "shuffled", "anchored"] as const) {
+    for (const [name, o] of layouts) {
+      const x = allBf16Rows(rand, order, 4096, o.numPerChannels);
+      compareCast(x, o, `${order} ${name}`);
+      // the same rows as a strided view (row stride 4096 + 64) with a partial last row set
+      const T = x.shape[0], H = 4096 - 64;
+      const sv = tensor(x.data as Uint16Array, [T, H], "bf16", [4096, 1]);
+      compareCast(sv, o, `${order} ${name} strided ${T}x${H}`);
+    }
+  }
+});
+
 gpuTest("castBack e2m1 → bf16 kernel = reference with power-of-two scales whose products are bf16 subnormals or overflow (seed 4712)", () => {
   const rand = rng(4712);
   const T = 33, H = 1024;

@@ -9,6 +9,17 @@
 //                                        of 2 (same grid). It replaces the 2-chunk bf16 → e2m1 _g<N> kernel, which
 //                                        measured slower (docs/DECISIONS.md, fourth round) and is not built; the
 //                                        stochastic bf16 → e2m1 _g<N>_sr keeps 2 chunks
+//   tk_per_token_cast__bf16_e2m1_g<N>_u4sca
+//                                        the _u4 kernel with the round-7 encoders (docs/perf-notes/perf7-fp4.md):
+//                                        a chunk scaled by the group's own roundSf inverse (not precomputed) is
+//                                        encoded without the clamp at 6 (encode_e2m1_bf16_pow2_nc: every product
+//                                        is ≤ 6 there), a non-power-of-two inverse ≥ 2^-123 by the saturating
+//                                        encoder (encode_e2m1_bf16_f32_sat), and the bf16 amax is taken by
+//                                        max.xorsign.abs.bf16x2 per lane with two items folded by one max.u16x2
+//                                        (abs_max_bf16x2_lanes, fold_max_u16x2_pair). perTokenCast (mode 0) with
+//                                        roundSf takes it (MXFP4: 73.9 → 75.1% at 16384 × 7168); the host never
+//                                        sends it other inverses (the saturating path lost NVFP4: 56 → 46%), so
+//                                        every other bf16 → e2m1 cast keeps _u4. Same grid as _u4
 //   tk_per_token_cast__<in>_<out>_g<N>_sor4
 //                                        in ∈ {fp32, bf16}: perTokenCastWithSfOnly (mode 1 only, data never
 //                                        written): register units of 4 chunks, the next unit loaded before the
@@ -27,6 +38,7 @@
 //   kernel   block.x  dynamic smem  grid.x
 //   _g<N>    256      0             min(ceilDiv(T, R), 8 · SMs)       R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
 //   _row     256      0             T
+//   _u4sca   256      0             as _g<N>
 //   _sor4    256      0             as _g<N> (4 resident blocks per SM, as _g<N>)
 //   _pkl     256      0             as _g<N>
 //   _sor4 when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off: it measured slower with the _g<N>
@@ -34,9 +46,9 @@
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
-//   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 32 + 1
-//   KiB; _sor4 none + 1 KiB; _pkl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
-//   _sor4 56–62.
+//   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 and _u4sca
+//   32 + 1 KiB; _sor4 none + 1 KiB; _pkl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
+//   _sor4 56–62, _u4sca 61–63 (sm_100a 56–64, as _u4).
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -153,7 +165,8 @@ TK_DEV uint32_t encode_e4m3_hw(float v) {
 // ---- groups of N ≤ 128 columns ----------------------------------------------------------------------------------
 // Kernel forms (docs/perf-notes/perf7-sfonly.md). The default kernels serve all three modes at run time; the
 // sf-only form serves PER_TOKEN_MODE 1 only (it writes the sf and never the data, whatever p.mode says) and the
-// host launches it only for that mode. (Values 1 and 3 were the measured-slower _so4 and _pkw forms.)
+// host launches it only for that mode. (Values 1 and 3 were the measured-slower _so4 and _pkw forms; 7 sets the
+// three round-7 e2m1 encoder bits of perf7-fp4.md, whose forms with one or two of them set measured slower.)
 enum KernelForm : int {
   kFormAnyMode = 0,  // the default kernels: mode read at run time, units staged through shared memory by cp.async
   kFormSfRegs = 2,   // sf only, units loaded straight into registers, the next unit's loads issued before the
@@ -161,6 +174,7 @@ enum KernelForm : int {
   kFormPackedEvictLast = 4,  // every mode; packed UE8M0 sf bytes stored as the default kernels store them, with an
                              // L2::evict_last cache policy, so that a 32-byte sector shared by 8 rows (8 blocks)
                              // stays in L2 until all of them wrote it (the _pkl symbols)
+  kFormE2m1Sca = 7,  // every mode; bf16 → e2m1 only: the _u4sca encoders and amax (Symbols above)
 };
 
 // kUnits: chunks per thread in one unit when nonzero (the _u4 / _sor4 symbols), else kItemsPerStep.
@@ -170,6 +184,7 @@ struct GroupCast {
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
   static constexpr bool kSfOnly = kForm == kFormSfRegs;
   static_assert(!kSfOnly || (!kRequant && !kSr), "the sf-only forms take value inputs and no stochastic rounding");
+  static constexpr bool kE2m1Sca = kForm == kFormE2m1Sca;
   static constexpr int kU = kUnits != 0 ? kUnits : kItemsPerStep<kIn>;
   // The (sf, inv) of a group is the same for all its lanes: each lane computes it for at most kSfRounds items of
   // the step and shares it by shuffle, instead of every lane computing sfAndInv (two IEEE divisions) kU times.
@@ -181,6 +196,7 @@ struct GroupCast {
   // computes the 256 values once (the same div_rn of the same decode, kernel start) and a group reads its inverse
   // from shared memory instead of decoding c and dividing (~20 instructions per group of 16 values).
   static constexpr bool kSfInvTable = kFastE2m1;
+  static_assert(!kE2m1Sca || (kFastE2m1 && kIn == Fmt::kBf16), "the _u4sca encoders are for bf16 → e2m1 only");
 
   const PerTokenCastParams& p;
   uint32_t chunks;  // per row
@@ -188,6 +204,8 @@ struct GroupCast {
   bool precomputed, write_data, write_sf, data_aligned;
   bool e4m3_inv_table;  // kSfInvTable and this launch computes e4m3 scales (sf_and_inv's kSfE4m3Out branch)
   uint64_t l2_keep;  // kFormPackedEvictLast: the L2::evict_last policy of the sf stores
+  // kE2m1Sca and the inverses are the groups' own roundSf ones (power-of-two chunks then have |x·inv| ≤ 6)
+  bool pow2_no_clamp;
   uint32_t in_row_shift, in_col_shift;  // input block shape of a re-quantized input: powers of two (§4.4)
 
   TK_DEV explicit GroupCast(const PerTokenCastParams& params) : p(params) {
@@ -198,6 +216,7 @@ struct GroupCast {
     write_sf = !precomputed && p.sf != 0;
     data_aligned = (p.data % kVecBytes) == 0;
     e4m3_inv_table = kSfInvTable && !precomputed && (p.flags & (kSfRound | kSfE4m3Out)) == kSfE4m3Out;
+    pow2_no_clamp = kE2m1Sca && !precomputed && (p.flags & kSfRound) != 0;
     in_row_shift = kRequant ? log2_pow2(p.x_block_rows) : 0;
     in_col_shift = kRequant ? log2_pow2(p.x_block_cols) : 0;
     l2_keep = 0;
@@ -284,10 +303,22 @@ struct GroupCast {
         // two items per shuffle as 16-bit patterns
         uint32_t m16[kU];
 #pragma unroll
-        for (int u = 0; u < kU; ++u) m16[u] = abs_max_bf16<S::kLoadWords>(w[u]);
+        for (int u = 0; u < kU; ++u) {
+          if constexpr (kE2m1Sca) {
+            m16[u] = abs_max_bf16x2_lanes<S::kLoadWords>(w[u]);  // per lane; folded two items at a time below
+          } else {
+            m16[u] = abs_max_bf16<S::kLoadWords>(w[u]);
+          }
+        }
 #pragma unroll
         for (int u = 0; u < kU; u += 2) {
-          const uint32_t both = group_max_u16x2<S::kLanes>(m16[u] | ((u + 1 < kU ? m16[u + 1] : 0u) << 16));
+          uint32_t pair;
+          if constexpr (kE2m1Sca) {
+            pair = fold_max_u16x2_pair(m16[u], u + 1 < kU ? m16[u + 1] : 0u);
+          } else {
+            pair = m16[u] | ((u + 1 < kU ? m16[u + 1] : 0u) << 16);
+          }
+          const uint32_t both = group_max_u16x2<S::kLanes>(pair);
           amax[u] = decode_bf16(both & 0xffffu);
           if (u + 1 < kU) amax[u + 1] = decode_bf16(both >> 16);
         }
@@ -342,9 +373,19 @@ struct GroupCast {
           if constexpr (kFastE2m1 && kIn == Fmt::kBf16) {
             const uint32_t ib = f2u(inv[u]);
             if ((ib & 0x7fffffu) == 0) {
-              done = encode_e2m1_bf16_pow2(w[u], inv[u], o);
+              if constexpr (kE2m1Sca) {
+                done = pow2_no_clamp ? encode_e2m1_bf16_pow2_nc(w[u], inv[u], o) : encode_e2m1_bf16_pow2(w[u], inv[u], o);
+              } else {
+                done = encode_e2m1_bf16_pow2(w[u], inv[u], o);
+              }
             } else if (ib - 1u < 0x7f7fffffu) {
-              done = encode_e2m1_bf16_f32(w[u], inv[u], o);
+              if constexpr (kE2m1Sca) {
+                // inv ≥ 2^-123: inv / 8 exact and normal (encode_e2m1_bf16_f32_sat's condition)
+                done = ib >= 0x02000000u ? encode_e2m1_bf16_f32_sat(w[u], mul_rn(inv[u], 0.125f), o)
+                                         : encode_e2m1_bf16_f32(w[u], inv[u], o);
+              } else {
+                done = encode_e2m1_bf16_f32(w[u], inv[u], o);
+              }
             }
           }
           if (!done) {
@@ -560,6 +601,12 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
       tk_per_token_cast__bf16_e2m1_g##n##_u4(const __grid_constant__ PerTokenCastParams p) {              \
     tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE2m1, n, false, 4>(p).run();                                  \
   }
+// the _u4 kernel with the round-7 e2m1 encoders and amax (perTokenCast with roundSf)
+#define TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(n)                                                               \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)     \
+      tk_per_token_cast__bf16_e2m1_g##n##_u4sca(const __grid_constant__ PerTokenCastParams p) {           \
+    tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE2m1, n, false, 4, tk::kFormE2m1Sca>(p).run();                \
+  }
 // sf-only kernels (perTokenCastWithSfOnly from fp32 / bf16): register units of 4 chunks, next unit loaded before
 // the current one is reduced, 4 blocks per SM
 #define TK_PER_TOKEN_CAST_SF_ONLY_N(in, IN, out, OUT, n)                                         \
@@ -602,6 +649,10 @@ TK_PER_TOKEN_CAST_BF16_E2M1_U4(16)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(32)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(64)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(128)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(16)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(32)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(64)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(128)
 TK_PER_TOKEN_CAST_SF_ONLY(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_SF_ONLY(fp32, kFp32, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_SF_ONLY(bf16, kBf16, e4m3, kE4m3)
