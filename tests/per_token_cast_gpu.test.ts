@@ -480,8 +480,9 @@ function allBf16Rows(rand: () => number, order: "natural" | "shuffled" | "anchor
   return tensor(out.subarray(0, rows * H), [rows, H], "bf16");
 }
 
-// The roundSf layouts take `_u4sca` (the clamp-free encoder, the max.xorsign amax: NaN / ±Inf lanes in the natural
-// and shuffled orders), the others `_u4` (docs/perf-notes/perf7-fp4.md).
+// The roundSf layouts with groups of 32 take `_u4sca` (the clamp-free encoder, the max.xorsign amax: NaN / ±Inf
+// lanes in the natural and shuffled orders), the others `_u4`, roundSf with groups of 16, 64 and 128 included
+// (docs/perf-notes/perf7-fp4.md).
 gpuTest("perTokenCast bf16 → e2m1 (_u4sca and _u4) = reference on every bf16 bit pattern: natural, shuffled and anchored rows, NVFP4 and MXFP4 scales (seed 7310)", () => {
   const rand = rng(7310);
   const layouts: [string, PerTokenCastOptions][] = [
@@ -490,6 +491,8 @@ gpuTest("perTokenCast bf16 → e2m1 (_u4sca and _u4) = reference on every bf16 b
     ["mxfp4 packed-row", { fmt: "e2m1", numPerChannels: 32, roundSf: true, usePackedUe8m0: true }],
     ["mxfp4 packed-col", { fmt: "e2m1", numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }],
     ["fp32 sf g32", { fmt: "e2m1", numPerChannels: 32 }],
+    ["round fp32 g32", { fmt: "e2m1", numPerChannels: 32, roundSf: true }],
+    ["round fp32-col g32", { fmt: "e2m1", numPerChannels: 32, roundSf: true, useTmaAlignedColMajorSf: true }],
     ["round fp32 g64", { fmt: "e2m1", numPerChannels: 64, roundSf: true }],
     ["round fp32 g16", { fmt: "e2m1", numPerChannels: 16, roundSf: true }],
     ["packed-col g128", { fmt: "e2m1", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }],
@@ -575,7 +578,8 @@ gpuTest("perTokenCastBack and castBack kernels = reference with the default L2 h
 
 /**
  * `x` with NaN, ±Inf, ±0 and subnormals written into a few rows (quant.md: NaN ignored by the amax, an infinite amax
- * gives an infinite scale), so that the `_sor4` and `_pkl` kernels meet every special in the group reduction.
+ * gives an infinite scale), so that the `_sor4` and `_pkl` kernels (and the sf-only `_g<N>` / `_u4` kernels of the
+ * forms not built as `_sor4`) meet every special in the group reduction.
  */
 function withSpecials(x: HostTensor): HostTensor {
   const [T, H] = x.shape;
@@ -596,7 +600,7 @@ function withSpecials(x: HostTensor): HostTensor {
   return x;
 }
 
-gpuTest("perTokenCastWithSfOnly _sor4 kernels = reference: every sf layout, fp32/bf16 → e4m3/e2m1, groups 16–128, tails, strided and unaligned rows, 0 rows, specials (seed 7001)", () => {
+gpuTest("perTokenCastWithSfOnly kernels (_sor4: e4m3, groups 32 and 128; _g<N> / _u4 in mode 1 otherwise) = reference: every sf layout, fp32/bf16 → e4m3/e2m1, groups 16–128, tails, strided and unaligned rows, 0 rows, specials (seed 7001)", () => {
   const rand = rng(7001);
   // [T, H, row stride, element offset]: 0 rows; one 64-wide row; unaligned stride (element loads); T % 4 ≠ 0 under
   // the column-major padding; H whose last unit is partial (576, 2048 and 7168 chunks against 512-chunk units)
@@ -628,12 +632,17 @@ gpuTest("perTokenCastWithSfOnly _sor4 kernels = reference: every sf layout, fp32
   }
 });
 
-gpuTest("perTokenCastWithSfOnly _sor4 at full size (8001 row groups: each block walks several, the grid wraps): 8001 × 7168 bf16, fp32 and packed column-major sf (seed 7002)", () => {
+gpuTest("perTokenCastWithSfOnly _sor4 at full size (8001 row groups: each block walks several, the grid wraps): 8001 × 7168 bf16, groups of 128 with fp32 and packed column-major sf, groups of 32 with packed row-major sf (seed 7002)", () => {
   const rand = rng(7002);
   const x = randomInput(rand, 8001, 7168, "bf16");
   const dx = uploadView(x);
   try {
-    for (const o of [{ fmt: "e4m3", numPerChannels: 128 }, { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }] as const) {
+    const opts = [
+      { fmt: "e4m3", numPerChannels: 128 },
+      { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true },
+      { fmt: "e4m3", numPerChannels: 32, roundSf: true, usePackedUe8m0: true },
+    ] as const;
+    for (const o of opts) {
       const c = perTokenCastWithSfOnly(x, o);
       const g = perTokenCastWithSfOnly(dx, o);
       try {

@@ -1,5 +1,5 @@
 // Exhaustive host check of the round-7 e2m1 encoder variants of kernels-src/cuda/common/e2m1_fast.cuh (the
-// _u4sca kernels of quant/per_token_cast.cu; the _u4s / _u4c / _u4sc forms measured slower and were dropped),
+// _g32_u4sca kernel of quant/per_token_cast.cu; the _u4s / _u4c / _u4sc forms measured slower and were dropped),
 // against tk::encode_e2m1 and the kernels' scale computation. The PTX instructions are modelled by their IEEE definitions (fma.rn.f32 = std::fma on
 // binary32, mul.rn.sat.f32 = the rounded product clamped to [0, 1], min.u16x2 per lane, prmt byte selection,
 // fma.rn.bf16x2 / mul.rn.bf16x2 rounded once onto bf16), the integer steps copied verbatim.

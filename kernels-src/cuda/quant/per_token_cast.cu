@@ -9,7 +9,7 @@
 //                                        of 2 (same grid). It replaces the 2-chunk bf16 → e2m1 _g<N> kernel, which
 //                                        measured slower (docs/DECISIONS.md, fourth round) and is not built; the
 //                                        stochastic bf16 → e2m1 _g<N>_sr keeps 2 chunks
-//   tk_per_token_cast__bf16_e2m1_g<N>_u4sca
+//   tk_per_token_cast__bf16_e2m1_g32_u4sca
 //                                        the _u4 kernel with the round-7 encoders (docs/perf-notes/perf7-fp4.md):
 //                                        a chunk scaled by the group's own roundSf inverse (not precomputed) is
 //                                        encoded without the clamp at 6 (encode_e2m1_bf16_pow2_nc: every product
@@ -17,15 +17,18 @@
 //                                        encoder (encode_e2m1_bf16_f32_sat), and the bf16 amax is taken by
 //                                        max.xorsign.abs.bf16x2 per lane with two items folded by one max.u16x2
 //                                        (abs_max_bf16x2_lanes, fold_max_u16x2_pair). perTokenCast (mode 0) with
-//                                        roundSf takes it (MXFP4: 73.9 → 75.1% at 16384 × 7168); the host never
-//                                        sends it other inverses (the saturating path lost NVFP4: 56 → 46%), so
-//                                        every other bf16 → e2m1 cast keeps _u4. Same grid as _u4
-//   tk_per_token_cast__<in>_<out>_g<N>_sor4
-//                                        in ∈ {fp32, bf16}: perTokenCastWithSfOnly (mode 1 only, data never
-//                                        written): register units of 4 chunks, the next unit loaded before the
-//                                        current one is reduced, no shared-memory staging. Every sf-only launch
-//                                        from fp32 / bf16 with groups takes it (docs/perf-notes/perf7-sfonly.md:
-//                                        84.1 → 89.7% fp32 sf, 82.4 → 91.0% packed col-major, 16384 × 7168 bf16)
+//                                        roundSf and groups of 32 takes it (MXFP4: 73.9 → 75.1% at 16384 × 7168);
+//                                        the host never sends it other inverses (the saturating path lost NVFP4:
+//                                        56 → 46%), so every other bf16 → e2m1 cast keeps _u4, roundSf with
+//                                        groups of 16, 64 or 128 too (not measured, not built). Same grid as _u4
+//   tk_per_token_cast__<in>_e4m3_g<N>_sor4
+//                                        in ∈ {fp32, bf16}, N ∈ {32, 128}: perTokenCastWithSfOnly (mode 1 only,
+//                                        data never written): register units of 4 chunks, the next unit loaded
+//                                        before the current one is reduced, no shared-memory staging. Every
+//                                        sf-only launch from fp32 / bf16 to e4m3 with groups of 32 or 128 takes it
+//                                        (docs/perf-notes/perf7-sfonly.md: 84.1 → 89.7% fp32 sf, 82.4 → 91.0%
+//                                        packed col-major, 16384 × 7168 bf16, groups of 128); e2m1 and groups of
+//                                        16 or 64 (not measured, not built) keep _g<N> / _u4 in mode 1
 //   tk_per_token_cast__<in>_e4m3_g<N>_pkl in ∈ {fp32, bf16}, N ∈ {32, 128}: the _g<N> kernel with its packed UE8M0
 //                                        sf byte stores under an L2::evict_last policy; perTokenCast (mode 0) with
 //                                        usePackedUe8m0 takes it, without stochasticCast (+0.4 … +2.6 points)
@@ -41,14 +44,14 @@
 //   _u4sca   256      0             as _g<N>
 //   _sor4    256      0             as _g<N> (4 resident blocks per SM, as _g<N>)
 //   _pkl     256      0             as _g<N>
-//   _sor4 when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off: it measured slower with the _g<N>
-//            kernel): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one balanced wave)
+//   _g<N> / _u4 / _sor4, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off:
+//            it measured slower with _g<N>): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one wave)
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
 //   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 and _u4sca
-//   32 + 1 KiB; _sor4 none + 1 KiB; _pkl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
-//   _sor4 56–62, _u4sca 61–63 (sm_100a 56–64, as _u4).
+//   32 + 1 KiB; _sor4 none; _pkl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
+//   _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4).
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -607,18 +610,13 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
       tk_per_token_cast__bf16_e2m1_g##n##_u4sca(const __grid_constant__ PerTokenCastParams p) {           \
     tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE2m1, n, false, 4, tk::kFormE2m1Sca>(p).run();                \
   }
-// sf-only kernels (perTokenCastWithSfOnly from fp32 / bf16): register units of 4 chunks, next unit loaded before
-// the current one is reduced, 4 blocks per SM
-#define TK_PER_TOKEN_CAST_SF_ONLY_N(in, IN, out, OUT, n)                                         \
+// sf-only kernels (perTokenCastWithSfOnly from fp32 / bf16 to e4m3 scales, groups of 32 or 128): register units of
+// 4 chunks, next unit loaded before the current one is reduced, 4 blocks per SM
+#define TK_PER_TOKEN_CAST_SF_ONLY(in, IN, out, OUT, n)                                           \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)                             \
       tk_per_token_cast__##in##_##out##_g##n##_sor4(const __grid_constant__ PerTokenCastParams p) { \
     tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 4, tk::kFormSfRegs>(p).run();             \
   }
-#define TK_PER_TOKEN_CAST_SF_ONLY(in, IN, out, OUT)  \
-  TK_PER_TOKEN_CAST_SF_ONLY_N(in, IN, out, OUT, 16)  \
-  TK_PER_TOKEN_CAST_SF_ONLY_N(in, IN, out, OUT, 32)  \
-  TK_PER_TOKEN_CAST_SF_ONLY_N(in, IN, out, OUT, 64)  \
-  TK_PER_TOKEN_CAST_SF_ONLY_N(in, IN, out, OUT, 128)
 // packed-sf kernels (perTokenCast with usePackedUe8m0, no stochasticCast): byte stores with an L2 evict_last policy
 #define TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(in, IN, out, OUT, n)                                            \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)          \
@@ -649,14 +647,11 @@ TK_PER_TOKEN_CAST_BF16_E2M1_U4(16)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(32)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(64)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(128)
-TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(16)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(32)
-TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(64)
-TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(128)
-TK_PER_TOKEN_CAST_SF_ONLY(fp32, kFp32, e4m3, kE4m3)
-TK_PER_TOKEN_CAST_SF_ONLY(fp32, kFp32, e2m1, kE2m1)
-TK_PER_TOKEN_CAST_SF_ONLY(bf16, kBf16, e4m3, kE4m3)
-TK_PER_TOKEN_CAST_SF_ONLY(bf16, kBf16, e2m1, kE2m1)
+TK_PER_TOKEN_CAST_SF_ONLY(fp32, kFp32, e4m3, kE4m3, 32)
+TK_PER_TOKEN_CAST_SF_ONLY(fp32, kFp32, e4m3, kE4m3, 128)
+TK_PER_TOKEN_CAST_SF_ONLY(bf16, kBf16, e4m3, kE4m3, 32)
+TK_PER_TOKEN_CAST_SF_ONLY(bf16, kBf16, e4m3, kE4m3, 128)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 32)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 128)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 32)
