@@ -440,6 +440,75 @@ gpuTest("perTokenCastWithPrecomputedSf → e2m1 kernel = reference for subnormal
   dispose(dx, ds, g);
 });
 
+/**
+ * bf16 rows holding every bit pattern: `order` "natural" (aligned chunks of 8 consecutive patterns: no finite
+ * pattern shares a chunk with a NaN / ±Inf one, so every finite pattern takes the packed encoders), "shuffled"
+ * (random groups), or "anchored": group g's first element sets the scale (a bf16 magnitude sweeping every exponent
+ * and mantissa), the others are the patterns with their exponent capped at the anchor's (every sign and mantissa
+ * at every exponent below the scale).
+ */
+function allBf16Rows(rand: () => number, order: "natural" | "shuffled" | "anchored", H: number, npc: number): HostTensor {
+  const n = 0x10000;
+  const p = new Uint16Array(n).map((_, i) => i);
+  if (order === "shuffled") {
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      const t = p[i];
+      p[i] = p[j];
+      p[j] = t;
+    }
+  }
+  if (order !== "anchored") return tensor(p, [n / H, H], "bf16");
+  const out = new Uint16Array(n + (n / (npc - 1) + 1) * npc);
+  let k = 0, g = 0;
+  for (let i = 0; i < out.length; i++) {
+    if (i % npc === 0) {
+      const e = g % 0xff, m = Math.floor(g / 0xff) % 0x80; // exponents 0..254, mantissas stepping
+      out[i] = (g & 1 ? 0x8000 : 0) | (e << 7) | m;
+      g++;
+      continue;
+    }
+    const a = out[i - (i % npc)] & 0x7fff;
+    let v = p[k++ % n];
+    const ve = (v >> 7) & 0xff;
+    if (ve === 0xff) v = (v & 0x807f) | (Math.min(0xfe, a >> 7) << 7); // NaN / Inf patterns → finite ones
+    if ((v & 0x7fff) > a) v = (v & 0x807f) | (((a >> 7) & 0xff) << 7); // at most the anchor's exponent
+    if ((v & 0x7fff) > a) v = (v & 0x8000) | a;
+    out[i] = v;
+  }
+  const rows = Math.floor(out.length / H);
+  return tensor(out.subarray(0, rows * H), [rows, H], "bf16");
+}
+
+// The roundSf layouts with groups of 32 take `_u4sca` (the clamp-free encoder, the max.xorsign amax: NaN / ±Inf
+// lanes in the natural and shuffled orders), the others `_u4`, roundSf with groups of 16, 64 and 128 included
+// (docs/perf-notes/perf7-fp4.md).
+gpuTest("perTokenCast bf16 → e2m1 (_u4sca and _u4) = reference on every bf16 bit pattern: natural, shuffled and anchored rows, NVFP4 and MXFP4 scales (seed 7310)", () => {
+  const rand = rng(7310);
+  const layouts: [string, PerTokenCastOptions][] = [
+    ["nvfp4 e4m3-row", { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }],
+    ["nvfp4 e4m3-col", { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true, useTmaAlignedColMajorSf: true }],
+    ["mxfp4 packed-row", { fmt: "e2m1", numPerChannels: 32, roundSf: true, usePackedUe8m0: true }],
+    ["mxfp4 packed-col", { fmt: "e2m1", numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }],
+    ["fp32 sf g32", { fmt: "e2m1", numPerChannels: 32 }],
+    ["round fp32 g32", { fmt: "e2m1", numPerChannels: 32, roundSf: true }],
+    ["round fp32-col g32", { fmt: "e2m1", numPerChannels: 32, roundSf: true, useTmaAlignedColMajorSf: true }],
+    ["round fp32 g64", { fmt: "e2m1", numPerChannels: 64, roundSf: true }],
+    ["round fp32 g16", { fmt: "e2m1", numPerChannels: 16, roundSf: true }],
+    ["packed-col g128", { fmt: "e2m1", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }],
+  ];
+  for (const order of ["natural", "shuffled", "anchored"] as const) {
+    for (const [name, o] of layouts) {
+      const x = allBf16Rows(rand, order, 4096, o.numPerChannels);
+      compareCast(x, o, `${order} ${name}`);
+      // the same rows as a strided view (row stride 4096 + 64) with a partial last row set
+      const T = x.shape[0], H = 4096 - 64;
+      const sv = tensor(x.data as Uint16Array, [T, H], "bf16", [4096, 1]);
+      compareCast(sv, o, `${order} ${name} strided ${T}x${H}`);
+    }
+  }
+});
+
 gpuTest("castBack e2m1 → bf16 kernel = reference with power-of-two scales whose products are bf16 subnormals or overflow (seed 4712)", () => {
   const rand = rng(4712);
   const T = 33, H = 1024;
@@ -503,6 +572,113 @@ gpuTest("perTokenCastBack and castBack kernels = reference with the default L2 h
       }
     } finally {
       dispose(dx);
+    }
+  }
+});
+
+/**
+ * `x` with NaN, ±Inf, ±0 and subnormals written into a few rows (quant.md: NaN ignored by the amax, an infinite amax
+ * gives an infinite scale), so that the `_sor4` and `_pkl` kernels (and the sf-only `_g<N>` / `_u4` kernels of the
+ * forms not built as `_sor4`) meet every special in the group reduction.
+ */
+function withSpecials(x: HostTensor): HostTensor {
+  const [T, H] = x.shape;
+  const s0 = x.strides[0];
+  const f32 = x.dtype === "fp32";
+  const sp = f32 ? [NaN, Infinity, -Infinity, -0, 1e-45, -3e-39] : [0x7fc0, 0x7f80, 0xff80, 0x8000, 0x0001, 0x8033];
+  const d = x.data as Float32Array | Uint16Array;
+  for (let t = 0; t < T; t += 3) {
+    const kind = (t / 3) % 4; // 0: one NaN in a group, 1: +Inf, 2: a whole group NaN, 3: subnormals and −0 only
+    for (let j = 0; j < H; j++) {
+      const i = x.offset + t * s0 + j;
+      if (kind === 0 && j % 97 === 5) d[i] = sp[0];
+      else if (kind === 1 && j % 131 === 7) d[i] = sp[(j & 1) + 1];
+      else if (kind === 2 && j < 128) d[i] = sp[0];
+      else if (kind === 3) d[i] = sp[3 + (j % 3)];
+    }
+  }
+  return x;
+}
+
+gpuTest("perTokenCastWithSfOnly kernels (_sor4: e4m3, groups 32 and 128; _g<N> / _u4 in mode 1 otherwise) = reference: every sf layout, fp32/bf16 → e4m3/e2m1, groups 16–128, tails, strided and unaligned rows, 0 rows, specials (seed 7001)", () => {
+  const rand = rng(7001);
+  // [T, H, row stride, element offset]: 0 rows; one 64-wide row; unaligned stride (element loads); T % 4 ≠ 0 under
+  // the column-major padding; H whose last unit is partial (576, 2048 and 7168 chunks against 512-chunk units)
+  const shapes: [number, number, number, number][] = [[0, 576, 576, 0], [1, 64, 64, 0], [3, 576, 577, 1], [33, 7168, 7168 + 64, 0], [130, 2048, 2048, 0], [257, 7168, 7168, 0]];
+  for (const [T, H, stride, off] of shapes) {
+    for (const dtype of ["fp32", "bf16"] as const) {
+      let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, dtype, stride));
+      if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+      const dx = uploadView(x);
+      try {
+        for (const fmt of ["e4m3", "e2m1"] as const) {
+          for (const npc of [16, 32, 64, 128]) {
+            for (const [name, sfo] of SF_LAYOUTS) {
+              const o = { fmt, numPerChannels: npc, ...sfo };
+              const c = perTokenCastWithSfOnly(x, o);
+              const g = perTokenCastWithSfOnly(dx, o);
+              try {
+                sameAllocation(g, c, `sf-only ${dtype} → ${fmt} ${npc} ${name} ${T}x${H} stride ${stride} offset ${off}`);
+              } finally {
+                dispose(g);
+              }
+            }
+          }
+        }
+      } finally {
+        dispose(dx);
+      }
+    }
+  }
+});
+
+gpuTest("perTokenCastWithSfOnly _sor4 at full size (8001 row groups: each block walks several, the grid wraps): 8001 × 7168 bf16, groups of 128 with fp32 and packed column-major sf, groups of 32 with packed row-major sf (seed 7002)", () => {
+  const rand = rng(7002);
+  const x = randomInput(rand, 8001, 7168, "bf16");
+  const dx = uploadView(x);
+  try {
+    const opts = [
+      { fmt: "e4m3", numPerChannels: 128 },
+      { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true },
+      { fmt: "e4m3", numPerChannels: 32, roundSf: true, usePackedUe8m0: true },
+    ] as const;
+    for (const o of opts) {
+      const c = perTokenCastWithSfOnly(x, o);
+      const g = perTokenCastWithSfOnly(dx, o);
+      try {
+        sameAllocation(g, c, `sf-only 8001x7168 ${JSON.stringify(o)}`);
+      } finally {
+        dispose(g);
+      }
+    }
+  } finally {
+    dispose(dx);
+  }
+});
+
+gpuTest("perTokenCast _pkl (packed UE8M0 sf with an L2 evict_last policy; other layouts the _g<N> kernels) = reference: fp32/bf16 → e4m3, groups 32 and 128, every sf layout, tails, several rows per block, strided and unaligned rows, 0 rows, specials, long rows (seed 7003)", () => {
+  const rand = rng(7003);
+  // [T, H, row stride, element offset]: 4001 × 576 bf16 walks ~4 rows per team with two teams a block; 8001 × 7168
+  // ~8 rows per block; H = 73728 at N = 32: 576 sf words a row
+  const shapes: [number, number, number, number][] = [[0, 576, 576, 0], [1, 64, 64, 0], [3, 576, 577, 1], [33, 7168, 7168 + 64, 0], [130, 2048, 2048, 0], [4001, 576, 576, 0], [3, 73728, 73728, 0]];
+  const big: [number, number, number, number] = [8001, 7168, 7168 + 128, 0];
+  for (const [T, H, stride, off] of [...shapes, big]) {
+    for (const dtype of ["fp32", "bf16"] as const) {
+      if (T === big[0] && dtype === "fp32") continue;
+      let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, dtype, stride));
+      if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+      const dx = uploadView(x);
+      try {
+        for (const npc of [32, 128]) {
+          for (const [name, sfo] of SF_LAYOUTS) {
+            if (T === big[0] && ((name !== "packed-col" && name !== "packed-row") || npc !== 128)) continue;
+            const o = { fmt: "e4m3", numPerChannels: npc, ...sfo } as const;
+            samePair(perTokenCast(dx, o), perTokenCast(x, o), `${dtype} ${npc} ${name} ${T}x${H} stride ${stride} offset ${off}`);
+          }
+        }
+      } finally {
+        dispose(dx);
+      }
     }
   }
 });

@@ -181,20 +181,49 @@ const W = packet.w;
 const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3 };
 const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1"];
 const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
-/** Function handles per device and variant ((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4), filled on first use. */
+/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 4 + form), filled on first use. */
 const fnCache: number[][] = [];
 
-function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n: number, sr: boolean): number {
+/**
+ * Kernel form of a launch (per_token_cast.cu, "Symbols"; docs/perf-notes/perf7-sfonly.md and perf7-fp4.md, measured
+ * on an H200 2026-12-01). Same bytes in every form (tests/per_token_cast_gpu.test.ts).
+ * - "": the `_g<N>` / `_row` kernels (bf16 → e2m1 with groups: `_u4`).
+ * - "sor4": perTokenCastWithSfOnly from fp32 / bf16 to e4m3 with groups of 32 or 128 (register units of 4 chunks,
+ *   the next unit loaded before the current one is reduced; 84.1 → 89.7% of copy with fp32 sf, 82.4 → 91.0% with
+ *   packed column-major sf at 16384 × 7168 bf16, groups of 128). e2m1 and groups of 16 or 64 were not measured and
+ *   keep the `_g<N>` / `_u4` kernels (not built, to keep the package small).
+ * - "pkl": perTokenCast from fp32 / bf16 to e4m3 with packed UE8M0 sf, groups of 32 or 128, no stochasticCast (the sf
+ *   byte stores under an L2::evict_last policy; +0.4 … +2.6 points).
+ * - "u4sca": perTokenCast bf16 → e2m1 with roundSf, groups of 32, no stochasticCast (MXFP4: the groups' own
+ *   power-of-two scales, so the encoder leaves out the clamp at 6, and a cheaper bf16 amax; 73.9 → 75.1% at 16384 ×
+ *   7168 with packed UE8M0 sf). Other scales (NVFP4's e4m3, fp32, precomputed) keep `_u4`: `_u4sca`'s encoder for
+ *   non-power-of-two inverses lost (NVFP4 56 → 46%); roundSf with groups of 16, 64 or 128 (not measured) too.
+ */
+type Form = "" | "sor4" | "pkl" | "u4sca";
+const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3 };
+
+function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean): Form {
+  const n = a.numPerChannels;
+  if (sr || (inDtype !== "fp32" && inDtype !== "bf16") || GROUP_INDEX[n] === undefined) return "";
+  if (mode === PER_TOKEN_MODE.sfOnly) return a.rule.fmt === "e4m3" && (n === 32 || n === 128) ? "sor4" : "";
+  if (mode !== PER_TOKEN_MODE.cast) return "";
+  if (a.rule.packedUe8m0 && a.rule.fmt === "e4m3" && (n === 32 || n === 128)) return "pkl";
+  if (a.rule.roundSf && a.rule.fmt === "e2m1" && inDtype === "bf16" && n === 32) return "u4sca";
+  return "";
+}
+
+function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n: number, sr: boolean, form: Form): number {
   const g = GROUP_INDEX[n] ?? 4;
   const i = IN_INDEX[inDtype];
   // bf16 → e2m1 with groups (round to nearest) runs the `_u4` kernels: 4 chunks of 8 values per thread and unit
-  // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built)
-  const wide = inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = (((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0);
+  // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
+  // kernel
+  const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 4 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
-  const sym = `tk_per_token_cast__${IN_NAME[i]}_${fmt}_${g === 4 ? "row" : `g${n}`}${sr ? "_sr" : ""}${wide ? "_u4" : ""}`;
+  const sym = `tk_per_token_cast__${IN_NAME[i]}_${fmt}_${g === 4 ? "row" : `g${n}`}${sr ? "_sr" : ""}${wide ? "_u4" : ""}${form === "" ? "" : `_${form}`}`;
   return (cache[key] = kernelFunction(op, device, sym));
 }
 
@@ -280,7 +309,7 @@ function launchPerToken(
   const a = r.args;
   const sfRows = mode === PER_TOKEN_MODE.precomputedSf ? a.tokens : g.paddedRows;
   if (a.tokens === 0 && sfRows === 0) return;
-  const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr);
+  const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, formOf(mode, r.x.dtype, a, sr));
   packetGen++;
   const p = packet;
   p.u64(W.x, addrOf(r.x));

@@ -180,6 +180,136 @@ TK_DEV bool encode_e2m1_bf16_f32(const uint32_t* x, float inv, uint32_t* out) {
   return true;
 }
 
+// ---- round-7 variants (the _u4sca kernels of quant/per_token_cast.cu; docs/perf-notes/perf7-fp4.md) -------------
+
+// The nibble packing of pack_e2m1_x2 for magnitudes already rounded: m[p] holds the codes of elements 2p (byte 0)
+// and 2p + 1 (byte 2), bits 3–7 of those bytes zero, the other bytes ignored; h[p] the bf16 / f16 pair whose
+// sign bits are the elements' signs. Same instructions as pack_e2m1_x2 after its e2m1_mag_x2 calls.
+template <int kPairs>
+TK_DEV uint32_t pack_e2m1_mags(const uint32_t* m, const uint32_t* h) {
+  static_assert(kPairs == 2 || kPairs == 4, "pack_e2m1_mags: 4 or 8 values");
+  uint32_t half[kPairs / 2];
+#pragma unroll
+  for (int q = 0; q < kPairs / 2; ++q) {
+    uint32_t x = prmt(m[2 * q], m[2 * q + 1], 0x6420u);
+    const uint32_t sg = prmt(h[2 * q], h[2 * q + 1], 0x7531u);
+    x |= (sg >> 4) & 0x08080808u;
+    half[q] = x | (x >> 4);
+  }
+  if constexpr (kPairs == 2) {
+    return prmt(half[0], 0u, 0x4420u);
+  } else {
+    return prmt(half[0], half[1], 0x6420u);
+  }
+}
+
+// e2m1_mag_x2 without the clamp at 6: equal to it for every lane whose |value| ≤ 6 (the clamp is then the
+// identity), one min.u16x2 fewer per pair. Callers guarantee the bound (encode_e2m1_bf16_pow2_nc).
+template <bool kBf16>
+TK_DEV uint32_t e2m1_mag_x2_nc(uint32_t h) {
+  constexpr uint32_t kTwo = 0x40004000u;
+  constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;
+  constexpr uint32_t kHalf = kBf16 ? 0x3f003f00u : 0x38003800u;
+  constexpr uint32_t kM = kBf16 ? 0x43004300u : 0x64006400u;
+  const uint32_t a = h & 0x7fff7fffu;
+  uint32_t r0, r1, r2, m;
+  if constexpr (kBf16) {
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(a), "r"(kTwo), "r"(kM));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(a), "r"(kOne), "r"(kM + 0x20002u));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(a), "r"(kHalf), "r"(kM + 0x40004u));
+  } else {
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(a), "r"(kTwo), "r"(kM));
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(a), "r"(kOne), "r"(kM + 0x20002u));
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(a), "r"(kHalf), "r"(kM + 0x40004u));
+  }
+  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(r0), "r"(r1));
+  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(r2));
+  return m;
+}
+
+// encode_e2m1_bf16_pow2 for chunks whose products are known to satisfy |x_i · inv| ≤ 6 or to be non-finite: the
+// group's own roundSf scale (sf = 2^⌈log2 fl(max(amax, clamp) / 6)⌉ ≥ that quotient, so amax · inv, an exact bf16
+// product, is ≤ 6; tools/e2m1_fast_check.cpp part 7 checks it for every binary32 max(amax, clamp)). Same result
+// as encode_e2m1_bf16_pow2 (the clamp it leaves out is the identity there), same fallback.
+TK_DEV bool encode_e2m1_bf16_pow2_nc(const uint32_t* x, float inv, uint32_t* out) {
+  const uint32_t i2 = prmt(f2u(inv), 0u, 0x3232u);
+  uint32_t p[4], m[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(p[k]) : "r"(x[k]), "r"(i2));
+  if (any_nonfinite_x2<true, 4>(p)) return false;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) m[k] = e2m1_mag_x2_nc<true>(p[k]);
+  out[0] = pack_e2m1_mags<4>(m, p);
+  return true;
+}
+
+TK_DEV float fma_asm(float a, float b, float c) {
+  float d;
+  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(d) : "f"(a), "f"(b), "f"(c));
+  return d;
+}
+
+// The e2m1 magnitude codes of a bf16 pair x times inv = 8 · inv8, with the two lanes' candidates merged into one
+// binary32 by the FMA pipe so that the integer minimum runs on packed 16-bit lanes (min.u16x2), and the clamp done
+// by the multiply's saturation. For each lane a8 = sat(fl(|x| · inv8)) = min(fl(|x| · inv), 8) / 8 (exact: inv8 =
+// inv / 8 is a normal binary32, and a product fl(|x| · inv) below 2^-123, whose eighth may round differently,
+// encodes to 0 either way), and a = 8 · a8. Candidate j (f = 16, 8, 4 for rn(2a), rn(a), rn(a / 2); o = 0, 2, 4):
+//   t = fma(a8_hi, f · 2^16, 2^39 + 2^16 · o)      = 2^39 + 2^16 · (o + rn(f · a8_hi))    (ulp 2^16 there)
+//   c = fma(K1, K2, t), K1 · K2 = −(2^39 − 2^23 − 256 − o) exactly (constants found by factoring), exact:
+//                                                  = 2^23 + 256 + o + 2^16 · (o + rn(f · a8_hi))
+//   r = fma(a8_lo, f, c)                           = c + rn(f · a8_lo)                     (ulp 1, c even + o)
+// so r's pattern is 0x4B00 + o + k_hi in the high half and 0x100 + o + k_lo in the low half: min.u16x2 of the
+// three candidates and of 7 in both lanes (a ∈ [6, 8] gives rn(a / 2) + 4 = 8 for a ≥ 7) is e2m1_mag_f32's min of
+// three in each lane. Result: the codes in bytes 0 and 2 (bits 3–7 zero), as e2m1_mag_x2. Per pair 2 FMA-pipe
+// multiplies and 9 fmas, 3 integer mins, against 2 multiplies, 6 fmas, 2 float and 4 integer mins.
+TK_DEV uint32_t e2m1_mag_bf16x2_sat(uint32_t x, float inv8) {
+  float lo, hi;
+  asm("{\n\t.reg .f32 t;\n\tabs.f32 t, %1;\n\tmul.rn.sat.f32 %0, t, %2;\n\t}" : "=f"(lo) : "f"(u2f(x << 16)), "f"(inv8));
+  asm("{\n\t.reg .f32 t;\n\tabs.f32 t, %1;\n\tmul.rn.sat.f32 %0, t, %2;\n\t}" : "=f"(hi) : "f"(u2f(x & 0xffff0000u)), "f"(inv8));
+  const uint32_t r0 = f2u(fma_asm(lo, 16.0f, fma_asm(-151.0f, 3640711424.0f, fma_asm(hi, 1048576.0f, 0x1p39f))));
+  const uint32_t r1 = f2u(fma_asm(lo, 8.0f, fma_asm(-21037.0f, 26132406.0f, fma_asm(hi, 524288.0f, 0x1.000004p39f))));
+  const uint32_t r2 = f2u(fma_asm(lo, 4.0f, fma_asm(-18215.0f, 30181028.0f, fma_asm(hi, 262144.0f, 0x1.000008p39f))));
+  uint32_t m, n;
+  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(r0), "r"(r1));
+  asm("min.u16x2 %0, %1, %2;" : "=r"(n) : "r"(r2), "r"(0x4b070107u));
+  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(n));
+  return m;
+}
+
+// encode_e2m1_bf16_f32 by e2m1_mag_bf16x2_sat, for inv = 8 · inv8 positive, finite and ≥ 2^-123 (so inv8 is
+// exact and normal): same result (tools/e2m1_fast_check.cpp part 8: the per-value rounding for every binary32
+// product, the chunk for every bf16 in every position times every e4m3 inverse), same NaN / ±Inf refusal.
+TK_DEV bool encode_e2m1_bf16_f32_sat(const uint32_t* x, float inv8, uint32_t* out) {
+  if (any_nonfinite_x2<true, 4>(x)) return false;
+  uint32_t m[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) m[j] = e2m1_mag_bf16x2_sat(x[j], inv8);
+  out[0] = pack_e2m1_mags<4>(m, x);
+  return true;
+}
+
+// maximumNumber of |x| over the kWords packed bf16 pairs of a chunk, per lane (not folded): low half the max of
+// the even elements, high half of the odd ones, signs cleared; never NaN. max.xorsign.abs.bf16x2 gives
+// max(|a|, |b|) with the xor of the signs (cleared at the end), ignoring a NaN operand like max.bf16x2; the running
+// value starts at +0, so two NaN lanes never meet (a NaN lane only meets the finite running max). Equal to the
+// unfolded max_bf16x2(m, w & 0x7fff7fff) chain of reduce.cuh's abs_max_bf16, without its masks. Round 7 (_u4sca).
+template <int kWords>
+TK_DEV uint32_t abs_max_bf16x2_lanes(const uint32_t* w) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) asm("max.xorsign.abs.bf16x2 %0, %0, %1;" : "+r"(m) : "r"(w[i]));
+  return m & 0x7fff7fffu;
+}
+
+// Two items' lane maxima (abs_max_bf16x2_lanes) folded into one word: low half item a's max, high half item b's,
+// by one unsigned 16-bit max of the low halves against the high halves (non-negative non-NaN bf16 patterns: bit
+// order is value order). Three instructions instead of two folds and a merge.
+TK_DEV uint32_t fold_max_u16x2_pair(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(prmt(a, b, 0x5410u)), "r"(prmt(a, b, 0x7632u)));
+  return d;
+}
+
 // ---- decode -------------------------------------------------------------------------------------------------
 // castBack e2m1 → bf16 with a block scale s: out = encode_bf16(fl(decode(q) · s)). When s is ±2^k (finite) or ±0
 // the product of a 2-significant-bit code value and s is exact in binary32 and in bf16 wherever it is normal,

@@ -9,6 +9,29 @@
 //                                        of 2 (same grid). It replaces the 2-chunk bf16 → e2m1 _g<N> kernel, which
 //                                        measured slower (docs/DECISIONS.md, fourth round) and is not built; the
 //                                        stochastic bf16 → e2m1 _g<N>_sr keeps 2 chunks
+//   tk_per_token_cast__bf16_e2m1_g32_u4sca
+//                                        the _u4 kernel with the round-7 encoders (docs/perf-notes/perf7-fp4.md):
+//                                        a chunk scaled by the group's own roundSf inverse (not precomputed) is
+//                                        encoded without the clamp at 6 (encode_e2m1_bf16_pow2_nc: every product
+//                                        is ≤ 6 there), a non-power-of-two inverse ≥ 2^-123 by the saturating
+//                                        encoder (encode_e2m1_bf16_f32_sat), and the bf16 amax is taken by
+//                                        max.xorsign.abs.bf16x2 per lane with two items folded by one max.u16x2
+//                                        (abs_max_bf16x2_lanes, fold_max_u16x2_pair). perTokenCast (mode 0) with
+//                                        roundSf and groups of 32 takes it (MXFP4: 73.9 → 75.1% at 16384 × 7168);
+//                                        the host never sends it other inverses (the saturating path lost NVFP4:
+//                                        56 → 46%), so every other bf16 → e2m1 cast keeps _u4, roundSf with
+//                                        groups of 16, 64 or 128 too (not measured, not built). Same grid as _u4
+//   tk_per_token_cast__<in>_e4m3_g<N>_sor4
+//                                        in ∈ {fp32, bf16}, N ∈ {32, 128}: perTokenCastWithSfOnly (mode 1 only,
+//                                        data never written): register units of 4 chunks, the next unit loaded
+//                                        before the current one is reduced, no shared-memory staging. Every
+//                                        sf-only launch from fp32 / bf16 to e4m3 with groups of 32 or 128 takes it
+//                                        (docs/perf-notes/perf7-sfonly.md: 84.1 → 89.7% fp32 sf, 82.4 → 91.0%
+//                                        packed col-major, 16384 × 7168 bf16, groups of 128); e2m1 and groups of
+//                                        16 or 64 (not measured, not built) keep _g<N> / _u4 in mode 1
+//   tk_per_token_cast__<in>_e4m3_g<N>_pkl in ∈ {fp32, bf16}, N ∈ {32, 128}: the _g<N> kernel with its packed UE8M0
+//                                        sf byte stores under an L2::evict_last policy; perTokenCast (mode 0) with
+//                                        usePackedUe8m0 takes it, without stochasticCast (+0.4 … +2.6 points)
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -18,13 +41,17 @@
 //   kernel   block.x  dynamic smem  grid.x
 //   _g<N>    256      0             min(ceilDiv(T, R), 8 · SMs)       R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
 //   _row     256      0             T
-//   _g<N>, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off: it measured
-//            slower): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one balanced wave)
+//   _u4sca   256      0             as _g<N>
+//   _sor4    256      0             as _g<N> (4 resident blocks per SM, as _g<N>)
+//   _pkl     256      0             as _g<N>
+//   _g<N> / _u4 / _sor4, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off:
+//            it measured slower with _g<N>): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one wave)
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
-//   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 32 + 1
-//   KiB) / ≤ 8 KiB (code inputs), _row 128 B.
+//   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 and _u4sca
+//   32 + 1 KiB; _sor4 none; _pkl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
+//   _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4).
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -139,11 +166,28 @@ TK_DEV uint32_t encode_e4m3_hw(float v) {
 }
 
 // ---- groups of N ≤ 128 columns ----------------------------------------------------------------------------------
-// kUnits: chunks per thread in one unit when nonzero (the _u4 symbols), else kItemsPerStep.
-template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0>
+// Kernel forms (docs/perf-notes/perf7-sfonly.md). The default kernels serve all three modes at run time; the
+// sf-only form serves PER_TOKEN_MODE 1 only (it writes the sf and never the data, whatever p.mode says) and the
+// host launches it only for that mode. (Values 1 and 3 were the measured-slower _so4 and _pkw forms; 7 sets the
+// three round-7 e2m1 encoder bits of perf7-fp4.md, whose forms with one or two of them set measured slower.)
+enum KernelForm : int {
+  kFormAnyMode = 0,  // the default kernels: mode read at run time, units staged through shared memory by cp.async
+  kFormSfRegs = 2,   // sf only, units loaded straight into registers, the next unit's loads issued before the
+                     // current unit's reduction (two register buffers, no shared memory): the _sor4 symbols
+  kFormPackedEvictLast = 4,  // every mode; packed UE8M0 sf bytes stored as the default kernels store them, with an
+                             // L2::evict_last cache policy, so that a 32-byte sector shared by 8 rows (8 blocks)
+                             // stays in L2 until all of them wrote it (the _pkl symbols)
+  kFormE2m1Sca = 7,  // every mode; bf16 → e2m1 only: the _u4sca encoders and amax (Symbols above)
+};
+
+// kUnits: chunks per thread in one unit when nonzero (the _u4 / _sor4 symbols), else kItemsPerStep.
+template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0, int kForm = kFormAnyMode>
 struct GroupCast {
   using S = GroupShape<kIn, kOut, kN>;
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
+  static constexpr bool kSfOnly = kForm == kFormSfRegs;
+  static_assert(!kSfOnly || (!kRequant && !kSr), "the sf-only forms take value inputs and no stochastic rounding");
+  static constexpr bool kE2m1Sca = kForm == kFormE2m1Sca;
   static constexpr int kU = kUnits != 0 ? kUnits : kItemsPerStep<kIn>;
   // The (sf, inv) of a group is the same for all its lanes: each lane computes it for at most kSfRounds items of
   // the step and shares it by shuffle, instead of every lane computing sfAndInv (two IEEE divisions) kU times.
@@ -155,24 +199,49 @@ struct GroupCast {
   // computes the 256 values once (the same div_rn of the same decode, kernel start) and a group reads its inverse
   // from shared memory instead of decoding c and dividing (~20 instructions per group of 16 values).
   static constexpr bool kSfInvTable = kFastE2m1;
+  static_assert(!kE2m1Sca || (kFastE2m1 && kIn == Fmt::kBf16), "the _u4sca encoders are for bf16 → e2m1 only");
 
   const PerTokenCastParams& p;
   uint32_t chunks;  // per row
   SfOut sf_out;
   bool precomputed, write_data, write_sf, data_aligned;
   bool e4m3_inv_table;  // kSfInvTable and this launch computes e4m3 scales (sf_and_inv's kSfE4m3Out branch)
+  uint64_t l2_keep;  // kFormPackedEvictLast: the L2::evict_last policy of the sf stores
+  // kE2m1Sca and the inverses are the groups' own roundSf ones (power-of-two chunks then have |x·inv| ≤ 6)
+  bool pow2_no_clamp;
   uint32_t in_row_shift, in_col_shift;  // input block shape of a re-quantized input: powers of two (§4.4)
 
   TK_DEV explicit GroupCast(const PerTokenCastParams& params) : p(params) {
     chunks = p.hidden / S::kVec;
     sf_out = make_sf_out(p, (p.hidden + kN - 1) / kN);
-    precomputed = !kRequant && p.mode == kModePrecomputedSf;
-    write_data = p.mode != kModeSfOnly;
+    precomputed = !kSfOnly && !kRequant && p.mode == kModePrecomputedSf;
+    write_data = !kSfOnly && p.mode != kModeSfOnly;
     write_sf = !precomputed && p.sf != 0;
     data_aligned = (p.data % kVecBytes) == 0;
     e4m3_inv_table = kSfInvTable && !precomputed && (p.flags & (kSfRound | kSfE4m3Out)) == kSfE4m3Out;
+    pow2_no_clamp = kE2m1Sca && !precomputed && (p.flags & kSfRound) != 0;
     in_row_shift = kRequant ? log2_pow2(p.x_block_rows) : 0;
     in_col_shift = kRequant ? log2_pow2(p.x_block_cols) : 0;
+    l2_keep = 0;
+    if constexpr (kForm == kFormPackedEvictLast) {
+      asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(l2_keep));
+    }
+  }
+
+  // Writes S[row][k] (with the L2::evict_last policy for packed sf in kFormPackedEvictLast).
+  TK_DEV void store_sf(uint64_t row, uint32_t k, uint32_t stored) const {
+    if constexpr (kForm == kFormPackedEvictLast) {
+      if (sf_out.flags & kSfPackedUe8m0) {  // SfOut::store's packed branch, with the policy
+        uint8_t* word = sf_out.base + 4 * (row * sf_out.s0 + (k / kUe8m0PerWord) * sf_out.s1);
+        const uint32_t b0 = k % kUe8m0PerWord;
+        asm volatile("st.global.L2::cache_hint.u8 [%0], %1, %2;" ::"l"(word + b0), "r"(stored), "l"(l2_keep) : "memory");
+        if (k == sf_out.nbk - 1)
+          for (uint32_t b = b0 + 1; b < kUe8m0PerWord; ++b)
+            asm volatile("st.global.L2::cache_hint.u8 [%0], %1, %2;" ::"l"(word + b), "r"(0u), "l"(l2_keep) : "memory");
+        return;
+      }
+    }
+    sf_out.store(row, k, stored);
   }
 
   // The inverse scale of group k of `row`: from its amax (§2.3), or read (precomputed mode, §2.5:
@@ -196,12 +265,12 @@ struct GroupCast {
           stored = encode_e4m3_hw(sf_raw);
           inv = inv_tab[stored];  // e4m3_inv_table holds here: not precomputed, kSfE4m3Out without kSfRound
         }
-        if (write_sf && owner) sf_out.store(row, k, stored);
+        if (write_sf && owner) store_sf(row, k, stored);
         return inv;
       }
     }
     const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kQmaxOf<kOut>, p.flags);
-    if (write_sf && owner) sf_out.store(row, k, si.stored);
+    if (write_sf && owner) store_sf(row, k, si.stored);
     return si.inv;
   }
 
@@ -237,10 +306,22 @@ struct GroupCast {
         // two items per shuffle as 16-bit patterns
         uint32_t m16[kU];
 #pragma unroll
-        for (int u = 0; u < kU; ++u) m16[u] = abs_max_bf16<S::kLoadWords>(w[u]);
+        for (int u = 0; u < kU; ++u) {
+          if constexpr (kE2m1Sca) {
+            m16[u] = abs_max_bf16x2_lanes<S::kLoadWords>(w[u]);  // per lane; folded two items at a time below
+          } else {
+            m16[u] = abs_max_bf16<S::kLoadWords>(w[u]);
+          }
+        }
 #pragma unroll
         for (int u = 0; u < kU; u += 2) {
-          const uint32_t both = group_max_u16x2<S::kLanes>(m16[u] | ((u + 1 < kU ? m16[u + 1] : 0u) << 16));
+          uint32_t pair;
+          if constexpr (kE2m1Sca) {
+            pair = fold_max_u16x2_pair(m16[u], u + 1 < kU ? m16[u + 1] : 0u);
+          } else {
+            pair = m16[u] | ((u + 1 < kU ? m16[u + 1] : 0u) << 16);
+          }
+          const uint32_t both = group_max_u16x2<S::kLanes>(pair);
           amax[u] = decode_bf16(both & 0xffffu);
           if (u + 1 < kU) amax[u + 1] = decode_bf16(both >> 16);
         }
@@ -284,7 +365,7 @@ struct GroupCast {
         inv[u] = S::kLanes == 1 ? my_inv : __shfl_sync(kFullWarpMask, my_inv, (lane - glane) + (u - r * S::kLanes));
     }
 
-    if (write_data) {
+    if (!kSfOnly && write_data) {
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         if (c[u] < chunks) {
@@ -295,9 +376,19 @@ struct GroupCast {
           if constexpr (kFastE2m1 && kIn == Fmt::kBf16) {
             const uint32_t ib = f2u(inv[u]);
             if ((ib & 0x7fffffu) == 0) {
-              done = encode_e2m1_bf16_pow2(w[u], inv[u], o);
+              if constexpr (kE2m1Sca) {
+                done = pow2_no_clamp ? encode_e2m1_bf16_pow2_nc(w[u], inv[u], o) : encode_e2m1_bf16_pow2(w[u], inv[u], o);
+              } else {
+                done = encode_e2m1_bf16_pow2(w[u], inv[u], o);
+              }
             } else if (ib - 1u < 0x7f7fffffu) {
-              done = encode_e2m1_bf16_f32(w[u], inv[u], o);
+              if constexpr (kE2m1Sca) {
+                // inv ≥ 2^-123: inv / 8 exact and normal (encode_e2m1_bf16_f32_sat's condition)
+                done = ib >= 0x02000000u ? encode_e2m1_bf16_f32_sat(w[u], mul_rn(inv[u], 0.125f), o)
+                                         : encode_e2m1_bf16_f32(w[u], inv[u], o);
+              } else {
+                done = encode_e2m1_bf16_f32(w[u], inv[u], o);
+              }
             }
           }
           if (!done) {
@@ -325,6 +416,10 @@ struct GroupCast {
   }
 
   TK_DEV void run() const {
+    if constexpr (kForm == kFormSfRegs) {
+      run_regs();
+      return;
+    }
     // thread-private staging slots, [stage][item][thread] so that a warp's shared accesses are contiguous
     __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
     __shared__ float inv_tab[kSfInvTable ? 256 : 1];
@@ -359,6 +454,58 @@ struct GroupCast {
       for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[st][u][threadIdx.x]), w[u]);
       step(row, base, team.threads, w, inv_tab);
     });
+    if (write_sf) sf_out.zero_padding_rows(rows, p.sf_rows);
+  }
+
+  // kFormSfRegs: the same units in the same order, each loaded straight into registers (dead chunks read nothing
+  // and hold zeros, as a staged dead chunk does), the next unit's loads issued before step() reduces the current
+  // one. Two register buffers swap roles every unit (the loop body is emitted once per buffer).
+  TK_DEV void run_regs() const {
+    __shared__ float inv_tab[kSfInvTable ? 256 : 1];
+    if constexpr (kSfInvTable) {
+      if (e4m3_inv_table) {
+        for (uint32_t c = threadIdx.x; c < 256; c += blockDim.x) inv_tab[c] = div_rn(1.0f, decode_e4m3(c));
+      }
+      __syncthreads();
+    }
+    const uint32_t rows = p.num_tokens;
+    const uint32_t lane = threadIdx.x % kWarpSize;
+    const uint64_t x_stride = row_stride_bytes<kIn>(p);
+    const bool x_aligned = rows_aligned(p.x, x_stride, S::kLoadBytes);
+    const RowTeam team(chunks);
+    using Unit = uint32_t[kU][S::kLoadWords];
+
+    auto load = [&](Unit& w, uint64_t row, uint32_t base) {
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row * x_stride;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint32_t c = base + u * team.threads + lane;
+#pragma unroll
+        for (int i = 0; i < S::kLoadWords; ++i) w[u][i] = 0;
+        if (c < chunks)
+          load_chunk<S::kLoadBytes, FmtTraits<kIn>::kAccessBytes>(xr + static_cast<uint64_t>(c) * S::kLoadBytes, w[u],
+                                                                  x_aligned);
+      }
+    };
+
+    uint64_t row = team.first_row;
+    uint32_t base = team.warp_offset;
+    Unit wa, wb;
+    if (row < rows) load(wa, row, base);
+    auto unit = [&](Unit& cur, Unit& nxt) {
+      uint64_t next_row = row;
+      uint32_t next_base = base;
+      team.next<kU>(next_row, next_base, chunks);
+      if (next_row < rows) load(nxt, next_row, next_base);
+      step(row, base, team.threads, cur, inv_tab);
+      row = next_row;
+      base = next_base;
+    };
+    while (row < rows) {
+      unit(wa, wb);
+      if (row >= rows) break;
+      unit(wb, wa);
+    }
     if (write_sf) sf_out.zero_padding_rows(rows, p.sf_rows);
   }
 };
@@ -457,6 +604,25 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
       tk_per_token_cast__bf16_e2m1_g##n##_u4(const __grid_constant__ PerTokenCastParams p) {              \
     tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE2m1, n, false, 4>(p).run();                                  \
   }
+// the _u4 kernel with the round-7 e2m1 encoders and amax (perTokenCast with roundSf)
+#define TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(n)                                                               \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::kBf16>)     \
+      tk_per_token_cast__bf16_e2m1_g##n##_u4sca(const __grid_constant__ PerTokenCastParams p) {           \
+    tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE2m1, n, false, 4, tk::kFormE2m1Sca>(p).run();                \
+  }
+// sf-only kernels (perTokenCastWithSfOnly from fp32 / bf16 to e4m3 scales, groups of 32 or 128): register units of
+// 4 chunks, next unit loaded before the current one is reduced, 4 blocks per SM
+#define TK_PER_TOKEN_CAST_SF_ONLY(in, IN, out, OUT, n)                                           \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)                             \
+      tk_per_token_cast__##in##_##out##_g##n##_sor4(const __grid_constant__ PerTokenCastParams p) { \
+    tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 4, tk::kFormSfRegs>(p).run();             \
+  }
+// packed-sf kernels (perTokenCast with usePackedUe8m0, no stochasticCast): byte stores with an L2 evict_last policy
+#define TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(in, IN, out, OUT, n)                                            \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)          \
+      tk_per_token_cast__##in##_##out##_g##n##_pkl(const __grid_constant__ PerTokenCastParams p) {           \
+    tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 0, tk::kFormPackedEvictLast>(p).run();              \
+  }
 #define TK_PER_TOKEN_CAST_ROW_AS(in, IN, out, OUT, sr, SR)                                             \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
       tk_per_token_cast__##in##_##out##_row##sr(const __grid_constant__ PerTokenCastParams p) {       \
@@ -481,6 +647,15 @@ TK_PER_TOKEN_CAST_BF16_E2M1_U4(16)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(32)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(64)
 TK_PER_TOKEN_CAST_BF16_E2M1_U4(128)
+TK_PER_TOKEN_CAST_BF16_E2M1_U4SCA(32)
+TK_PER_TOKEN_CAST_SF_ONLY(fp32, kFp32, e4m3, kE4m3, 32)
+TK_PER_TOKEN_CAST_SF_ONLY(fp32, kFp32, e4m3, kE4m3, 128)
+TK_PER_TOKEN_CAST_SF_ONLY(bf16, kBf16, e4m3, kE4m3, 32)
+TK_PER_TOKEN_CAST_SF_ONLY(bf16, kBf16, e4m3, kE4m3, 128)
+TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 32)
+TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 128)
+TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 32)
+TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 128)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e4m3, kE4m3)
