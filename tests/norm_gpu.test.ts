@@ -295,8 +295,9 @@ gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res, _
 });
 
 /**
- * Runs f with the one-block-per-row forms (the defaults: normForward by register rows `_rr4_l2`, the cast by bulk rows
- * `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs.
+ * Runs f with the one-block-per-row forms (the defaults: normForward by the two-pass rows `_tp16f` on views that allow
+ * 16-byte accesses and by register rows `_rr4_l2` on the others, the cast by bulk rows `_e4m3_g<N>_br4`) from any row
+ * count, grid cap `blocksPerSm`, then restores the knobs.
  */
 function withRowForms<T>(blocksPerSm: number, f: () => T): T {
   const t = normLaunchTuning;
@@ -312,8 +313,9 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 }
 
 /**
- * The row-form cases (one block of 4 warps per row: `_rr4_l2` and the casts `_e4m3_g<N>_br4`) under the
- * current launch knobs, tagged `form`: every chunk count per thread (J = N/P = 1, N ≤ P, threads beyond the tree
+ * The row-form cases (`_tp16f` on the aligned views, one block of 4 warps per row: `_rr4_l2` on the unaligned ones
+ * (stride H + 1, unaligned weight) and the casts `_e4m3_g<N>_br4`) under the current launch knobs, tagged `form`:
+ * every chunk count per thread (J = N/P = 1, N ≤ P, threads beyond the tree
  * holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree, weight or not, outScale, 2-D /
  * 3-D, padded and unaligned strides, unaligned weight, the casts with every sf layout, and 3000 × 7168.
  */
@@ -345,9 +347,50 @@ function compareRowForms(rand: () => number, blocks: number, form: string): void
   compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by register rows (_rr4_l2: the L2::256B hint on aligned views, element loads on unaligned ones) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
+gpuTest("normForward bf16 by the row forms (_tp16f on aligned views; register rows _rr4_l2 on unaligned ones: x or out by element loads, the weight's element-wise staging, the other tensors' 16-byte paths with the L2::256B hint) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "rr4_l2 / br4 cast"));
+  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "tp16f / rr4_l2 / br4 cast"));
+});
+
+/**
+ * normForward by its default row forms (docs/perf-notes/perf8-norm.md): the two-pass rows of 512 threads (`_tp16f`)
+ * on views that allow 16-byte accesses, `_rr4_l2` on the others (stride H + 1, an unaligned weight): one or two
+ * pieces a thread with dead ones, K ≤ 256 (no second pieces) and > 256, N < 512 (the +0 nodes), weight or not,
+ * outScale, 2-D / 3-D, row strides H + 8 (16-byte rows that are not contiguous) and H + 32, NaN / ±Inf / subnormal /
+ * huge rows with a special weight, aligned and not (one block per row), grid cap 3 blocks per SM (rows walked
+ * grid-stride by block: the node buffer and rstd's slot reused behind the two barriers) with 3000 × 7168.
+ */
+function compareDefaultRowForms(rand: () => number, blocks: number): void {
+  const form = "tp16f / rr4_l2";
+  for (const H of [16, 48, 272, 512, 528, 1024, 4096, 4112, 5120, 7168, 8192]) {
+    for (const weight of [true, false]) {
+      const outScale = rand() < 0.5 ? 1 : 0.3;
+      const tag = `${form} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
+      compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
+      compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
+      compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 8 }, `${tag} stride H+8`);
+      compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+    }
+    compareForwardOn(rows(rand, 0, 19, H, "bf16"), undefined, unalignedWeight(rand, H), 1, `${form} blocks/SM ${blocks} H ${H} unaligned weight`);
+  }
+  // (special values and full size once per form: the first at one block per row, the second walked grid-stride)
+  for (const H of blocks === 0 ? [64, 512, 7168] : []) {
+    for (const outScale of [1, 3e38, 1e-39]) {
+      const x = specialRows(rand, 10, H, "bf16");
+      compareForwardOn(x, undefined, specialWeight(rand, H, "bf16"), outScale, `${form} blocks/SM ${blocks} special H ${H} outScale ${outScale} weight`);
+      compareForwardOn(x, undefined, null, outScale, `${form} blocks/SM ${blocks} special H ${H} outScale ${outScale}`);
+      // _rr4_l2: the same rows with a special weight at element offset 1 (the weight's element-wise staging)
+      const sw = specialWeight(rand, H + 1, "bf16");
+      const uw = new HostTensor(sw.data, "bf16", [H], [1], 1);
+      compareForwardOn(x, undefined, uw, outScale, `${form} blocks/SM ${blocks} special H ${H} outScale ${outScale} unaligned weight`);
+    }
+  }
+  if (blocks !== 0) compareForward(rand, { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 }, `${form} 3000x7168 blocks/SM ${blocks}`);
+}
+
+gpuTest("normForward bf16 by the two-pass rows (_tp16f: 512 threads a row, the fold by warp 0; _rr4_l2 on unaligned views) = reference: H classes, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, special values with an aligned and an unaligned weight, grid caps (seed 8851)", () => {
+  const rand = rng(8851);
+  for (const blocks of [0, 3]) withRowForms(blocks, () => compareDefaultRowForms(rand, blocks));
 });
 
 gpuTest("normForwardAndPerTokenCast by bulk rows with the largest shared-memory carveout (bulkRowsCarveout 100, more resident blocks): the same bits (seed 8811)", () => {
@@ -667,7 +710,7 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         }
         if (H > 256) withForwardTuning(0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
         if (dtype === "bf16") {
-          withRowForms(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows`));
+          withRowForms(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, two-pass rows`));
           if (H % 128 === 0) withRowForms(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, bulk rows`));
         }
         const dy = specialRows(rand, T, H, dtype);
