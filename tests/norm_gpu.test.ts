@@ -23,7 +23,7 @@ import {
   type NormForwardOptions,
 } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
-import { usesB4s } from "../ops/norm/norm_backward.ts";
+import { usesB4swx } from "../ops/norm/norm_backward.ts";
 import { loadGolden } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
@@ -728,17 +728,18 @@ for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread"
   });
 }
 
-// `_b4s_unit`, the default bf16 rows kernel where its compiled-in launch conditions hold (a weight, no
-// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md), and `_b4_unit` / `_b4` elsewhere:
-// both must give the reference's bytes, under each prefetch setting (the only launch flag `_b4s` still reads).
-// H = 4128: 258 chunks, so most threads own one live chunk; strides H + 8 (aligned), H + 4 (8-byte rows: `_b4`);
+// `_b4swx_unit`, the default bf16 rows kernel where its compiled-in launch conditions hold (a weight, no
+// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md, perf8-nbw.md), and `_b4_unit` / `_b4`
+// elsewhere: both must give the reference's bytes, under each prefetch setting (read by the `_b4` fallbacks only).
+// H = 4128: 258 chunks, so most threads own one live chunk (chunk 1 dead); strides H + 8 (aligned), H + 4 (8-byte
+// rows: `_b4`);
 // T spans 1 … 4001 (one row per slot, partial slots, several rows per slot); fp32 and bf16 gradients, accumulated
 // or not. (~70 M elements of CPU reference per setting: keep it small, the device waits.)
 for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["thread", 16, false]] as const) {
-  gpuTest(`normBackward _b4s and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9601)`, () => {
+  gpuTest(`normBackward _b4swx and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9601)`, () => {
     const rand = rng(9601);
     withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
-      // _b4s is picked for the common launch, and not for the fallbacks
+      // _b4swx is picked for the common launch, and not for the fallbacks
       const xs = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 8));
       const xu = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 4));
       const x4 = uploadView(rows(rand, 0, 3, 4096, "bf16"));
@@ -747,13 +748,13 @@ for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["th
       const dxs = uploadView(moderate(rand, [3, 7168], "bf16"));
       try {
         const common = { x: xs, weight: ws, gradOut: xs, residualOutGrad: null, xGrad: dxs };
-        assert.equal(usesB4s(common, 1), true);
-        assert.equal(usesB4s(common, 0.3), false);
-        assert.equal(usesB4s({ ...common, residualOutGrad: xs }, 1), false);
-        assert.equal(usesB4s({ ...common, weight: null }, 1), false);
-        assert.equal(usesB4s({ ...common, x: xu, gradOut: xu }, 1), false);
-        assert.equal(usesB4s({ ...common, x: x4, gradOut: x4, weight: w4 }, 1), false);
-        assert.equal(withBwdBlocks(3, () => usesB4s(common, 1)), false);
+        assert.equal(usesB4swx(common, 1), true);
+        assert.equal(usesB4swx(common, 0.3), false);
+        assert.equal(usesB4swx({ ...common, residualOutGrad: xs }, 1), false);
+        assert.equal(usesB4swx({ ...common, weight: null }, 1), false);
+        assert.equal(usesB4swx({ ...common, x: xu, gradOut: xu }, 1), false);
+        assert.equal(usesB4swx({ ...common, x: x4, gradOut: x4, weight: w4 }, 1), false);
+        assert.equal(withBwdBlocks(3, () => usesB4swx(common, 1)), false);
       } finally {
         dispose(xs, xu, x4, ws, w4, dxs);
       }
@@ -782,6 +783,36 @@ for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["th
     });
   });
 }
+
+// `_b4swx_unit`'s xGrad and weight gradient are the same bits run to run and as its `_b4_unit` fallback's on a launch
+// where every one of the 512 slots walks 8 rows (the default twice, then the same gradOut values in a view whose
+// 8-byte row stride forces `_b4_unit`; no CPU reference: the test above ties both to it).
+gpuTest("normBackward _b4swx: xGrad and weightGrad bit-identical run to run and to _b4_unit, 4096 × 7168 bf16 (seed 9603)", () => {
+  const rand = rng(9603);
+  const T = 4096, H = 7168, S = H + 4;
+  const x = uploadView(randomInput(rand, T, H, "bf16"));
+  const w = uploadView(moderate(rand, [H], "bf16"));
+  const hdy = moderate(rand, [T, H], "bf16");
+  const dy = uploadView(hdy);
+  const su = new Uint16Array((T - 1) * S + H);
+  for (let t = 0; t < T; t++) su.set((hdy.data as Uint16Array).subarray(t * H, (t + 1) * H), t * S);
+  const dyu = uploadView(tensor(su, [T, H], "bf16", [S, 1]));
+  const [fo, rstd] = normForward(x, w, { eps: 1e-6 });
+  const outs: [string, ReturnType<typeof normBackward>][] = [];
+  try {
+    const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
+    assert.equal(usesB4swx(common, 1), true);
+    assert.equal(usesB4swx({ ...common, gradOut: dyu }, 1), false);
+    outs.push(["_b4swx", normBackward(x, w, dy, rstd)], ["_b4swx", normBackward(x, w, dy, rstd)], ["_b4_unit", normBackward(x, w, dyu, rstd)]);
+    const rx = readAllocation(outs[0][1][0] as DeviceTensor), rw = readAllocation(outs[0][1][1] as DeviceTensor);
+    outs.slice(1).forEach(([form, [gx, gw]], i) => {
+      assertBytesEqual(readAllocation(gx as DeviceTensor), rx, `${form} (run ${i + 2}) xGrad`);
+      assertBytesEqual(readAllocation(gw as DeviceTensor), rw, `${form} (run ${i + 2}) weightGrad`);
+    });
+  } finally {
+    dispose(x, w, dy, dyu, fo, rstd, outs.map(([, o]) => o));
+  }
+});
 
 gpuTest("normBackward with 0 tokens launches nothing: an allocated weight gradient is +0, an accumulated one untouched", async () => {
   const x = toDevice(tensor(new Uint16Array(0), [0, 512], "bf16"));

@@ -17,8 +17,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   ≤ 256) — the bits must not change (spec D.2, D.11). Non-zero also keeps the forward on the team kernels (not
  *   the warp-rows ones, whose team is the warp).
  * - `backwardBf16Blocks`: which form of the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the
- *   default; `_b4s`, the same compiled for a weight, no residualOutGrad, outScale = 1, 4096 < H ≤ 8192 and aligned
- *   views, wherever those hold) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for
+ *   default; `_b4swx`, the same compiled for a weight, no residualOutGrad, outScale = 1, 4096 < H ≤ 8192 and
+ *   aligned views with its first weight chunk in registers, wherever those hold) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for
  *   `_b4` on the H200, so kept for the tests only); 0 = the default.
  * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
@@ -78,7 +78,7 @@ export const normLaunchTuning = {
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**
-   * bf16 `_b4` / `_b4s` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed
+   * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
    * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.
    * Measured on the H200 (bench/nbw_tuning.ts, 2026-11-30): every setting of the three knobs within 58.3–59.2% of
