@@ -967,22 +967,18 @@ struct NormForwardRegRows {
 // marks them done (L1::evict_first, L2 evict_first). Hints only: the same bytes are read. (Here rather than in
 // ldst.cuh, as ld_stream_l2_256 above: only this file uses them, and a change to ldst.cuh touches every kernel's
 // manifest entry.)
-TK_DEV void ld_keep(const void* ptr, uint32_t (&w)[4]) {
-  asm volatile(
-      "{\n\t.reg .b64 pol;\n\t"
-      "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-      "ld.global.nc.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-      : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-      : "l"(ptr));
-}
-TK_DEV void ld_last_use(const void* ptr, uint32_t (&w)[4]) {
-  asm volatile(
-      "{\n\t.reg .b64 pol;\n\t"
-      "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
-      "ld.global.nc.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-      : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-      : "l"(ptr));
-}
+#define TK_LD_POLICY(name, policy)                                                                          \
+  TK_DEV void name(const void* ptr, uint32_t(&w)[4]) {                                                      \
+    asm volatile(                                                                                           \
+        "{\n\t.reg .b64 pol;\n\t"                                                                           \
+        "createpolicy.fractional.L2::" policy ".b64 pol, 1.0;\n\t"                                           \
+        "ld.global.nc.L1::" policy ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"                \
+        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])                                                     \
+        : "l"(ptr));                                                                                        \
+  }
+TK_LD_POLICY(ld_keep, "evict_last")
+TK_LD_POLICY(ld_last_use, "evict_first")
+#undef TK_LD_POLICY
 
 constexpr uint32_t kTpThreads = 512;
 // 512 threads × 32 registers: 4 blocks = 64 warps per SM (register file 64 K).
