@@ -25,6 +25,7 @@ import {
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { usesB4swx } from "../ops/norm/norm_backward.ts";
 import { loadGolden } from "./golden.ts";
+import { refuses } from "./refuses.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
@@ -830,6 +831,27 @@ gpuTest("normBackward with 0 tokens launches nothing: an allocated weight gradie
   assertBytesEqual(readAllocation(acc), storageBytes(before), "accumulated gradient untouched");
   dispose(x, w, rstd, acc, dx, wg);
   await Promise.resolve();
+});
+
+// D.8: the CUDA kernels take H ≤ 8192 (the CPU reference any H): beyond it every op refuses `x` with SHAPE before
+// any allocation or launch, on device inputs and on host inputs sent to the CUDA backend.
+gpuTest("the norm ops refuse a hidden size above 8192 on the CUDA backend (SHAPE on x), launching nothing; the CPU backend takes it", () => {
+  const H = 8320; // a multiple of 16, 32 and 128
+  const hx = tensor(new Uint16Array(2 * H), [2, H], "bf16"), hw = tensor(new Uint16Array(H), [H], "bf16");
+  const hr = tensor(new Float32Array(2), [2], "fp32");
+  const x = toDevice(hx), w = toDevice(hw), res = toDevice(hx), rstd = toDevice(hr);
+  const cast = { eps: 1e-6, fmt: "e4m3", numPerChannels: 128 } as const;
+  try {
+    refuses("normForward", "x", "SHAPE", () => normForward(x, w, { eps: 1e-6 }), []);
+    refuses("normForward", "x", "SHAPE", () => normForward(hx, hw, { eps: 1e-6, backend: "cuda" }), [hx, hw]);
+    refuses("normForwardAndPerTokenCast", "x", "SHAPE", () => normForwardAndPerTokenCast(x, w, cast), []);
+    refuses("addRmsnormForwardAndPerTokenCast", "x", "SHAPE", () => addRmsnormForwardAndPerTokenCast(x, res, w, cast), []);
+    refuses("normBackward", "x", "SHAPE", () => normBackward(x, w, x, rstd), []);
+    const [o] = normForward(hx, hw, { eps: 1e-6 });
+    assert.deepEqual([...o.shape], [2, H]);
+  } finally {
+    dispose(x, w, res, rstd);
+  }
 });
 
 // ---- zero rows, streams, staging -----------------------------------------------------------------------------

@@ -21,3 +21,13 @@ export function checkWeight(op: string, weight: unknown, x: Tensor, H: number): 
   if (!w.isContiguous()) throw new TkError(op, "weight", "LAYOUT", `must be contiguous, got strides [${w.strides.join(", ")}]`);
   return w;
 }
+
+/** D.8: the largest hidden size the CUDA kernels take (the CPU reference takes any H the formulas allow). */
+export const CUDA_MAX_HIDDEN = 8192;
+
+/** D.8 / D.10: on the CUDA backend `H ≤ 8192` (`SHAPE` on `x`), checked before any allocation or launch. */
+export function checkCudaHidden(op: string, backend: "cpu" | "cuda", H: number): void {
+  if (backend === "cuda" && H > CUDA_MAX_HIDDEN) {
+    throw new TkError(op, "x", "SHAPE", `hidden size must be at most ${CUDA_MAX_HIDDEN} on the CUDA backend (got ${H}; the CPU backend takes it)`);
+  }
+}

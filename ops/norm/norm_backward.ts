@@ -11,7 +11,7 @@ import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
 import { type Device, type DeviceTensor, deviceEmptyStrided, deviceRuntime, type HostTensor, type Stream, type Tensor } from "../../core/tensor.ts";
 import { kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
-import { checkWeight, shapeText } from "./checks.ts";
+import { checkCudaHidden, checkWeight, shapeText } from "./checks.ts";
 import { NORM_BLOCK_THREADS, normLaunchTuning, normStream, teamThreads } from "./launch.ts";
 import { NORM_BWD_FLAG, NormBackwardParams } from "./norm_backward.params.ts";
 import { normBackwardRef, WEIGHT_GRAD_SLOTS } from "./norm_backward.ref.ts";
@@ -126,6 +126,7 @@ export function normBackward(
   // Four tensors at most go to place(); the rest are checked to live with them by a second call.
   const pl = place(op, o.backend, xt, w, dy, rs);
   place(op, o.backend, xt, ro, outDx, outWg);
+  checkCudaHidden(op, pl.backend, H);
 
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = normStream(op, pl, o.stream);

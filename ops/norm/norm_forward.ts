@@ -13,7 +13,7 @@ import { type Device, type DeviceTensor, deviceEmptyStrided, type HostTensor, ty
 import type { DType } from "../../core/dtype.ts";
 import { kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import type { SfGeometry } from "../quant/sf_layout.ts";
-import { checkWeight, shapeText } from "./checks.ts";
+import { checkCudaHidden, checkWeight, shapeText } from "./checks.ts";
 import { forwardBlocksPerSm, NORM_BLOCK_THREADS, normLaunchTuning, normStream, teamThreads } from "./launch.ts";
 import { NORM_FWD_FLAG, NormForwardParams } from "./norm_forward.params.ts";
 import { normForwardRef, type NormForwardOut } from "./norm_forward.ref.ts";
@@ -102,6 +102,7 @@ export function normForward(x: Tensor, weight: Tensor | null, options: NormForwa
   // Four tensors at most go to place(); the outputs are checked to live with the inputs by a second call.
   const pl = place(op, options.backend, xt, w, residual, resOut);
   place(op, options.backend, xt, outOut, outRstd);
+  checkCudaHidden(op, pl.backend, xt.shape[xt.shape.length - 1]);
 
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = normStream(op, pl, options.stream);

@@ -15,7 +15,7 @@ import type { PerTokenArgs } from "../quant/per_token_cast.ref.ts";
 import { amaxClampFor } from "../quant/scale.ref.ts";
 import { sfGeometry, type SfLayout } from "../quant/sf_layout.ts";
 import { checkSfOptions } from "../quant/sf_options.ts";
-import { shapeText } from "./checks.ts";
+import { checkCudaHidden, shapeText } from "./checks.ts";
 import { normStream } from "./launch.ts";
 import { launchNormForward, normForward, resolveNorm, rowsLike } from "./norm_forward.ts";
 import { castNormalizedRef } from "./norm_forward_and_per_token_cast.ref.ts";
@@ -173,6 +173,7 @@ function fusedCast(
   const pl = place(op, options.backend, xt, r.w, r.residual, r.resOut);
   place(op, options.backend, xt, outData, outSf, outBf16);
   place(op, options.backend, xt, r.outRstd);
+  checkCudaHidden(op, pl.backend, H);
   const args: PerTokenArgs = {
     tokens: T, // per batch for 3-D
     hidden: H,
