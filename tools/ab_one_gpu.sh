@@ -11,11 +11,12 @@
 # DEADLINE (seconds from the start, default 570) caps both so the logs are packed before the run's limit: a timing
 # starts only while XLIM is still left after it, and the tests get what is left (at least 60 s).
 #   MAIN_ONLY=normForward MAIN_TESTS="tests/norm_gpu.test.ts" MAIN_SAN="tests/norm_gpu.test.ts" bash tools/ab_one_gpu.sh
+# RT=bun (with bun packed instead of deno) runs main's tests and sanitizers under Bun (no tars, no MAIN_ONLY then).
 cd "$(dirname "$0")/.." || exit 1   # the repository root
 root=$PWD; ab=$root/.device/ab
 XLIM=${XLIM:-400}
 tlim() { local l=$(( ${DEADLINE:-570} - XLIM - SECONDS )); [ "$l" -gt "${TLIM:-200}" ] && l=${TLIM:-200}; echo "$l"; }
-STEPS=none bash tools/gpu_run.sh > /dev/null 2>&1; export PATH=/tmp:$PATH NO_COLOR=1
+STEPS=none RT=${RT:-deno} bash tools/gpu_run.sh > /dev/null 2>&1; export PATH=/tmp:$PATH NO_COLOR=1
 [ -d "$ab" ] && for tb in "$ab"/*.tar; do n=$(basename "$tb" .tar); d=/tmp/ab/$n; rm -rf "$d"; mkdir -p "$d"
   tar -C . --exclude=./.device -cf - . | tar -C "$d" -xf -; tar -C "$d" -xf "$tb"; done
 if [ -n "${MAIN_ONLY:-}" ]; then t0=$SECONDS   # main's own roofline rows first, on a quiet GPU
@@ -35,10 +36,15 @@ echo "== tests and sanitizers: ${XLIM} s each, from $SECONDS s"
     ( cd "$d" && t0=$SECONDS; timeout $XLIM deno test -A --no-check "$f" > "$OUT/test-$n-$(basename "$f" .test.ts).txt" 2>&1
       echo "== test $n $f rc=$? $((SECONDS - t0)) s: $(grep -E '^(ok|FAILED) \|' "$OUT/test-$n-$(basename "$f" .test.ts).txt")" ) &
   done; done
-for f in ${MAIN_TESTS:-}; do ( t0=$SECONDS; timeout $XLIM deno test -A --no-check "$f" > "$OUT/test-main-$(basename "$f" .test.ts).txt" 2>&1
-  echo "== test main $f rc=$? $((SECONDS - t0)) s: $(grep -E '^(ok|FAILED) \|' "$OUT/test-main-$(basename "$f" .test.ts).txt")" ) & done
-for f in ${MAIN_SAN:-}; do for tool in memcheck racecheck; do ( t0=$SECONDS; timeout $XLIM compute-sanitizer --tool $tool --error-exitcode 9 deno test -A --no-check "$f" > "$OUT/san-main-$(basename "$f" .test.ts)-$tool.txt" 2>&1
-  echo "== $tool main $f rc=$? $((SECONDS - t0)) s: $(grep -E 'SUMMARY|^ok \||^FAILED' "$OUT/san-main-$(basename "$f" .test.ts)-$tool.txt" | tr '\n' ' ')" ) & done; done
+# main's own jobs run under $RT (deno, or bun: pack bun instead of deno; the branch copies need deno)
+rt_test="deno test -A --no-check"; [ "${RT:-deno}" = bun ] && rt_test="bun test"
+summary='^(ok|FAILED) \||^ *[0-9]+ (pass|fail)$|SUMMARY'
+for f in ${MAIN_TESTS:-}; do ( t0=$SECONDS; timeout $XLIM $rt_test "$f" > "$OUT/test-main-$(basename "$f" .test.ts).txt" 2>&1
+  echo "== test main $f rc=$? $((SECONDS - t0)) s: $(grep -E "$summary" "$OUT/test-main-$(basename "$f" .test.ts).txt" | tr '\n' ' ')" ) & done
+# MAIN_SAN: memcheck + racecheck; MAIN_MEM: memcheck only
+for f in ${MAIN_SAN:-} ${MAIN_MEM:-}; do tools="memcheck racecheck"; case " ${MAIN_SAN:-} " in *" $f "*) ;; *) tools=memcheck ;; esac
+  for tool in $tools; do ( t0=$SECONDS; timeout $XLIM compute-sanitizer --tool $tool --error-exitcode 9 $rt_test "$f" > "$OUT/san-main-$(basename "$f" .test.ts)-$tool.txt" 2>&1
+  echo "== $tool main $f rc=$? $((SECONDS - t0)) s: $(grep -E "$summary" "$OUT/san-main-$(basename "$f" .test.ts)-$tool.txt" | tr '\n' ' ')" ) & done; done
 for s in ${EXTRA_SAN:-}; do b=${s#*:}; n=${s%%:*}   # "<branch>:<test file>" memcheck + racecheck in that copy
   for tool in memcheck racecheck; do ( cd /tmp/ab/$n && t0=$SECONDS; timeout $XLIM compute-sanitizer --tool $tool --error-exitcode 9 deno test -A --no-check "$b" > "$OUT/san-$n-$tool.txt" 2>&1
     echo "== $tool $n rc=$? $((SECONDS - t0)) s: $(grep -E 'SUMMARY|^ok \||^FAILED' "$OUT/san-$n-$tool.txt" | tr '\n' ' ')" ) & done; done
