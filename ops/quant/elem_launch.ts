@@ -15,9 +15,12 @@ import { CastParams } from "./elem.params.ts";
  * - `elemAligned`: the element conversions that have an aligned-only form (cast.cu `tk_cast__<in>_<out>[_sr]_a`: RN
  *   and SR bf16 → e4m3, fp32 → e4m3, fp32 → bf16) take it when x and out start on a chunk boundary (8 elements of
  *   each dtype), i.e. when main's kernel would take its 16-byte path anyway; every other view keeps main's kernel.
- * Off by default until the device A/B decides.
+ * - `blockShaped`: the staged block cast (cast_block.cu) takes its form with the block shape compiled in
+ *   (`tk_cast_block_staged__<in>_e4m3_r<R>c<C>_a`: bf16 [16, 64], fp16 [1, 128]) when every block is whole
+ *   (T % R = 0, H % C = 0); otherwise `tk_cast_block_staged__*` as before.
+ * Both off by default until the device A/B decides.
  */
-export const castLaunchTuning = { elemAligned: false };
+export const castLaunchTuning = { elemAligned: false, blockShaped: false };
 
 /** The pairs of cast.cu with an aligned-only `_a` form (RN and SR). */
 const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3", "fp32_e4m3", "fp32_bf16"]);
