@@ -27,6 +27,7 @@ import {
   zeros,
 } from "../mod.ts";
 import { decodeBf16, decodeE4m3, decodeFp16, encodeBf16, f32FromBits } from "../core/dtype.ts";
+import { alignedForm, castLaunchTuning } from "../ops/quant/elem_launch.ts";
 import { caseName, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, up, uploadView } from "./gpu_util.ts";
@@ -141,6 +142,60 @@ for (const [from, to] of SR_PAIRS) {
 gpuTest("stochasticCast kernel = reference at full size: bf16 → e4m3, 4001 × 7168 (seed 7400)", () => {
   const x = randomElements(rng(7400), "bf16", 4001 * 7168).view([4001, 7168]);
   compareElementwise(x, "e4m3", (t) => stochasticCast(t, { dtype: "e4m3", seed: 99n }), "SR bf16→e4m3 4001x7168");
+});
+
+// ---- aligned-only forms (cast.cu `_a`, castLaunchTuning.elemAligned; docs/perf-notes/perf9-cast.md) ----------------
+
+/** Runs `f` with castLaunchTuning.elemAligned on, then restores it. */
+function withElemAligned<T>(f: () => T): T {
+  const prev = castLaunchTuning.elemAligned;
+  castLaunchTuning.elemAligned = true;
+  try {
+    return f();
+  } finally {
+    castLaunchTuning.elemAligned = prev;
+  }
+}
+
+const A_PAIRS: readonly [ElemDtype, "bf16" | "e4m3"][] = [["bf16", "e4m3"], ["fp32", "e4m3"], ["fp32", "bf16"]];
+/** Sizes with every tail length (numel % 8), one or several grid-stride steps, and an SR-legal subset. */
+const A_SIZES = [0, 1, 3, 4, 7, 8, 9, 12, 15, 40, 1000, 1004, 4099 * 4, 65536 + 36, 65536 + 39, 1048576 + 5, 3 * 1048576 + 4];
+
+for (const [from, to] of A_PAIRS) {
+  const seed = 7450 + A_PAIRS.findIndex((p) => p[0] === from && p[1] === to);
+  gpuTest(`cast / stochasticCast aligned-only kernels (_a) = reference: ${from} → ${to}, every tail, views on and off a chunk boundary (seed ${seed})`, () => {
+    const rand = rng(seed);
+    withElemAligned(() => {
+      for (const n of A_SIZES) {
+        // pad 0 and 8 elements: x on a chunk boundary (the _a form); pad 1: off it (main's kernel)
+        for (const pad of n > 64 ? [0, 8, 1] : [0]) {
+          const x = randomElements(rand, from, n, pad);
+          const dx = uploadView(x);
+          const probe = zeros([Math.max(n, 1)], to, { device: 0 }) as DeviceTensor;
+          assert.equal(alignedForm(dx, probe), pad !== 1, `${from}→${to} n=${n} +${pad}: form selection`);
+          dispose(dx, probe);
+          compareElementwise(x, to, (t, out) => cast(t, { dtype: to, out }) as Tensor, `_a ${from}→${to} n=${n} +${pad}`, true);
+          if (n % 4 === 0) {
+            for (const [s, off] of [[0n, 0n], [0xffffffffn, 0x1_0000_0004n]] as const) {
+              compareElementwise(x, to, (t, out) => stochasticCast(t, { dtype: to, seed: s, offset: off, out }), `_a SR ${from}→${to} n=${n} seed ${s} +${pad}`, true);
+            }
+          }
+        }
+      }
+      // a multi-dimensional view and the cast option form of SR
+      const m = randomElements(rand, from, 6 * 5 * 8).view([6, 5, 8]);
+      compareElementwise(m, to, (t) => cast(t, { dtype: to }) as Tensor, `_a ${from}→${to} [6, 5, 8]`);
+      compareElementwise(m, to, (t) => cast(t, { dtype: to, stochasticRounding: true, seed: 3n }) as Tensor, `_a cast SR ${from}→${to} [6, 5, 8]`);
+    });
+  });
+}
+
+gpuTest("cast / stochasticCast aligned-only kernels (_a) = reference at full size: bf16 → e4m3 (RN and SR), 4001 × 7168 (seed 7460)", () => {
+  const x = randomElements(rng(7460), "bf16", 4001 * 7168).view([4001, 7168]);
+  withElemAligned(() => {
+    compareElementwise(x, "e4m3", (t) => cast(t, { dtype: "e4m3" }) as Tensor, "_a bf16→e4m3 4001x7168");
+    compareElementwise(x, "e4m3", (t) => stochasticCast(t, { dtype: "e4m3", seed: 99n }), "_a SR bf16→e4m3 4001x7168");
+  });
 });
 
 gpuTest("stochasticCast on the device: chunks cast with their offsets give the bytes of the whole (seed 7401)", () => {
