@@ -24,7 +24,6 @@ import {
 import { toHostSync } from "../core/tensor.ts";
 import { encodeFp16 } from "../core/dtype.ts";
 import { shapedForm } from "../ops/quant/cast_block_launch.ts";
-import { castLaunchTuning } from "../ops/quant/elem_launch.ts";
 import { caseName, type GoldenCase, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS, storageBytes, uploadView } from "./gpu_util.ts";
@@ -376,18 +375,8 @@ gpuTest("cast kernels = reference at full size: 4001 tokens × 7168, generic and
   for (const [x, o] of samples) compare(x, o, `4001x7168 ${JSON.stringify(o)}`);
 });
 
-// ---- the staged pass with the block shape compiled in (cast_block.cu `_r<R>c<C>_a`, castLaunchTuning.blockShaped) ----
-
-/** Runs `f` with castLaunchTuning.blockShaped on, then restores it. */
-function withBlockShaped<T>(f: () => T): T {
-  const prev = castLaunchTuning.blockShaped;
-  castLaunchTuning.blockShaped = true;
-  try {
-    return f();
-  } finally {
-    castLaunchTuning.blockShaped = prev;
-  }
-}
+// ---- the staged pass with the block shape compiled in (cast_block.cu `_r<R>c<C>_a`; docs/perf-notes/perf9-cast.md) --
+// taken whenever a staged launch has the form's shape and whole blocks; partial blocks take tk_cast_block_staged__*
 
 /** `x` (bf16 or fp16) with NaN, ±Inf, the largest finite value, subnormals and ±0 planted in a few places. */
 function withHalfSpecials(x: HostTensor, rand: () => number): HostTensor {
@@ -413,20 +402,18 @@ for (const { dtype, block, seed } of SHAPED_CASES) {
       // whole blocks (the shaped form): one block (dead teams and warps), a few, a grid-stride walk; partial ones
       // (T or H not a multiple: the general staged kernel) must give the same bytes too
       const shapes: [number, number][] = [[R, C], [3 * R, C], [R, 5 * C], [7 * R, 3 * C], [32 * R, 11 * C], [96, 7168], [R + 1, 2 * C], [2 * R, C + 8]];
-      withBlockShaped(() => {
-        for (const [T, H] of shapes) {
-          const whole = T % R === 0 && H % C === 0;
-          for (const [name, sfo] of SF_CONFIGS) {
-            const x = withHalfSpecials(valueInput(rand, T, H, dtype), rand);
-            const dx = uploadView(x);
-            assert.equal(shapedForm(dx, Math.min(R, T), Math.min(C, H), T, H), whole, `${T}x${H}: form selection`);
-            dispose(dx);
-            compare(x, { dtype: "e4m3", blockSize: block, ...sfo }, `shaped [${block}] ${name} ${T}x${H}`);
-          }
+      for (const [T, H] of shapes) {
+        const whole = T % R === 0 && H % C === 0;
+        for (const [name, sfo] of SF_CONFIGS) {
+          const x = withHalfSpecials(valueInput(rand, T, H, dtype), rand);
+          const dx = uploadView(x);
+          assert.equal(shapedForm(dx, Math.min(R, T), Math.min(C, H), T, H), whole, `${T}x${H}: form selection`);
+          dispose(dx);
+          compare(x, { dtype: "e4m3", blockSize: block, ...sfo }, `shaped [${block}] ${name} ${T}x${H}`);
         }
-        // full size: the roofline's shape class (H = 7168), ~2 blocks per resident warp
-        compare(withHalfSpecials(valueInput(rand, 4096, 7168, dtype), rand), { dtype: "e4m3", blockSize: block }, `shaped [${block}] 4096x7168`);
-      });
+      }
+      // full size: the roofline's shape class (H = 7168), ~2 blocks per resident warp
+      compare(withHalfSpecials(valueInput(rand, 4096, 7168, dtype), rand), { dtype: "e4m3", blockSize: block }, `shaped [${block}] 4096x7168`);
     },
   );
 }

@@ -8,7 +8,6 @@
 import { config } from "../../core/config.ts";
 import { type Device, deviceEmptyStrided, type DeviceTensor, type Stream, type Tensor } from "../../core/tensor.ts";
 import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
-import { castLaunchTuning } from "./elem_launch.ts";
 import { CAST_BLOCK_MODE, CastBlockParams } from "./cast_block.params.ts";
 import type { BlockCastArgs } from "./per_block_cast.ref.ts";
 import { PER_TOKEN_FLAG, SF_KIND } from "./per_token_cast.params.ts";
@@ -77,13 +76,20 @@ const SINGLE_CHUNKS = 4;
  * (one sweep); larger blocks keep `tk_cast_block_single__*`. A/B switch of docs/perf-notes/perf3-quant.md.
  */
 const STAGED = true;
-/** Block shapes [R, C] of the staged kernel's shape-compiled forms (cast_block.cu `_r<R>c<C>_a`), per input. */
+/**
+ * Block shapes [R, C] of the staged kernel's shape-compiled forms (cast_block.cu `_r<R>c<C>_a`), per input: the
+ * generic shapes of the roofline, 5–7 points of copy faster than `tk_cast_block_staged__*` on an H200
+ * (docs/perf-notes/perf9-cast.md).
+ */
 const SHAPED: Record<string, readonly [number, number]> = { bf16: [16, 64], fp16: [1, 128] };
 
-/** Whether a staged launch takes the shape-compiled form: castLaunchTuning.blockShaped, its shape, whole blocks only. */
+/**
+ * Whether a staged launch takes the shape-compiled form: an input with one, the effective block `re` × `ce` its
+ * shape, and whole blocks only (T % R = 0, H % C = 0); otherwise `tk_cast_block_staged__*`.
+ */
 export function shapedForm(x: Tensor, re: number, ce: number, T: number, H: number): boolean {
   const s = SHAPED[x.dtype];
-  return castLaunchTuning.blockShaped && s !== undefined && re === s[0] && ce === s[1] && T % re === 0 && H % ce === 0;
+  return s !== undefined && re === s[0] && ce === s[1] && T % re === 0 && H % ce === 0;
 }
 /** Resident CTAs per SM of the staged kernel (its launch bound: 48 registers, 32 KiB of shared memory). */
 const STAGED_CTAS_PER_SM = 5;

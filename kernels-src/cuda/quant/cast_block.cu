@@ -13,8 +13,9 @@
 //                                   (cast_block_launch.ts `STAGED`);
 //   tk_cast_block_staged__<in>_e4m3_r<R>c<C>_a  the staged pass with the block shape [R, C] compiled in, whole
 //                                   blocks only (T % R = 0, H % C = 0; traps otherwise): bf16 [16, 64] and fp16
-//                                   [1, 128], taken when castLaunchTuning.blockShaped (ops/quant/elem_launch.ts)
-//                                   is on; every other form runs the two passes:
+//                                   [1, 128], taken by the host (cast_block_launch.ts `shapedForm`) whenever a
+//                                   staged launch has that shape and whole blocks; every other form runs the two
+//                                   passes:
 //   tk_cast_block_sf__<in>          in ∈ {fp32, bf16, fp16, e4m3, e2m1}: scale pass (amax → sf and inverse)
 //   tk_cast_block_data__<in>_<out>  out ∈ {e4m3, e2m1}: data pass (data = encode(v · inv))
 //
@@ -572,8 +573,8 @@ TK_DEV void block_single_staged(const CastBlockParams& p) {
 }
 
 // ---- staged single pass with the block shape compiled in (`_r<R>c<C>_a`) --------------------------------------------
-// block_single_staged for one block shape [kR, kC] and whole blocks only (T % kR = 0, H % kC = 0: the host's
-// castLaunchTuning.blockShaped picks it only then, with x 16-byte and data kVec-byte aligned; it traps otherwise).
+// block_single_staged for one block shape [kR, kC] and whole blocks only (T % kR = 0, H % kC = 0: the host takes it
+// whenever that holds on a staged launch, with x 16-byte and data kVec-byte aligned; it traps otherwise).
 // The team size g, the chunks per row and every lane's chunk offsets are constants: no block walk (walk_here, the
 // cursor's compare-and-step, the per-chunk `i < rows` guards) and one 64-bit block address per block instead of
 // one per chunk (docs/perf-notes/perf9-cast.md). Every lane of a live team has exactly kSingleChunks live chunks.
