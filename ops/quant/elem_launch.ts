@@ -10,20 +10,11 @@ import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { CastParams } from "./elem.params.ts";
 
 /**
- * Internal launch tuning of `cast` and `stochasticCast`, for A/B runs and tests (not part of the API; measured by
- * bench/cast_tuning.ts, docs/perf-notes/perf9-cast.md). Same bytes under every setting.
- * - `elemAligned`: the element conversions that have an aligned-only form (cast.cu `tk_cast__<in>_<out>[_sr]_a`: RN
- *   and SR bf16 → e4m3, fp32 → e4m3, fp32 → bf16) take it when x and out start on a chunk boundary (8 elements of
- *   each dtype), i.e. when main's kernel would take its 16-byte path anyway; every other view keeps main's kernel.
- * - `blockShaped`: the staged block cast (cast_block.cu) takes its form with the block shape compiled in
- *   (`tk_cast_block_staged__<in>_e4m3_r<R>c<C>_a`: bf16 [16, 64], fp16 [1, 128]) when every block is whole
- *   (T % R = 0, H % C = 0); otherwise `tk_cast_block_staged__*` as before.
- * Both off by default until the device A/B decides.
+ * The pairs of cast.cu with an aligned-only `_a` form (RN `tk_cast__<in>_<out>_a` and SR `…_sr_a`): bf16 → e4m3, the
+ * unaligned fallback compiled out (+0.2–0.7 points of copy RN, +3.0–3.6 SR on an H200; fp32 → e4m3 and fp32 → bf16
+ * tied and have none: docs/perf-notes/perf9-cast.md).
  */
-export const castLaunchTuning = { elemAligned: false, blockShaped: false };
-
-/** The pairs of cast.cu with an aligned-only `_a` form (RN and SR). */
-const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3", "fp32_e4m3", "fp32_bf16"]);
+const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3"]);
 
 const packet = new LaunchPacket(CastParams);
 const W = packet.w;
@@ -47,15 +38,18 @@ export function contiguousOut(op: string, device: Device, stream: Stream, shape:
   return deviceEmptyStrided(op, device, shape, strides, dtype, n, stream);
 }
 
-/** Whether the launch takes the aligned-only form (`castLaunchTuning.elemAligned`, a pair with an `_a` form, chunk-aligned x and out). */
+/**
+ * Whether the launch takes the aligned-only form: a pair with an `_a` form, x and out on a chunk boundary (8 elements
+ * of each dtype, where the plain kernel takes its 16-byte path anyway); every other view takes the plain kernel.
+ */
 export function alignedForm(x: Tensor, out: Tensor): boolean {
-  if (!castLaunchTuning.elemAligned || !ALIGNED_FORMS.has(`${x.dtype}_${out.dtype}`)) return false;
+  if (!ALIGNED_FORMS.has(`${x.dtype}_${out.dtype}`)) return false;
   return (x as DeviceTensor).addr % (CHUNK * elementBytes(x.dtype)) === 0 && (out as DeviceTensor).addr % (CHUNK * elementBytes(out.dtype)) === 0;
 }
 
 /**
  * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`, or their `_a`
- * forms (see {@link castLaunchTuning}). grid.x = max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32
+ * forms (see {@link alignedForm}). grid.x = max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32
  * sources, 4 otherwise. Nothing for 0 elements.
  */
 export function launchElementCast(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor, sr: boolean, idxBase: number): void {
