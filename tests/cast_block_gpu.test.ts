@@ -23,6 +23,7 @@ import {
 } from "../mod.ts";
 import { toHostSync } from "../core/tensor.ts";
 import { encodeFp16 } from "../core/dtype.ts";
+import { shapedForm } from "../ops/quant/cast_block_launch.ts";
 import { caseName, type GoldenCase, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS, storageBytes, uploadView } from "./gpu_util.ts";
@@ -373,6 +374,49 @@ gpuTest("cast kernels = reference at full size: 4001 tokens × 7168, generic and
   ];
   for (const [x, o] of samples) compare(x, o, `4001x7168 ${JSON.stringify(o)}`);
 });
+
+// ---- the staged pass with the block shape compiled in (cast_block.cu `_r<R>c<C>_a`; docs/perf-notes/perf9-cast.md) --
+// taken whenever a staged launch has the form's shape and whole blocks; partial blocks take tk_cast_block_staged__*
+
+/** `x` (bf16 or fp16) with NaN, ±Inf, the largest finite value, subnormals and ±0 planted in a few places. */
+function withHalfSpecials(x: HostTensor, rand: () => number): HostTensor {
+  const d = x.data as Uint16Array;
+  const vals = x.dtype === "bf16"
+    ? [0x7fc0, 0xffc0, 0x7f80, 0xff80, 0x7f7f, 0x0001, 0x8000, 0x0000]
+    : [0x7e00, 0xfe00, 0x7c00, 0xfc00, 0x7bff, 0x0001, 0x8000, 0x0000];
+  for (let i = 0; i < 16 && x.numel > 0; i++) d[x.offset + Math.floor(rand() * x.numel)] = vals[i % vals.length];
+  return x;
+}
+
+const SHAPED_CASES: { dtype: "bf16" | "fp16"; block: [number, number]; seed: number }[] = [
+  { dtype: "bf16", block: [16, 64], seed: 7470 },
+  { dtype: "fp16", block: [1, 128], seed: 7480 },
+];
+
+for (const { dtype, block, seed } of SHAPED_CASES) {
+  gpuTest(
+    `cast staged shape-compiled kernel (_r${block[0]}c${block[1]}_a) = reference: ${dtype} → e4m3 [${block}], every sf layout, whole and partial blocks, special values (seed ${seed})`,
+    () => {
+      const rand = rng(seed);
+      const [R, C] = block;
+      // whole blocks (the shaped form): one block (dead teams and warps), a few, a grid-stride walk; partial ones
+      // (T or H not a multiple: the general staged kernel) must give the same bytes too
+      const shapes: [number, number][] = [[R, C], [3 * R, C], [R, 5 * C], [7 * R, 3 * C], [32 * R, 11 * C], [96, 7168], [R + 1, 2 * C], [2 * R, C + 8]];
+      for (const [T, H] of shapes) {
+        const whole = T % R === 0 && H % C === 0;
+        for (const [name, sfo] of SF_CONFIGS) {
+          const x = withHalfSpecials(valueInput(rand, T, H, dtype), rand);
+          const dx = uploadView(x);
+          assert.equal(shapedForm(dx, Math.min(R, T), Math.min(C, H), T, H), whole, `${T}x${H}: form selection`);
+          dispose(dx);
+          compare(x, { dtype: "e4m3", blockSize: block, ...sfo }, `shaped [${block}] ${name} ${T}x${H}`);
+        }
+      }
+      // full size: the roofline's shape class (H = 7168), ~2 blocks per resident warp
+      compare(withHalfSpecials(valueInput(rand, 4096, 7168, dtype), rand), { dtype: "e4m3", blockSize: block }, `shaped [${block}] 4096x7168`);
+    },
+  );
+}
 
 // ---- conformance vectors -----------------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ import {
   zeros,
 } from "../mod.ts";
 import { decodeBf16, decodeE4m3, decodeFp16, encodeBf16, f32FromBits } from "../core/dtype.ts";
+import { alignedForm } from "../ops/quant/elem_launch.ts";
 import { caseName, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, storageBytes, up, uploadView } from "./gpu_util.ts";
@@ -142,6 +143,43 @@ gpuTest("stochasticCast kernel = reference at full size: bf16 → e4m3, 4001 × 
   const x = randomElements(rng(7400), "bf16", 4001 * 7168).view([4001, 7168]);
   compareElementwise(x, "e4m3", (t) => stochasticCast(t, { dtype: "e4m3", seed: 99n }), "SR bf16→e4m3 4001x7168");
 });
+
+// ---- aligned-only forms (cast.cu `tk_cast__bf16_e4m3[_sr]_a`; docs/perf-notes/perf9-cast.md) ------------------------
+// bf16 → e4m3 takes `_a` whenever x and out are on a chunk boundary (so the full-size tests above run it too) and the
+// plain kernel otherwise; fp32 → e4m3 and fp32 → bf16 have no `_a` form and take the plain kernel either way.
+
+const A_PAIRS: readonly [ElemDtype, "bf16" | "e4m3"][] = [["bf16", "e4m3"], ["fp32", "e4m3"], ["fp32", "bf16"]];
+/** Sizes with every tail length (numel % 8), one or several grid-stride steps, and an SR-legal subset. */
+const A_SIZES = [0, 1, 3, 4, 7, 8, 9, 12, 15, 40, 1000, 1004, 4099 * 4, 65536 + 36, 65536 + 39, 1048576 + 5, 3 * 1048576 + 4];
+
+for (const [from, to] of A_PAIRS) {
+  const seed = 7450 + A_PAIRS.findIndex((p) => p[0] === from && p[1] === to);
+  const hasA = from === "bf16";
+  const kernels = hasA ? "_a on a chunk boundary, the plain kernel off it" : "the plain kernel on and off a chunk boundary (no _a form)";
+  gpuTest(`cast / stochasticCast kernels = reference: ${from} → ${to}, every tail, ${kernels} (seed ${seed})`, () => {
+    const rand = rng(seed);
+    for (const n of A_SIZES) {
+      // pad 0 and 8 elements: x on a chunk boundary; pad 1: off it. The out view of compareElementwise is off it too.
+      for (const pad of n > 64 ? [0, 8, 1] : [0]) {
+        const x = randomElements(rand, from, n, pad);
+        const dx = uploadView(x);
+        const probe = zeros([Math.max(n, 1)], to, { device: 0 }) as DeviceTensor;
+        assert.equal(alignedForm(dx, probe), hasA && pad !== 1, `${from}→${to} n=${n} +${pad}: form selection`);
+        dispose(dx, probe);
+        compareElementwise(x, to, (t, out) => cast(t, { dtype: to, out }) as Tensor, `${from}→${to} n=${n} +${pad}`, true);
+        if (n % 4 === 0) {
+          for (const [s, off] of [[0n, 0n], [0xffffffffn, 0x1_0000_0004n]] as const) {
+            compareElementwise(x, to, (t, out) => stochasticCast(t, { dtype: to, seed: s, offset: off, out }), `SR ${from}→${to} n=${n} seed ${s} +${pad}`, true);
+          }
+        }
+      }
+    }
+    // a multi-dimensional view and the cast option form of SR
+    const m = randomElements(rand, from, 6 * 5 * 8).view([6, 5, 8]);
+    compareElementwise(m, to, (t) => cast(t, { dtype: to }) as Tensor, `${from}→${to} [6, 5, 8]`);
+    compareElementwise(m, to, (t) => cast(t, { dtype: to, stochasticRounding: true, seed: 3n }) as Tensor, `cast SR ${from}→${to} [6, 5, 8]`);
+  });
+}
 
 gpuTest("stochasticCast on the device: chunks cast with their offsets give the bytes of the whole (seed 7401)", () => {
   const x = uploadView(randomElements(rng(7401), "fp32", 4096));

@@ -76,6 +76,21 @@ const SINGLE_CHUNKS = 4;
  * (one sweep); larger blocks keep `tk_cast_block_single__*`. A/B switch of docs/perf-notes/perf3-quant.md.
  */
 const STAGED = true;
+/**
+ * Block shapes [R, C] of the staged kernel's shape-compiled forms (cast_block.cu `_r<R>c<C>_a`), per input: the
+ * generic shapes of the roofline, 5–7 points of copy faster than `tk_cast_block_staged__*` on an H200
+ * (docs/perf-notes/perf9-cast.md).
+ */
+const SHAPED: Record<string, readonly [number, number]> = { bf16: [16, 64], fp16: [1, 128] };
+
+/**
+ * Whether a staged launch takes the shape-compiled form: an input with one, the effective block `re` × `ce` its
+ * shape, and whole blocks only (T % R = 0, H % C = 0); otherwise `tk_cast_block_staged__*`.
+ */
+export function shapedForm(x: Tensor, re: number, ce: number, T: number, H: number): boolean {
+  const s = SHAPED[x.dtype];
+  return s !== undefined && re === s[0] && ce === s[1] && T % re === 0 && H % ce === 0;
+}
 /** Resident CTAs per SM of the staged kernel (its launch bound: 48 registers, 32 KiB of shared memory). */
 const STAGED_CTAS_PER_SM = 5;
 
@@ -149,7 +164,7 @@ export function launchCastBlock(
     ? stagedGrid(device, blocks, (re * ce) / SINGLE_VEC[x.dtype])
     : Math.max(1, Math.min(Math.ceil(blocks / WARPS), MAX_CTAS_PER_SM * config.getNumSms(device)));
   const first = staged
-    ? `tk_cast_block_staged__${IN_NAME[x.dtype]}_e4m3`
+    ? `tk_cast_block_staged__${IN_NAME[x.dtype]}_e4m3${shapedForm(x, re, ce, T, H) ? `_r${re}c${ce}_a` : ""}`
     : single
     ? `tk_cast_block_single__${IN_NAME[x.dtype]}_e4m3`
     : `tk_cast_block_sf__${IN_NAME[x.dtype]}`;

@@ -4,9 +4,17 @@
  * @module
  */
 import { config } from "../../core/config.ts";
+import { elementBytes } from "../../core/dtype.ts";
 import { type Device, type DeviceTensor, deviceEmptyStrided, deviceRuntime, type Stream, type Tensor } from "../../core/tensor.ts";
 import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { CastParams } from "./elem.params.ts";
+
+/**
+ * The pairs of cast.cu with an aligned-only `_a` form (RN `tk_cast__<in>_<out>_a` and SR `…_sr_a`): bf16 → e4m3, the
+ * unaligned fallback compiled out (+0.2–0.7 points of copy RN, +3.0–3.6 SR on an H200; fp32 → e4m3 and fp32 → bf16
+ * tied and have none: docs/perf-notes/perf9-cast.md).
+ */
+const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3"]);
 
 const packet = new LaunchPacket(CastParams);
 const W = packet.w;
@@ -31,13 +39,23 @@ export function contiguousOut(op: string, device: Device, stream: Stream, shape:
 }
 
 /**
- * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`. grid.x =
- * max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32 sources, 4 otherwise. Nothing for 0 elements.
+ * Whether the launch takes the aligned-only form: a pair with an `_a` form, x and out on a chunk boundary (8 elements
+ * of each dtype, where the plain kernel takes its 16-byte path anyway); every other view takes the plain kernel.
+ */
+export function alignedForm(x: Tensor, out: Tensor): boolean {
+  if (!ALIGNED_FORMS.has(`${x.dtype}_${out.dtype}`)) return false;
+  return (x as DeviceTensor).addr % (CHUNK * elementBytes(x.dtype)) === 0 && (out as DeviceTensor).addr % (CHUNK * elementBytes(out.dtype)) === 0;
+}
+
+/**
+ * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`, or their `_a`
+ * forms (see {@link alignedForm}). grid.x = max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32
+ * sources, 4 otherwise. Nothing for 0 elements.
  */
 export function launchElementCast(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor, sr: boolean, idxBase: number): void {
   const n = x.numel;
   if (n === 0) return;
-  const fn = kernelFunction(op, device, `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}`);
+  const fn = kernelFunction(op, device, `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}${alignedForm(x, out) ? "_a" : ""}`);
   const u = x.dtype === "fp32" ? 2 : 4;
   const grid = Math.max(1, Math.min(Math.ceil(Math.ceil(n / CHUNK) / (THREADS * u)), 4 * config.getNumSms(device)));
   const p = packet;

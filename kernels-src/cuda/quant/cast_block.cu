@@ -10,7 +10,12 @@
 //                                   fp16), x is 16-byte and data kSingleVec-byte aligned (ops/quant/
 //                                   cast_block_launch.ts `singlePass`); blocks of ≤ 128 chunks (one sweep) take
 //   tk_cast_block_staged__<in>_e4m3 the same pass with the warp's next block staged through shared memory
-//                                   (cast_block_launch.ts `STAGED`); every other form runs the two passes:
+//                                   (cast_block_launch.ts `STAGED`);
+//   tk_cast_block_staged__<in>_e4m3_r<R>c<C>_a  the staged pass with the block shape [R, C] compiled in, whole
+//                                   blocks only (T % R = 0, H % C = 0; traps otherwise): bf16 [16, 64] and fp16
+//                                   [1, 128], taken by the host (cast_block_launch.ts `shapedForm`) whenever a
+//                                   staged launch has that shape and whole blocks; every other form runs the two
+//                                   passes:
 //   tk_cast_block_sf__<in>          in ∈ {fp32, bf16, fp16, e4m3, e2m1}: scale pass (amax → sf and inverse)
 //   tk_cast_block_data__<in>_<out>  out ∈ {e4m3, e2m1}: data pass (data = encode(v · inv))
 //
@@ -20,6 +25,7 @@
 //   tk_cast_block_single__*  256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))  teams of g lanes
 //   tk_cast_block_staged__*  256      0             ceilDiv(ceilDiv(U, n), 8), n = ceilDiv(U, 5 · 8 · SMs),
 //                                                   U = ceilDiv(nbm · nbk, 32 / g): one wave, equal warps
+//                                                   (the `_r<R>c<C>_a` forms the same)
 //   tk_cast_block_sf__*      256      0             max(1, min(ceilDiv(nbm · nbk, 8), 8 · SMs))  one warp per block
 //   tk_cast_block_data_*     256      0             max(1, min(ceilDiv(ceilDiv(bytes, 4), 256), 8 · SMs))
 //
@@ -566,8 +572,113 @@ TK_DEV void block_single_staged(const CastBlockParams& p) {
   sf_out.zero_padding_rows(tm.nbm, p.sf_rows);
 }
 
+// ---- staged single pass with the block shape compiled in (`_r<R>c<C>_a`) --------------------------------------------
+// block_single_staged for one block shape [kR, kC] and whole blocks only (T % kR = 0, H % kC = 0: the host takes it
+// whenever that holds on a staged launch, with x 16-byte and data kVec-byte aligned; it traps otherwise).
+// The team size g, the chunks per row and every lane's chunk offsets are constants: no block walk (walk_here, the
+// cursor's compare-and-step, the per-chunk `i < rows` guards) and one 64-bit block address per block instead of
+// one per chunk (docs/perf-notes/perf9-cast.md). Every lane of a live team has exactly kSingleChunks live chunks.
+// Same teams, chunks, slots, pipeline, packed amax, butterfly, sf_and_inv, multiplication and encoder as
+// block_single_staged: the same bytes.
+template <BlockIn kIn, uint32_t kR, uint32_t kC>
+struct ShapedBlock {
+  static constexpr uint32_t kVec = kSingleVec<kIn>;
+  static constexpr uint32_t kCpr = kC / kVec;         // chunks per block row
+  static constexpr uint32_t kChunks = kR * kCpr;      // chunks per block
+  static constexpr uint32_t kG = kChunks / kSingleChunks;  // team lanes (team_lanes(kChunks, 4) when a power of two)
+  static_assert(kC % kVec == 0 && kChunks == kG * kSingleChunks, "whole chunks, 4 per lane");
+  static_assert(kG >= 1 && kG <= kWarpSize && (kG & (kG - 1)) == 0, "a power-of-two team");
+  // Lane chunk u of team lane tl is q = tl + u·g: row q / cpr, chunk column q % cpr. Either a team step is whole
+  // rows (g % cpr = 0: every chunk of the lane in the same column, g / cpr rows apart) or a block is one row.
+  static_assert(kG % kCpr == 0 || kR == 1, "team steps of whole rows, or one-row blocks");
+  static constexpr uint32_t kRowsPerStep = kG % kCpr == 0 ? kG / kCpr : 0;
+};
+
+template <BlockIn kIn, uint32_t kR, uint32_t kC>
+TK_DEV void block_single_staged_shaped(const CastBlockParams& p) {
+  using S = ShapedBlock<kIn, kR, kC>;
+  constexpr int kChunks = kSingleChunks;
+  constexpr uint32_t kVec = S::kVec, kG = S::kG, kCpr = S::kCpr;
+  constexpr uint32_t kInBytes = SingleTeams<kIn>::kInBytes;
+  __shared__ __align__(16) uint32_t slots[2][kChunks][kBlockThreads][4];
+  const uint32_t T = p.num_tokens, H = p.hidden;
+  if (p.block_rows != kR || p.block_cols != kC || T % kR != 0 || H % kC != 0 || (p.x % 16) != 0 || (p.data % kVec) != 0)
+    __trap();  // the host launches the shaped form only under these conditions
+  const uint32_t nbm = T / kR, nbk = H / kC;
+  const uint64_t blocks = static_cast<uint64_t>(nbm) * nbk;
+  const uint32_t lane = threadIdx.x % kWarpSize, tl = lane % kG, team = lane / kG;
+  constexpr uint32_t kTeamsPerWarp = kWarpSize / kG;
+  const uint64_t warp = static_cast<uint64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock * kTeamsPerWarp;
+  const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, nbk};
+  const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+  uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
+  // element offset of the lane's chunk 0 inside its block, and of chunk u from chunk 0 (in elements)
+  const uint64_t lane_off = static_cast<uint64_t>(tl / kCpr) * H + (tl % kCpr) * kVec;
+  const uint64_t step = S::kRowsPerStep != 0 ? static_cast<uint64_t>(S::kRowsPerStep) * H : kG * kVec;
+  GridWalk mk(warp * kTeamsPerWarp + team, stride, nbk);
+  // first element of block (m, k) plus the lane's offset
+  auto first = [&](uint32_t m, uint32_t k) { return static_cast<uint64_t>(m) * kR * H + static_cast<uint64_t>(k) * kC + lane_off; };
+  auto prefetch = [&](int st, uint64_t base, uint32_t m, uint32_t k) {
+    const bool live = base + team < blocks;
+    const uint8_t* src = x + kInBytes * first(m, k);
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) cp_async<16>(smem_addr(slots[st][u][threadIdx.x]), live ? src + kInBytes * (u * step) : x, live);
+  };
+
+  // The loop bound is warp-uniform so that every lane reaches the shuffles; a team past the end stores nothing.
+  uint64_t base = warp * kTeamsPerWarp;
+  uint32_t m = mk.q, k = mk.r;
+  if (base < blocks) prefetch(0, base, m, k);
+  cp_async_commit();
+  for (int st = 0; base < blocks; st ^= 1) {
+    mk.next();
+    const uint64_t next = base + stride;
+    if (next < blocks) prefetch(st ^ 1, next, mk.q, mk.r);
+    cp_async_commit();
+    cp_async_wait<1>();  // this block's copies
+    const bool live = base + team < blocks;
+    uint32_t acc = 0u;
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) {
+      uint32_t w[4];
+      ld_shared(smem_addr(slots[st][u][threadIdx.x]), w);
+      acc = chunk_absmax<kIn>(acc, w);
+    }
+    float a = chunk_absmax_finish<kIn>(acc);
+#pragma unroll
+    for (uint32_t b = kG / 2; b >= 1; b >>= 1) a = max_num(a, __shfl_xor_sync(kFullWarpMask, a, b));
+    const ScaleAndInv si = sf_and_inv(a, p.amax_clamp, p.qmax, p.flags);
+    if (live) {
+      if (tl == 0) sf_out.store(m, k, si.stored);
+      uint8_t* dst = data + first(m, k);
+#pragma unroll
+      for (int u = 0; u < kChunks; ++u) {
+        uint32_t w[4];
+        ld_shared(smem_addr(slots[st][u][threadIdx.x]), w);
+        float v[kVec];
+#pragma unroll
+        for (int e = 0; e < static_cast<int>(kVec); ++e) v[e] = mul_rn(chunk_value<kIn>(w, e), si.inv);
+        uint32_t o[kVec / 4];
+        encode_chunk<Fmt::kE4m3, kVec>(v, o);  // the hardware RN conversion checked equal to §1.2 (common/codec.cuh)
+        store_chunk<kVec>(dst + u * step, o, true);
+      }
+    }
+    base = next;
+    m = mk.q;
+    k = mk.r;
+  }
+  sf_out.zero_padding_rows(nbm, p.sf_rows);
+}
+
 }  // namespace
 }  // namespace tk
+
+#define TK_CAST_BLOCK_STAGED_SHAPED(in, IN, R, C)                                                \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kStagedMinBlocksPerSm)     \
+      tk_cast_block_staged__##in##_e4m3_r##R##c##C##_a(const __grid_constant__ CastBlockParams p) { \
+    tk::block_single_staged_shaped<tk::BlockIn::IN, R, C>(p);                                     \
+  }
 
 #define TK_CAST_BLOCK_STAGED(in, IN)                                                             \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kStagedMinBlocksPerSm)     \
@@ -606,3 +717,5 @@ TK_CAST_BLOCK_SINGLE(fp16, kFp16)
 TK_CAST_BLOCK_STAGED(fp32, kFp32)
 TK_CAST_BLOCK_STAGED(bf16, kBf16)
 TK_CAST_BLOCK_STAGED(fp16, kFp16)
+TK_CAST_BLOCK_STAGED_SHAPED(bf16, kBf16, 16, 64)
+TK_CAST_BLOCK_STAGED_SHAPED(fp16, kFp16, 1, 128)
