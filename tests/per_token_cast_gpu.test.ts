@@ -685,14 +685,15 @@ gpuTest("perTokenCast _pkl (packed UE8M0 sf with an L2 evict_last policy; other 
 });
 
 /**
- * The aligned-only `_g128_a` / `_g128_pkl_a` kernels (perTokenLaunchTuning.aligned; docs/perf-notes/perf9-ptc.md):
+ * The aligned-only `_g128_a` / `_g128_pkl_a` / `_g128_sor4_a` kernels (perTokenLaunchTuning.aligned;
+ * docs/perf-notes/perf9-ptc.md):
  * bf16 → e4m3, groups of 128, every scale layout (fp32 row / column-major with and without roundSf, packed UE8M0
  * row / column-major, e4m3 scales), tails (H = 64: one partial unit; 576 / 2048 / 7168: partial last units; T % 4 ≠
  * 0 under the column-major padding; several rows per block and the grid wrapping at 8001 rows), specials, 0 rows;
  * views whose x base or row stride is not a multiple of 16 bytes, and data outputs at an 8-byte offset, fall back
  * to `_g128` / `_g128_pkl` (and give the same bytes); x and data at a 16-byte offset take `_a`.
  */
-gpuTest("perTokenCast _g128_a / _g128_pkl_a (perTokenLaunchTuning.aligned) = reference: bf16 → e4m3 groups of 128, every sf layout, tails, specials, 0 rows, 16-byte-offset views, unaligned views and outputs falling back (seed 9001)", async () => {
+gpuTest("perTokenCast _g128_a / _g128_pkl_a and perTokenCastWithSfOnly _g128_sor4_a (perTokenLaunchTuning.aligned) = reference: bf16 → e4m3 groups of 128, every sf layout, tails, specials, 0 rows, 16-byte-offset views, unaligned views and outputs falling back (seed 9001)", async () => {
   const rand = rng(9001);
   const saved = perTokenLaunchTuning.aligned;
   perTokenLaunchTuning.aligned = true;
@@ -716,6 +717,14 @@ gpuTest("perTokenCast _g128_a / _g128_pkl_a (perTokenLaunchTuning.aligned) = ref
           samePair(perTokenCast(dx, o), c, label);
           // the same call again: the replay path (same options object) keeps the form
           samePair(perTokenCast(dx, o), c, `${label} (again)`);
+          // perTokenCastWithSfOnly: `_g128_sor4_a` on the aligned views, `_g128_sor4` on the others
+          const cs = perTokenCastWithSfOnly(x, o);
+          const gs = perTokenCastWithSfOnly(dx, o);
+          try {
+            sameAllocation(gs, cs, `${label} sf-only`);
+          } finally {
+            dispose(gs);
+          }
         }
       } finally {
         dispose(dx);
