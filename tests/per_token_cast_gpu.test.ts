@@ -27,7 +27,6 @@ import {
 import { encodeBf16 } from "../core/dtype.ts";
 import { guardSelftest } from "../ops/runtime/guard_selftest.ts";
 import { launchCount } from "../ffi/cuda.ts";
-import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS, up, uploadView } from "./gpu_util.ts";
@@ -685,75 +684,40 @@ gpuTest("perTokenCast _pkl (packed UE8M0 sf with an L2 evict_last policy; other 
 });
 
 /**
- * The aligned-only `_g128_a` / `_g128_pkl_a` / `_g128_sor4_a` kernels (perTokenLaunchTuning.aligned;
- * docs/perf-notes/perf9-ptc.md):
- * bf16 → e4m3, groups of 128, every scale layout (fp32 row / column-major with and without roundSf, packed UE8M0
- * row / column-major, e4m3 scales), tails (H = 64: one partial unit; 576 / 2048 / 7168: partial last units; T % 4 ≠
- * 0 under the column-major padding; several rows per block and the grid wrapping at 8001 rows), specials, 0 rows;
- * views whose x base or row stride is not a multiple of 16 bytes, and data outputs at an 8-byte offset, fall back
- * to `_g128` / `_g128_pkl` (and give the same bytes); x and data at a 16-byte offset take `_a`.
+ * perTokenCastWithSfOnly's aligned-only `_g128_sor4_a` (the default for bf16 views whose base and row stride are
+ * multiples of 16 bytes; docs/perf-notes/perf9-ptc.md): bf16 → e4m3, groups of 128, every scale layout (fp32 row /
+ * column-major with and without roundSf, packed UE8M0 row / column-major, e4m3 scales), tails (H = 64: one partial
+ * unit; 576 / 2048 / 7168: partial last units; T % 4 ≠ 0 under the column-major padding; several rows per block and
+ * the grid wrapping at 8001 rows), specials, 0 rows; views whose x base or row stride is not a multiple of 16 bytes
+ * fall back to `_g128_sor4` (and give the same bytes); x at a 16-byte offset takes `_a`.
  */
-gpuTest("perTokenCast _g128_a / _g128_pkl_a and perTokenCastWithSfOnly _g128_sor4_a (perTokenLaunchTuning.aligned) = reference: bf16 → e4m3 groups of 128, every sf layout, tails, specials, 0 rows, 16-byte-offset views, unaligned views and outputs falling back (seed 9001)", async () => {
+gpuTest("perTokenCastWithSfOnly _g128_sor4_a (aligned bf16 views) = reference: bf16 → e4m3 groups of 128, every sf layout, tails, specials, 0 rows, 16-byte-offset views, unaligned views falling back to _g128_sor4 (seed 9001)", () => {
   const rand = rng(9001);
-  const saved = perTokenLaunchTuning.aligned;
-  perTokenLaunchTuning.aligned = true;
-  try {
-    // [T, H, row stride, element offset]: stride 577 (1154 bytes) and offsets 1 / 4 (2 / 8 bytes): unaligned, fall back;
-    // offset 8 (16 bytes) and stride 7168 + 64: aligned, `_a`
-    const shapes: [number, number, number, number][] = [
-      [0, 576, 576, 0], [1, 64, 64, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 4], [7, 2048, 2048 + 8, 8], [33, 7168, 7168 + 64, 0],
-      [130, 2048, 2048, 0], [4001, 576, 576, 0], [257, 7168, 7168, 0], [8001, 7168, 7168 + 128, 0],
-    ];
-    for (const [T, H, stride, off] of shapes) {
-      let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride));
-      if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
-      const dx = uploadView(x);
-      try {
-        for (const [name, sfo] of SF_LAYOUTS) {
-          if (T === 8001 && name !== "fp32" && name !== "packed-col") continue;
-          const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
-          const label = `_a bf16 128 ${name} ${T}x${H} stride ${stride} offset ${off}`;
-          const c = perTokenCast(x, o);
-          samePair(perTokenCast(dx, o), c, label);
-          // the same call again: the replay path (same options object) keeps the form
-          samePair(perTokenCast(dx, o), c, `${label} (again)`);
-          // perTokenCastWithSfOnly: `_g128_sor4_a` on the aligned views, `_g128_sor4` on the others
-          const cs = perTokenCastWithSfOnly(x, o);
-          const gs = perTokenCastWithSfOnly(dx, o);
-          try {
-            sameAllocation(gs, cs, `${label} sf-only`);
-          } finally {
-            dispose(gs);
-          }
-        }
-      } finally {
-        dispose(dx);
-      }
-    }
-    // data outputs at a byte offset of 8 (falls back: byte stores) and 16 (`_a`), fp32 and packed sf
-    const x = withSpecials(randomInput(rand, 70, 7168, "bf16"));
+  // [T, H, row stride, element offset]: stride 577 (1154 bytes) and offsets 1 / 4 (2 / 8 bytes): unaligned, fall back;
+  // offset 8 (16 bytes) and stride 7168 + 64: aligned, `_a`
+  const shapes: [number, number, number, number][] = [
+    [0, 576, 576, 0], [1, 64, 64, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 4], [7, 2048, 2048 + 8, 8], [33, 7168, 7168 + 64, 0],
+    [130, 2048, 2048, 0], [4001, 576, 576, 0], [257, 7168, 7168, 0], [8001, 7168, 7168 + 128, 0],
+  ];
+  for (const [T, H, stride, off] of shapes) {
+    let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride));
+    if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
     const dx = uploadView(x);
     try {
-      for (const dataOff of [8, 16]) {
-        for (const [name, sfo] of SF_LAYOUTS.filter(([n]) => n === "fp32" || n === "packed-col")) {
-          const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
-          const [cd, cs] = perTokenCast(x, o);
-          const whole = zeros([70 * 7168 + dataOff], "e4m3", { device: 0 }) as DeviceTensor;
-          const data = new DeviceTensor(whole.storage, "e4m3", [70, 7168], [7168, 1], dataOff);
-          whole.dispose();
-          const [, s] = perTokenCast(dx, { ...o, out: { data } });
-          try {
-            assertBytesEqual(logicalBytes(await toHost(data)), logicalBytes(cd as HostTensor), `_a data offset ${dataOff} ${name}`);
-            sameAllocation(s, cs, `_a data offset ${dataOff} ${name} sf`);
-          } finally {
-            dispose(data, s);
-          }
+      for (const [name, sfo] of SF_LAYOUTS) {
+        if (T === 8001 && name !== "fp32" && name !== "packed-col") continue;
+        const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
+        const label = `_sor4_a bf16 128 ${name} ${T}x${H} stride ${stride} offset ${off}`;
+        const cs = perTokenCastWithSfOnly(x, o);
+        const gs = perTokenCastWithSfOnly(dx, o);
+        try {
+          sameAllocation(gs, cs, label);
+        } finally {
+          dispose(gs);
         }
       }
     } finally {
       dispose(dx);
     }
-  } finally {
-    perTokenLaunchTuning.aligned = saved;
   }
 });

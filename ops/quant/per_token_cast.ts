@@ -181,7 +181,7 @@ const W = packet.w;
 const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3 };
 const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1"];
 const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
-/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 7 + form), filled on first use. */
+/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 5 + form), filled on first use. */
 const fnCache: number[][] = [];
 
 /**
@@ -198,36 +198,21 @@ const fnCache: number[][] = [];
  *   power-of-two scales, so the encoder leaves out the clamp at 6, and a cheaper bf16 amax; 73.9 → 75.1% at 16384 ×
  *   7168 with packed UE8M0 sf). Other scales (NVFP4's e4m3, fp32, precomputed) keep `_u4`: `_u4sca`'s encoder for
  *   non-power-of-two inverses lost (NVFP4 56 → 46%); roundSf with groups of 16, 64 or 128 (not measured) too.
+ * - "sor4_a": "sor4" from bf16 with groups of 128 whose x base and row stride are multiples of 16 bytes (the
+ *   element-wide fallback of the loads compiled out: ptxas if-converts `_sor4`'s, 8 predicated-off 2-byte loads
+ *   beside every 16-byte load; docs/perf-notes/perf9-ptc.md, +1.5 … +2.1 points at 4096 … 16384 × 7168). Any other
+ *   view keeps "sor4". The same for perTokenCast (`_g128_a` / `_g128_pkl_a`) measured a tie and is not built.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "a" | "pkl_a" | "sor4_a";
-const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, a: 4, pkl_a: 5, sor4_a: 6 };
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a";
+const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor4_a: 4 };
 
-/**
- * Launch knobs of perTokenCast (docs/perf-notes/perf9-ptc.md). `aligned`: a bf16 → e4m3 cast with groups of 128
- * (mode cast, no stochasticCast, fp32 / e4m3 / packed UE8M0 scales alike) whose x base, x row stride (bytes) and
- * data base are all multiples of 16 bytes runs the aligned-only symbols `_g128_a` / `_g128_pkl_a`
- * (per_token_cast.cu: the element-wide fallbacks of the staged loads and the byte stores compiled out, 50 / 51
- * registers instead of 56, 864 / 888 SASS instructions instead of 1000 / 1024); any other view keeps `_g128` /
- * `_g128_pkl`. perTokenCastWithSfOnly bf16 → e4m3 with groups of 128 whose x base and row stride are multiples of
- * 16 bytes likewise runs `_g128_sor4_a` instead of `_g128_sor4` (ptxas if-converts `_sor4`'s fallback: 8
- * predicated-off 2-byte loads issue beside every 16-byte load). Same bytes either way
- * (tests/per_token_cast_gpu.test.ts). Default off: not measured yet
- * (bench/ptc_a_tuning.ts is the A/B). Read at every launch that is not a replay; a change of the value is seen by
- * the next call (the replay path compares it).
- */
-export const perTokenLaunchTuning = { aligned: false };
-
-/**
- * Whether the bf16 x view (and the data output, when the launch writes one) allow the aligned-only `_a` symbols
- * (16-byte accesses).
- */
-function alignedView(x: Tensor, data: Tensor | null, writesData: boolean): boolean {
-  const stride = x.strides[0] * 2; // bf16 row stride in bytes
-  return addrOf(x) % 16 === 0 && stride % 16 === 0 && (!writesData || (data !== null && addrOf(data) % 16 === 0));
+/** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
+function alignedView(x: Tensor): boolean {
+  return addrOf(x) % 16 === 0 && (x.strides[0] * 2) % 16 === 0;
 }
 
-// `aligned`: perTokenLaunchTuning.aligned and the view allows 16-byte accesses (alignedView)
-function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned = false): Form {
+// `aligned`: a bf16 x view that allows 16-byte accesses (alignedView)
+function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned: boolean): Form {
   const n = a.numPerChannels;
   if (sr || (inDtype !== "fp32" && inDtype !== "bf16") || GROUP_INDEX[n] === undefined) return "";
   if (mode === PER_TOKEN_MODE.sfOnly) {
@@ -235,8 +220,7 @@ function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, ali
     return aligned && n === 128 && inDtype === "bf16" ? "sor4_a" : "sor4";
   }
   if (mode !== PER_TOKEN_MODE.cast) return "";
-  if (a.rule.packedUe8m0 && a.rule.fmt === "e4m3" && (n === 32 || n === 128)) return aligned && n === 128 && inDtype === "bf16" ? "pkl_a" : "pkl";
-  if (aligned && a.rule.fmt === "e4m3" && n === 128 && inDtype === "bf16") return "a";
+  if (a.rule.packedUe8m0 && a.rule.fmt === "e4m3" && (n === 32 || n === 128)) return "pkl";
   if (a.rule.roundSf && a.rule.fmt === "e2m1" && inDtype === "bf16" && n === 32) return "u4sca";
   return "";
 }
@@ -248,7 +232,7 @@ function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n
   // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
   // kernel
   const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 7 + FORM_INDEX[form];
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 5 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
@@ -293,8 +277,6 @@ interface Replay {
   stream: unknown;
   clampKey: "e4m3" | "e2m1" | "e4m3/e4m3sf" | "e2m1/e4m3sf";
   clamp: number;
-  /** perTokenLaunchTuning.aligned at the launch (a fresh data output is a whole allocation: 16-byte aligned) */
-  aligned: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -322,7 +304,7 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if (out !== undefined && ((out.data ?? null) !== m.outData || (out.sf ?? null) !== m.outSf)) return false;
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
-  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && perTokenLaunchTuning.aligned === m.aligned;
+  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys;
 }
 
 function launchPerToken(
@@ -340,8 +322,7 @@ function launchPerToken(
   const a = r.args;
   const sfRows = mode === PER_TOKEN_MODE.precomputedSf ? a.tokens : g.paddedRows;
   if (a.tokens === 0 && sfRows === 0) return;
-  const aligned = perTokenLaunchTuning.aligned && mode !== PER_TOKEN_MODE.precomputedSf && r.x.dtype === "bf16" &&
-    alignedView(r.x, data, mode === PER_TOKEN_MODE.cast);
+  const aligned = mode === PER_TOKEN_MODE.sfOnly && r.x.dtype === "bf16" && alignedView(r.x);
   const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, formOf(mode, r.x.dtype, a, sr, aligned));
   packetGen++;
   const p = packet;
@@ -506,7 +487,6 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         stream: options.stream,
         clampKey: a.rule.e4m3Sf ? (a.rule.fmt === "e4m3" ? "e4m3/e4m3sf" : "e2m1/e4m3sf") : a.rule.fmt,
         clamp: a.rule.clamp,
-        aligned: perTokenLaunchTuning.aligned,
         device: pl.device,
         streamObj: stream,
         d: dg,

@@ -32,19 +32,15 @@
 //   tk_per_token_cast__<in>_e4m3_g<N>_pkl in ∈ {fp32, bf16}, N ∈ {32, 128}: the _g<N> kernel with its packed UE8M0
 //                                        sf byte stores under an L2::evict_last policy; perTokenCast (mode 0) with
 //                                        usePackedUe8m0 takes it, without stochasticCast (+0.4 … +2.6 points)
-//   tk_per_token_cast__bf16_e4m3_g128_a, tk_per_token_cast__bf16_e4m3_g128_pkl_a
-//                                        the _g128 / _g128_pkl kernels for launches whose x base and row stride and
-//                                        data base are multiples of 16 bytes (the host checks it): the element-wide
-//                                        fallbacks of stage_chunk and store_chunk compiled out (sm_90a: 864 / 888
-//                                        SASS instructions instead of 1000 / 1024, 50 / 51 registers instead of 56).
-//                                        perTokenCast (mode 0) without stochasticCast takes them when
-//                                        ops/quant/per_token_cast.ts perTokenLaunchTuning.aligned is set (default
-//                                        off, docs/perf-notes/perf9-ptc.md); any other view keeps _g128 / _g128_pkl
 //   tk_per_token_cast__bf16_e4m3_g128_sor4_a
 //                                        _sor4 for sf-only launches whose x base and row stride are multiples of 16
-//                                        bytes: load_chunk's element-wide fallback compiled out (ptxas if-converts
-//                                        it in _sor4: 8 predicated-off LDG.U16 and 4 PRMT issue beside every 16-byte
-//                                        load). perTokenCastWithSfOnly takes it under perTokenLaunchTuning.aligned
+//                                        bytes (the host checks it): load_chunk's element-wide fallback compiled out
+//                                        (ptxas if-converts it in _sor4: 8 predicated-off LDG.U16 and 4 PRMT issue
+//                                        beside every 16-byte load). Every such perTokenCastWithSfOnly launch from
+//                                        bf16 to e4m3 with groups of 128 takes it (docs/perf-notes/perf9-ptc.md:
+//                                        +1.5 … +2.1 points, 4096 … 16384 × 7168); any other view keeps _sor4. The
+//                                        same for perTokenCast (_g128_a / _g128_pkl_a, staged loads and byte stores
+//                                        without fallbacks) measured a tie and is not built
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -57,16 +53,16 @@
 //   _u4sca   256      0             as _g<N>
 //   _sor4    256      0             as _g<N> (4 resident blocks per SM, as _g<N>)
 //   _pkl     256      0             as _g<N>
-//   _a       256      0             as _g<N> (_g128_a, _g128_pkl_a, _g128_sor4_a; 4 resident blocks per SM, as _g<N>)
+//   _sor4_a  256      0             as _g<N> (4 resident blocks per SM, as _sor4)
 //   _g<N> / _u4 / _sor4, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off:
 //            it measured slower with _g<N>): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one wave)
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
 //   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 and _u4sca
-//   32 + 1 KiB; _sor4 none; _pkl and _a as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
-//   _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4). bf16 → e4m3, sm_90a / sm_100a: _g128 56 / 46,
-//   _g128_a 50 / 46, _g128_pkl 56 / 54, _g128_pkl_a 51 / 50, _g128_sor4 59 / 60, _g128_sor4_a 60 / 62.
+//   32 + 1 KiB; _sor4 and _sor4_a none; _pkl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a,
+//   ptxas): _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4). bf16 → e4m3, sm_90a / sm_100a:
+//   _g128 56 / 46, _g128_pkl 56 / 54, _g128_sor4 59 / 60, _g128_sor4_a 60 / 62.
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -196,15 +192,16 @@ enum KernelForm : int {
 };
 
 // kUnits: chunks per thread in one unit when nonzero (the _u4 / _sor4 symbols), else kItemsPerStep.
-// kAligned (the _a symbols): the launch guarantees that x's base and row stride and the data output's base are
-// multiples of 16 bytes (ops/quant/per_token_cast.ts checks it before it picks such a symbol), so the element-wide
-// fallbacks of stage_chunk / store_chunk are compiled out: no per-chunk alignment test, branch or fallback code.
+// kAligned (the _sor4_a symbol, sf only): the launch guarantees that x's base and row stride are multiples of 16
+// bytes (ops/quant/per_token_cast.ts checks it before it picks such a symbol), so the element-wide fallback of
+// load_chunk is compiled out: no per-chunk alignment test, branch or fallback code.
 template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0, int kForm = kFormAnyMode, bool kAligned = false>
 struct GroupCast {
   using S = GroupShape<kIn, kOut, kN>;
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
   static constexpr bool kSfOnly = kForm == kFormSfRegs;
   static_assert(!kSfOnly || (!kRequant && !kSr), "the sf-only forms take value inputs and no stochastic rounding");
+  static_assert(!kAligned || kSfOnly, "the aligned-only form is the sf-only _sor4_a");
   static constexpr bool kE2m1Sca = kForm == kFormE2m1Sca;
   static constexpr int kU = kUnits != 0 ? kUnits : kItemsPerStep<kIn>;
   // The (sf, inv) of a group is the same for all its lanes: each lane computes it for at most kSfRounds items of
@@ -235,7 +232,7 @@ struct GroupCast {
     precomputed = !kSfOnly && !kRequant && p.mode == kModePrecomputedSf;
     write_data = !kSfOnly && p.mode != kModeSfOnly;
     write_sf = !precomputed && p.sf != 0;
-    data_aligned = kAligned || (p.data % kVecBytes) == 0;
+    data_aligned = (p.data % kVecBytes) == 0;
     e4m3_inv_table = kSfInvTable && !precomputed && (p.flags & (kSfRound | kSfE4m3Out)) == kSfE4m3Out;
     pow2_no_clamp = kE2m1Sca && !precomputed && (p.flags & kSfRound) != 0;
     in_row_shift = kRequant ? log2_pow2(p.x_block_rows) : 0;
@@ -455,7 +452,7 @@ struct GroupCast {
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t x_stride = row_stride_bytes<kIn>(p);
-    const bool x_aligned = kAligned || rows_aligned(p.x, x_stride, S::kLoadBytes);
+    const bool x_aligned = rows_aligned(p.x, x_stride, S::kLoadBytes);
     const RowTeam team(chunks);
 
     // copy the unit's chunks into stage `st` (dead chunks read nothing and stage zeros)
@@ -641,13 +638,6 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
       tk_per_token_cast__##in##_##out##_g##n##_pkl(const __grid_constant__ PerTokenCastParams p) {           \
     tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 0, tk::kFormPackedEvictLast>(p).run();              \
   }
-// aligned-only kernels (perTokenCast from bf16 to e4m3, groups of 128, no stochasticCast, x and data 16-byte
-// aligned: ops/quant/per_token_cast.ts perTokenLaunchTuning.aligned): _g128 and _g128_pkl without the fallbacks
-#define TK_PER_TOKEN_CAST_ALIGNED(in, IN, out, OUT, n, form, FORM)                                           \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)          \
-      tk_per_token_cast__##in##_##out##_g##n##form##_a(const __grid_constant__ PerTokenCastParams p) {       \
-    tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 0, tk::FORM, true>(p).run();                        \
-  }
 #define TK_PER_TOKEN_CAST_ROW_AS(in, IN, out, OUT, sr, SR)                                             \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
       tk_per_token_cast__##in##_##out##_row##sr(const __grid_constant__ PerTokenCastParams p) {       \
@@ -681,8 +671,6 @@ TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 32)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 128)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 32)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 128)
-TK_PER_TOKEN_CAST_ALIGNED(bf16, kBf16, e4m3, kE4m3, 128, , kFormAnyMode)
-TK_PER_TOKEN_CAST_ALIGNED(bf16, kBf16, e4m3, kE4m3, 128, _pkl, kFormPackedEvictLast)
 // perTokenCastWithSfOnly bf16 → e4m3, groups of 128, x 16-byte aligned: _sor4 without the element-wide fallback of
 // load_chunk, which ptxas if-converts there (8 predicated-off LDG.U16 + 4 PRMT beside every 16-byte load)
 extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
