@@ -32,6 +32,17 @@
 //   tk_per_token_cast__<in>_e4m3_g<N>_pkl in ∈ {fp32, bf16}, N ∈ {32, 128}: the _g<N> kernel with its packed UE8M0
 //                                        sf byte stores under an L2::evict_last policy; perTokenCast (mode 0) with
 //                                        usePackedUe8m0 takes it, without stochasticCast (+0.4 … +2.6 points)
+//   tk_per_token_cast__bf16_e4m3_g128_pdl, tk_per_token_cast__bf16_e4m3_g128_pkl_pdl
+//                                        _g128 / _g128_pkl launched with programmatic dependent launch (PDL;
+//                                        docs/perf-notes/perf9-pdl.md): perTokenCast (mode 0) bf16 → e4m3, groups
+//                                        of 128, no stochasticCast, when ops/quant/per_token_cast.ts's
+//                                        perTokenLaunchTuning.pdl and config.pdl are set (default off). A block first
+//                                        executes griddepcontrol.launch_dependents (the next PDL grid in the stream
+//                                        may be scheduled once all of this grid's blocks did), then only index math
+//                                        on the launch parameters, then griddepcontrol.wait (the previous grid in the
+//                                        stream has completed and its writes are visible) before its first global
+//                                        read or write. Both are no-ops in a launch without the PDL attribute (PTX
+//                                        ISA, griddepcontrol). Same bytes, same geometry as _g128 / _g128_pkl
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -44,13 +55,14 @@
 //   _u4sca   256      0             as _g<N>
 //   _sor4    256      0             as _g<N> (4 resident blocks per SM, as _g<N>)
 //   _pkl     256      0             as _g<N>
+//   _pdl     256      0             as _g<N> (_g128_pdl, _g128_pkl_pdl; launched with the PDL attribute)
 //   _g<N> / _u4 / _sor4, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off:
 //            it measured slower with _g<N>): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one wave)
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
 //   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 and _u4sca
-//   32 + 1 KiB; _sor4 none; _pkl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
+//   32 + 1 KiB; _sor4 none; _pkl and _pdl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
 //   _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4).
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
@@ -181,7 +193,10 @@ enum KernelForm : int {
 };
 
 // kUnits: chunks per thread in one unit when nonzero (the _u4 / _sor4 symbols), else kItemsPerStep.
-template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0, int kForm = kFormAnyMode>
+// kPdl (the _pdl symbols): launched as a programmatic dependent (PDL) of the previous kernel in the stream; run()
+// lets this grid's own dependents start at once and waits for the previous grid (griddepcontrol) before its first
+// global access (Symbols above). Both instructions are no-ops for a launch without the PDL attribute.
+template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0, int kForm = kFormAnyMode, bool kPdl = false>
 struct GroupCast {
   using S = GroupShape<kIn, kOut, kN>;
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
@@ -430,15 +445,30 @@ struct GroupCast {
       run_regs();
       return;
     }
+    static_assert(!kPdl || (!kRequant && !kSfOnly), "the PDL forms are the value-input staged kernels");
+    if constexpr (kPdl) {
+      // The next grid in the stream (when launched with PDL) may be scheduled once every block of this grid has
+      // issued this: its blocks then take the slots this grid's last blocks free, and its own griddepcontrol.wait
+      // still holds it until this grid has completed and flushed its writes. No memory access of this grid
+      // depends on it.
+      asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    }
     // thread-private staging slots, [stage][item][thread] so that a warp's shared accesses are contiguous
     __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
     __shared__ float inv_tab[kSfInvTable ? 256 : 1];
-    fill_inv_tab(inv_tab);
+    fill_inv_tab(inv_tab);  // shared memory from constants only (and none in the e4m3 PDL forms)
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t x_stride = row_stride_bytes<kIn>(p);
     const bool x_aligned = rows_aligned(p.x, x_stride, S::kLoadBytes);
     const RowTeam team(chunks);
+    if constexpr (kPdl) {
+      // Everything above reads only the launch parameters (constant bank) and computes indices; below, the first
+      // global read (the staging of x, the precomputed sf) and the first global write (data, sf, sf padding).
+      // The previous grid in the stream may write x or read / write this launch's outputs: wait until it has
+      // completed and its memory operations are visible.
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+    }
 
     // copy the unit's chunks into stage `st` (dead chunks read nothing and stage zeros)
     auto prefetch = [&](auto st, uint64_t row, uint32_t base) {
@@ -617,6 +647,13 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
       tk_per_token_cast__##in##_##out##_g##n##_sor4(const __grid_constant__ PerTokenCastParams p) { \
     tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 4, tk::kFormSfRegs>(p).run();             \
   }
+// the PDL forms of bf16 → e4m3 with groups of 128 (perTokenCast, perTokenLaunchTuning.pdl and config.pdl): _g128 and
+// _g128_pkl with the griddepcontrol prologue
+#define TK_PER_TOKEN_CAST_PDL(in, IN, out, OUT, n, form, FORM)                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)          \
+      tk_per_token_cast__##in##_##out##_g##n##form##_pdl(const __grid_constant__ PerTokenCastParams p) {     \
+    tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 0, FORM, true>(p).run();                              \
+  }
 // packed-sf kernels (perTokenCast with usePackedUe8m0, no stochasticCast): byte stores with an L2 evict_last policy
 #define TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(in, IN, out, OUT, n)                                            \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)          \
@@ -656,6 +693,8 @@ TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 32)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 128)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 32)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 128)
+TK_PER_TOKEN_CAST_PDL(bf16, kBf16, e4m3, kE4m3, 128, , tk::kFormAnyMode)
+TK_PER_TOKEN_CAST_PDL(bf16, kBf16, e4m3, kE4m3, 128, _pkl, tk::kFormPackedEvictLast)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e4m3, kE4m3)
