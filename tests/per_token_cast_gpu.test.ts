@@ -26,7 +26,10 @@ import {
 } from "../mod.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { guardSelftest } from "../ops/runtime/guard_selftest.ts";
-import { launchCount } from "../ffi/cuda.ts";
+import { kernelFunction, launchCount } from "../ffi/cuda.ts";
+import { config } from "../core/config.ts";
+import { deviceRuntime } from "../core/tensor.ts";
+import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS, up, uploadView } from "./gpu_util.ts";
@@ -681,4 +684,277 @@ gpuTest("perTokenCast _pkl (packed UE8M0 sf with an L2 evict_last policy; other 
       }
     }
   }
+});
+
+/**
+ * perTokenCastWithSfOnly's aligned-only `_g128_sor4_a` (the default for bf16 views whose base and row stride are
+ * multiples of 16 bytes; docs/perf-notes/perf9-ptc.md): bf16 → e4m3, groups of 128, every scale layout (fp32 row /
+ * column-major with and without roundSf, packed UE8M0 row / column-major, e4m3 scales), tails (H = 64: one partial
+ * unit; 576 / 2048 / 7168: partial last units; T % 4 ≠ 0 under the column-major padding; several rows per block and
+ * the grid wrapping at 8001 rows), specials, 0 rows; views whose x base or row stride is not a multiple of 16 bytes
+ * fall back to `_g128_sor4` (and give the same bytes); x at a 16-byte offset takes `_a`. Each launch's symbol is
+ * checked (perTokenLastLaunch).
+ */
+gpuTest("perTokenCastWithSfOnly _g128_sor4_a (aligned bf16 views) = reference: bf16 → e4m3 groups of 128, every sf layout, tails, specials, 0 rows, 16-byte-offset views, unaligned views falling back to _g128_sor4, the symbol each view takes (seed 9001)", () => {
+  const rand = rng(9001);
+  // [T, H, row stride, element offset]: stride 577 (1154 bytes) and offsets 1 / 4 (2 / 8 bytes): unaligned, fall back;
+  // offset 8 (16 bytes) and stride 7168 + 64: aligned, `_a`
+  const shapes: [number, number, number, number][] = [
+    [0, 576, 576, 0], [1, 64, 64, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 4], [7, 2048, 2048 + 8, 8], [33, 7168, 7168 + 64, 0],
+    [130, 2048, 2048, 0], [4001, 576, 576, 0], [257, 7168, 7168, 0], [8001, 7168, 7168 + 128, 0],
+  ];
+  for (const [T, H, stride, off] of shapes) {
+    let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride));
+    if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+    const dx = uploadView(x);
+    const aligned = off % 8 === 0 && stride % 8 === 0; // 16 bytes of bf16
+    try {
+      for (const [name, sfo] of SF_LAYOUTS) {
+        if (T === 8001 && name !== "fp32" && name !== "packed-col") continue;
+        const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
+        const label = `_sor4_a bf16 128 ${name} ${T}x${H} stride ${stride} offset ${off}`;
+        const cs = perTokenCastWithSfOnly(x, o);
+        const gs = perTokenCastWithSfOnly(dx, o);
+        try {
+          if (T > 0) assert.equal(perTokenLastLaunch().fn, ptcFn(aligned ? "bf16_e4m3_g128_sor4_a" : "bf16_e4m3_g128_sor4"), `${label}: symbol`);
+          sameAllocation(gs, cs, label);
+        } finally {
+          dispose(gs);
+        }
+      }
+    } finally {
+      dispose(dx);
+    }
+  }
+});
+
+// ---- programmatic dependent launch (config.pdl; docs/perf-notes/perf9-pdl.md) ------------------------------------
+
+/** Runs `f` with config.pdl set as given, restoring it after. */
+async function withPdl<R>(on: boolean, f: () => R | Promise<R>): Promise<R> {
+  const saved = config.pdl;
+  config.pdl = on;
+  try {
+    return await f();
+  } finally {
+    config.pdl = saved;
+  }
+}
+
+/** The function handle of a per_token_cast.cu symbol on device 0. */
+function ptcFn(suffix: string): number {
+  return kernelFunction("test", { kind: "cuda", index: 0 }, `tk_per_token_cast__${suffix}`);
+}
+
+/**
+ * Which symbol each launch takes and whether it carries the PDL attribute: config.pdl on (the default):
+ * `_g128_pdl` / `_g128_pkl_pdl` with it; off: `_g128` / `_g128_pkl`, no attribute; launches the PDL forms do not
+ * cover (fp32 input, groups of 32, e2m1, stochasticCast, sf only) keep their symbols and no attribute either way. The
+ * replay path (same options object) follows a change of config.pdl.
+ */
+gpuTest("perTokenCast PDL selection: config.pdl on (the default) runs _g128_pdl / _g128_pkl_pdl with the PDL attribute, off runs _g128 / _g128_pkl without it, other launches unchanged, the replay path follows config.pdl", async () => {
+  const x = toDevice(randomInput(rng(9101), 8, 256, "bf16"));
+  const x32 = toDevice(randomInput(rng(9102), 8, 256, "fp32"));
+  const fp32 = { fmt: "e4m3", numPerChannels: 128 } as const;
+  const packed = { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true } as const;
+  const expect = (label: string, suffix: string, pdl: boolean) => {
+    const l = perTokenLastLaunch();
+    assert.equal(l.fn, ptcFn(suffix), `${label}: symbol ${suffix}`);
+    assert.equal(l.pdl, pdl, `${label}: PDL attribute ${pdl}`);
+  };
+  try {
+    assert.equal(config.pdl, true, "config.pdl is on by default");
+    for (const on of [true, false]) {
+      await withPdl(on, () => {
+        const label = `config.pdl ${on}`;
+        dispose(perTokenCast(x, fp32));
+        expect(`${label} fp32 sf`, on ? "bf16_e4m3_g128_pdl" : "bf16_e4m3_g128", on);
+        dispose(perTokenCast(x, packed));
+        expect(`${label} packed`, on ? "bf16_e4m3_g128_pkl_pdl" : "bf16_e4m3_g128_pkl", on);
+        dispose(perTokenCast(x, { fmt: "e4m3", numPerChannels: 128, useE4m3Sf: true }));
+        expect(`${label} e4m3 sf`, on ? "bf16_e4m3_g128_pdl" : "bf16_e4m3_g128", on);
+        dispose(perTokenCast(x32, fp32));
+        expect(`${label} fp32 input`, "fp32_e4m3_g128", false);
+        dispose(perTokenCast(x, { fmt: "e4m3", numPerChannels: 32 }));
+        expect(`${label} groups of 32`, "bf16_e4m3_g32", false);
+        dispose(perTokenCast(x, { fmt: "e2m1", numPerChannels: 128 }));
+        expect(`${label} e2m1`, "bf16_e2m1_g128_u4", false);
+        dispose(perTokenCast(x, { ...fp32, stochasticCast: true }));
+        expect(`${label} stochasticCast`, "bf16_e4m3_g128_sr", false);
+        dispose(perTokenCastWithSfOnly(x, fp32));
+        expect(`${label} sf only`, "bf16_e4m3_g128_sor4_a", false);
+      });
+    }
+    // the replay path (same x, same options object): a change of config.pdl takes the full path
+    const o = { ...fp32 };
+    await withPdl(false, () => {
+      dispose(perTokenCast(x, o), perTokenCast(x, o));
+      expect("replay, config.pdl off", "bf16_e4m3_g128", false);
+      config.pdl = true;
+      dispose(perTokenCast(x, o));
+      expect("replay, config.pdl turned on", "bf16_e4m3_g128_pdl", true);
+      dispose(perTokenCast(x, o));
+      expect("replay, config.pdl on again", "bf16_e4m3_g128_pdl", true);
+      config.pdl = false;
+      dispose(perTokenCast(x, o));
+      expect("replay, config.pdl turned off", "bf16_e4m3_g128", false);
+    });
+  } finally {
+    dispose(x, x32);
+  }
+});
+
+/**
+ * `_g128_pdl` / `_g128_pkl_pdl` (config.pdl on, the default) and `_g128` / `_g128_pkl` (config.pdl off) = reference:
+ * bf16 → e4m3, groups of 128, every sf layout, tails (H = 64: one partial unit; 576 / 2048 / 7168: partial last units;
+ * T % 4 ≠ 0 under the column-major padding), several rows per block and the grid wrapping (4001 × 576, 8001 × 7168),
+ * strided and unaligned rows, specials, 0 rows; each case twice (the second call takes the replay path).
+ */
+gpuTest("perTokenCast _g128_pdl / _g128_pkl_pdl (config.pdl on) and _g128 / _g128_pkl (off) = reference: bf16 → e4m3 groups of 128, every sf layout, tails, several rows per block, strided and unaligned rows, 0 rows, specials, replay (seed 9102)", async () => {
+  const rand = rng(9102);
+  const shapes: [number, number, number, number][] = [
+    [0, 576, 576, 0], [1, 64, 64, 0], [3, 576, 577, 1], [33, 7168, 7168 + 64, 0], [130, 2048, 2048, 0], [4001, 576, 576, 0],
+    [8001, 7168, 7168 + 128, 0],
+  ];
+  for (const [T, H, stride, off] of shapes) {
+    let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride));
+    if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+    const dx = uploadView(x);
+    try {
+      for (const [name, sfo] of SF_LAYOUTS) {
+        if (T === 8001 && name !== "fp32" && name !== "packed-col") continue;
+        const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
+        const c = perTokenCast(x, o);
+        for (const on of [true, false]) {
+          await withPdl(on, () => {
+            const label = `${on ? "_pdl" : "config.pdl off"} bf16 128 ${name} ${T}x${H} stride ${stride} offset ${off}`;
+            samePair(perTokenCast(dx, o), c, label);
+            if (T > 0) assert.equal(perTokenLastLaunch().pdl, on, `${label}: launched with PDL ${on}`);
+            samePair(perTokenCast(dx, o), c, `${label} (again)`);
+          });
+        }
+      }
+    } finally {
+      dispose(dx);
+    }
+  }
+});
+
+/** A host bf16 `[T, W / 2]` tensor holding the bytes of a contiguous host `[T, W]` e4m3 tensor. */
+function bytesAsBf16(t: HostTensor): HostTensor {
+  const [T, W] = t.shape;
+  const b = logicalBytes(t).slice();
+  return tensor(new Uint16Array(b.buffer), [T, W / 2], "bf16") as HostTensor;
+}
+
+/**
+ * PDL chains on one stream, nothing synchronised in between, where the previous grid is itself a PDL perTokenCast
+ * (it lets its dependents start at its own start): a buffer B is first written by cast 1 (its data output), then
+ * read by cast 2 as a bf16 x (read after write), then written by cast 3 (write after cast 2's read) and by cast 4
+ * (write after write, same data and sf outputs). Cast 2's result must be the cast of cast 1's bytes, B and the sf
+ * cast 4's. Then a run of back-to-back casts writing the same outputs (the replay path), the last one with another
+ * input. fp32 and packed column-major sf (`_g128_pdl`, `_g128_pkl_pdl`), 2048 × 7168 (launches of ~13 µs) and 37 ×
+ * 7168 (launches of a few µs), three rounds each.
+ */
+gpuTest("perTokenCast with PDL on one stream: read after a PDL cast's write, write after its read, write after write, back-to-back casts into the same outputs = reference (seed 9103)", async () => {
+  const rand = rng(9103);
+  await withPdl(true, async () => {
+    const s = createStream(0);
+    try {
+      for (const T of [2048, 37]) {
+        const H = 7168;
+        const hx = [0, 1, 2].map(() => withSpecials(randomInput(rand, T, H, "bf16")));
+        for (const [name, sfo] of SF_LAYOUTS.filter(([n]) => n === "fp32" || n === "packed-col")) {
+          const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
+          // reference
+          const c1 = perTokenCast(hx[0], o);
+          const c2 = perTokenCast(bytesAsBf16(c1[0] as HostTensor), o);
+          const c4 = perTokenCast(hx[2], o);
+          const c5 = perTokenCast(hx[1], o);
+          for (let round = 0; round < 3; round++) {
+            const label = `PDL chain ${T}x${H} ${name} round ${round}`;
+            const dx = hx.map((h) => toDevice(h, 0, { stream: s }) as DeviceTensor);
+            const B = zeros([T * H], "uint8", { device: 0, stream: s }) as DeviceTensor;
+            const bData = new DeviceTensor(B.storage, "e4m3", [T, H], [H, 1], 0);
+            const bX = new DeviceTensor(B.storage, "bf16", [T, H / 2], [H / 2, 1], 0);
+            const outs: unknown[] = [];
+            try {
+              // device, one stream, no synchronisation in between
+              const [, sf1] = perTokenCast(dx[0], { ...o, stream: s, out: { data: bData } }); // writes B
+              const r2 = perTokenCast(bX, { ...o, stream: s }); // reads B
+              const [, sf3] = perTokenCast(dx[1], { ...o, stream: s, out: { data: bData } }); // writes B
+              perTokenCast(dx[2], { ...o, stream: s, out: { data: bData, sf: sf3 } }); // writes B and sf3 again
+              assert.equal(perTokenLastLaunch().pdl, true, `${label}: launched with PDL`);
+              outs.push(sf1, r2, sf3);
+              await s.synchronize();
+              sameAllocation(sf1, c1[1], `${label}: cast 1 sf`);
+              samePair(r2, c2, `${label}: cast 2 (read of cast 1's data)`);
+              assertBytesEqual(readAllocation(bData), logicalBytes(c4[0] as HostTensor), `${label}: B after cast 4`);
+              sameAllocation(sf3, c4[1], `${label}: sf after cast 4`);
+              // back-to-back casts into the same outputs (same options object: the replay path), then another input
+              const same = { ...o, stream: s, out: { data: bData, sf: sf3 } };
+              for (let i = 0; i < 5; i++) perTokenCast(dx[round % 3], same);
+              perTokenCast(dx[1], { ...o, stream: s, out: { data: bData, sf: sf3 } });
+              await s.synchronize();
+              assertBytesEqual(readAllocation(bData), logicalBytes(c5[0] as HostTensor), `${label}: B after the back-to-back run`);
+              sameAllocation(sf3, c5[1], `${label}: sf after the back-to-back run`);
+            } finally {
+              await s.synchronize();
+              dispose(dx, outs, bData, bX, B);
+            }
+          }
+        }
+      }
+    } finally {
+      s[Symbol.dispose]();
+    }
+  });
+});
+
+/**
+ * PDL casts whose previous stream operation is not a PDL cast: perTokenCastBack (a kernel launched without the
+ * attribute, without griddepcontrol) writing x, and a device copy into x; each followed at once by a cast of x,
+ * fresh outputs, four rounds alternating the inputs (fp32 sf twice, packed column-major sf twice), 2048 × 7168, one
+ * stream, nothing synchronised in between. Every cast must see the x written just before it.
+ */
+gpuTest("perTokenCast with PDL right after a kernel (perTokenCastBack) or a copy writing x on the same stream = reference of the new x (seed 9104)", async () => {
+  const rand = rng(9104);
+  await withPdl(true, async () => {
+    const s = createStream(0);
+    try {
+      const T = 2048, H = 7168;
+      const o = { fmt: "e4m3", numPerChannels: 128 } as const;
+      const po = { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true } as const;
+      const src = [0, 1].map(() => withSpecials(randomInput(rand, T, H, "bf16")));
+      const q = [0, 1].map(() => perTokenCast(randomInput(rand, T, H, "bf16"), o) as [HostTensor, HostTensor]);
+      const back = q.map((p) => perTokenCastBack(p, { fmt: "bf16", numPerChannels: 128 }) as HostTensor);
+      const dsrc = src.map((h) => toDevice(h, 0, { stream: s }) as DeviceTensor);
+      const dq = q.map((p) => [toDevice(p[0], 0, { stream: s }), toDevice(p[1], 0, { stream: s })] as [DeviceTensor, DeviceTensor]);
+      const x = zeros([T, H], "bf16", { device: 0, stream: s }) as DeviceTensor;
+      const rt = deviceRuntime("test");
+      const results: { r: [DeviceTensor, DeviceTensor]; expect: HostTensor; opts: PerTokenCastOptions; label: string }[] = [];
+      const refs = new Map<HostTensor, Map<PerTokenCastOptions, Quantized>>(); // one CPU cast per (input, options)
+      const ref = (h: HostTensor, opts: PerTokenCastOptions): Quantized => {
+        const m = refs.get(h) ?? refs.set(h, new Map()).get(h)!;
+        return m.get(opts) ?? m.set(opts, perTokenCast(h, opts)).get(opts)!;
+      };
+      try {
+        for (let i = 0; i < 4; i++) {
+          const k = i % 2;
+          const opts = i < 2 ? o : po;
+          perTokenCastBack(dq[k], { fmt: "bf16", numPerChannels: 128, out: x, stream: s });
+          results.push({ r: perTokenCast(x, { ...opts, stream: s }) as [DeviceTensor, DeviceTensor], expect: back[k], opts, label: `after perTokenCastBack ${i}` });
+          rt.copyDtoD(x.device, x.addr, dsrc[k].addr, T * H * 2, s);
+          results.push({ r: perTokenCast(x, { ...opts, stream: s }) as [DeviceTensor, DeviceTensor], expect: src[k], opts, label: `after a copy ${i}` });
+        }
+        await s.synchronize();
+        for (const { r, expect, opts, label } of results) samePair(r, ref(expect, opts), label);
+      } finally {
+        await s.synchronize();
+        dispose(dsrc, dq, x);
+      }
+    } finally {
+      s[Symbol.dispose]();
+    }
+  });
 });

@@ -181,7 +181,7 @@ const W = packet.w;
 const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3 };
 const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1"];
 const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
-/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 4 + form), filled on first use. */
+/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 7 + form), filled on first use. */
 const fnCache: number[][] = [];
 
 /**
@@ -198,16 +198,41 @@ const fnCache: number[][] = [];
  *   power-of-two scales, so the encoder leaves out the clamp at 6, and a cheaper bf16 amax; 73.9 → 75.1% at 16384 ×
  *   7168 with packed UE8M0 sf). Other scales (NVFP4's e4m3, fp32, precomputed) keep `_u4`: `_u4sca`'s encoder for
  *   non-power-of-two inverses lost (NVFP4 56 → 46%); roundSf with groups of 16, 64 or 128 (not measured) too.
+ * - "sor4_a": "sor4" from bf16 with groups of 128 whose x base and row stride are multiples of 16 bytes (the
+ *   element-wide fallback of the loads compiled out: ptxas if-converts `_sor4`'s, 8 predicated-off 2-byte loads
+ *   beside every 16-byte load; docs/perf-notes/perf9-ptc.md, +1.5 … +2.1 points at 4096 … 16384 × 7168). Any other
+ *   view keeps "sor4". The same for perTokenCast (`_g128_a` / `_g128_pkl_a`) measured a tie and is not built.
+ * - "pdl" / "pkl_pdl": perTokenCast bf16 → e4m3 with groups of 128 and no stochasticCast (fp32, e4m3 or packed UE8M0
+ *   scales, any layout) while `config.pdl` is set (its default): `_g128_pdl` / `_g128_pkl_pdl` (per_token_cast.cu:
+ *   `_g128` / `_g128_pkl` behind a griddepcontrol prologue), launched with programmatic dependent launch. Such a
+ *   launch may be scheduled while the previous kernel in the stream still runs (that kernel's blocks let it, or
+ *   exit); the kernel waits for that kernel's completion and memory before its first global read or write, so any
+ *   previous kernel (writing x, reading or writing the outputs) is ordered as in a plain launch (DESIGN's stream
+ *   semantics). docs/perf-notes/perf9-pdl.md: 0.8 … 1.7 µs less per launch at 4096 … 16384 × 7168 (4096, fp32 sf:
+ *   81.7 → 87.2% of copy back to back, 74.5 → 77.9% with a copy and 72.6 → 75.8% with another kernel between
+ *   casts). `config.pdl` off: "" / "pkl", launched without the attribute. Read at every launch; the replay path
+ *   compares it.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca";
-const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3 };
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl";
+const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor4_a: 4, pdl: 5, pkl_pdl: 6 };
 
-function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean): Form {
+/** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
+function alignedView(x: Tensor): boolean {
+  return addrOf(x) % 16 === 0 && (x.strides[0] * 2) % 16 === 0;
+}
+
+// `aligned`: a bf16 x view that allows 16-byte accesses (alignedView); `pdl`: config.pdl at this launch
+function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned: boolean, pdl: boolean): Form {
   const n = a.numPerChannels;
   if (sr || (inDtype !== "fp32" && inDtype !== "bf16") || GROUP_INDEX[n] === undefined) return "";
-  if (mode === PER_TOKEN_MODE.sfOnly) return a.rule.fmt === "e4m3" && (n === 32 || n === 128) ? "sor4" : "";
+  if (mode === PER_TOKEN_MODE.sfOnly) {
+    if (a.rule.fmt !== "e4m3" || (n !== 32 && n !== 128)) return "";
+    return aligned && n === 128 && inDtype === "bf16" ? "sor4_a" : "sor4";
+  }
   if (mode !== PER_TOKEN_MODE.cast) return "";
-  if (a.rule.packedUe8m0 && a.rule.fmt === "e4m3" && (n === 32 || n === 128)) return "pkl";
+  const pdlForm = pdl && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128;
+  if (a.rule.packedUe8m0 && a.rule.fmt === "e4m3" && (n === 32 || n === 128)) return pdlForm ? "pkl_pdl" : "pkl";
+  if (pdlForm) return "pdl";
   if (a.rule.roundSf && a.rule.fmt === "e2m1" && inDtype === "bf16" && n === 32) return "u4sca";
   return "";
 }
@@ -219,7 +244,7 @@ function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n
   // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
   // kernel
   const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 4 + FORM_INDEX[form];
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 7 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
@@ -264,6 +289,8 @@ interface Replay {
   stream: unknown;
   clampKey: "e4m3" | "e2m1" | "e4m3/e4m3sf" | "e2m1/e4m3sf";
   clamp: number;
+  /** config.pdl at the launch */
+  pdl: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -291,7 +318,7 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if (out !== undefined && ((out.data ?? null) !== m.outData || (out.sf ?? null) !== m.outSf)) return false;
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
-  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys;
+  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl;
 }
 
 function launchPerToken(
@@ -309,7 +336,9 @@ function launchPerToken(
   const a = r.args;
   const sfRows = mode === PER_TOKEN_MODE.precomputedSf ? a.tokens : g.paddedRows;
   if (a.tokens === 0 && sfRows === 0) return;
-  const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, formOf(mode, r.x.dtype, a, sr));
+  const aligned = mode === PER_TOKEN_MODE.sfOnly && r.x.dtype === "bf16" && alignedView(r.x);
+  const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl);
+  const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, form);
   packetGen++;
   const p = packet;
   p.u64(W.x, addrOf(r.x));
@@ -334,8 +363,17 @@ function launchPerToken(
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
   const grid = perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
-  p.setLaunch(fn, stream.handle, grid, PT.threads, 0, false, device.index);
+  p.setLaunch(fn, stream.handle, grid, PT.threads, 0, form === "pdl" || form === "pkl_pdl", device.index);
   p.launch(op);
+}
+
+/**
+ * The function handle and the PDL flag of the launch header perTokenCast's family last sent (tests: which symbol
+ * ran, and whether with the programmatic-stream-serialization attribute).
+ */
+export function perTokenLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
 }
 
 /** Bits per input element of each kernel input format. */
@@ -473,6 +511,7 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         stream: options.stream,
         clampKey: a.rule.e4m3Sf ? (a.rule.fmt === "e4m3" ? "e4m3/e4m3sf" : "e2m1/e4m3sf") : a.rule.fmt,
         clamp: a.rule.clamp,
+        pdl: config.pdl,
         device: pl.device,
         streamObj: stream,
         d: dg,

@@ -32,6 +32,28 @@
 //   tk_per_token_cast__<in>_e4m3_g<N>_pkl in ∈ {fp32, bf16}, N ∈ {32, 128}: the _g<N> kernel with its packed UE8M0
 //                                        sf byte stores under an L2::evict_last policy; perTokenCast (mode 0) with
 //                                        usePackedUe8m0 takes it, without stochasticCast (+0.4 … +2.6 points)
+//   tk_per_token_cast__bf16_e4m3_g128_sor4_a
+//                                        _sor4 for sf-only launches whose x base and row stride are multiples of 16
+//                                        bytes (the host checks it): load_chunk's element-wide fallback compiled out
+//                                        (ptxas if-converts it in _sor4: 8 predicated-off LDG.U16 and 4 PRMT issue
+//                                        beside every 16-byte load). Every such perTokenCastWithSfOnly launch from
+//                                        bf16 to e4m3 with groups of 128 takes it (docs/perf-notes/perf9-ptc.md:
+//                                        +1.5 … +2.1 points, 4096 … 16384 × 7168); any other view keeps _sor4. The
+//                                        same for perTokenCast (_g128_a / _g128_pkl_a, staged loads and byte stores
+//                                        without fallbacks) measured a tie and is not built
+//   tk_per_token_cast__bf16_e4m3_g128_pdl, tk_per_token_cast__bf16_e4m3_g128_pkl_pdl
+//                                        _g128 / _g128_pkl launched with programmatic dependent launch (PDL;
+//                                        docs/perf-notes/perf9-pdl.md): every perTokenCast (mode 0) bf16 → e4m3,
+//                                        groups of 128, no stochasticCast, takes them while config.pdl is set (its
+//                                        default; off: _g128 / _g128_pkl without the attribute). Measured 0.8 …
+//                                        1.7 µs less per launch at 4096 … 16384 × 7168, back to back and with a
+//                                        copy or another kernel between casts. A block first executes
+//                                        griddepcontrol.launch_dependents (the next PDL grid in the stream may be
+//                                        scheduled once all of this grid's blocks did), then only index math on the
+//                                        launch parameters, then griddepcontrol.wait (the previous grid in the
+//                                        stream has completed and its writes are visible) before its first global
+//                                        read or write. Both are no-ops in a launch without the PDL attribute (PTX
+//                                        ISA, griddepcontrol). Same bytes, same geometry as _g128 / _g128_pkl
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -44,14 +66,18 @@
 //   _u4sca   256      0             as _g<N>
 //   _sor4    256      0             as _g<N> (4 resident blocks per SM, as _g<N>)
 //   _pkl     256      0             as _g<N>
+//   _sor4_a  256      0             as _g<N> (4 resident blocks per SM, as _sor4)
+//   _pdl     256      0             as _g<N> (_g128_pdl, _g128_pkl_pdl; launched with the PDL attribute)
 //   _g<N> / _u4 / _sor4, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off:
 //            it measured slower with _g<N>): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one wave)
 //
 //   V = elements per thread chunk = min(16 bytes / element size, N): fp32 4, bf16 8, e4m3 16, e2m1 min(32, N).
 //   w = warps that share a row (common/work.cuh), R = rows a block works on at once. SMs = multiprocessor count.
 //   Static shared memory: _g<N> 16 KiB (value inputs; + 1 KiB e2m1 outputs: the e4m3 inverse table; _u4 and _u4sca
-//   32 + 1 KiB; _sor4 none; _pkl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers (sm_90a, ptxas):
-//   _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4).
+//   32 + 1 KiB; _sor4 and _sor4_a none; _pkl and _pdl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers
+//   (sm_90a, ptxas): _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4). bf16 → e4m3, sm_90a /
+//   sm_100a: _g128 56 / 46, _g128_pkl 56 / 54, _g128_sor4 59 / 60, _g128_sor4_a 60 / 62; _g128_pdl and _g128_pkl_pdl
+//   56 on sm_90a (as _g128 / _g128_pkl).
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -181,12 +207,20 @@ enum KernelForm : int {
 };
 
 // kUnits: chunks per thread in one unit when nonzero (the _u4 / _sor4 symbols), else kItemsPerStep.
-template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0, int kForm = kFormAnyMode>
+// kAligned (the _sor4_a symbol, sf only): the launch guarantees that x's base and row stride are multiples of 16
+// bytes (ops/quant/per_token_cast.ts checks it before it picks such a symbol), so the element-wide fallback of
+// load_chunk is compiled out: no per-chunk alignment test, branch or fallback code.
+// kPdl (the _pdl symbols): launched as a programmatic dependent (PDL) of the previous kernel in the stream; run()
+// lets this grid's own dependents start at once and waits for the previous grid (griddepcontrol) before its first
+// global access (Symbols above). Both instructions are no-ops for a launch without the PDL attribute.
+template <Fmt kIn, Fmt kOut, int kN, bool kSr, int kUnits = 0, int kForm = kFormAnyMode, bool kAligned = false,
+          bool kPdl = false>
 struct GroupCast {
   using S = GroupShape<kIn, kOut, kN>;
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
   static constexpr bool kSfOnly = kForm == kFormSfRegs;
   static_assert(!kSfOnly || (!kRequant && !kSr), "the sf-only forms take value inputs and no stochastic rounding");
+  static_assert(!kAligned || kSfOnly, "the aligned-only form is the sf-only _sor4_a");
   static constexpr bool kE2m1Sca = kForm == kFormE2m1Sca;
   static constexpr int kU = kUnits != 0 ? kUnits : kItemsPerStep<kIn>;
   // The (sf, inv) of a group is the same for all its lanes: each lane computes it for at most kSfRounds items of
@@ -430,15 +464,30 @@ struct GroupCast {
       run_regs();
       return;
     }
+    static_assert(!kPdl || (!kRequant && !kSfOnly), "the PDL forms are the value-input staged kernels");
+    if constexpr (kPdl) {
+      // The next grid in the stream (when launched with PDL) may be scheduled once every block of this grid has
+      // issued this: its blocks then take the slots this grid's last blocks free, and its own griddepcontrol.wait
+      // still holds it until this grid has completed and flushed its writes. No memory access of this grid
+      // depends on it.
+      asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    }
     // thread-private staging slots, [stage][item][thread] so that a warp's shared accesses are contiguous
     __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
     __shared__ float inv_tab[kSfInvTable ? 256 : 1];
-    fill_inv_tab(inv_tab);
+    fill_inv_tab(inv_tab);  // shared memory from constants only (and none in the e4m3 PDL forms)
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t x_stride = row_stride_bytes<kIn>(p);
     const bool x_aligned = rows_aligned(p.x, x_stride, S::kLoadBytes);
     const RowTeam team(chunks);
+    if constexpr (kPdl) {
+      // Everything above reads only the launch parameters (constant bank) and computes indices; below, the first
+      // global read (the staging of x, the precomputed sf) and the first global write (data, sf, sf padding).
+      // The previous grid in the stream may write x or read / write this launch's outputs: wait until it has
+      // completed and its memory operations are visible.
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+    }
 
     // copy the unit's chunks into stage `st` (dead chunks read nothing and stage zeros)
     auto prefetch = [&](auto st, uint64_t row, uint32_t base) {
@@ -471,7 +520,7 @@ struct GroupCast {
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t x_stride = row_stride_bytes<kIn>(p);
-    const bool x_aligned = rows_aligned(p.x, x_stride, S::kLoadBytes);
+    const bool x_aligned = kAligned || rows_aligned(p.x, x_stride, S::kLoadBytes);
     const RowTeam team(chunks);
     using Unit = uint32_t[kU][S::kLoadWords];
 
@@ -617,6 +666,13 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
       tk_per_token_cast__##in##_##out##_g##n##_sor4(const __grid_constant__ PerTokenCastParams p) { \
     tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 4, tk::kFormSfRegs>(p).run();             \
   }
+// the PDL forms of bf16 → e4m3 with groups of 128 (perTokenCast while config.pdl is set): _g128 and _g128_pkl with
+// the griddepcontrol prologue
+#define TK_PER_TOKEN_CAST_PDL(in, IN, out, OUT, n, form, FORM)                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)          \
+      tk_per_token_cast__##in##_##out##_g##n##form##_pdl(const __grid_constant__ PerTokenCastParams p) {     \
+    tk::GroupCast<tk::Fmt::IN, tk::Fmt::OUT, n, false, 0, FORM, false, true>(p).run();                       \
+  }
 // packed-sf kernels (perTokenCast with usePackedUe8m0, no stochasticCast): byte stores with an L2 evict_last policy
 #define TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(in, IN, out, OUT, n)                                            \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)          \
@@ -656,6 +712,14 @@ TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 32)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(fp32, kFp32, e4m3, kE4m3, 128)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 32)
 TK_PER_TOKEN_CAST_PACKED_EVICT_LAST(bf16, kBf16, e4m3, kE4m3, 128)
+// perTokenCastWithSfOnly bf16 → e4m3, groups of 128, x 16-byte aligned: _sor4 without the element-wide fallback of
+// load_chunk, which ptxas if-converts there (8 predicated-off LDG.U16 + 4 PRMT beside every 16-byte load)
+extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
+    tk_per_token_cast__bf16_e4m3_g128_sor4_a(const __grid_constant__ PerTokenCastParams p) {
+  tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE4m3, 128, false, 4, tk::kFormSfRegs, true>(p).run();
+}
+TK_PER_TOKEN_CAST_PDL(bf16, kBf16, e4m3, kE4m3, 128, , tk::kFormAnyMode)
+TK_PER_TOKEN_CAST_PDL(bf16, kBf16, e4m3, kE4m3, 128, _pkl, tk::kFormPackedEvictLast)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e4m3, kE4m3)
