@@ -89,6 +89,7 @@ export const swigluLaunchTuning = {
 /** The kernels that have aligned-only forms, with the forms built (forward__bf16_e4m3_g128's `_a` spills at 80 registers). */
 const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an")[]> = new Map([
   ["tk_swiglu_forward__bf16_bf16", ["_a", "_an"]],
+  ["tk_swiglu_forward__bf16_e4m3_g128", ["_an"]],
 ]);
 
 /**
