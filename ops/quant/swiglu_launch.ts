@@ -90,6 +90,7 @@ export const swigluLaunchTuning = {
 const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an")[]> = new Map([
   ["tk_swiglu_forward__bf16_bf16", ["_a", "_an"]],
   ["tk_swiglu_forward__bf16_e4m3_g128", ["_an"]],
+  ["tk_swiglu_backward__bf16_bf16", ["_a", "_an"]],
 ]);
 
 /**

@@ -1025,4 +1025,6 @@ TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
 TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAligned)
 TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
 TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
+TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned)
+TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, an, tk::kFormAligned | tk::kFormNoClamp)
 
