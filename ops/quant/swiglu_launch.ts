@@ -67,13 +67,67 @@ function addr(t: Tensor | null | undefined): number {
   return t ? (t as DeviceTensor).addr : 0;
 }
 
+/**
+ * Launch tuning of the SwiGLU kernels, for the A/B benches (bench/swiglu_a_tuning.ts); the bytes are the same
+ * whatever it holds. Not re-exported by mod.ts.
+ *
+ * `alignedForm` — the aligned-only forms of swiglu.cu (SwigluForm; docs/perf-notes/perf9-swiglu.md), built for
+ * `tk_swiglu_forward__bf16_bf16`, `tk_swiglu_forward__bf16_e4m3_g128` and `tk_swiglu_backward__bf16_bf16`: the
+ * same kernels with the vector alignment of every view compiled in (no element-wide fallback, which ptxas turns
+ * into predicated 2-byte loads issued on every step) and, for `_an`, without a clamp.
+ *   "off" (the default): main's kernels.
+ *   "a": the `_a` form where it exists and the views allow it ({@link swigluFormSuffix}), else main's kernel.
+ *   "an": the `_an` form for launches without a clamp, `_a` for those with one, under the same conditions.
+ * forward__bf16_e4m3_g128 has only `_an` (its `_a` spills at the 80 registers of 3 CTAs/SM): main's kernel under "a"
+ * and for launches with a clamp.
+ * Unmeasured when written (2026-12-01): the default stays "off" until a device run shows a gain.
+ */
+export const swigluLaunchTuning = {
+  alignedForm: "off" as "off" | "a" | "an",
+};
+
+/** The kernels that have aligned-only forms, with the forms built (forward__bf16_e4m3_g128's `_a` spills at 80 registers). */
+const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an")[]> = new Map([
+  ["tk_swiglu_forward__bf16_bf16", ["_a", "_an"]],
+  ["tk_swiglu_forward__bf16_e4m3_g128", ["_an"]],
+  ["tk_swiglu_backward__bf16_bf16", ["_a", "_an"]],
+]);
+
+/**
+ * The suffix of the kernel form a launch uses ("" = main's kernel): per {@link swigluLaunchTuning}.alignedForm, an
+ * aligned-only form when `a.symbol` has one and every alignment the kernel tests at run time holds, so that main's
+ * kernel would take its vector path everywhere too: x 16-byte aligned (rows are multiples of 256 bytes); forward
+ * bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3 data 8-byte aligned; backward: dy,
+ * xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples of 128 bytes). `_an` only without a
+ * clamp (then there are no counters either). Exported for the GPU tests only.
+ */
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" {
+  const mode = swigluLaunchTuning.alignedForm;
+  const built = ALIGNED_FORMS.get(a.symbol);
+  if (mode === "off" || !built) return "";
+  const form = mode === "an" && a.clamp === null && !a.counts ? "_an" : "_a";
+  if (!built.includes(form)) return "";
+  const a16 = (t: Tensor | null | undefined) => addr(t) % 16 === 0;
+  if (!a16(a.x)) return "";
+  if (a.op === "swigluForward") {
+    if (!a.out || !a16(a.out) || (a.out.strides[0] * 2) % 16 !== 0) return "";
+  } else if (a.op === "swigluForwardAndPerTokenCast") {
+    if (addr(a.data) % 8 !== 0) return "";
+  } else if (a.op === "swigluBackward") {
+    if (!a16(a.dy) || !a16(a.out) || !a16(a.actOut)) return "";
+  } else {
+    return "";
+  }
+  return form;
+}
+
 /** Enqueues one kernel of swiglu.cu on `stream`. 0 rows (and no sf padding rows) launch nothing. */
 export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): void {
   const g = a.sfGeometry ?? null;
   const sfRows = g ? g.paddedRows : 0;
   if (a.tokens === 0 && sfRows === 0) return;
   const op = a.op;
-  const fn = kernelFunction(op, device, a.symbol);
+  const fn = kernelFunction(op, device, a.symbol + swigluFormSuffix(a));
   const p = packet;
   p.u64(W.x, addr(a.x));
   p.u64(W.x_sf, addr(a.xSf));
