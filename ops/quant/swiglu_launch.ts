@@ -68,45 +68,31 @@ function addr(t: Tensor | null | undefined): number {
 }
 
 /**
- * Launch tuning of the SwiGLU kernels, for the A/B benches (bench/swiglu_a_tuning.ts); the bytes are the same
- * whatever it holds. Not re-exported by mod.ts.
- *
- * `alignedForm` — the aligned-only forms of swiglu.cu (SwigluForm; docs/perf-notes/perf9-swiglu.md), built for
- * `tk_swiglu_forward__bf16_bf16`, `tk_swiglu_forward__bf16_e4m3_g128` and `tk_swiglu_backward__bf16_bf16`: the
- * same kernels with the vector alignment of every view compiled in (no element-wide fallback, which ptxas turns
- * into predicated 2-byte loads issued on every step) and, for `_an`, without a clamp.
- *   "off" (the default): main's kernels.
- *   "a": the `_a` form where it exists and the views allow it ({@link swigluFormSuffix}), else main's kernel.
- *   "an": the `_an` form for launches without a clamp, `_a` for those with one, under the same conditions.
- * forward__bf16_e4m3_g128 has only `_an` (its `_a` spills at the 80 registers of 3 CTAs/SM): main's kernel under "a"
- * and for launches with a clamp.
- * Unmeasured when written (2026-12-01): the default stays "off" until a device run shows a gain.
+ * The kernels that have aligned-only forms (swiglu.cu's SwigluForm; docs/perf-notes/perf9-swiglu.md), with the
+ * forms built: those that were faster than main's kernel on the H200 (2026-12-01). forward__bf16_e4m3_g128 has no
+ * `_a` (it spills at 80 registers), backward__bf16_bf16 no `_an` (it was slower than main's kernel).
  */
-export const swigluLaunchTuning = {
-  alignedForm: "off" as "off" | "a" | "an",
-};
-
-/** The kernels that have aligned-only forms, with the forms built (forward__bf16_e4m3_g128's `_a` spills at 80 registers). */
 const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an")[]> = new Map([
   ["tk_swiglu_forward__bf16_bf16", ["_a", "_an"]],
   ["tk_swiglu_forward__bf16_e4m3_g128", ["_an"]],
-  ["tk_swiglu_backward__bf16_bf16", ["_a", "_an"]],
+  ["tk_swiglu_backward__bf16_bf16", ["_a"]],
 ]);
 
 /**
- * The suffix of the kernel form a launch uses ("" = main's kernel): per {@link swigluLaunchTuning}.alignedForm, an
- * aligned-only form when `a.symbol` has one and every alignment the kernel tests at run time holds, so that main's
- * kernel would take its vector path everywhere too: x 16-byte aligned (rows are multiples of 256 bytes); forward
- * bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3 data 8-byte aligned; backward: dy,
- * xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples of 128 bytes). `_an` only without a
- * clamp (then there are no counters either). Exported for the GPU tests only.
+ * The suffix of the kernel form a launch uses ("" = main's kernel): an aligned-only form (the same kernel with the
+ * vector alignment of every view compiled in, so no element-wide fallback, which ptxas turns into predicated 2-byte
+ * loads issued on every step; `_an` also without a clamp) when `a.symbol` has one and every alignment the kernel
+ * tests at run time holds, so that main's kernel would take its vector path everywhere too: x 16-byte aligned (rows
+ * are multiples of 256 bytes); forward bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3
+ * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
+ * of 128 bytes). `_an` where it is built and the launch has no clamp (then there are no counters either), else
+ * `_a` where it is built. Exported for the GPU tests only.
  */
 export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" {
-  const mode = swigluLaunchTuning.alignedForm;
   const built = ALIGNED_FORMS.get(a.symbol);
-  if (mode === "off" || !built) return "";
-  const form = mode === "an" && a.clamp === null && !a.counts ? "_an" : "_a";
-  if (!built.includes(form)) return "";
+  if (!built) return "";
+  const form = a.clamp === null && !a.counts && built.includes("_an") ? "_an" : built.includes("_a") ? "_a" : "";
+  if (form === "") return "";
   const a16 = (t: Tensor | null | undefined) => addr(t) % 16 === 0;
   if (!a16(a.x)) return "";
   if (a.op === "swigluForward") {

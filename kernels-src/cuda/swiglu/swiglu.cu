@@ -9,8 +9,9 @@
 //   <one of the above>_a, _an                 aligned-only forms (SwigluForm below): `_a` for views that allow
 //                                             every vector access, `_an` also without a clamp; the same geometry,
 //                                             launch bounds and bytes as the kernel they derive from. `_a`, `_an`
-//                                             of forward__bf16_bf16 and backward__bf16_bf16, `_an` of
-//                                             forward__bf16_e4m3_g128
+//                                             of forward__bf16_bf16, `_a` of backward__bf16_bf16, `_an` of
+//                                             forward__bf16_e4m3_g128; the launch takes them by default where
+//                                             their conditions hold
 //   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
 //                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
 //   tk_swiglu_recip_check                     out[i] = recip_rn_n's 1/x[i]                 (tests; 0xffffffff
@@ -90,7 +91,7 @@ enum SwigluFlag : uint32_t { kHasWeights = 1, kHasScale = 2, kHasClamp = 4, kHas
 enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
 // Launch conditions compiled into the aligned-only forms (template argument kForm of forward / backward; symbol
 // suffix `_a` = kFormAligned, `_an` = kFormAligned | kFormNoClamp; swigluFormSuffix of ops/quant/swiglu_launch.ts
-// selects them only where the conditions hold, main's kernels (kForm = 0) serve every other launch):
+// selects them wherever the conditions hold, main's kernels (kForm = 0) serve every other launch):
 //   kFormAligned: every view the kernel reads or writes allows its vector accesses (x, dy, xGrad, actOut bases
 //     16-byte aligned, the forward out's base and row stride too, e4m3 codes 8-byte), so the element-wide fallback
 //     of load_chunk / store_chunk is not compiled. ptxas if-converts that fallback of the 16-byte loads into
@@ -98,7 +99,8 @@ enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
 //     48 of the 431 instructions of a forward step, 72 of the 1120 of a backward step).
 //   kFormNoClamp: the launch has no clamp (hence no counters, which need one): the clamp flags and selects of
 //     every element are not compiled (without a clamp they still cost ~20 instructions a chunk: the 8 `clamped`
-//     booleans are materialized).
+//     booleans are materialized). Forward only: the backward's `_an` was slower than main's kernel on the H200
+//     (docs/perf-notes/perf9-swiglu.md, Measured) and was removed.
 enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2 };
 
 constexpr int kBlockThreads = 256;
@@ -550,10 +552,11 @@ TK_DEV BwdStage& bwd_stage() {
 }
 
 // kIn fp32 / bf16: plain form, outputs kOut. kIn e4m3: cast form (kOut = bf16 xGrad / actOut, e4m3 + sf of groups kN).
-// kForm: SwigluForm bits.
+// kForm: kFormMain or kFormAligned (the no-clamp backward form lost on the H200: perf9-swiglu.md, Measured).
 template <Fmt kIn, Fmt kDy, Fmt kOut, int kN, int kForm = kFormMain>
 TK_DEV void backward(const SwigluParams& p) {
-  constexpr bool kAl = (kForm & kFormAligned) != 0, kNoClamp = (kForm & kFormNoClamp) != 0;
+  static_assert(kForm == kFormMain || kForm == kFormAligned, "backward forms: main, aligned");
+  constexpr bool kAl = kForm == kFormAligned;
   check_psum(p);
   constexpr bool kCast = kIn == Fmt::kE4m3;
   constexpr int kInElem = FmtTraits<kIn>::kBits / 8, kDyElem = FmtTraits<kDy>::kBits / 8;
@@ -570,7 +573,7 @@ TK_DEV void backward(const SwigluParams& p) {
   const bool out_aligned = kAl || (p.out % vec_align(kChunk * kOutElem)) == 0;
   const bool act_aligned = kAl || (p.act_out % vec_align(kChunk * kOutElem)) == 0;
   const bool data_aligned = kAl || (p.data % 8) == 0;
-  const bool clamp = !kNoClamp && (p.flags & kHasClamp), weighted = p.flags & kHasWeights, recompute = p.flags & kRecompute;
+  const bool clamp = p.flags & kHasClamp, weighted = p.flags & kHasWeights, recompute = p.flags & kRecompute;
   const bool need_act = weighted || recompute;
   const float c = p.clamp;
   constexpr int kNc = kCast ? kN : 32;
@@ -584,7 +587,7 @@ TK_DEV void backward(const SwigluParams& p) {
   // after the exponentials (kLateUp below), all 8 of a chunk run together (128 / 126 registers on sm_90a / sm_100a,
   // no spills); fp32 dy keeps 2.
   constexpr int kExpGroup = kIn != Fmt::kE4m3 || kN != 128 ? 4 : kDy == Fmt::kBf16 ? 8 : 2;
-  const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p, kNoClamp);
+  const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
 
   for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
     const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
@@ -1003,9 +1006,10 @@ TK_SWIGLU_BWD_CAST(bf16, kBf16, 128)
 TK_SWIGLU_BWD_CAST(fp32, kFp32, 32)
 TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
 
-// Aligned-only forms (SwigluForm; docs/perf-notes/perf9-swiglu.md), built for the kernels of the roofline cases:
-// `_a` (kFormAligned), `_an` (kFormAligned | kFormNoClamp). Same launch bounds and geometry as main's kernel.
-// forward__bf16_e4m3_g128 has no `_a`: at its 80-register bound (3 CTAs/SM on sm_90a) that form spills 4 bytes.
+// Aligned-only forms (SwigluForm; docs/perf-notes/perf9-swiglu.md), built for the kernels of the roofline cases
+// where they were faster on the H200: `_a` (kFormAligned), `_an` (kFormAligned | kFormNoClamp). Same launch bounds
+// and geometry as main's kernel. forward__bf16_e4m3_g128 has no `_a`: at its 80-register bound (3 CTAs/SM on
+// sm_90a) that form spills 4 bytes. backward__bf16_bf16 has no `_an`: it was slower than main's kernel.
 #define TK_SWIGLU_FWD_FORM(in, IN, out, OUT, blocks, sfx, form)                                                     \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_##out##_##sfx(  \
       const __grid_constant__ SwigluParams p) {                                                                 \
@@ -1026,5 +1030,3 @@ TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAlig
 TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
 TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
 TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned)
-TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, an, tk::kFormAligned | tk::kFormNoClamp)
-
