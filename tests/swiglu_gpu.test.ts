@@ -26,7 +26,7 @@ import { deviceRuntime } from "../core/tensor.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { expf } from "../ops/quant/expf.ref.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
-import { launchExpfCheck } from "../ops/quant/swiglu_launch.ts";
+import { launchExpfCheck, type SwigluLaunch, swigluFormSuffix } from "../ops/quant/swiglu_launch.ts";
 import { asCodes, caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes, maskExcludedRows, swigluCaseOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
@@ -187,6 +187,14 @@ function common(rand: () => number, T: number, o: Opts, A: number) {
   };
 }
 
+/** A copy of the bf16 tensor `t` (offset 0) one element into its storage: a view off its 16-byte alignment. */
+function offAlignment(t: HostTensor): HostTensor {
+  const src = t.data as Uint16Array;
+  const pad = new Uint16Array(src.length + 1);
+  pad.set(src, 1);
+  return new HostTensor(pad, t.dtype, t.shape, t.strides, 1);
+}
+
 function onDevice<T extends Record<string, unknown>>(o: T): T {
   const r: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(o)) r[k] = v instanceof HostTensor ? uploadView(v) : v;
@@ -307,13 +315,17 @@ gpuTest("every bf16 gate pattern (the silu and e^(-g) tables of the bf16 kernels
   const dy = tensor(new Uint16Array(T * H).fill(encodeBf16(1.25)), [T, H], "bf16");
   const w = tensor(Float32Array.from({ length: T }, (_, t) => Math.fround(0.5 + t / 256)), [T], "fp32");
   const dx = uploadView(x), ddy = uploadView(dy), dw = uploadView(w);
+  // bf16 → bf16 and forward+cast run the aligned-only forms (forward `_an` without a clamp, `_a` with one; backward
+  // `_a`; forward+cast `_an` without a clamp, main's kernel with one), bf16 → fp32 main's kernels
   for (const clampValue of [undefined, 3.3]) {
     const label = `all gates clamp=${clampValue}`;
     for (const fmt of ["fp32", "bf16"] as const) {
-      const cpu = swigluForward(x, { fmt, clampValue }) as HostTensor;
-      const gpu = swigluForward(dx, { fmt, clampValue }) as DeviceTensor;
-      assertBytesEqual(readAllocation(gpu), storageBytes(cpu), `${label} forward ${fmt}`);
-      dispose(gpu);
+      for (const weighted of [false, true]) {
+        const cpu = swigluForward(x, { fmt, clampValue, topkWeights: weighted ? w : undefined }) as HostTensor;
+        const gpu = swigluForward(dx, { fmt, clampValue, topkWeights: weighted ? dw : undefined }) as DeviceTensor;
+        assertBytesEqual(readAllocation(gpu), storageBytes(cpu), `${label} forward ${fmt} weighted=${weighted}`);
+        dispose(gpu);
+      }
       const c = swigluBackward(x, dy, { fmt, clampValue, topkWeights: w, doRecompute: true });
       const g = swigluBackward(dx, ddy, { fmt, clampValue, topkWeights: dw, doRecompute: true });
       for (let i = 0; i < 3; i++) {
@@ -447,9 +459,7 @@ gpuTest("a device output with a row stride, an unaligned device x and a stream: 
   const T = 33, H = 192;
   const x = randomX(rand, T, 2 * H, "bf16");
   // an x view one element into its storage: not 16-byte aligned, so the element-wise fallback runs
-  const pad = new Uint16Array(T * 2 * H + 1);
-  pad.set(x.data as Uint16Array, 1);
-  const xv = uploadView(new HostTensor(pad, "bf16", [T, 2 * H], [2 * H, 1], 1));
+  const xv = uploadView(offAlignment(x));
   const wide = tensor(new Float32Array(T * (H + 64)).fill(5), [T, H + 64], "fp32");
   const view = new HostTensor(wide.data, "fp32", [T, H], [H + 64, 1], 0);
   const dview = uploadView(view);
@@ -534,4 +544,135 @@ gpuTest("on the device, the fused ops equal the composition of their parts", () 
     dispose(q, qsf, dy, gx, gq, gs, gw, ga, xf, px, pw, pa, bx, pq, ps, ba);
   }
   dispose(dx, dw);
+});
+
+// ---- the aligned-only kernel forms (`_a`, `_an`; docs/perf-notes/perf9-swiglu.md) ------------------------------
+
+gpuTest("the aligned-only forms (_a, _an) are the default where the views allow them, main's kernels take x off alignment: the form and the bytes over the option matrix", () => {
+  const seed = SEED + 8;
+  console.log(`swiglu aligned forms seed ${seed}`);
+  const rand = rng(seed);
+  const OPTS_A: Opts[] = [...OPTS, { psum: true, weights: true }];
+  for (const aligned of [true, false]) {
+    for (const [T, H] of SHAPES) {
+      for (const o of OPTS_A) {
+        const A = [1, 4, 16][Math.floor(rand() * 3)];
+        const x = randomX(rand, T, 2 * H, "bf16");
+        const co = common(rand, T, o, A);
+        const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
+        const dx = uploadView(aligned ? x : offAlignment(x));
+        const dco = onDevice(co);
+        const withClamp = o.clamp === true;
+        const place = aligned ? "aligned" : "x off alignment";
+        {
+          const label = `${place} fwd bf16→bf16 T=${T} H=${H} ${JSON.stringify(o)} A=${A}`;
+          const hc = withClamp ? tensor(new BigInt64Array([1n, 2n, 3n, 4n]), [4], "int64") : undefined;
+          const dc = hc ? uploadView(hc) : undefined;
+          const cpu = swigluForward(x, { fmt: "bf16", ...co, clampedCount: hc }) as HostTensor;
+          const gpu = swigluForward(dx, { fmt: "bf16", ...dco, clampedCount: dc }) as DeviceTensor;
+          const l = launchOf("swigluForward", "tk_swiglu_forward__bf16_bf16", dx, dco, { out: gpu, counts: dc ?? null });
+          assert.equal(swigluFormSuffix(l), !aligned ? "" : withClamp ? "_a" : "_an", `${label}: form`);
+          sameRows(readAllocation(gpu), storageBytes(cpu), real, H * 2, label);
+          if (hc && dc) assertBytesEqual(readAllocation(dc), storageBytes(hc), `${label} counts`);
+          dispose(gpu, dc);
+        }
+        if (H % 128 === 0) {
+          for (const sfo of [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }]) {
+            const label = `${place} fwd+cast N=128 ${JSON.stringify(sfo)} T=${T} H=${H} ${JSON.stringify(o)} A=${A}`;
+            const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...co });
+            const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...dco });
+            const l = launchOf("swigluForwardAndPerTokenCast", "tk_swiglu_forward__bf16_e4m3_g128", dx, dco, { data: gd as DeviceTensor });
+            // no `_a` form here: with a clamp, main's kernel
+            assert.equal(swigluFormSuffix(l), aligned && !withClamp ? "_an" : "", `${label}: form`);
+            sameRows(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), real, H, `${label} data`);
+            sameSfRows(readAllocation(gs as DeviceTensor), cs as HostTensor, real, label);
+            if (!o.psum) assertBytesEqual(readAllocation(gs as DeviceTensor), storageBytes(cs as HostTensor), `${label} sf allocation`);
+            dispose(gd, gs);
+          }
+        }
+        for (const rec of [false, true]) {
+          const label = `${place} bwd bf16→bf16 T=${T} H=${H} ${JSON.stringify(o)} rec=${rec} A=${A}`;
+          const dy = randomX(rand, T, H, "bf16");
+          const ddy = uploadView(dy);
+          const c = swigluBackward(x, dy, { fmt: "bf16", ...co, doRecompute: rec });
+          const g = swigluBackward(dx, ddy, { fmt: "bf16", ...dco, doRecompute: rec });
+          const l = launchOf("swigluBackward", "tk_swiglu_backward__bf16_bf16", dx, dco, { dy: ddy, out: g[0] as DeviceTensor, actOut: g[2] as DeviceTensor | null });
+          // `_a` with and without a clamp (no `_an` form)
+          assert.equal(swigluFormSuffix(l), aligned ? "_a" : "", `${label}: form`);
+          for (let i = 0; i < 3; i++) {
+            assert.equal(g[i] === null, c[i] === null, `${label} output ${i} presence`);
+            if (c[i]) assertBytesEqual(readAllocation(g[i] as DeviceTensor), storageBytes(c[i] as HostTensor), `${label} output ${i}`);
+          }
+          dispose(g, ddy);
+        }
+        dispose(dx, Object.values(dco));
+      }
+    }
+  }
+});
+
+/** The launch record swigluFormSuffix sees for a call on device inputs (the fields it reads). */
+function launchOf(
+  op: SwigluLaunch["op"],
+  symbol: string,
+  x: Tensor,
+  dco: { clampValue?: number },
+  extra: Partial<SwigluLaunch>,
+): SwigluLaunch {
+  return { op, symbol, tokens: 0, hidden: 0, x, weights: null, psum: null, tokenAlignment: 1, scale: null, clamp: dco.clampValue ?? null, ...extra };
+}
+
+gpuTest("the aligned-only forms at full size, and main's kernels for views off alignment", () => {
+  const rand = rng(SEED + 9);
+  const T2 = 4001, H2 = 7168;
+  const x2 = randomX(rand, T2, 2 * H2, "bf16");
+  const dy2 = randomX(rand, T2, H2, "bf16");
+  const co2 = { ...common(rand, T2, { psum: true, weights: true }, 128) };
+  const real2 = swigluRealRows("t", T2, co2.psumNumTokensPerExpert ?? null, 128);
+  const dx2 = uploadView(x2), ddy2 = uploadView(dy2), dco2 = onDevice(co2);
+  {
+    // full size (the roofline shape), psum layout with padding rows, weights, no clamp: forward `_an`,
+    // forward+cast `_an`, backward `_a`
+    const label = "full size";
+    const fwd = swigluForward(x2, { fmt: "bf16", ...co2 }) as HostTensor;
+    const gpu = swigluForward(dx2, { fmt: "bf16", ...dco2 }) as DeviceTensor;
+    sameRows(readAllocation(gpu), storageBytes(fwd), real2, H2 * 2, `${label} forward`);
+    dispose(gpu);
+    const cast = swigluForwardAndPerTokenCast(x2, { fmt: "e4m3", numPerChannels: 128, ...co2 });
+    const [gd, gs] = swigluForwardAndPerTokenCast(dx2, { fmt: "e4m3", numPerChannels: 128, ...dco2 });
+    sameRows(readAllocation(gd as DeviceTensor), storageBytes(cast[0] as HostTensor), real2, H2, `${label} forward+cast data`);
+    sameSfRows(readAllocation(gs as DeviceTensor), cast[1] as HostTensor, real2, `${label} forward+cast`);
+    dispose(gd, gs);
+    const bwd = swigluBackward(x2, dy2, { fmt: "bf16", ...co2 });
+    const g = swigluBackward(dx2, ddy2, { fmt: "bf16", ...dco2 });
+    for (let i = 0; i < 2; i++) assertBytesEqual(readAllocation(g[i] as DeviceTensor), storageBytes(bwd[i] as HostTensor), `${label} backward output ${i}`);
+    dispose(g);
+  }
+  {
+    // views off their 16-byte alignment: main's kernel (its element-wide fallback) runs, same bytes. x one element
+    // in; a forward out with a row stride of 8 bytes mod 16 (with x unaligned, then with x aligned); dy one element in
+    const label = "off alignment";
+    const Tu = 33, Hu = 192;
+    const xu = randomX(rand, Tu, 2 * Hu, "bf16");
+    const dxu = uploadView(offAlignment(xu));
+    const wide = new Uint16Array(Tu * (Hu + 4)).fill(0x3f80);
+    const view = new HostTensor(wide.slice(), "bf16", [Tu, Hu], [Hu + 4, 1], 0);
+    const cpuU = swigluForward(xu, { fmt: "bf16", out: view });
+    const dxa = uploadView(xu);
+    for (const [dxv, what] of [[dxu, "unaligned x"], [dxa, "aligned x"]] as const) {
+      const dview = uploadView(new HostTensor(wide, "bf16", [Tu, Hu], [Hu + 4, 1], 0));
+      assert.equal(swigluFormSuffix(launchOf("swigluForward", "tk_swiglu_forward__bf16_bf16", dxv, {}, { out: dview })), "", `${what}, strided out: main's kernel`);
+      swigluForward(dxv, { fmt: "bf16", out: dview });
+      assertBytesEqual(readAllocation(dview), storageBytes(cpuU as HostTensor), `${label}: ${what}, strided out`);
+      dispose(dview);
+    }
+    const dyu = randomX(rand, Tu, Hu, "bf16");
+    const ddyu = uploadView(offAlignment(dyu));
+    const cu = swigluBackward(xu, dyu, { fmt: "bf16", doRecompute: true });
+    const gu = swigluBackward(dxa, ddyu, { fmt: "bf16", doRecompute: true });
+    assert.equal(swigluFormSuffix(launchOf("swigluBackward", "tk_swiglu_backward__bf16_bf16", dxa, {}, { dy: ddyu, out: gu[0] as DeviceTensor })), "", "unaligned dy: main's kernel");
+    for (let i = 0; i < 3; i++) if (cu[i]) assertBytesEqual(readAllocation(gu[i] as DeviceTensor), storageBytes(cu[i] as HostTensor), `${label}: unaligned dy output ${i}`);
+    dispose(dxu, dxa, ddyu, gu);
+  }
+  dispose(dx2, ddy2, Object.values(dco2));
 });

@@ -67,13 +67,53 @@ function addr(t: Tensor | null | undefined): number {
   return t ? (t as DeviceTensor).addr : 0;
 }
 
+/**
+ * The kernels that have aligned-only forms (swiglu.cu's SwigluForm; docs/perf-notes/perf9-swiglu.md), with the
+ * forms built: those that were faster than main's kernel on the H200 (2026-12-01). forward__bf16_e4m3_g128 has no
+ * `_a` (it spills at 80 registers), backward__bf16_bf16 no `_an` (it was slower than main's kernel).
+ */
+const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an")[]> = new Map([
+  ["tk_swiglu_forward__bf16_bf16", ["_a", "_an"]],
+  ["tk_swiglu_forward__bf16_e4m3_g128", ["_an"]],
+  ["tk_swiglu_backward__bf16_bf16", ["_a"]],
+]);
+
+/**
+ * The suffix of the kernel form a launch uses ("" = main's kernel): an aligned-only form (the same kernel with the
+ * vector alignment of every view compiled in, so no element-wide fallback, which ptxas turns into predicated 2-byte
+ * loads issued on every step; `_an` also without a clamp) when `a.symbol` has one and every alignment the kernel
+ * tests at run time holds, so that main's kernel would take its vector path everywhere too: x 16-byte aligned (rows
+ * are multiples of 256 bytes); forward bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3
+ * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
+ * of 128 bytes). `_an` where it is built and the launch has no clamp (then there are no counters either), else
+ * `_a` where it is built. Exported for the GPU tests only.
+ */
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" {
+  const built = ALIGNED_FORMS.get(a.symbol);
+  if (!built) return "";
+  const form = a.clamp === null && !a.counts && built.includes("_an") ? "_an" : built.includes("_a") ? "_a" : "";
+  if (form === "") return "";
+  const a16 = (t: Tensor | null | undefined) => addr(t) % 16 === 0;
+  if (!a16(a.x)) return "";
+  if (a.op === "swigluForward") {
+    if (!a.out || !a16(a.out) || (a.out.strides[0] * 2) % 16 !== 0) return "";
+  } else if (a.op === "swigluForwardAndPerTokenCast") {
+    if (addr(a.data) % 8 !== 0) return "";
+  } else if (a.op === "swigluBackward") {
+    if (!a16(a.dy) || !a16(a.out) || !a16(a.actOut)) return "";
+  } else {
+    return "";
+  }
+  return form;
+}
+
 /** Enqueues one kernel of swiglu.cu on `stream`. 0 rows (and no sf padding rows) launch nothing. */
 export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): void {
   const g = a.sfGeometry ?? null;
   const sfRows = g ? g.paddedRows : 0;
   if (a.tokens === 0 && sfRows === 0) return;
   const op = a.op;
-  const fn = kernelFunction(op, device, a.symbol);
+  const fn = kernelFunction(op, device, a.symbol + swigluFormSuffix(a));
   const p = packet;
   p.u64(W.x, addr(a.x));
   p.u64(W.x_sf, addr(a.xSf));

@@ -6,6 +6,12 @@
 //   tk_swiglu_forward__<in>_e4m3_g<N>         in ∈ {fp32, bf16}, N ∈ {32, 128}             (+ per-token cast)
 //   tk_swiglu_backward__<in>_<out>            in = x = actXGrad ∈ {fp32, bf16}, out ∈ {fp32, bf16}
 //   tk_swiglu_backward__e4m3_<dy>_g<N>        dy ∈ {fp32, bf16}, N ∈ {32, 128}             (e4m3 x, + cast)
+//   <one of the above>_a, _an                 aligned-only forms (SwigluForm below): `_a` for views that allow
+//                                             every vector access, `_an` also without a clamp; the same geometry,
+//                                             launch bounds and bytes as the kernel they derive from. `_a`, `_an`
+//                                             of forward__bf16_bf16, `_a` of backward__bf16_bf16, `_an` of
+//                                             forward__bf16_e4m3_g128; the launch takes them by default where
+//                                             their conditions hold
 //   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
 //                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
 //   tk_swiglu_recip_check                     out[i] = recip_rn_n's 1/x[i]                 (tests; 0xffffffff
@@ -83,6 +89,19 @@ namespace {
 enum SwigluFlag : uint32_t { kHasWeights = 1, kHasScale = 2, kHasClamp = 4, kHasCounts = 8, kRecompute = 16 };
 // Condition bits of the error word (registered with their texts in ops/quant/swiglu_launch.ts)
 enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
+// Launch conditions compiled into the aligned-only forms (template argument kForm of forward / backward; symbol
+// suffix `_a` = kFormAligned, `_an` = kFormAligned | kFormNoClamp; swigluFormSuffix of ops/quant/swiglu_launch.ts
+// selects them wherever the conditions hold, main's kernels (kForm = 0) serve every other launch):
+//   kFormAligned: every view the kernel reads or writes allows its vector accesses (x, dy, xGrad, actOut bases
+//     16-byte aligned, the forward out's base and row stride too, e4m3 codes 8-byte), so the element-wide fallback
+//     of load_chunk / store_chunk is not compiled. ptxas if-converts that fallback of the 16-byte loads into
+//     predicated 2-byte loads which issue on every step even when their guard is off (docs/perf-notes/perf9-swiglu.md:
+//     48 of the 431 instructions of a forward step, 72 of the 1120 of a backward step).
+//   kFormNoClamp: the launch has no clamp (hence no counters, which need one): the clamp flags and selects of
+//     every element are not compiled (without a clamp they still cost ~20 instructions a chunk: the 8 `clamped`
+//     booleans are materialized). Forward only: the backward's `_an` was slower than main's kernel on the H200
+//     (docs/perf-notes/perf9-swiglu.md, Measured) and was removed.
+enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2 };
 
 constexpr int kBlockThreads = 256;
 constexpr int kTeam = 8;        // lanes per row
@@ -271,12 +290,13 @@ struct GateFn {
 };
 
 // Every thread of the CTA calls it (with a table it fills the table and synchronizes).
+// `no_clamp`: the kernel form has no clamp (kFormNoClamp), whatever the flags say.
 template <Fmt kIn, bool kSilu, int kExpGroup = 4>
-TK_DEV GateFn<kIn, kSilu, kExpGroup> make_gate_fn(const SwigluParams& p) {
+TK_DEV GateFn<kIn, kSilu, kExpGroup> make_gate_fn(const SwigluParams& p, bool no_clamp = false) {
   if constexpr (GateFn<kIn, kSilu, kExpGroup>::kTable) {
     __shared__ __align__(16) float table[kExpNegBf16TableSize];
     copy_bf16_gate_table(table, kSilu ? kSiluBf16Table : kExpNegBf16Table);
-    const bool clamp = p.flags & kHasClamp;
+    const bool clamp = !no_clamp && (p.flags & kHasClamp);
     const float f_clamped = !clamp ? 0.0f : kSilu ? silu_cr(p.clamp) : expf_cr(-p.clamp);
     __syncthreads();
     return GateFn<kIn, kSilu, kExpGroup>{table, f_clamped, clamp, nullptr};
@@ -373,26 +393,28 @@ TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
 }
 
 // ---- forward -----------------------------------------------------------------------------------------------------
-// kN = 0: plain output kOut; kN ∈ {32, 128}: e4m3 codes + sf.
-template <Fmt kIn, Fmt kOut, int kN>
+// kN = 0: plain output kOut; kN ∈ {32, 128}: e4m3 codes + sf. kForm: SwigluForm bits.
+template <Fmt kIn, Fmt kOut, int kN, int kForm = kFormMain>
 TK_DEV void forward(const SwigluParams& p) {
+  constexpr bool kAl = (kForm & kFormAligned) != 0, kNoClamp = (kForm & kFormNoClamp) != 0;
   check_psum(p);
   constexpr int kInBytes = kChunk * FmtTraits<kIn>::kBits / 8;
   const uint32_t H = p.hidden, chunks = H / kChunk;
   const uint32_t steps = (H + kBlockCols - 1) / kBlockCols;
   const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
   const uint64_t x_row = 2ull * H * (FmtTraits<kIn>::kBits / 8);
-  const bool x_aligned = (p.x % vec_align(kInBytes)) == 0;  // rows are multiples of 128 elements
+  const bool x_aligned = kAl || (p.x % vec_align(kInBytes)) == 0;  // rows are multiples of 128 elements
   constexpr int kOutElem = kN ? 1 : FmtTraits<kOut>::kBits / 8;
   const uint64_t out_row = kN ? H : p.out_row_stride * kOutElem;
   uint8_t* out = reinterpret_cast<uint8_t*>(kN ? p.data : p.out);
-  const bool out_aligned = rows_aligned(kN ? p.data : p.out, out_row, vec_align(kN ? 8 : kChunk * kOutElem));
-  const bool clamp = p.flags & kHasClamp, counting = p.flags & kHasCounts, weighted = p.flags & kHasWeights;
+  const bool out_aligned = kAl || rows_aligned(kN ? p.data : p.out, out_row, vec_align(kN ? 8 : kChunk * kOutElem));
+  const bool clamp = !kNoClamp && (p.flags & kHasClamp), counting = !kNoClamp && (p.flags & kHasCounts);
+  const bool weighted = p.flags & kHasWeights;
   const float c = p.clamp;
   constexpr int kGroup = kN ? kN : 32;  // the plain output has no groups (GroupCast unused)
   const SfOut sf_out = make_sf_out(p, H / kGroup);
   const GroupCast<kGroup> cast{sf_out, p.amax_clamp, p.sf_flags};
-  const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p);
+  const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p, kNoClamp);
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
   for_rows<kFwdParts>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
@@ -530,8 +552,11 @@ TK_DEV BwdStage& bwd_stage() {
 }
 
 // kIn fp32 / bf16: plain form, outputs kOut. kIn e4m3: cast form (kOut = bf16 xGrad / actOut, e4m3 + sf of groups kN).
-template <Fmt kIn, Fmt kDy, Fmt kOut, int kN>
+// kForm: kFormMain or kFormAligned (the no-clamp backward form lost on the H200: perf9-swiglu.md, Measured).
+template <Fmt kIn, Fmt kDy, Fmt kOut, int kN, int kForm = kFormMain>
 TK_DEV void backward(const SwigluParams& p) {
+  static_assert(kForm == kFormMain || kForm == kFormAligned, "backward forms: main, aligned");
+  constexpr bool kAl = kForm == kFormAligned;
   check_psum(p);
   constexpr bool kCast = kIn == Fmt::kE4m3;
   constexpr int kInElem = FmtTraits<kIn>::kBits / 8, kDyElem = FmtTraits<kDy>::kBits / 8;
@@ -540,14 +565,14 @@ TK_DEV void backward(const SwigluParams& p) {
   const uint32_t steps = (H + kBlockCols - 1) / kBlockCols;
   const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
   const uint8_t* dy = reinterpret_cast<const uint8_t*>(p.dy);
-  const bool x_aligned = (p.x % vec_align(kChunk * kInElem)) == 0;  // rows are multiples of 64 elements
-  const bool dy_aligned = (p.dy % vec_align(kChunk * kDyElem)) == 0;
+  const bool x_aligned = kAl || (p.x % vec_align(kChunk * kInElem)) == 0;  // rows are multiples of 64 elements
+  const bool dy_aligned = kAl || (p.dy % vec_align(kChunk * kDyElem)) == 0;
   uint8_t* gout = reinterpret_cast<uint8_t*>(p.out);
   uint8_t* act = reinterpret_cast<uint8_t*>(p.act_out);
   uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
-  const bool out_aligned = (p.out % vec_align(kChunk * kOutElem)) == 0;
-  const bool act_aligned = (p.act_out % vec_align(kChunk * kOutElem)) == 0;
-  const bool data_aligned = (p.data % 8) == 0;
+  const bool out_aligned = kAl || (p.out % vec_align(kChunk * kOutElem)) == 0;
+  const bool act_aligned = kAl || (p.act_out % vec_align(kChunk * kOutElem)) == 0;
+  const bool data_aligned = kAl || (p.data % 8) == 0;
   const bool clamp = p.flags & kHasClamp, weighted = p.flags & kHasWeights, recompute = p.flags & kRecompute;
   const bool need_act = weighted || recompute;
   const float c = p.clamp;
@@ -980,3 +1005,28 @@ TK_SWIGLU_BWD_CAST(bf16, kBf16, 32)
 TK_SWIGLU_BWD_CAST(bf16, kBf16, 128)
 TK_SWIGLU_BWD_CAST(fp32, kFp32, 32)
 TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
+
+// Aligned-only forms (SwigluForm; docs/perf-notes/perf9-swiglu.md), built for the kernels of the roofline cases
+// where they were faster on the H200: `_a` (kFormAligned), `_an` (kFormAligned | kFormNoClamp). Same launch bounds
+// and geometry as main's kernel. forward__bf16_e4m3_g128 has no `_a`: at its 80-register bound (3 CTAs/SM on
+// sm_90a) that form spills 4 bytes. backward__bf16_bf16 has no `_an`: it was slower than main's kernel.
+#define TK_SWIGLU_FWD_FORM(in, IN, out, OUT, blocks, sfx, form)                                                     \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_##out##_##sfx(  \
+      const __grid_constant__ SwigluParams p) {                                                                 \
+    tk::forward<tk::Fmt::IN, tk::Fmt::OUT, 0, form>(p);                                                         \
+  }
+#define TK_SWIGLU_FWD_CAST_FORM(in, IN, n, blocks, sfx, form)                                                       \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_e4m3_g##n##_##sfx( \
+      const __grid_constant__ SwigluParams p) {                                                                 \
+    tk::forward<tk::Fmt::IN, tk::Fmt::kE4m3, n, form>(p);                                                       \
+  }
+#define TK_SWIGLU_BWD_FORM(in, IN, out, OUT, sfx, form)                                                             \
+  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocks) tk_swiglu_backward__##in##_##out##_##sfx( \
+      const __grid_constant__ SwigluParams p) {                                                                 \
+    tk::backward<tk::Fmt::IN, tk::Fmt::IN, tk::Fmt::OUT, 0, form>(p);                                           \
+  }
+
+TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAligned)
+TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
+TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
+TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned)
