@@ -50,6 +50,12 @@ export const NORM_BLOCK_THREADS = 256;
  *   memory by one bulk copy (TMA) instead of in registers (2H bytes of dynamic shared memory, 40 registers, 12 rows
  *   per SM; step 4 and the cast by a rolled loop). H200, 16384 × 7168: 72.9% of copy against 60.6% for the cast by
  *   register rows (removed) and 50.5% for the team kernel (bench/RESULTS.md, seventh run). Off: the team kernel.
+ * - `castBulkRowsAligned` (default false; round 9, unmeasured): where `castBulkRows` runs and every view allows
+ *   16-byte accesses (x's base and strides, the weight, data, outBf16: multiples of 16 bytes), run
+ *   `tk_norm_forward__bf16_e4m3_g<N>_br4a` instead: the same kernel compiled for aligned views only (no element-load
+ *   fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk: 24 of ~265 warp-
+ *   instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1) in its own copy of the loop.
+ *   Same launch geometry, registers (40) and bits. docs/perf-notes/perf9-ncast.md.
  * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
  *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against
  *   68.1% with 100 (14 blocks' worth of shared memory at H = 7168, 28 KiB of L1).
@@ -67,6 +73,7 @@ export const normLaunchTuning = {
   forwardWarpRowsMinRowsPerSm: 16,
   forwardRegRows: true,
   castBulkRows: true,
+  castBulkRowsAligned: false,
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**

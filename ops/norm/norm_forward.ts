@@ -250,6 +250,17 @@ function rowStrides(t: Tensor | null): [number, number] {
 }
 
 /**
+ * Whether the views of a bulk-rows cast allow the aligned-only kernel `_e4m3_g<N>_br4a` (normLaunchTuning.
+ * castBulkRowsAligned): x's base and row / batch strides, the weight, data and outBf16 at multiples of 16 bytes
+ * (bf16 x; data and outBf16 are contiguous with H a multiple of 16, so their rows follow their bases).
+ */
+export function bulkRowsAligned(x: Tensor, w: Tensor | null, data: Tensor, outBf16: Tensor | null): boolean {
+  const al = (bytes: number) => bytes % 16 === 0;
+  const [xb, xr] = rowStrides(x);
+  return al(addr(x)) && al(2 * xb) && al(2 * xr) && (!w || al(addr(w))) && al(addr(data)) && (!outBf16 || al(addr(outBf16)));
+}
+
+/**
  * Launches `tk_norm_forward__<dtype>` (plain: `out`) or `tk_norm_forward__<dtype>_e4m3_g<N>` (fused cast) per the
  * launch table of norm_forward.cu. Zero rows: no launch.
  */
@@ -273,12 +284,13 @@ export function launchNormForward(
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // any H, no residual: one block of 4 warps per row, for normForward the row held in registers
   // (`_rr4_l2`), for the cast landed in shared memory by a bulk copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared
-  // memory, the carveout of `bulkRowsCarveout`)
+  // memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4a`, compiled for aligned views only, where
+  // `castBulkRowsAligned` asks for it and the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
   // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block)
   const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
-  const form = bulkRows ? "_br4" : regRows ? "_rr4_l2" : wr ? "_wr_res" : "";
+  const form = bulkRows ? (t.castBulkRowsAligned && bulkRowsAligned(x, r.w, c!.data, c!.outBf16) ? "_br4a" : "_br4") : regRows ? "_rr4_l2" : wr ? "_wr_res" : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, t.bulkRowsCarveout) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
@@ -324,7 +336,7 @@ export function launchNormForward(
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
   // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
-  // _rr4_l2, _e4m3_g<N>_br4: one block of 128 threads per row, one block per row by default.
+  // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows;
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);

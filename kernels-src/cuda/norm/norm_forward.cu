@@ -15,6 +15,8 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
+//   tk_norm_forward__bf16_e4m3_g<N>_br4a   the same, compiled for aligned views only (below, "aligned bulk rows");
+//                                          the host's choice where castBulkRowsAligned is set and the views allow it
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -36,6 +38,7 @@
 //   correct, rows walked grid-stride by block, each later row behind a barrier). Registers (no spills, sm_90a and
 //   sm_100a): 40 → 12 blocks per SM; the host asks for an 85% shared-memory carveout (normLaunchTuning.
 //   bulkRowsCarveout; measured 72.9% of copy against 68.1% with the largest), which leaves L1 room for the weight.
+//   _e4m3_g<N>_br4a: as _e4m3_g<N>_br4 (40 registers, 12 blocks per SM, the same carveout), aligned views only.
 //
 //   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
 //   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
@@ -965,6 +968,21 @@ struct NormForwardBulkRows {
   const NormForwardParams& p;
   TK_DEV explicit NormForwardBulkRows(const NormForwardParams& params) : p(params) {}
 
+  // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
+  // j < J for the group shuffles), aligned only.
+  template <bool kOne, bool kW>
+  TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
+    const uint32_t K = p.hidden / kRmsChunk;
+    const bool with_bf16 = p.flags & kFwdOutBf16;
+#pragma unroll 1
+    for (uint32_t j = 0; j < J; ++j) {
+      const uint32_t k = threadIdx.x + kP * j;
+      const bool live = k < K;
+      const Chunk y = step4<kOne, kW>(buf, k, live, rstd);
+      NormForwardWarpRows<kCastN>(p).template cast_chunk<true>(y, row, t, b, k, live, with_bf16, true, true);
+    }
+  }
+
   TK_DEV void run() const {
     extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
     __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
@@ -1081,6 +1099,145 @@ struct NormForwardBulkRows {
   }
 };
 
+// ---- aligned bulk rows: tk_norm_forward__bf16_e4m3_g<N>_br4a -------------------------------------------------------
+// The bulk rows' cast (above: one block of 4 warps per row, the row landed in shared memory by one bulk copy, thread
+// p owning chunks p + 128 j for the sums and the tree, step 4 + the cast as a rolled loop over j) compiled for aligned
+// views only. The host launches it only when x's base and strides, the weight, data and outBf16 are multiples of 16
+// bytes (normLaunchTuning.castBulkRowsAligned): the row is always landed by the bulk copy (no element loads), the
+// weight is read by two 16-byte loads and data / outBf16 written by 16-byte stores, with no narrow fallback compiled
+// in. ptxas if-converts such a fallback into predicated narrow accesses that issue on every call: in `_br4`'s step-4
+// loop the weight's 16 `@P LDG.U16` + 8 `@P PRMT` issue with every chunk (24 of ~265 warp-instructions a chunk;
+// docs/perf-notes/perf9-ncast.md). The bench's case (a weight, outScale = 1) has its own copy of the loop without
+// the weight flag test, the unit-weight moves and the outScale products; every other case runs the general copy
+// (w = 1 without a weight, as `_br4`). Same bits as `_br4`: the same products in the same order
+// (norm_step4_chunk<kOne, true, Chunk, false>, element for element, by 16-byte pieces) and the same cast
+// (NormForwardWarpRows::cast_chunk<true>, here with the alignments compile-time true).
+// Registers: 40 → 12 blocks per SM (kBrMinBlocks), no spills, sm_90a and sm_100a; shared memory as `_br4`.
+// (Not instantiated: a form with two chunks per lane, 8m + i and 8m + i + 4 for the 4 lanes i of unit m, one scale
+// per two chunks; it needs ~48 registers and spilled 24–200 bytes at 40 in every arrangement tried, even with one
+// chunk parked in the row buffer: docs/perf-notes/perf9-ncast.md.)
+template <int kCastN>
+struct NormForwardBulkRowsA {
+  using Chunk = RowChunk<Fmt::kBf16>;
+  static constexpr int kEb = 2;
+  static constexpr uint32_t kP = 4 * kWarpSize;               // team = block
+  static constexpr int kJ = 512 / kP;           // chunks a thread holds at most (N ≤ 512)
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardBulkRowsA(const NormForwardParams& params) : p(params) {}
+
+  TK_DEV SfOut sf_out() const {
+    return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, p.hidden / kCastN};
+  }
+
+  // Chunk k of the row in the buffer at `buf` through step 4 (x +0 when !live): y = RNbf16((s ⊗ rstd) ⊗ w) (kOne:
+  // outScale = 1) or RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), NaN halves left as the conversion makes them (the cast
+  // treats every NaN alike; cast_chunk<true> fixes them in the outBf16 copy). By 16-byte pieces (x from the buffer,
+  // the weight through L1), element for element the products of norm_step4_chunk<kOne, true, Chunk, false>. kW: the
+  // weight compiled in (present); otherwise read when the launch has one, w = 1 (bf16 0x3F80) without:
+  // (s ⊗ rstd) ⊗ 1 = s ⊗ rstd and 1 ⊗ outScale = outScale exactly, a NaN stays a NaN (as `_br4`).
+  template <bool kOne, bool kW>
+  TK_DEV Chunk step4(uint32_t buf, uint32_t k, bool live, float rstd) const {
+    Chunk y;
+    const uint8_t* wq = reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(k) * Chunk::kBytes;
+    const bool has_w = kW || (p.flags & kFwdWeight);
+#pragma unroll
+    for (int s = 0; s < Chunk::kPieces; ++s) {
+      uint32_t v[4] = {0u, 0u, 0u, 0u}, w[4] = {0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u};
+      if (live) ld_shared(buf + k * Chunk::kBytes + kVecBytes * s, v);
+      if (has_w && live) ld_cached(wq + kVecBytes * s, w);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        float f[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float sr = mul_rn(h ? bf16_hi(v[q]) : bf16_lo(v[q]), rstd);
+          const float wv = h ? bf16_hi(w[q]) : bf16_lo(w[q]);
+          f[h] = kOne ? mul_rn(sr, wv) : mul_rn(sr, mul_rn(wv, p.out_scale));
+        }
+        y.w[4 * s + q] = encode_bf16x2_nan_unfixed(f[0], f[1]);
+      }
+    }
+    return y;
+  }
+
+  // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
+  // j < J for the group shuffles), aligned only.
+  template <bool kOne, bool kW>
+  TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
+    const uint32_t K = p.hidden / kRmsChunk;
+    const bool with_bf16 = p.flags & kFwdOutBf16;
+#pragma unroll 1
+    for (uint32_t j = 0; j < J; ++j) {
+      const uint32_t k = threadIdx.x + kP * j;
+      const bool live = k < K;
+      const Chunk y = step4<kOne, kW>(buf, k, live, rstd);
+      NormForwardWarpRows<kCastN>(p).template cast_chunk<true>(y, row, t, b, k, live, with_bf16, true, true);
+    }
+  }
+
+  TK_DEV void run() const {
+    extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
+    __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
+    __shared__ __align__(8) uint64_t landed;            // the bulk load's mbarrier
+    const uint32_t H = p.hidden, K = H / kRmsChunk, row_bytes = H * kEb;
+    const RmsTeam team(kP, K);  // team 0, p = threadIdx.x
+    const uint32_t N = team.nodes;
+    const uint32_t J = N > kP ? N / kP : 1u;
+    const uint32_t tp = threadIdx.x;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const uint32_t buf = smem_addr(row_buf), bar = smem_addr(&landed);
+    auto chunk_of = [&](uint32_t j) { return tp + kP * j; };
+    auto live_of = [&](uint32_t j) { return j < J && chunk_of(j) < K; };
+
+    if (tp == 0) mbar_init(bar, 1);
+    uint32_t phase = 0, parity = 0;
+    const uint64_t first = blockIdx.x;
+    for (uint64_t row = first; row < rows; row += gridDim.x, parity ^= 1) {
+      const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
+      const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+
+      // the row into the buffer (as `_br4`'s aligned path): a later row of the block waits until every thread has
+      // read the last one out of it; the first publishes the mbarrier's initialisation instead
+      if (row != first) team.template sync<true>();
+      if (tp == 0) {
+        fence_proxy_async_shared();  // the block's reads of the last row (ordered by the barrier) before the copy
+        mbar_arrive_expect_tx(bar, row_bytes);
+        bulk_load(buf, xr, row_bytes, bar);
+      }
+      if (row == first) team.template sync<true>();
+      mbar_wait(bar, phase);
+      phase ^= 1;
+
+      // steps 2–3 as `_br4` (dead chunks +0: the +0 pad of D.2)
+      float cs[kJ];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        cs[j] = 0.0f;
+        if (!live_of(j)) continue;
+        Chunk v;
+        v.load_shared([&](int s) { return buf + chunk_of(j) * Chunk::kBytes + kVecBytes * s; });
+        float q[kRmsChunk];
+#pragma unroll
+        for (int e = 0; e < kRmsChunk; ++e) q[e] = mul_rn(v.at(e), v.at(e));
+        cs[j] = chunk_tree(q);
+      }
+      const float rstd = row_rstd(p, team, cs, J, red[parity], H, row);
+
+      const bool has_w = p.flags & kFwdWeight;
+      // (uniform over the launch: a weight and outScale = 1, the bench's case, without the weight flag test and the
+      // 16 products by outScale; anything else by the general copy. Four copies, outScale and weight each
+      // compile-time, spilled 28 bytes at 40 registers.)
+      if (has_w && p.out_scale == 1.0f) {
+        cast_chunks<true, true>(buf, rstd, row, b, t, J);
+      } else {
+        cast_chunks<false, false>(buf, rstd, row, b, t, J);
+      }
+    }
+    zero_sf_padding(p, sf_out());
+  }
+};
+
 }  // namespace
 }  // namespace tk
 
@@ -1134,3 +1291,12 @@ TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4_l2)
   }
 TK_NORM_FORWARD_BR(32, tk_norm_forward__bf16_e4m3_g32_br4)
 TK_NORM_FORWARD_BR(128, tk_norm_forward__bf16_e4m3_g128_br4)
+// Aligned bulk rows (bf16, any H, aligned views; normLaunchTuning.castBulkRowsAligned): NormForwardBulkRowsA,
+// dynamic shared memory 2H bytes, as `_br4`.
+#define TK_NORM_FORWARD_BRA(n, name)                                                                      \
+  extern "C" __global__ void __launch_bounds__(128, tk::kBrMinBlocks<n>)                                  \
+      name(const __grid_constant__ NormForwardParams p) {                                                 \
+    tk::NormForwardBulkRowsA<n>(p).run();                                                                 \
+  }
+TK_NORM_FORWARD_BRA(32, tk_norm_forward__bf16_e4m3_g32_br4a)
+TK_NORM_FORWARD_BRA(128, tk_norm_forward__bf16_e4m3_g128_br4a)
