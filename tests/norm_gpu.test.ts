@@ -24,7 +24,7 @@ import {
 } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { usesB4s } from "../ops/norm/norm_backward.ts";
-import { bulkRowsAligned } from "../ops/norm/norm_forward.ts";
+import { castViewsAligned } from "../ops/norm/norm_forward.ts";
 import { loadGolden } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
@@ -625,7 +625,7 @@ function picksBr4a(x: HostTensor, w: HostTensor | null): boolean {
   const dx = uploadView(x);
   const dw = w ? uploadView(w) : null;
   try {
-    return bulkRowsAligned(dx, dw, dx, null);
+    return castViewsAligned(dx, dw, dx, null);
   } finally {
     dispose(dx, dw);
   }
@@ -691,6 +691,66 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = ref
         }
       }
     }
+  });
+});
+
+gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (_e4m3_g<N>_wr_resa, residualWarpRowsAligned) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views on _wr_res; grid caps (seed 8903)", () => {
+  const rand = rng(8903);
+  withTuning("residualWarpRowsAligned", true, () => {
+    for (const blocks of [0, 3]) {
+      withForwardTuning(blocks, () => {
+        for (const H of [288, 528, 1024, 2048, 4096, 7168, 8192]) {
+          const tag = `wr_resa blocks/SM ${blocks} H ${H}`;
+          for (const npc of [32, 128] as const) {
+            if (H % npc) continue;
+            for (const [name, sf] of SF_CONFIGS) {
+              const B = rand() < 0.3 ? 2 : 0;
+              const stride = H + (rand() < 0.5 ? 0 : 8 * Math.ceil(rand() * 8));
+              const c: FwdCase = { B, T: B ? 5 : 17, H, dtype: "bf16", weight: rand() < 0.7, residual: true, outScale: rand() < 0.5 ? 1 : 0.3, stride };
+              compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, `${tag} cast ${name} ${npc} ${JSON.stringify(c)}`);
+            }
+            // addRmsnorm: residual updated in place; aligned, then an unaligned residual (stride H + 1: _wr_res)
+            for (const stride of [H, H + 1]) {
+              const x = rows(rand, 0, 17, H, "bf16");
+              const r = rows(rand, 0, 17, H, "bf16", stride);
+              const w = moderate(rand, [H], "bf16");
+              const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: npc, ...SF_CONFIGS[5][1] } as const;
+              const dx = uploadView(x);
+              const dr = uploadView(r);
+              const dw = uploadView(w);
+              assert.equal(castViewsAligned(dx, dw, dx, null, dr, dr), stride === H, `${tag} addRmsnorm form choice`);
+              const [cd, cf] = addRmsnormForwardAndPerTokenCast(x, r, w, o);
+              const [gd, gf] = addRmsnormForwardAndPerTokenCast(dx, dr, dw, o);
+              sameAllocation(gd, cd, `${tag} addRmsnorm ${npc} stride ${stride} data`);
+              sameAllocation(gf, cf, `${tag} addRmsnorm ${npc} stride ${stride} sf`);
+              sameAllocation(dr, r, `${tag} addRmsnorm ${npc} stride ${stride} residual`);
+              dispose(gd, gf, dx, dr, dw);
+            }
+            // an unaligned weight: _wr_res
+            const x = rows(rand, 0, 11, H, "bf16");
+            const r = rows(rand, 0, 11, H, "bf16");
+            compareCastOn(x, r, unalignedWeight(rand, H), { B: 0, T: 11, H, outScale: 1 }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true }, `${tag} unaligned weight ${npc}`);
+          }
+        }
+        // special values (NaN, ±Inf, subnormals, overflow), the special weight or none
+        for (const H of [640, 7168]) {
+          for (const outScale of [1, 3e38, 1e-39]) {
+            const x = specialRows(rand, 10, H, "bf16");
+            const r = specialRows(rand, 10, H, "bf16");
+            const w = specialWeight(rand, H, "bf16");
+            for (const npc of [32, 128] as const) {
+              for (const ww of [w, null]) {
+                compareCastOn(x, r, ww, { B: 0, T: 10, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: rand() < 0.5 }, `wr_resa blocks/SM ${blocks} special H ${H} outScale ${outScale} ${npc} weight ${!!ww}`);
+              }
+            }
+          }
+        }
+      }, true);
+    }
+    withForwardTuning(0, () => {
+      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_resa cast 3000x7168`);
+    }, true);
   });
 });
 

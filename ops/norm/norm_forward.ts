@@ -250,14 +250,26 @@ function rowStrides(t: Tensor | null): [number, number] {
 }
 
 /**
- * Whether the views of a bulk-rows cast allow the aligned-only kernel `_e4m3_g<N>_br4a` (normLaunchTuning.
- * castBulkRowsAligned): x's base and row / batch strides, the weight, data and outBf16 at multiples of 16 bytes
- * (bf16 x; data and outBf16 are contiguous with H a multiple of 16, so their rows follow their bases).
+ * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4a`, normLaunchTuning.
+ * castBulkRowsAligned; `_e4m3_g<N>_wr_resa`, residualWarpRowsAligned): the bases and row / batch strides of the bf16
+ * rows (x, and residual and residualOut when given), the weight, data and outBf16 at multiples of 16 bytes (data and
+ * outBf16 are contiguous with H a multiple of 16, so their rows follow their bases).
  */
-export function bulkRowsAligned(x: Tensor, w: Tensor | null, data: Tensor, outBf16: Tensor | null): boolean {
+export function castViewsAligned(
+  x: Tensor,
+  w: Tensor | null,
+  data: Tensor,
+  outBf16: Tensor | null,
+  residual: Tensor | null = null,
+  residualOut: Tensor | null = null,
+): boolean {
   const al = (bytes: number) => bytes % 16 === 0;
-  const [xb, xr] = rowStrides(x);
-  return al(addr(x)) && al(2 * xb) && al(2 * xr) && (!w || al(addr(w))) && al(addr(data)) && (!outBf16 || al(addr(outBf16)));
+  const rowsAl = (t: Tensor | null) => {
+    if (!t) return true;
+    const [b, r] = rowStrides(t);
+    return al(addr(t)) && al(2 * b) && al(2 * r);
+  };
+  return rowsAl(x) && rowsAl(residual) && rowsAl(residualOut) && (!w || al(addr(w))) && al(addr(data)) && (!outBf16 || al(addr(outBf16)));
 }
 
 /**
@@ -288,9 +300,18 @@ export function launchNormForward(
   // `castBulkRowsAligned` asks for it and the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
-  // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block)
+  // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block; the casts'
+  // `_wr_resa` compiled for aligned views only)
   const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
-  const form = bulkRows ? (t.castBulkRowsAligned && bulkRowsAligned(x, r.w, c!.data, c!.outBf16) ? "_br4a" : "_br4") : regRows ? "_rr4_l2" : wr ? "_wr_res" : "";
+  // (the aligned-only forms of the casts, `_br4a` / `_wr_resa`, where their knobs ask for them and the views allow it)
+  const aligned = (on: boolean) => on && !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
+  const form = bulkRows
+    ? (aligned(t.castBulkRowsAligned) ? "_br4a" : "_br4")
+    : regRows
+    ? "_rr4_l2"
+    : wr
+    ? (aligned(t.residualWarpRowsAligned) ? "_wr_resa" : "_wr_res")
+    : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, t.bulkRowsCarveout) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);

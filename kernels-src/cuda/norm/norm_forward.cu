@@ -15,7 +15,9 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
-//   tk_norm_forward__bf16_e4m3_g<N>_br4a   the same, compiled for aligned views only (below, "aligned bulk rows");
+//   tk_norm_forward__bf16_e4m3_g<N>_wr_resa  the residual casts' warp rows compiled for aligned views only; the host's
+//                                          choice where residualWarpRowsAligned is set and the views allow it
+//   tk_norm_forward__bf16_e4m3_g<N>_br4a   the bulk rows compiled for aligned views only (below, "aligned bulk rows");
 //                                          the host's choice where castBulkRowsAligned is set and the views allow it
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
@@ -26,7 +28,8 @@
 //   replaces the 8 for A/B runs.)
 //
 //   _wr_res: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
-//   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
+//   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM. _e4m3_g<N>_wr_resa: the same geometry,
+//   96 registers on sm_90a, 123–128 on sm_100a (2 blocks per SM either way, the launch bound's).
 //
 //   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
@@ -483,7 +486,10 @@ constexpr int kWrMinBlocks = 2;
 // and summed; pass 2 reads s back from residualOut by coherent loads (the same lane wrote those bytes: program order;
 // residualOut may be x or residual itself, each element read by its lane before that lane overwrites it, as in the
 // team kernels). x and residual are read once (L2::evict_first).
-template <int kCastN, bool kRes = false>
+// kAligned (the `_wr_resa` symbols, round 9): every view aligned to 16 bytes, compile-time (the host checks): no
+// element-wise fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk (pass 2's
+// weight: 16 `@P LDG.U16` + 8 `@P PRMT` a chunk in `_e4m3_g<N>_wr_res`). Otherwise the same kernel, the same bits.
+template <int kCastN, bool kRes = false, bool kAligned = false>
 struct NormForwardWarpRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr bool kCast = kCastN != 0;
@@ -551,13 +557,13 @@ struct NormForwardWarpRows {
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
     const bool has_w = p.flags & kFwdWeight;
-    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
-    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool x_al = kAligned || view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool o_al = kAligned || view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
     const bool with_bf16 = p.flags & kFwdOutBf16;
-    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
-    const bool r_al = view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
-    const bool ro_al = view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
-    const bool w_al = (p.weight % kVecBytes) == 0;
+    const bool d_al = kAligned || (p.data % kVecBytes) == 0, b_al = kAligned || (p.out_bf16 % kVecBytes) == 0;
+    const bool r_al = kAligned || view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
+    const bool ro_al = kAligned || view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
+    const bool w_al = kAligned || (p.weight % kVecBytes) == 0;
     const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
 
@@ -1273,6 +1279,14 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
+// The same compiled for aligned views only (normLaunchTuning.residualWarpRowsAligned; NormForwardWarpRows kAligned).
+#define TK_NORM_FORWARD_CAST_WR_RESA(n)                                                                   \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
+      tk_norm_forward__bf16_e4m3_g##n##_wr_resa(const __grid_constant__ NormForwardParams p) {            \
+    tk::NormForwardWarpRows<n, true, true>(p).run();                                                      \
+  }
+TK_NORM_FORWARD_CAST_WR_RESA(32)
+TK_NORM_FORWARD_CAST_WR_RESA(128)
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows): one block of W warps per row, the row held in
 // registers (NormForwardRegRows). Its cast forms (_e4m3_g<N>_rr4, 60.6% of copy) gave way to the bulk rows' (72.9%)
 // and are not instantiated.
