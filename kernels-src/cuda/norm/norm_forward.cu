@@ -1135,7 +1135,7 @@ struct NormForwardBulkRowsA {
     return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, p.hidden / kCastN};
   }
 
-  // Chunk k of the row in the buffer at `buf` through step 4 (x +0 when !live): y = RNbf16((s ⊗ rstd) ⊗ w) (kOne:
+  // Chunk k of the row in the buffer at `buf` through step 4: y = RNbf16((s ⊗ rstd) ⊗ w) (kOne:
   // outScale = 1) or RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), NaN halves left as the conversion makes them (the cast
   // treats every NaN alike; cast_chunk<true> fixes them in the outBf16 copy). By 16-byte pieces (x from the buffer,
   // the weight through L1), element for element the products of norm_step4_chunk<kOne, true, Chunk, false>. kW: the
@@ -1144,13 +1144,21 @@ struct NormForwardBulkRowsA {
   template <bool kOne, bool kW>
   TK_DEV Chunk step4(uint32_t buf, uint32_t k, bool live, float rstd) const {
     Chunk y;
-    const uint8_t* wq = reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(k) * Chunk::kBytes;
-    const bool has_w = kW || (p.flags & kFwdWeight);
+    // A dead chunk (k ≥ K: in a dead group, nothing of it is stored, its |y| maximum meets only its group's dead
+    // lanes) reads chunk 0 instead: the loads need no predicate and their registers no preset (a warp of dead
+    // lanes reads one shared address and one weight line).
+    const uint32_t kk = live ? k : 0u;
+    const uint8_t* wq = reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(kk) * Chunk::kBytes;
 #pragma unroll
     for (int s = 0; s < Chunk::kPieces; ++s) {
-      uint32_t v[4] = {0u, 0u, 0u, 0u}, w[4] = {0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u};
-      if (live) ld_shared(buf + k * Chunk::kBytes + kVecBytes * s, v);
-      if (has_w && live) ld_cached(wq + kVecBytes * s, w);
+      uint32_t v[4], w[4];
+      ld_shared(buf + kk * Chunk::kBytes + kVecBytes * s, v);
+      if constexpr (kW) {
+        ld_cached(wq + kVecBytes * s, w);
+      } else {
+        for (int i = 0; i < 4; ++i) w[i] = 0x3F803F80u;
+        if (p.flags & kFwdWeight) ld_cached(wq + kVecBytes * s, w);
+      }
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         float f[2];
