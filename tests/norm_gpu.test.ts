@@ -694,13 +694,13 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = ref
   });
 });
 
-gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (_e4m3_g<N>_wr_resa, residualWarpRowsAligned) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views on _wr_res; grid caps (seed 8903)", () => {
+for (const form of [2, 3] as const) gpuTest(`addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (${form === 2 ? "_e4m3_g<N>_wr_resa" : "_e4m3_g<N>_wr_resa3, 3 blocks per SM"}, residualWarpRowsAligned ${form}) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views on _wr_res; grid caps (seed 8903)`, () => {
   const rand = rng(8903);
-  withTuning("residualWarpRowsAligned", true, () => {
+  withTuning("residualWarpRowsAligned", form, () => {
     for (const blocks of [0, 3]) {
       withForwardTuning(blocks, () => {
         for (const H of [288, 528, 1024, 2048, 4096, 7168, 8192]) {
-          const tag = `wr_resa blocks/SM ${blocks} H ${H}`;
+          const tag = `wr_resa${form} blocks/SM ${blocks} H ${H}`;
           for (const npc of [32, 128] as const) {
             if (H % npc) continue;
             for (const [name, sf] of SF_CONFIGS) {
@@ -740,7 +740,7 @@ gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp 
             const w = specialWeight(rand, H, "bf16");
             for (const npc of [32, 128] as const) {
               for (const ww of [w, null]) {
-                compareCastOn(x, r, ww, { B: 0, T: 10, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: rand() < 0.5 }, `wr_resa blocks/SM ${blocks} special H ${H} outScale ${outScale} ${npc} weight ${!!ww}`);
+                compareCastOn(x, r, ww, { B: 0, T: 10, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: rand() < 0.5 }, `wr_resa${form} blocks/SM ${blocks} special H ${H} outScale ${outScale} ${npc} weight ${!!ww}`);
               }
             }
           }
@@ -749,7 +749,7 @@ gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp 
     }
     withForwardTuning(0, () => {
       const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
-      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_resa cast 3000x7168`);
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_resa${form} cast 3000x7168`);
     }, true);
   });
 });

@@ -34,11 +34,12 @@ export const NORM_BLOCK_THREADS = 256;
  *   (The warp-rows forms without a residual, `_wr` (72.9% of copy against the register rows' 88.9%) and the casts
  *   `_e4m3_g<N>_wr` (48.4% against the team kernel's 50.6% and the bulk rows' 72.6%), were reachable by knobs only
  *   and were removed with their knobs `forwardWarpRows` and `castWarpRows`.)
- * - `residualWarpRowsAligned` (default false; round 9, unmeasured): where the casts run `_e4m3_g<N>_wr_res` and
+ * - `residualWarpRowsAligned` (default 0 = off; round 9, unmeasured): where the casts run `_e4m3_g<N>_wr_res` and
  *   every view allows 16-byte accesses (x, residual, residualOut: bases and strides; the weight, data, outBf16),
- *   run `tk_norm_forward__bf16_e4m3_g<N>_wr_resa`: the same kernel compiled for aligned views only (pass 2's weight
- *   without its if-converted 16 narrow loads a chunk; sm_90a 96 registers instead of 125, still 2 blocks = 16 rows per SM).
- *   Same launch geometry and bits. docs/perf-notes/perf9-ncast.md.
+ *   2 runs `tk_norm_forward__bf16_e4m3_g<N>_wr_resa`: the same kernel compiled for aligned views only (pass 2's weight
+ *   without its if-converted 16 narrow loads a chunk; sm_90a 96 registers instead of 125, still 2 blocks = 16 rows
+ *   per SM); 3 runs `_wr_resa3`, the same at 3 blocks = 24 rows per SM (80 registers). Same launch geometry and bits.
+ *   docs/perf-notes/perf9-ncast.md.
  * - `forwardRegRows` (default true): bf16 normForward without residual, from the same rows per SM (no team width
  *   asked for; any H), runs `tk_norm_forward__bf16_rr4_l2`: one block of 4 warps per row holding the row in
  *   registers from its load to its store (read once from HBM, written once, no second pass through L2), its aligned
@@ -75,7 +76,7 @@ export const normLaunchTuning = {
   backwardBf16Blocks: 0,
   forwardBlocksPerSm: 0,
   residualWarpRows: true,
-  residualWarpRowsAligned: false,
+  residualWarpRowsAligned: 0 as 0 | 2 | 3,
   forwardWarpRowsMinRowsPerSm: 16,
   forwardRegRows: true,
   castBulkRows: true,

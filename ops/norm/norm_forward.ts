@@ -301,16 +301,16 @@ export function launchNormForward(
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
   // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block; the casts'
-  // `_wr_resa` compiled for aligned views only)
+  // `_wr_resa[3]` compiled for aligned views only)
   const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
-  // (the aligned-only forms of the casts, `_br4a` / `_wr_resa`, where their knobs ask for them and the views allow it)
+  // (the aligned-only forms of the casts, `_br4a` / `_wr_resa[3]`, where their knobs ask for them and the views allow it)
   const aligned = (on: boolean) => on && !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
   const form = bulkRows
     ? (aligned(t.castBulkRowsAligned) ? "_br4a" : "_br4")
     : regRows
     ? "_rr4_l2"
     : wr
-    ? (aligned(t.residualWarpRowsAligned) ? "_wr_resa" : "_wr_res")
+    ? (aligned(t.residualWarpRowsAligned > 0) ? (t.residualWarpRowsAligned === 3 ? "_wr_resa3" : "_wr_resa") : "_wr_res")
     : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;

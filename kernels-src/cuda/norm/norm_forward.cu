@@ -15,8 +15,9 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
-//   tk_norm_forward__bf16_e4m3_g<N>_wr_resa  the residual casts' warp rows compiled for aligned views only; the host's
-//                                          choice where residualWarpRowsAligned is set and the views allow it
+//   tk_norm_forward__bf16_e4m3_g<N>_wr_resa[3]  the residual casts' warp rows compiled for aligned views only (3: at
+//                                          3 blocks per SM); the host's choice where residualWarpRowsAligned is set
+//                                          and the views allow it
 //   tk_norm_forward__bf16_e4m3_g<N>_br4a   the bulk rows compiled for aligned views only (below, "aligned bulk rows");
 //                                          the host's choice where castBulkRowsAligned is set and the views allow it
 //
@@ -29,7 +30,8 @@
 //
 //   _wr_res: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
 //   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM. _e4m3_g<N>_wr_resa: the same geometry,
-//   96 registers on sm_90a, 123–128 on sm_100a (2 blocks per SM either way, the launch bound's).
+//   96 registers on sm_90a, 123–128 on sm_100a (2 blocks per SM either way, the launch bound's); _wr_resa3: 80
+//   registers → 3 blocks = 24 rows per SM.
 //
 //   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
@@ -1287,14 +1289,19 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
-// The same compiled for aligned views only (normLaunchTuning.residualWarpRowsAligned; NormForwardWarpRows kAligned).
-#define TK_NORM_FORWARD_CAST_WR_RESA(n)                                                                   \
-  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
-      tk_norm_forward__bf16_e4m3_g##n##_wr_resa(const __grid_constant__ NormForwardParams p) {            \
+// The same compiled for aligned views only (normLaunchTuning.residualWarpRowsAligned; NormForwardWarpRows kAligned):
+// `_wr_resa` at the launch bound of `_wr_res` (2 blocks = 16 rows per SM), `_wr_resa3` at 3 blocks = 24 rows per SM
+// (80 registers, no spills: the aligned-only code needs fewer; 24 × 132 rows × 2H bytes wait in L2 between the
+// passes, 44 MB at H = 7168: a residency A/B).
+#define TK_NORM_FORWARD_CAST_WR_RESA(n, blocks, name)                                                     \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, blocks)                              \
+      name(const __grid_constant__ NormForwardParams p) {                                                 \
     tk::NormForwardWarpRows<n, true, true>(p).run();                                                      \
   }
-TK_NORM_FORWARD_CAST_WR_RESA(32)
-TK_NORM_FORWARD_CAST_WR_RESA(128)
+TK_NORM_FORWARD_CAST_WR_RESA(32, tk::kWrMinBlocks, tk_norm_forward__bf16_e4m3_g32_wr_resa)
+TK_NORM_FORWARD_CAST_WR_RESA(128, tk::kWrMinBlocks, tk_norm_forward__bf16_e4m3_g128_wr_resa)
+TK_NORM_FORWARD_CAST_WR_RESA(32, 3, tk_norm_forward__bf16_e4m3_g32_wr_resa3)
+TK_NORM_FORWARD_CAST_WR_RESA(128, 3, tk_norm_forward__bf16_e4m3_g128_wr_resa3)
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows): one block of W warps per row, the row held in
 // registers (NormForwardRegRows). Its cast forms (_e4m3_g<N>_rr4, 60.6% of copy) gave way to the bulk rows' (72.9%)
 // and are not instantiated.
