@@ -1176,18 +1176,56 @@ struct NormForwardBulkRowsA {
     return y;
   }
 
+  // The cast of chunk k (NormForwardWarpRows::cast_chunk<true>, line for line, aligned), with the scale flags
+  // `sf` (SfFlag bits: compile-time in the bench's copy of the loop, the launch's otherwise).
+  TK_DEV void cast(const Chunk& y, uint64_t row, uint32_t t, uint32_t b, uint32_t k, bool live, bool with_bf16, uint32_t sf) const {
+    constexpr uint32_t kGroupChunks = kCastN / kRmsChunk;  // a group: kGroupChunks adjacent lanes
+    const uint64_t H = p.hidden;
+    if (with_bf16 && live) {
+      uint8_t* q = reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes;
+      Chunk o = y;
+      uint32_t nan = 0;
+#pragma unroll
+      for (int i = 0; i < Chunk::kWords; ++i) nan |= (o.w[i] & 0x7fff7fffu) + 0x007f007fu;  // bit 15 / 31: a NaN half
+      if (nan & 0x80008000u) {
+#pragma unroll
+        for (int i = 0; i < Chunk::kWords; ++i) o.w[i] = bf16x2_fix_nan(o.w[i]);
+      }
+      o.store(q, true);
+    }
+    uint32_t a = abs_max_bf16<Chunk::kWords>(y.w);
+#pragma unroll
+    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) a = max(a, __shfl_xor_sync(kFullWarpMask, a, m));
+    if (!live) return;
+    const ScaleAndInv si = sf_and_inv(u2f(a << 16), p.amax_clamp, kE4m3Max, sf);
+    if (k % kGroupChunks == 0) {
+      SfOut so = sf_out();
+      so.flags = sf;
+      so.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
+      so.store(t, k / kGroupChunks, si.stored);
+    }
+    float v[kRmsChunk];
+#pragma unroll
+    for (int e = 0; e < kRmsChunk; ++e) v[e] = mul_rn(y.at(e), si.inv);
+    uint32_t o[kRmsChunk / 4];
+    encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
+    store_chunk<kRmsChunk>(reinterpret_cast<uint8_t*>(p.data) + row * H + static_cast<uint64_t>(k) * kRmsChunk, o, true);
+  }
+
   // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
-  // j < J for the group shuffles), aligned only.
-  template <bool kOne, bool kW>
+  // j < J for the group shuffles), aligned only. kBench: a weight, outScale = 1 and rounded scales stored as packed
+  // UE8M0 (the roofline's case), all compile-time; otherwise everything from the launch.
+  template <bool kBench>
   TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
     const uint32_t K = p.hidden / kRmsChunk;
     const bool with_bf16 = p.flags & kFwdOutBf16;
+    const uint32_t sf = kBench ? kSfRound | kSfPackedUe8m0 : p.flags;
 #pragma unroll 1
     for (uint32_t j = 0; j < J; ++j) {
       const uint32_t k = threadIdx.x + kP * j;
       const bool live = k < K;
-      const Chunk y = step4<kOne, kW>(buf, k, live, rstd);
-      NormForwardWarpRows<kCastN>(p).template cast_chunk<true>(y, row, t, b, k, live, with_bf16, true, true);
+      const Chunk y = step4<kBench, kBench>(buf, k, live, rstd);
+      cast(y, row, t, b, k, live, with_bf16, sf);
     }
   }
 
@@ -1240,14 +1278,14 @@ struct NormForwardBulkRowsA {
       }
       const float rstd = row_rstd(p, team, cs, J, red[parity], H, row);
 
-      const bool has_w = p.flags & kFwdWeight;
-      // (uniform over the launch: a weight and outScale = 1, the bench's case, without the weight flag test and the
-      // 16 products by outScale; anything else by the general copy. Four copies, outScale and weight each
-      // compile-time, spilled 28 bytes at 40 registers.)
-      if (has_w && p.out_scale == 1.0f) {
-        cast_chunks<true, true>(buf, rstd, row, b, t, J);
+      // (uniform over the launch: the bench's case — a weight, outScale = 1, rounded scales as packed UE8M0 — without
+      // the weight and scale flag tests and the 16 products by outScale; anything else by the general copy. Four
+      // copies, outScale and weight each compile-time, spilled 28 bytes at 40 registers.)
+      constexpr uint32_t kSfBits = kSfRound | kSfPackedUe8m0 | kSfE4m3Out;
+      if ((p.flags & kFwdWeight) && p.out_scale == 1.0f && (p.flags & kSfBits) == (kSfRound | kSfPackedUe8m0)) {
+        cast_chunks<true>(buf, rstd, row, b, t, J);
       } else {
-        cast_chunks<false, false>(buf, rstd, row, b, t, J);
+        cast_chunks<false>(buf, rstd, row, b, t, J);
       }
     }
     zero_sf_padding(p, sf_out());
