@@ -60,7 +60,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   16-byte accesses (x's base and strides, the weight, data, outBf16: multiples of 16 bytes), run
  *   `tk_norm_forward__bf16_e4m3_g<N>_br4a` instead: the same kernel compiled for aligned views only (no element-load
  *   fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk: 24 of ~265 warp-
- *   instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1) in its own copy of the loop.
+ *   instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1, rounded scales as packed UE8M0)
+ *   in its own copy of the loop.
  *   Same launch geometry, registers (40) and bits. docs/perf-notes/perf9-ncast.md.
  * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
  *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against

@@ -1115,11 +1115,12 @@ struct NormForwardBulkRows {
 // weight is read by two 16-byte loads and data / outBf16 written by 16-byte stores, with no narrow fallback compiled
 // in. ptxas if-converts such a fallback into predicated narrow accesses that issue on every call: in `_br4`'s step-4
 // loop the weight's 16 `@P LDG.U16` + 8 `@P PRMT` issue with every chunk (24 of ~265 warp-instructions a chunk;
-// docs/perf-notes/perf9-ncast.md). The bench's case (a weight, outScale = 1) has its own copy of the loop without
-// the weight flag test, the unit-weight moves and the outScale products; every other case runs the general copy
-// (w = 1 without a weight, as `_br4`). Same bits as `_br4`: the same products in the same order
+// docs/perf-notes/perf9-ncast.md). The bench's case (a weight, outScale = 1, rounded scales stored as packed UE8M0)
+// has its own copy of the loop without the weight and scale flag tests, the unit-weight moves, the outScale products
+// and the other scale paths; every other case runs the general copy (w = 1 without a weight, as `_br4`). A dead
+// chunk reads chunk 0 (no predicates, no presets). Same bits as `_br4`: the same products in the same order
 // (norm_step4_chunk<kOne, true, Chunk, false>, element for element, by 16-byte pieces) and the same cast
-// (NormForwardWarpRows::cast_chunk<true>, here with the alignments compile-time true).
+// (NormForwardWarpRows::cast_chunk<true> line for line, aligned, the scale flags an argument).
 // Registers: 40 → 12 blocks per SM (kBrMinBlocks), no spills, sm_90a and sm_100a; shared memory as `_br4`.
 // (Not instantiated: a form with two chunks per lane, 8m + i and 8m + i + 4 for the 4 lanes i of unit m, one scale
 // per two chunks; it needs ~48 registers and spilled 24–200 bytes at 40 in every arrangement tried, even with one
