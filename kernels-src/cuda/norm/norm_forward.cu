@@ -1129,8 +1129,8 @@ template <int kCastN>
 struct NormForwardBulkRowsA {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr int kEb = 2;
-  static constexpr uint32_t kP = 4 * kWarpSize;               // team = block
-  static constexpr int kJ = 512 / kP;           // chunks a thread holds at most (N ≤ 512)
+  static constexpr uint32_t kP = 4 * kWarpSize;  // team = block
+  static constexpr int kJ = 512 / kP;            // chunks a thread holds at most (N ≤ 512)
   const NormForwardParams& p;
   TK_DEV explicit NormForwardBulkRowsA(const NormForwardParams& params) : p(params) {}
 
