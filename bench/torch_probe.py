@@ -56,8 +56,8 @@ CASES = {  # name -> (peers.py op, variant)
     "normForwardAndPerTokenCastPacked": ("normForwardAndPerTokenCast", "bf16→e4m3 packed"),  # not by default
 }
 DEFAULT_CASES = "normForward,normForwardAndPerTokenCast,normBackward"
-OURS_KERNELS = (r"^tk_norm_forward__bf16_rr4_l2$|^tk_norm_forward__bf16_e4m3_g128_br4$|"
-                r"^tk_norm_backward__bf16_b4_unit$|^tk_norm_backward_weight_grad")
+OURS_KERNELS = (r"^tk_norm_forward__bf16_(rr4_l2|tp16f)$|^tk_norm_forward__bf16_e4m3_g128_br4$|"
+                r"^tk_norm_backward__bf16_(b4_unit|b4swx_unit)$|^tk_norm_backward_weight_grad")
 SASS_MEM = re.compile(r"^(LDG|STG|LDS|STS|LDSM|LD|ST|LDGSTS|LDGDEPBAR|UBLKCP|UTMALDG|UTMASTG|RED|ATOM|ATOMG|REDG|CCTL|"
                       r"SHFL|BAR|MUFU|PRMT|F2F|F2FP|LDC|ULDC|MEMBAR|FENCE|SYNCS|DEPBAR)$")
 

@@ -23,7 +23,7 @@ import {
   type NormForwardOptions,
 } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
-import { usesB4s } from "../ops/norm/norm_backward.ts";
+import { usesB4swx } from "../ops/norm/norm_backward.ts";
 import { castViewsAligned } from "../ops/norm/norm_forward.ts";
 import { loadGolden } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
@@ -296,8 +296,9 @@ gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res, _
 });
 
 /**
- * Runs f with the one-block-per-row forms (the defaults: normForward by register rows `_rr4_l2`, the cast by bulk rows
- * `_e4m3_g<N>_br4`) from any row count, grid cap `blocksPerSm`, then restores the knobs.
+ * Runs f with the one-block-per-row forms (the defaults: normForward by the two-pass rows `_tp16f` on views that allow
+ * 16-byte accesses and by register rows `_rr4_l2` on the others, the cast by bulk rows `_e4m3_g<N>_br4`) from any row
+ * count, grid cap `blocksPerSm`, then restores the knobs.
  */
 function withRowForms<T>(blocksPerSm: number, f: () => T): T {
   const t = normLaunchTuning;
@@ -313,8 +314,9 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 }
 
 /**
- * The row-form cases (one block of 4 warps per row: `_rr4_l2` and the casts `_e4m3_g<N>_br4`) under the
- * current launch knobs, tagged `form`: every chunk count per thread (J = N/P = 1, N ≤ P, threads beyond the tree
+ * The row-form cases (`_tp16f` on the aligned views, one block of 4 warps per row: `_rr4_l2` on the unaligned ones
+ * (stride H + 1, unaligned weight) and the casts `_e4m3_g<N>_br4`) under the current launch knobs, tagged `form`:
+ * every chunk count per thread (J = N/P = 1, N ≤ P, threads beyond the tree
  * holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree, weight or not, outScale, 2-D /
  * 3-D, padded and unaligned strides, unaligned weight, the casts with every sf layout, and 3000 × 7168.
  */
@@ -346,9 +348,50 @@ function compareRowForms(rand: () => number, blocks: number, form: string): void
   compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by register rows (_rr4_l2: the L2::256B hint on aligned views, element loads on unaligned ones) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
+gpuTest("normForward bf16 by the row forms (_tp16f on aligned views; register rows _rr4_l2 on unaligned ones: x or out by element loads, the weight's element-wise staging, the other tensors' 16-byte paths with the L2::256B hint) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "rr4_l2 / br4 cast"));
+  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "tp16f / rr4_l2 / br4 cast"));
+});
+
+/**
+ * normForward by its default row forms (docs/perf-notes/perf8-norm.md): the two-pass rows of 512 threads (`_tp16f`)
+ * on views that allow 16-byte accesses, `_rr4_l2` on the others (stride H + 1, an unaligned weight): one or two
+ * pieces a thread with dead ones, K ≤ 256 (no second pieces) and > 256, N < 512 (the +0 nodes), weight or not,
+ * outScale, 2-D / 3-D, row strides H + 8 (16-byte rows that are not contiguous) and H + 32, NaN / ±Inf / subnormal /
+ * huge rows with a special weight, aligned and not (one block per row), grid cap 3 blocks per SM (rows walked
+ * grid-stride by block: the node buffer and rstd's slot reused behind the two barriers) with 3000 × 7168.
+ */
+function compareDefaultRowForms(rand: () => number, blocks: number): void {
+  const form = "tp16f / rr4_l2";
+  for (const H of [16, 48, 272, 512, 528, 1024, 4096, 4112, 5120, 7168, 8192]) {
+    for (const weight of [true, false]) {
+      const outScale = rand() < 0.5 ? 1 : 0.3;
+      const tag = `${form} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale}`;
+      compareForward(rand, { B: 0, T: 41, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${tag} 2-D`);
+      compareForward(rand, { B: 3, T: 5, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 32 }, `${tag} 3-D padded`);
+      compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale, stride: H + 8 }, `${tag} stride H+8`);
+      compareForward(rand, { B: 0, T: 9, H, dtype: "bf16", weight, residual: false, outScale: 1, stride: H + 1 }, `${tag} stride H+1`);
+    }
+    compareForwardOn(rows(rand, 0, 19, H, "bf16"), undefined, unalignedWeight(rand, H), 1, `${form} blocks/SM ${blocks} H ${H} unaligned weight`);
+  }
+  // (special values and full size once per form: the first at one block per row, the second walked grid-stride)
+  for (const H of blocks === 0 ? [64, 512, 7168] : []) {
+    for (const outScale of [1, 3e38, 1e-39]) {
+      const x = specialRows(rand, 10, H, "bf16");
+      compareForwardOn(x, undefined, specialWeight(rand, H, "bf16"), outScale, `${form} blocks/SM ${blocks} special H ${H} outScale ${outScale} weight`);
+      compareForwardOn(x, undefined, null, outScale, `${form} blocks/SM ${blocks} special H ${H} outScale ${outScale}`);
+      // _rr4_l2: the same rows with a special weight at element offset 1 (the weight's element-wise staging)
+      const sw = specialWeight(rand, H + 1, "bf16");
+      const uw = new HostTensor(sw.data, "bf16", [H], [1], 1);
+      compareForwardOn(x, undefined, uw, outScale, `${form} blocks/SM ${blocks} special H ${H} outScale ${outScale} unaligned weight`);
+    }
+  }
+  if (blocks !== 0) compareForward(rand, { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 }, `${form} 3000x7168 blocks/SM ${blocks}`);
+}
+
+gpuTest("normForward bf16 by the two-pass rows (_tp16f: 512 threads a row, the fold by warp 0; _rr4_l2 on unaligned views) = reference: H classes, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, special values with an aligned and an unaligned weight, grid caps (seed 8851)", () => {
+  const rand = rng(8851);
+  for (const blocks of [0, 3]) withRowForms(blocks, () => compareDefaultRowForms(rand, blocks));
 });
 
 gpuTest("normForwardAndPerTokenCast by bulk rows with the largest shared-memory carveout (bulkRowsCarveout 100, more resident blocks): the same bits (seed 8811)", () => {
@@ -809,7 +852,7 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
         }
         if (H > 256) withForwardTuning(0, () => compareForwardOn(x, r, w, outScale, `${label} residual and weight, warp rows`), true);
         if (dtype === "bf16") {
-          withRowForms(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, register rows`));
+          withRowForms(0, () => compareForwardOn(x, undefined, w, outScale, `${label} weight, two-pass rows`));
           if (H % 128 === 0) withRowForms(0, () => compareCastOn(x, undefined, w, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: 128, withOutBf16: true }, `${label} cast, bulk rows`));
         }
         const dy = specialRows(rand, T, H, dtype);
@@ -827,17 +870,18 @@ for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread"
   });
 }
 
-// `_b4s_unit`, the default bf16 rows kernel where its compiled-in launch conditions hold (a weight, no
-// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md), and `_b4_unit` / `_b4` elsewhere:
-// both must give the reference's bytes, under each prefetch setting (the only launch flag `_b4s` still reads).
-// H = 4128: 258 chunks, so most threads own one live chunk; strides H + 8 (aligned), H + 4 (8-byte rows: `_b4`);
+// `_b4swx_unit`, the default bf16 rows kernel where its compiled-in launch conditions hold (a weight, no
+// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md, perf8-nbw.md), and `_b4_unit` / `_b4`
+// elsewhere: both must give the reference's bytes, under each prefetch setting (read by the `_b4` fallbacks only).
+// H = 4128: 258 chunks, so most threads own one live chunk (chunk 1 dead); strides H + 8 (aligned), H + 4 (8-byte
+// rows: `_b4`);
 // T spans 1 … 4001 (one row per slot, partial slots, several rows per slot); fp32 and bf16 gradients, accumulated
 // or not. (~70 M elements of CPU reference per setting: keep it small, the device waits.)
 for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["thread", 16, false]] as const) {
-  gpuTest(`normBackward _b4s and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9601)`, () => {
+  gpuTest(`normBackward _b4swx and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9601)`, () => {
     const rand = rng(9601);
     withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
-      // _b4s is picked for the common launch, and not for the fallbacks
+      // _b4swx is picked for the common launch, and not for the fallbacks
       const xs = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 8));
       const xu = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 4));
       const x4 = uploadView(rows(rand, 0, 3, 4096, "bf16"));
@@ -846,13 +890,13 @@ for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["th
       const dxs = uploadView(moderate(rand, [3, 7168], "bf16"));
       try {
         const common = { x: xs, weight: ws, gradOut: xs, residualOutGrad: null, xGrad: dxs };
-        assert.equal(usesB4s(common, 1), true);
-        assert.equal(usesB4s(common, 0.3), false);
-        assert.equal(usesB4s({ ...common, residualOutGrad: xs }, 1), false);
-        assert.equal(usesB4s({ ...common, weight: null }, 1), false);
-        assert.equal(usesB4s({ ...common, x: xu, gradOut: xu }, 1), false);
-        assert.equal(usesB4s({ ...common, x: x4, gradOut: x4, weight: w4 }, 1), false);
-        assert.equal(withBwdBlocks(3, () => usesB4s(common, 1)), false);
+        assert.equal(usesB4swx(common, 1), true);
+        assert.equal(usesB4swx(common, 0.3), false);
+        assert.equal(usesB4swx({ ...common, residualOutGrad: xs }, 1), false);
+        assert.equal(usesB4swx({ ...common, weight: null }, 1), false);
+        assert.equal(usesB4swx({ ...common, x: xu, gradOut: xu }, 1), false);
+        assert.equal(usesB4swx({ ...common, x: x4, gradOut: x4, weight: w4 }, 1), false);
+        assert.equal(withBwdBlocks(3, () => usesB4swx(common, 1)), false);
       } finally {
         dispose(xs, xu, x4, ws, w4, dxs);
       }
@@ -881,6 +925,36 @@ for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["th
     });
   });
 }
+
+// `_b4swx_unit`'s xGrad and weight gradient are the same bits run to run and as its `_b4_unit` fallback's on a launch
+// where every one of the 512 slots walks 8 rows (the default twice, then the same gradOut values in a view whose
+// 8-byte row stride forces `_b4_unit`; no CPU reference: the test above ties both to it).
+gpuTest("normBackward _b4swx: xGrad and weightGrad bit-identical run to run and to _b4_unit, 4096 × 7168 bf16 (seed 9603)", () => {
+  const rand = rng(9603);
+  const T = 4096, H = 7168, S = H + 4;
+  const x = uploadView(randomInput(rand, T, H, "bf16"));
+  const w = uploadView(moderate(rand, [H], "bf16"));
+  const hdy = moderate(rand, [T, H], "bf16");
+  const dy = uploadView(hdy);
+  const su = new Uint16Array((T - 1) * S + H);
+  for (let t = 0; t < T; t++) su.set((hdy.data as Uint16Array).subarray(t * H, (t + 1) * H), t * S);
+  const dyu = uploadView(tensor(su, [T, H], "bf16", [S, 1]));
+  const [fo, rstd] = normForward(x, w, { eps: 1e-6 });
+  const outs: [string, ReturnType<typeof normBackward>][] = [];
+  try {
+    const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
+    assert.equal(usesB4swx(common, 1), true);
+    assert.equal(usesB4swx({ ...common, gradOut: dyu }, 1), false);
+    outs.push(["_b4swx", normBackward(x, w, dy, rstd)], ["_b4swx", normBackward(x, w, dy, rstd)], ["_b4_unit", normBackward(x, w, dyu, rstd)]);
+    const rx = readAllocation(outs[0][1][0] as DeviceTensor), rw = readAllocation(outs[0][1][1] as DeviceTensor);
+    outs.slice(1).forEach(([form, [gx, gw]], i) => {
+      assertBytesEqual(readAllocation(gx as DeviceTensor), rx, `${form} (run ${i + 2}) xGrad`);
+      assertBytesEqual(readAllocation(gw as DeviceTensor), rw, `${form} (run ${i + 2}) weightGrad`);
+    });
+  } finally {
+    dispose(x, w, dy, dyu, fo, rstd, outs.map(([, o]) => o));
+  }
+});
 
 gpuTest("normBackward with 0 tokens launches nothing: an allocated weight gradient is +0, an accumulated one untouched", async () => {
   const x = toDevice(tensor(new Uint16Array(0), [0, 512], "bf16"));

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 #include "common/codec.cuh"
+#include "sim_prmt.h"
 
 namespace {
 
@@ -146,17 +147,6 @@ uint32_t e2m1_mag_f32(float v) {
   return umin(umin(r0, r1), r2);
 }
 
-uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-  const uint64_t x = static_cast<uint64_t>(b) << 32 | a;
-  uint32_t d = 0;
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t s = (sel >> 4 * i) & 0xf;
-    uint32_t byte = (x >> 8 * (s & 7)) & 0xff;
-    if (s & 8) byte = (byte & 0x80) ? 0xff : 0;
-    d |= byte << 8 * i;
-  }
-  return d;
-}
 
 template <bool kBf16, int kPairs>
 uint32_t pack_e2m1_x2(const uint32_t* h) {

@@ -28,23 +28,13 @@
 #include <random>
 #include <vector>
 #include "common/codec.cuh"
+#include "sim_prmt.h"
 
 namespace {
 
 uint32_t umin16x2(uint32_t a, uint32_t b) {
   const uint32_t lo = std::min(a & 0xffffu, b & 0xffffu), hi = std::min(a >> 16, b >> 16);
   return lo | hi << 16;
-}
-uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-  const uint64_t x = static_cast<uint64_t>(b) << 32 | a;
-  uint32_t d = 0;
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t s = (sel >> 4 * i) & 0xf;
-    uint32_t byte = (x >> 8 * (s & 7)) & 0xff;
-    if (s & 8) byte = (byte & 0x80) ? 0xff : 0;
-    d |= byte << 8 * i;
-  }
-  return d;
 }
 // bf16 rounding (nearest even) of a double holding the exact value; subnormals kept, overflow to Inf
 uint32_t bf16_rn(double v) {

@@ -17,8 +17,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   ≤ 256) — the bits must not change (spec D.2, D.11). Non-zero also keeps the forward on the team kernels (not
  *   the warp-rows ones, whose team is the warp).
  * - `backwardBf16Blocks`: which form of the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the
- *   default; `_b4s`, the same compiled for a weight, no residualOutGrad, outScale = 1, 4096 < H ≤ 8192 and aligned
- *   views, wherever those hold) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for
+ *   default; `_b4swx`, the same compiled for a weight, no residualOutGrad, outScale = 1, 4096 < H ≤ 8192 and
+ *   aligned views with its first weight chunk in registers, wherever those hold) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for
  *   `_b4` on the H200, so kept for the tests only); 0 = the default.
  * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
@@ -49,6 +49,14 @@ export const NORM_BLOCK_THREADS = 256;
  *   84.2–84.5% against 81.7–82.7% at 8192 rows, 88.6–89.3% against 88.1–89.3% at 16384 (2026-12-01,
  *   docs/perf-notes/perf6-norm.md: the unhinted `_rr4` and the round-6 forms at more rows per SM, two rows or two
  *   row teams per block and 8 warps per row were no faster, and were removed).
+ *   On views that allow 16-byte accesses (x, out and the weight: bases 16-byte aligned, row and batch strides multiples
+ *   of 8 elements) it runs `tk_norm_forward__bf16_tp16f` instead: torch.compile's geometry, one block of 512 threads
+ *   per row, two passes (x read by whole-sector 16-byte loads with torch's cache hints, reduced, read again from L1/L2
+ *   for step 4), the chunk sums folded by warp 0 (rstd handed over behind a second barrier); 31–32 registers, 4 blocks
+ *   = 64 warps per SM. H200, 8192 / 16384 × 7168: 87.2 / 90.9% of copy against `_rr4_l2`'s 84.2 / 89.0%
+ *   (2026-12-01, docs/perf-notes/perf8-norm.md; `_rr4_l2` without its element-wise fallbacks and the two-pass form
+ *   with every warp folding, with and without the hints, were no faster, and were removed with their knob
+ *   `forwardRowForm`). Same bits either way.
  *   (The residual forms have no register-rows kernel: it measured no faster than the warp rows, and was removed with
  *   the 2-warp and whole-sector forms.)
  * - `castBulkRows` (default true): normForwardAndPerTokenCast without residual, under the same conditions, runs
@@ -85,7 +93,7 @@ export const normLaunchTuning = {
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**
-   * bf16 `_b4` / `_b4s` normBackward: how the slot's next row (t + 512) is sent toward L2 while row t is computed
+   * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
    * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.
    * Measured on the H200 (bench/nbw_tuning.ts, 2026-11-30): every setting of the three knobs within 58.3–59.2% of

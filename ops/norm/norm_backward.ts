@@ -168,12 +168,12 @@ const packet = new LaunchPacket(NormBackwardParams);
 const W = packet.w;
 /**
  * Dynamic shared memory of the bf16 rows kernels (norm_backward.cu kAccBytes): the 32 weight-gradient partials of
- * each of the 256 threads, fp32. With their static shared memory (34 KiB, `_b4` 18 KiB) that is above 48 KiB, so
+ * each of the 256 threads, fp32. With their static shared memory (34 KiB, `_b4` and `_b4swx` 18 KiB) that is above 48 KiB, so
  * the launch raises the function's limit first. fp32 rows kernels take none.
  */
 const BF16_ACC_SMEM = 2 * 16 * 4 * NORM_BLOCK_THREADS;
 
-/** normLaunchTuning.backwardPrefetch → the flag bit (read by the `_b4` / `_b4s` kernels only). */
+/** normLaunchTuning.backwardPrefetch → the flag bit (read by the `_b4` kernels only). */
 const PREFETCH_FLAG: Record<string, number> = { bulk: NORM_BWD_FLAG.prefetchBulk, thread: NORM_BWD_FLAG.prefetchThread, off: 0 };
 
 function addr(t: Tensor | null): number {
@@ -186,13 +186,14 @@ function aligned16(t: Tensor, rows: number, bytes: number): boolean {
 }
 
 /**
- * Whether the bf16 rows kernel is `_b4s_unit`, `_b4` with its launch conditions compiled in (H200, 16384 × 7168:
- * 63.1% of copy against 59.1%; docs/perf-notes/perf7-nbw.md): a bf16 launch of the four-block form
+ * Whether the bf16 rows kernel is `_b4swx_unit`, `_b4` with its launch conditions compiled in, the thread's first
+ * weight chunk in registers and x through L1 (H200, 16384 × 7168: 67.7% of copy against 59.0% for `_b4`; 8192:
+ * 62.4% against 54.9%; docs/perf-notes/perf8-nbw.md): a bf16 launch of the four-block form
  * (normLaunchTuning.backwardBf16Blocks ≠ 3) with a weight, no residualOutGrad, outScale = 1 (after RN32),
  * 4096 < H ≤ 8192 (one team of 256 threads a block, a tree of 512 nodes) and 16-byte aligned x, gradOut, xGrad and
  * weight views. Otherwise `_b4` (same bits). Exported for the GPU tests only (not re-exported by mod.ts).
  */
-export function usesB4s(
+export function usesB4swx(
   t: { x: Tensor; weight: Tensor | null; gradOut: Tensor; residualOutGrad: Tensor | null; xGrad: Tensor },
   outScale: number,
 ): boolean {
@@ -203,8 +204,8 @@ export function usesB4s(
 }
 
 /**
- * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4s_unit` where
- * {@link usesB4s}, else `_b4` unless normLaunchTuning.backwardBf16Blocks is 3, with 32 KiB of dynamic shared memory;
+ * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4swx_unit` where
+ * {@link usesB4swx}, else `_b4` unless normLaunchTuning.backwardBf16Blocks is 3, with 32 KiB of dynamic shared memory;
  * `_unit` for outScale = 1) over the
  * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad[_w16]` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
  * an allocated gradient is zero-filled, an accumulated one left as it is (spec D.3).
@@ -250,9 +251,9 @@ function launchNormBackward(
   p.f32(W.out_scale, outScale);
   const teams = NORM_BLOCK_THREADS / P;
   // outScale = 1 (after RN32, as the kernel sees it): the kernel without the dy ⊗ outScale multiplications
-  // bf16: the four-blocks-per-SM form (_b4) unless the tuning knob asks for the three-block one; _b4s (outScale = 1
+  // bf16: the four-blocks-per-SM form (_b4) unless the tuning knob asks for the three-block one; _b4swx (outScale = 1
   // only) where its compiled-in launch conditions hold
-  const form = usesB4s(t, outScale) ? "_b4s" : t.x.dtype === "bf16" && normLaunchTuning.backwardBf16Blocks !== 3 ? "_b4" : "";
+  const form = usesB4swx(t, outScale) ? "_b4swx" : t.x.dtype === "bf16" && normLaunchTuning.backwardBf16Blocks !== 3 ? "_b4" : "";
   const sym = `tk_norm_backward__${t.x.dtype}${form}${Math.fround(outScale) === 1 ? "_unit" : ""}`;
   const smem = t.x.dtype === "bf16" ? BF16_ACC_SMEM : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);

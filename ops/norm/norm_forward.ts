@@ -249,6 +249,13 @@ function rowStrides(t: Tensor | null): [number, number] {
   return [bs, rs];
 }
 
+/** Whether a bf16 row tensor allows 16-byte accesses on every row: base and (batch, row) strides as the kernel tests. */
+function vec16(t: Tensor | null): boolean {
+  if (!t) return false;
+  const [bs, rs] = rowStrides(t);
+  return (t as DeviceTensor).addr % 16 === 0 && (2 * bs) % 16 === 0 && (2 * rs) % 16 === 0;
+}
+
 /**
  * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4a`, normLaunchTuning.
  * castBulkRowsAligned; `_e4m3_g<N>_wr_resa`, residualWarpRowsAligned): the bases and row / batch strides of the bf16
@@ -295,18 +302,23 @@ export function launchNormForward(
   const t = normLaunchTuning;
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // any H, no residual: one block of 4 warps per row, for normForward the row held in registers
-  // (`_rr4_l2`), for the cast landed in shared memory by a bulk copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared
-  // memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4a`, compiled for aligned views only, where
-  // `castBulkRowsAligned` asks for it and the views allow it)
+  // (`_rr4_l2`; on views that allow 16-byte accesses `_tp16f` below), for the cast landed in shared memory by a bulk
+  // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4a`,
+  // compiled for aligned views only, where `castBulkRowsAligned` asks for it and the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
   // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block; the casts'
   // `_wr_resa[3]` compiled for aligned views only)
   const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
+  // the register-rows case on views that allow 16-byte accesses (x, out, the weight): one block of 512 threads per
+  // row, two passes (`_tp16f`); other views keep `_rr4_l2`
+  const twoPass = regRows && vec16(x) && vec16(o.out) && (!r.w || (r.w as DeviceTensor).addr % 16 === 0);
   // (the aligned-only forms of the casts, `_br4a` / `_wr_resa[3]`, where their knobs ask for them and the views allow it)
   const aligned = (on: boolean) => on && !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
   const form = bulkRows
     ? (aligned(t.castBulkRowsAligned) ? "_br4a" : "_br4")
+    : twoPass
+    ? "_tp16f"
     : regRows
     ? "_rr4_l2"
     : wr
@@ -357,11 +369,12 @@ export function launchNormForward(
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
   // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
-  // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default.
+  // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default; _tp16f: one block
+  // of 512 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows;
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
-  p.setLaunch(fn, stream.handle, grid, oneRow ? 128 : NORM_BLOCK_THREADS, smem, false, device.index);
+  p.setLaunch(fn, stream.handle, grid, twoPass ? 512 : oneRow ? 128 : NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
 }

@@ -24,6 +24,29 @@
 namespace tk {
 
 #if defined(__CUDACC__)
+// The three packed fmas and two mins of e2m1_mag_x2 on magnitudes `a` already within the codes' range (shared by
+// e2m1_mag_x2, which clamps first, and e2m1_mag_x2_nc, whose callers guarantee the bound).
+template <bool kBf16>
+TK_DEV uint32_t e2m1_round_mags_x2(uint32_t a) {
+  constexpr uint32_t kTwo = 0x40004000u;                         // 2.0 (same pattern in bf16 and f16)
+  constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;   // 1.0
+  constexpr uint32_t kHalf = kBf16 ? 0x3f003f00u : 0x38003800u;  // 0.5
+  constexpr uint32_t kM = kBf16 ? 0x43004300u : 0x64006400u;     // M = 128 (bf16) / 1024 (f16): ulp 1
+  uint32_t r0, r1, r2, m;
+  if constexpr (kBf16) {
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(a), "r"(kTwo), "r"(kM));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(a), "r"(kOne), "r"(kM + 0x20002u));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(a), "r"(kHalf), "r"(kM + 0x40004u));
+  } else {
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(a), "r"(kTwo), "r"(kM));
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(a), "r"(kOne), "r"(kM + 0x20002u));
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(a), "r"(kHalf), "r"(kM + 0x40004u));
+  }
+  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(r0), "r"(r1));
+  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(r2));
+  return m;
+}
+
 // Per 16-bit lane of a packed pair (kBf16: bf16, else f16), a non-NaN value → the lane's e2m1 magnitude code in
 // bits 0–2 of its low byte (bits 3–7 zero; the high byte is the magic's exponent, ignored).
 //
@@ -37,26 +60,11 @@ namespace tk {
 template <bool kBf16>
 TK_DEV uint32_t e2m1_mag_x2(uint32_t h) {
   constexpr uint32_t kSix = kBf16 ? 0x40c040c0u : 0x46004600u;   // 6.0
-  constexpr uint32_t kTwo = 0x40004000u;                         // 2.0 (same pattern in bf16 and f16)
-  constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;   // 1.0
-  constexpr uint32_t kHalf = kBf16 ? 0x3f003f00u : 0x38003800u;  // 0.5
-  constexpr uint32_t kM = kBf16 ? 0x43004300u : 0x64006400u;     // M = 128 (bf16) / 1024 (f16): ulp 1
   const uint32_t a = h & 0x7fff7fffu;
-  uint32_t ac, r0, r1, r2, m;
+  uint32_t ac;
   // integer min on non-negative non-NaN float patterns is the float min
   asm("min.u16x2 %0, %1, %2;" : "=r"(ac) : "r"(a), "r"(kSix));
-  if constexpr (kBf16) {
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(ac), "r"(kTwo), "r"(kM));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(ac), "r"(kOne), "r"(kM + 0x20002u));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(ac), "r"(kHalf), "r"(kM + 0x40004u));
-  } else {
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(ac), "r"(kTwo), "r"(kM));
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(ac), "r"(kOne), "r"(kM + 0x20002u));
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(ac), "r"(kHalf), "r"(kM + 0x40004u));
-  }
-  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(r0), "r"(r1));
-  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(r2));
-  return m;
+  return e2m1_round_mags_x2<kBf16>(ac);
 }
 
 // Nonzero when some lane of the pairs is NaN or ±Inf (fma(x, 0, acc) stays ±0 for finite x). Only NaN needs the
@@ -207,24 +215,7 @@ TK_DEV uint32_t pack_e2m1_mags(const uint32_t* m, const uint32_t* h) {
 // identity), one min.u16x2 fewer per pair. Callers guarantee the bound (encode_e2m1_bf16_pow2_nc).
 template <bool kBf16>
 TK_DEV uint32_t e2m1_mag_x2_nc(uint32_t h) {
-  constexpr uint32_t kTwo = 0x40004000u;
-  constexpr uint32_t kOne = kBf16 ? 0x3f803f80u : 0x3c003c00u;
-  constexpr uint32_t kHalf = kBf16 ? 0x3f003f00u : 0x38003800u;
-  constexpr uint32_t kM = kBf16 ? 0x43004300u : 0x64006400u;
-  const uint32_t a = h & 0x7fff7fffu;
-  uint32_t r0, r1, r2, m;
-  if constexpr (kBf16) {
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(a), "r"(kTwo), "r"(kM));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(a), "r"(kOne), "r"(kM + 0x20002u));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(a), "r"(kHalf), "r"(kM + 0x40004u));
-  } else {
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r0) : "r"(a), "r"(kTwo), "r"(kM));
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r1) : "r"(a), "r"(kOne), "r"(kM + 0x20002u));
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r2) : "r"(a), "r"(kHalf), "r"(kM + 0x40004u));
-  }
-  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(r0), "r"(r1));
-  asm("min.u16x2 %0, %1, %2;" : "=r"(m) : "r"(m), "r"(r2));
-  return m;
+  return e2m1_round_mags_x2<kBf16>(h & 0x7fff7fffu);
 }
 
 // encode_e2m1_bf16_pow2 for chunks whose products are known to satisfy |x_i · inv| ≤ 6 or to be non-finite: the

@@ -10,8 +10,13 @@
 //                                          (normLaunchTuning.forwardWarpRowsMinRowsPerSm, residualWarpRows)
 //   tk_norm_forward__bf16_rr4_l2           bf16, any H, no residual: one block of 4 warps per row, the row held in
 //                                          registers (below, "register rows"), its aligned loads with the L2::256B
-//                                          prefetch-size hint; the host's default for normForward
-//                                          from the same row count per SM (normLaunchTuning.forwardRegRows)
+//                                          prefetch-size hint; the host's default for normForward from the same
+//                                          row count per SM (normLaunchTuning.forwardRegRows) on views that do not
+//                                          allow 16-byte accesses (x, out or the weight; _tp16f takes the others)
+//   tk_norm_forward__bf16_tp16f            bf16, any H, no residual, views that allow 16-byte accesses (x, out, the
+//                                          weight): one block of 16 warps per row, two passes with torch's cache
+//                                          hints, the chunk sums folded by warp 0 (below, "two passes"); the host's
+//                                          default for normForward where _rr4_l2 would run on such views
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
@@ -36,6 +41,11 @@
 //   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
 //   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4_l2 64 → 8 blocks = 8 rows = 32
+//   warps per SM.
+//
+//   _tp16f: block.x 512 (one block = one row), 2 × 512 floats of static shared memory (the chunk sums in the first
+//   row, rstd at the head of the second; barrier 0 twice a row), grid.x = B·T (one block per row; any grid is
+//   correct, rows walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): 31–32 → 4 blocks = 64
 //   warps per SM.
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
@@ -942,6 +952,140 @@ struct NormForwardRegRows {
   }
 };
 
+// ---- two passes, 16 warps a row: tk_norm_forward__bf16_tp16f -------------------------------------------------------
+// torch.compile's RMSNorm geometry (its Triton kernel, probed on the H200 2026-12-01: one row per CTA of 512 threads,
+// 29 registers, 4 CTAs = 64 warps per SM, x read by whole-sector 16-byte loads in a first pass and read again in the
+// second, 110 µs against _rr4_l2's 124 at 16384 × 7168), with D.2's tree. The row is 2K ≤ 1024 16-byte pieces of 8
+// elements (K = H/16 ≤ 512 chunks); thread u loads pieces u and u + 512, so each warp instruction reads 512
+// contiguous bytes (whole sectors; _rr4_l2's thread-owned 32-byte chunks use half of every sector per instruction).
+// Pass 1: threads u = 2m and 2m + 1 (lanes of one warp) hold the two pieces of chunk m in their first registers
+// and of chunk 256 + m in their second; one shuffle per word gives the even thread chunk m whole (pieces 2m,
+// 2m + 1) and the odd thread chunk 256 + m (pieces 512 + 2m, 513 + 2m): thread u owns chunk k(u) = u/2 (u even) or
+// 256 + u/2 (u odd), dead chunks (k ≥ K) +0. Each thread sums its chunk by the 8/4/2/1 tree and stores it at node k of a
+// 512-float shared array; after barrier 0 warp 0 folds the 512 nodes: lane l reads nodes l + 32i, i < 16, folds them
+// by halving over i (the tree's steps 256, 128, 64, 32; nodes ≥ N are +0, and c ⊕ +0 = c for the non-negative or NaN
+// sums, so the fixed width 512 gives TREE's bits for every N), then xor shuffles 16 … 1, and hands rstd to the block
+// through shared memory behind a second barrier (as torch's kernel: two barriers a row). Pass 2: thread u reads
+// pieces u and u + 512 of x again (from L1 or L2) and of the weight, and writes step 4's 16 bytes of each.
+// (Measured on the H200, 2026-12-01, docs/perf-notes/perf8-norm.md: 87.2 / 90.9% of copy at 8192 / 16384 × 7168
+// against _rr4_l2's 84.2 / 89.0; the same geometry with every warp folding the nodes, one barrier a row, with and
+// without the cache hints, and _rr4_l2 without its element-wise fallbacks measured slower and were removed.)
+// Views that allow 16-byte accesses only (x, out and the weight 16-byte aligned, strides multiples of 8 elements: the
+// host runs _rr4_l2 otherwise); bf16, no residual, no cast; any H ≤ 8192; any grid (rows walked grid-stride by block).
+// Input read twice by the same block, with an L2 eviction policy made right before the load (createpolicy.fractional,
+// fraction 1.0: one ALU instruction, no 64-bit register held across the row loop), as torch.compile's two-pass
+// RMSNorm reads it: the first pass and the weight keep the lines (L1::evict_last, L2 evict_last), the second pass
+// marks them done (L1::evict_first, L2 evict_first). Hints only: the same bytes are read. (Here rather than in
+// ldst.cuh, as ld_stream_l2_256 above: only this file uses them, and a change to ldst.cuh touches every kernel's
+// manifest entry.)
+#define TK_LD_POLICY(name, policy)                                                                          \
+  TK_DEV void name(const void* ptr, uint32_t(&w)[4]) {                                                      \
+    asm volatile(                                                                                           \
+        "{\n\t.reg .b64 pol;\n\t"                                                                           \
+        "createpolicy.fractional.L2::" policy ".b64 pol, 1.0;\n\t"                                           \
+        "ld.global.nc.L1::" policy ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"                \
+        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])                                                     \
+        : "l"(ptr));                                                                                        \
+  }
+TK_LD_POLICY(ld_keep, "evict_last")
+TK_LD_POLICY(ld_last_use, "evict_first")
+#undef TK_LD_POLICY
+
+constexpr uint32_t kTpThreads = 512;
+// 512 threads × 32 registers: 4 blocks = 64 warps per SM (register file 64 K).
+constexpr int kTpMinBlocks = 4;
+
+struct NormForwardTwoPass {
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardTwoPass(const NormForwardParams& params) : p(params) {}
+
+  // step 4 on one piece of 8 elements: y = RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), or without the outScale product
+  // (kOne: outScale = 1, exact); a missing weight is w = 1 (as the register rows' step 4). Overwrites xv.
+  template <bool kOne>
+  static TK_DEV void step4(uint32_t (&xv)[4], const uint32_t (&wv)[4], float rstd, float out_scale) {
+    float y[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float s = (e & 1) ? bf16_hi(xv[e / 2]) : bf16_lo(xv[e / 2]);
+      const float w = (e & 1) ? bf16_hi(wv[e / 2]) : bf16_lo(wv[e / 2]);
+      const float sr = mul_rn(s, rstd);
+      y[e] = kOne ? mul_rn(sr, w) : mul_rn(sr, mul_rn(w, out_scale));
+    }
+    encode_bf16x2_words<4>(y, xv);
+  }
+
+  TK_DEV void run() const {
+    __shared__ float red[2][kTpThreads];  // the chunk sums by node (red[0]), rstd (red[1][0])
+    constexpr int kEb = 2;
+    const uint32_t H = p.hidden, pieces = H / 8;
+    const uint32_t u = threadIdx.x, lane = u % kWarpSize, odd = u & 1;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const bool has_w = p.flags & kFwdWeight;
+    const bool one = p.out_scale == 1.0f;
+    const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
+    const uint32_t node = odd ? kTpThreads / 2 + u / 2 : u / 2;
+    float* nodes = red[0];
+    for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+      const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
+      const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+
+      // pass 1: pieces u and u + 512 (zeros when dead), the pair exchange, the chunk's squares and its tree
+      uint32_t a[4] = {0u, 0u, 0u, 0u}, c[4] = {0u, 0u, 0u, 0u};
+      if (u < pieces) ld_keep(xr + kVecBytes * u, a);
+      if (u + kTpThreads < pieces) ld_keep(xr + kVecBytes * (u + kTpThreads), c);
+      float q[kRmsChunk];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        // the even lane sends its second piece (the odd lane's chunk), the odd lane its first (the even lane's)
+        const uint32_t got = __shfl_xor_sync(kFullWarpMask, odd ? a[i] : c[i], 1);
+        const uint32_t lo = odd ? got : a[i];  // elements 2i, 2i + 1 of the owned chunk
+        const uint32_t hi = odd ? c[i] : got;  // elements 8 + 2i, 9 + 2i
+        q[2 * i] = mul_rn(bf16_lo(lo), bf16_lo(lo));
+        q[2 * i + 1] = mul_rn(bf16_hi(lo), bf16_hi(lo));
+        q[8 + 2 * i] = mul_rn(bf16_lo(hi), bf16_lo(hi));
+        q[9 + 2 * i] = mul_rn(bf16_hi(hi), bf16_hi(hi));
+      }
+      nodes[node] = chunk_tree(q);
+      asm volatile("bar.sync 0;" ::: "memory");
+      // the fold of the 512 nodes by warp 0: halving over i (steps 256 … 32), then the lanes (16 … 1); rstd in
+      // red[1][0], read by all after the second barrier, written again only after the next row's first barrier,
+      // which every reader has passed
+      if (u < kWarpSize) {
+        float v[kRmsChunk];
+#pragma unroll
+        for (int i = 0; i < kRmsChunk; ++i) v[i] = nodes[lane + kWarpSize * i];
+        float S = chunk_tree(v);
+#pragma unroll
+        for (int h = kWarpSize / 2; h >= 1; h /= 2) S = add_rn(S, __shfl_xor_sync(kFullWarpMask, S, h));
+        const float r = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+        if (u == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(r)));
+        if (u == 0) red[1][0] = r;
+      }
+      asm volatile("bar.sync 0;" ::: "memory");
+      const float rstd = red[1][0];
+
+      // pass 2: the same pieces again, the weight's, step 4, 16-byte stores
+      uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t piece = u + kTpThreads * j;
+        if (piece < pieces) {
+          uint32_t xv[4], wv[4] = {0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u};
+          ld_last_use(xr + kVecBytes * piece, xv);
+          if (has_w) ld_keep(wr + kVecBytes * piece, wv);
+          if (one) {
+            step4<true>(xv, wv, rstd, p.out_scale);
+          } else {
+            step4<false>(xv, wv, rstd, p.out_scale);
+          }
+          st_v4(orow + kVecBytes * piece, xv[0], xv[1], xv[2], xv[3]);
+        }
+      }
+    }
+  }
+};
+
 // ---- bulk rows: tk_norm_forward__bf16[_e4m3_g<N>]_br4[s] -----------------------------------------------------------
 // The register rows' team, chunks and tree (one block of 4 warps per row, thread p owns the chunks p + 128·j), with
 // the row landed in shared memory by one bulk copy (TMA: cp.async.bulk, one instruction of thread 0, completing on
@@ -1350,6 +1494,11 @@ TK_NORM_FORWARD_CAST_WR_RESA(128, 3, tk_norm_forward__bf16_e4m3_g128_wr_resa3)
     tk::NormForwardRegRows<w, n>(p).run();                                                                \
   }
 TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4_l2)
+// Two passes, 16 warps a row (NormForwardTwoPass): views that allow 16-byte accesses (x, out, the weight).
+extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
+    tk_norm_forward__bf16_tp16f(const __grid_constant__ NormForwardParams p) {
+  tk::NormForwardTwoPass(p).run();
+}
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
 // landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
 #define TK_NORM_FORWARD_BR(n, name)                                                                       \

@@ -415,6 +415,16 @@ struct GroupCast {
     }
   }
 
+  // The table form's 256 e4m3 scale inverses, in the block's shared table (every thread waits for them).
+  TK_DEV void fill_inv_tab(float* inv_tab) const {
+    if constexpr (kSfInvTable) {
+      if (e4m3_inv_table) {
+        for (uint32_t c = threadIdx.x; c < 256; c += blockDim.x) inv_tab[c] = div_rn(1.0f, decode_e4m3(c));
+      }
+      __syncthreads();
+    }
+  }
+
   TK_DEV void run() const {
     if constexpr (kForm == kFormSfRegs) {
       run_regs();
@@ -423,12 +433,7 @@ struct GroupCast {
     // thread-private staging slots, [stage][item][thread] so that a warp's shared accesses are contiguous
     __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
     __shared__ float inv_tab[kSfInvTable ? 256 : 1];
-    if constexpr (kSfInvTable) {
-      if (e4m3_inv_table) {
-        for (uint32_t c = threadIdx.x; c < 256; c += blockDim.x) inv_tab[c] = div_rn(1.0f, decode_e4m3(c));
-      }
-      __syncthreads();
-    }
+    fill_inv_tab(inv_tab);
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t x_stride = row_stride_bytes<kIn>(p);
@@ -462,12 +467,7 @@ struct GroupCast {
   // one. Two register buffers swap roles every unit (the loop body is emitted once per buffer).
   TK_DEV void run_regs() const {
     __shared__ float inv_tab[kSfInvTable ? 256 : 1];
-    if constexpr (kSfInvTable) {
-      if (e4m3_inv_table) {
-        for (uint32_t c = threadIdx.x; c < 256; c += blockDim.x) inv_tab[c] = div_rn(1.0f, decode_e4m3(c));
-      }
-      __syncthreads();
-    }
+    fill_inv_tab(inv_tab);
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t x_stride = row_stride_bytes<kIn>(p);
