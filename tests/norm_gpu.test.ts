@@ -24,6 +24,7 @@ import {
 } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { usesB4swx } from "../ops/norm/norm_backward.ts";
+import { castViewsAligned } from "../ops/norm/norm_forward.ts";
 import { loadGolden } from "./golden.ts";
 import { refuses } from "./refuses.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
@@ -655,6 +656,147 @@ gpuTest("normBackward: the weight gradient has the same bits for config.numSms 1
 });
 
 // ---- special values ---------------------------------------------------------------------------------------
+
+// ---- normForwardAndPerTokenCast by aligned bulk rows (`_e4m3_g<N>_br4a`, castBulkRowsAligned) -------------------------
+
+/** Runs f with the bulk rows from any row count, grid cap `blocks`, and the aligned-only form asked for. */
+function withAlignedBulkRows<T>(blocks: number, f: () => T): T {
+  return withTuning("castBulkRowsAligned", true, () => withRowForms(blocks, f));
+}
+
+/** Whether the launch of x (rows of bf16) and w picks `_br4a` (data / outBf16 are fresh allocations: aligned). */
+function picksBr4a(x: HostTensor, w: HostTensor | null): boolean {
+  const dx = uploadView(x);
+  const dw = w ? uploadView(w) : null;
+  try {
+    return castViewsAligned(dx, dw, dx, null);
+  } finally {
+    dispose(dx, dw);
+  }
+}
+
+gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = reference = perTokenCast(normForward): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3, 2-D / 3-D, padded strides, dead chunks and one-chunk rows, grid caps (a block's later rows); unaligned views on _br4 (seed 8901)", () => {
+  const rand = rng(8901);
+  for (const blocks of [0, 1, 3]) {
+    withAlignedBulkRows(blocks, () => {
+      for (const H of [32, 64, 128, 288, 512, 544, 640, 1056, 2048, 4096, 5120, 7168, 8192]) {
+        for (const npc of [32, 128] as const) {
+          if (H % npc) continue;
+          for (const [name, sf] of SF_CONFIGS) {
+            for (const weight of blocks === 0 ? [true, false] : [rand() < 0.7]) {
+              const withOutBf16 = rand() < 0.5;
+              const B = rand() < 0.3 ? 2 : 0;
+              const c: FwdCase = { B, T: B ? 5 : 13, H, dtype: "bf16", weight, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 8 * Math.ceil(rand() * 8)) };
+              compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `br4a blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
+            }
+          }
+        }
+      }
+      // the form is picked for aligned views, and unaligned ones (x stride, x base, weight) fall back to _br4
+      const H = 512;
+      const x = rows(rand, 0, 9, H, "bf16", H + 8);
+      const w = moderate(rand, [H], "bf16");
+      assert.ok(picksBr4a(x, w) && picksBr4a(x, null), "aligned views pick _br4a");
+      const xu = rows(rand, 0, 9, H, "bf16", H + 1);
+      const xo = new HostTensor(x.data, "bf16", [8, H], [H + 8, 1], 1);
+      const wu = unalignedWeight(rand, H);
+      assert.ok(!picksBr4a(xu, w) && !picksBr4a(xo, w) && !picksBr4a(x, wu), "unaligned views stay on _br4");
+      for (const [xx, ww, tag] of [[xu, w, "x stride H+1"], [xo, w, "x base +2 bytes"], [x, wu, "unaligned weight"], [x, w, "aligned"]] as const) {
+        for (const npc of [32, 128] as const) {
+          compareCastOn(xx, undefined, ww, { B: 0, T: xx.shape[0], H, outScale: 1 }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: true }, `br4a blocks/SM ${blocks} ${tag} ${npc}`);
+        }
+      }
+    });
+  }
+  // full size: the bench's case (and its 8192-row sibling's options) with and without the copy
+  for (const withOutBf16 of [false, true]) {
+    withAlignedBulkRows(0, () => {
+      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, withOutBf16, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `br4a 3000x7168 outBf16 ${withOutBf16}`);
+    });
+  }
+});
+
+gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = reference on NaNs, ±Inf, ±0, subnormals and outputs that overflow or become subnormal: groups of 32 and 128, every sf layout, weight (special) or not, outScale 1 / 3e38 / 1e-39 (seed 8902)", () => {
+  const rand = rng(8902);
+  const T = 10;
+  withAlignedBulkRows(0, () => {
+    for (const H of [128, 640, 7168]) {
+      for (const outScale of [1, 3e38, 1e-39]) {
+        const x = specialRows(rand, T, H, "bf16");
+        const w = specialWeight(rand, H, "bf16");
+        for (const npc of [32, 128] as const) {
+          for (const [name, sf] of SF_CONFIGS) {
+            for (const ww of [w, null]) {
+              const label = `br4a special ${T}x${H} outScale ${outScale} ${npc} ${name} weight ${!!ww}`;
+              compareCastOn(x, undefined, ww, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, label);
+            }
+          }
+        }
+      }
+    }
+  });
+});
+
+for (const form of [2, 3] as const) gpuTest(`addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (${form === 2 ? "_e4m3_g<N>_wr_resa" : "_e4m3_g<N>_wr_resa3, 3 blocks per SM"}, residualWarpRowsAligned ${form}) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views on _wr_res; grid caps (seed 8903)`, () => {
+  const rand = rng(8903);
+  withTuning("residualWarpRowsAligned", form, () => {
+    for (const blocks of [0, 3]) {
+      withForwardTuning(blocks, () => {
+        for (const H of [288, 528, 1024, 2048, 4096, 7168, 8192]) {
+          const tag = `wr_resa${form} blocks/SM ${blocks} H ${H}`;
+          for (const npc of [32, 128] as const) {
+            if (H % npc) continue;
+            for (const [name, sf] of SF_CONFIGS) {
+              const B = rand() < 0.3 ? 2 : 0;
+              const stride = H + (rand() < 0.5 ? 0 : 8 * Math.ceil(rand() * 8));
+              const c: FwdCase = { B, T: B ? 5 : 17, H, dtype: "bf16", weight: rand() < 0.7, residual: true, outScale: rand() < 0.5 ? 1 : 0.3, stride };
+              compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, `${tag} cast ${name} ${npc} ${JSON.stringify(c)}`);
+            }
+            // addRmsnorm: residual updated in place; aligned, then an unaligned residual (stride H + 1: _wr_res)
+            for (const stride of [H, H + 1]) {
+              const x = rows(rand, 0, 17, H, "bf16");
+              const r = rows(rand, 0, 17, H, "bf16", stride);
+              const w = moderate(rand, [H], "bf16");
+              const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: npc, ...SF_CONFIGS[5][1] } as const;
+              const dx = uploadView(x);
+              const dr = uploadView(r);
+              const dw = uploadView(w);
+              assert.equal(castViewsAligned(dx, dw, dx, null, dr, dr), stride === H, `${tag} addRmsnorm form choice`);
+              const [cd, cf] = addRmsnormForwardAndPerTokenCast(x, r, w, o);
+              const [gd, gf] = addRmsnormForwardAndPerTokenCast(dx, dr, dw, o);
+              sameAllocation(gd, cd, `${tag} addRmsnorm ${npc} stride ${stride} data`);
+              sameAllocation(gf, cf, `${tag} addRmsnorm ${npc} stride ${stride} sf`);
+              sameAllocation(dr, r, `${tag} addRmsnorm ${npc} stride ${stride} residual`);
+              dispose(gd, gf, dx, dr, dw);
+            }
+            // an unaligned weight: _wr_res
+            const x = rows(rand, 0, 11, H, "bf16");
+            const r = rows(rand, 0, 11, H, "bf16");
+            compareCastOn(x, r, unalignedWeight(rand, H), { B: 0, T: 11, H, outScale: 1 }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true }, `${tag} unaligned weight ${npc}`);
+          }
+        }
+        // special values (NaN, ±Inf, subnormals, overflow), the special weight or none
+        for (const H of [640, 7168]) {
+          for (const outScale of [1, 3e38, 1e-39]) {
+            const x = specialRows(rand, 10, H, "bf16");
+            const r = specialRows(rand, 10, H, "bf16");
+            const w = specialWeight(rand, H, "bf16");
+            for (const npc of [32, 128] as const) {
+              for (const ww of [w, null]) {
+                compareCastOn(x, r, ww, { B: 0, T: 10, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: rand() < 0.5 }, `wr_resa${form} blocks/SM ${blocks} special H ${H} outScale ${outScale} ${npc} weight ${!!ww}`);
+              }
+            }
+          }
+        }
+      }, true);
+    }
+    withForwardTuning(0, () => {
+      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_resa${form} cast 3000x7168`);
+    }, true);
+  });
+});
 
 const NAN32 = [0x7fc00000, 0xffc00000, 0x7f800001, 0xffffffff];
 const NAN16 = [0x7fc0, 0xffc0, 0x7f81, 0xffff];

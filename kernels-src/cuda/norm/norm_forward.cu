@@ -20,6 +20,11 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
+//   tk_norm_forward__bf16_e4m3_g<N>_wr_resa[3]  the residual casts' warp rows compiled for aligned views only (3: at
+//                                          3 blocks per SM); the host's choice where residualWarpRowsAligned is set
+//                                          and the views allow it
+//   tk_norm_forward__bf16_e4m3_g<N>_br4a   the bulk rows compiled for aligned views only (below, "aligned bulk rows");
+//                                          the host's choice where castBulkRowsAligned is set and the views allow it
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -29,7 +34,9 @@
 //   replaces the 8 for A/B runs.)
 //
 //   _wr_res: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
-//   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
+//   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM. _e4m3_g<N>_wr_resa: the same geometry,
+//   96 registers on sm_90a, 123–128 on sm_100a (2 blocks per SM either way, the launch bound's); _wr_resa3: 80
+//   registers → 3 blocks = 24 rows per SM.
 //
 //   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
@@ -46,6 +53,7 @@
 //   correct, rows walked grid-stride by block, each later row behind a barrier). Registers (no spills, sm_90a and
 //   sm_100a): 40 → 12 blocks per SM; the host asks for an 85% shared-memory carveout (normLaunchTuning.
 //   bulkRowsCarveout; measured 72.9% of copy against 68.1% with the largest), which leaves L1 room for the weight.
+//   _e4m3_g<N>_br4a: as _e4m3_g<N>_br4 (40 registers, 12 blocks per SM, the same carveout), aligned views only.
 //
 //   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
 //   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
@@ -490,7 +498,10 @@ constexpr int kWrMinBlocks = 2;
 // and summed; pass 2 reads s back from residualOut by coherent loads (the same lane wrote those bytes: program order;
 // residualOut may be x or residual itself, each element read by its lane before that lane overwrites it, as in the
 // team kernels). x and residual are read once (L2::evict_first).
-template <int kCastN, bool kRes = false>
+// kAligned (the `_wr_resa` symbols, round 9): every view aligned to 16 bytes, compile-time (the host checks): no
+// element-wise fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk (pass 2's
+// weight: 16 `@P LDG.U16` + 8 `@P PRMT` a chunk in `_e4m3_g<N>_wr_res`). Otherwise the same kernel, the same bits.
+template <int kCastN, bool kRes = false, bool kAligned = false>
 struct NormForwardWarpRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr bool kCast = kCastN != 0;
@@ -558,13 +569,13 @@ struct NormForwardWarpRows {
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
     const bool has_w = p.flags & kFwdWeight;
-    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
-    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool x_al = kAligned || view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool o_al = kAligned || view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
     const bool with_bf16 = p.flags & kFwdOutBf16;
-    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
-    const bool r_al = view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
-    const bool ro_al = view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
-    const bool w_al = (p.weight % kVecBytes) == 0;
+    const bool d_al = kAligned || (p.data % kVecBytes) == 0, b_al = kAligned || (p.out_bf16 % kVecBytes) == 0;
+    const bool r_al = kAligned || view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
+    const bool ro_al = kAligned || view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
+    const bool w_al = kAligned || (p.weight % kVecBytes) == 0;
     const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
 
@@ -1109,6 +1120,21 @@ struct NormForwardBulkRows {
   const NormForwardParams& p;
   TK_DEV explicit NormForwardBulkRows(const NormForwardParams& params) : p(params) {}
 
+  // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
+  // j < J for the group shuffles), aligned only.
+  template <bool kOne, bool kW>
+  TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
+    const uint32_t K = p.hidden / kRmsChunk;
+    const bool with_bf16 = p.flags & kFwdOutBf16;
+#pragma unroll 1
+    for (uint32_t j = 0; j < J; ++j) {
+      const uint32_t k = threadIdx.x + kP * j;
+      const bool live = k < K;
+      const Chunk y = step4<kOne, kW>(buf, k, live, rstd);
+      NormForwardWarpRows<kCastN>(p).template cast_chunk<true>(y, row, t, b, k, live, with_bf16, true, true);
+    }
+  }
+
   TK_DEV void run() const {
     extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
     __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
@@ -1225,6 +1251,192 @@ struct NormForwardBulkRows {
   }
 };
 
+// ---- aligned bulk rows: tk_norm_forward__bf16_e4m3_g<N>_br4a -------------------------------------------------------
+// The bulk rows' cast (above: one block of 4 warps per row, the row landed in shared memory by one bulk copy, thread
+// p owning chunks p + 128 j for the sums and the tree, step 4 + the cast as a rolled loop over j) compiled for aligned
+// views only. The host launches it only when x's base and strides, the weight, data and outBf16 are multiples of 16
+// bytes (normLaunchTuning.castBulkRowsAligned): the row is always landed by the bulk copy (no element loads), the
+// weight is read by two 16-byte loads and data / outBf16 written by 16-byte stores, with no narrow fallback compiled
+// in. ptxas if-converts such a fallback into predicated narrow accesses that issue on every call: in `_br4`'s step-4
+// loop the weight's 16 `@P LDG.U16` + 8 `@P PRMT` issue with every chunk (24 of ~265 warp-instructions a chunk;
+// docs/perf-notes/perf9-ncast.md). The bench's case (a weight, outScale = 1, rounded scales stored as packed UE8M0)
+// has its own copy of the loop without the weight and scale flag tests, the unit-weight moves, the outScale products
+// and the other scale paths; every other case runs the general copy (w = 1 without a weight, as `_br4`). A dead
+// chunk reads chunk 0 (no predicates, no presets). Same bits as `_br4`: the same products in the same order
+// (norm_step4_chunk<kOne, true, Chunk, false>, element for element, by 16-byte pieces) and the same cast
+// (NormForwardWarpRows::cast_chunk<true> line for line, aligned, the scale flags an argument).
+// Registers: 40 → 12 blocks per SM (kBrMinBlocks), no spills, sm_90a and sm_100a; shared memory as `_br4`.
+// (Not instantiated: a form with two chunks per lane, 8m + i and 8m + i + 4 for the 4 lanes i of unit m, one scale
+// per two chunks; it needs ~48 registers and spilled 24–200 bytes at 40 in every arrangement tried, even with one
+// chunk parked in the row buffer: docs/perf-notes/perf9-ncast.md.)
+template <int kCastN>
+struct NormForwardBulkRowsA {
+  using Chunk = RowChunk<Fmt::kBf16>;
+  static constexpr int kEb = 2;
+  static constexpr uint32_t kP = 4 * kWarpSize;  // team = block
+  static constexpr int kJ = 512 / kP;            // chunks a thread holds at most (N ≤ 512)
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardBulkRowsA(const NormForwardParams& params) : p(params) {}
+
+  TK_DEV SfOut sf_out() const {
+    return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, p.hidden / kCastN};
+  }
+
+  // Chunk k of the row in the buffer at `buf` through step 4: y = RNbf16((s ⊗ rstd) ⊗ w) (kOne:
+  // outScale = 1) or RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), NaN halves left as the conversion makes them (the cast
+  // treats every NaN alike; cast_chunk<true> fixes them in the outBf16 copy). By 16-byte pieces (x from the buffer,
+  // the weight through L1), element for element the products of norm_step4_chunk<kOne, true, Chunk, false>. kW: the
+  // weight compiled in (present); otherwise read when the launch has one, w = 1 (bf16 0x3F80) without:
+  // (s ⊗ rstd) ⊗ 1 = s ⊗ rstd and 1 ⊗ outScale = outScale exactly, a NaN stays a NaN (as `_br4`).
+  template <bool kOne, bool kW>
+  TK_DEV Chunk step4(uint32_t buf, uint32_t k, bool live, float rstd) const {
+    Chunk y;
+    // A dead chunk (k ≥ K: in a dead group, nothing of it is stored, its |y| maximum meets only its group's dead
+    // lanes) reads chunk 0 instead: the loads need no predicate and their registers no preset (a warp of dead
+    // lanes reads one shared address and one weight line).
+    const uint32_t kk = live ? k : 0u;
+    const uint8_t* wq = reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(kk) * Chunk::kBytes;
+#pragma unroll
+    for (int s = 0; s < Chunk::kPieces; ++s) {
+      uint32_t v[4], w[4];
+      ld_shared(buf + kk * Chunk::kBytes + kVecBytes * s, v);
+      if constexpr (kW) {
+        ld_cached(wq + kVecBytes * s, w);
+      } else {
+        for (int i = 0; i < 4; ++i) w[i] = 0x3F803F80u;
+        if (p.flags & kFwdWeight) ld_cached(wq + kVecBytes * s, w);
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        float f[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float sr = mul_rn(h ? bf16_hi(v[q]) : bf16_lo(v[q]), rstd);
+          const float wv = h ? bf16_hi(w[q]) : bf16_lo(w[q]);
+          f[h] = kOne ? mul_rn(sr, wv) : mul_rn(sr, mul_rn(wv, p.out_scale));
+        }
+        y.w[4 * s + q] = encode_bf16x2_nan_unfixed(f[0], f[1]);
+      }
+    }
+    return y;
+  }
+
+  // The cast of chunk k (NormForwardWarpRows::cast_chunk<true>, line for line, aligned), with the scale flags
+  // `sf` (SfFlag bits: compile-time in the bench's copy of the loop, the launch's otherwise).
+  TK_DEV void cast(const Chunk& y, uint64_t row, uint32_t t, uint32_t b, uint32_t k, bool live, bool with_bf16, uint32_t sf) const {
+    constexpr uint32_t kGroupChunks = kCastN / kRmsChunk;  // a group: kGroupChunks adjacent lanes
+    const uint64_t H = p.hidden;
+    if (with_bf16 && live) {
+      uint8_t* q = reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes;
+      Chunk o = y;
+      uint32_t nan = 0;
+#pragma unroll
+      for (int i = 0; i < Chunk::kWords; ++i) nan |= (o.w[i] & 0x7fff7fffu) + 0x007f007fu;  // bit 15 / 31: a NaN half
+      if (nan & 0x80008000u) {
+#pragma unroll
+        for (int i = 0; i < Chunk::kWords; ++i) o.w[i] = bf16x2_fix_nan(o.w[i]);
+      }
+      o.store(q, true);
+    }
+    uint32_t a = abs_max_bf16<Chunk::kWords>(y.w);
+#pragma unroll
+    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) a = max(a, __shfl_xor_sync(kFullWarpMask, a, m));
+    if (!live) return;
+    const ScaleAndInv si = sf_and_inv(u2f(a << 16), p.amax_clamp, kE4m3Max, sf);
+    if (k % kGroupChunks == 0) {
+      SfOut so = sf_out();
+      so.flags = sf;
+      so.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
+      so.store(t, k / kGroupChunks, si.stored);
+    }
+    float v[kRmsChunk];
+#pragma unroll
+    for (int e = 0; e < kRmsChunk; ++e) v[e] = mul_rn(y.at(e), si.inv);
+    uint32_t o[kRmsChunk / 4];
+    encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
+    store_chunk<kRmsChunk>(reinterpret_cast<uint8_t*>(p.data) + row * H + static_cast<uint64_t>(k) * kRmsChunk, o, true);
+  }
+
+  // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
+  // j < J for the group shuffles), aligned only. kBench: a weight, outScale = 1 and rounded scales stored as packed
+  // UE8M0 (the roofline's case), all compile-time; otherwise everything from the launch.
+  template <bool kBench>
+  TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
+    const uint32_t K = p.hidden / kRmsChunk;
+    const bool with_bf16 = p.flags & kFwdOutBf16;
+    const uint32_t sf = kBench ? kSfRound | kSfPackedUe8m0 : p.flags;
+#pragma unroll 1
+    for (uint32_t j = 0; j < J; ++j) {
+      const uint32_t k = threadIdx.x + kP * j;
+      const bool live = k < K;
+      const Chunk y = step4<kBench, kBench>(buf, k, live, rstd);
+      cast(y, row, t, b, k, live, with_bf16, sf);
+    }
+  }
+
+  TK_DEV void run() const {
+    extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
+    __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
+    __shared__ __align__(8) uint64_t landed;            // the bulk load's mbarrier
+    const uint32_t H = p.hidden, K = H / kRmsChunk, row_bytes = H * kEb;
+    const RmsTeam team(kP, K);  // team 0, p = threadIdx.x
+    const uint32_t N = team.nodes;
+    const uint32_t J = N > kP ? N / kP : 1u;
+    const uint32_t tp = threadIdx.x;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const uint32_t buf = smem_addr(row_buf), bar = smem_addr(&landed);
+    auto chunk_of = [&](uint32_t j) { return tp + kP * j; };
+    auto live_of = [&](uint32_t j) { return j < J && chunk_of(j) < K; };
+
+    if (tp == 0) mbar_init(bar, 1);
+    uint32_t phase = 0, parity = 0;
+    const uint64_t first = blockIdx.x;
+    for (uint64_t row = first; row < rows; row += gridDim.x, parity ^= 1) {
+      const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
+      const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+
+      // the row into the buffer (as `_br4`'s aligned path): a later row of the block waits until every thread has
+      // read the last one out of it; the first publishes the mbarrier's initialisation instead
+      if (row != first) team.template sync<true>();
+      if (tp == 0) {
+        fence_proxy_async_shared();  // the block's reads of the last row (ordered by the barrier) before the copy
+        mbar_arrive_expect_tx(bar, row_bytes);
+        bulk_load(buf, xr, row_bytes, bar);
+      }
+      if (row == first) team.template sync<true>();
+      mbar_wait(bar, phase);
+      phase ^= 1;
+
+      // steps 2–3 as `_br4` (dead chunks +0: the +0 pad of D.2)
+      float cs[kJ];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        cs[j] = 0.0f;
+        if (!live_of(j)) continue;
+        Chunk v;
+        v.load_shared([&](int s) { return buf + chunk_of(j) * Chunk::kBytes + kVecBytes * s; });
+        float q[kRmsChunk];
+#pragma unroll
+        for (int e = 0; e < kRmsChunk; ++e) q[e] = mul_rn(v.at(e), v.at(e));
+        cs[j] = chunk_tree(q);
+      }
+      const float rstd = row_rstd(p, team, cs, J, red[parity], H, row);
+
+      // (uniform over the launch: the bench's case — a weight, outScale = 1, rounded scales as packed UE8M0 — without
+      // the weight and scale flag tests and the 16 products by outScale; anything else by the general copy. Four
+      // copies, outScale and weight each compile-time, spilled 28 bytes at 40 registers.)
+      constexpr uint32_t kSfBits = kSfRound | kSfPackedUe8m0 | kSfE4m3Out;
+      if ((p.flags & kFwdWeight) && p.out_scale == 1.0f && (p.flags & kSfBits) == (kSfRound | kSfPackedUe8m0)) {
+        cast_chunks<true>(buf, rstd, row, b, t, J);
+      } else {
+        cast_chunks<false>(buf, rstd, row, b, t, J);
+      }
+    }
+    zero_sf_padding(p, sf_out());
+  }
+};
+
 }  // namespace
 }  // namespace tk
 
@@ -1260,6 +1472,19 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
+// The same compiled for aligned views only (normLaunchTuning.residualWarpRowsAligned; NormForwardWarpRows kAligned):
+// `_wr_resa` at the launch bound of `_wr_res` (2 blocks = 16 rows per SM), `_wr_resa3` at 3 blocks = 24 rows per SM
+// (80 registers, no spills: the aligned-only code needs fewer; 24 × 132 rows × 2H bytes wait in L2 between the
+// passes, 44 MB at H = 7168: a residency A/B).
+#define TK_NORM_FORWARD_CAST_WR_RESA(n, blocks, name)                                                     \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, blocks)                              \
+      name(const __grid_constant__ NormForwardParams p) {                                                 \
+    tk::NormForwardWarpRows<n, true, true>(p).run();                                                      \
+  }
+TK_NORM_FORWARD_CAST_WR_RESA(32, tk::kWrMinBlocks, tk_norm_forward__bf16_e4m3_g32_wr_resa)
+TK_NORM_FORWARD_CAST_WR_RESA(128, tk::kWrMinBlocks, tk_norm_forward__bf16_e4m3_g128_wr_resa)
+TK_NORM_FORWARD_CAST_WR_RESA(32, 3, tk_norm_forward__bf16_e4m3_g32_wr_resa3)
+TK_NORM_FORWARD_CAST_WR_RESA(128, 3, tk_norm_forward__bf16_e4m3_g128_wr_resa3)
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows): one block of W warps per row, the row held in
 // registers (NormForwardRegRows). Its cast forms (_e4m3_g<N>_rr4, 60.6% of copy) gave way to the bulk rows' (72.9%)
 // and are not instantiated.
@@ -1283,3 +1508,12 @@ extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
   }
 TK_NORM_FORWARD_BR(32, tk_norm_forward__bf16_e4m3_g32_br4)
 TK_NORM_FORWARD_BR(128, tk_norm_forward__bf16_e4m3_g128_br4)
+// Aligned bulk rows (bf16, any H, aligned views; normLaunchTuning.castBulkRowsAligned): NormForwardBulkRowsA,
+// dynamic shared memory 2H bytes, as `_br4`.
+#define TK_NORM_FORWARD_BRA(n, name)                                                                      \
+  extern "C" __global__ void __launch_bounds__(128, tk::kBrMinBlocks<n>)                                  \
+      name(const __grid_constant__ NormForwardParams p) {                                                 \
+    tk::NormForwardBulkRowsA<n>(p).run();                                                                 \
+  }
+TK_NORM_FORWARD_BRA(32, tk_norm_forward__bf16_e4m3_g32_br4a)
+TK_NORM_FORWARD_BRA(128, tk_norm_forward__bf16_e4m3_g128_br4a)
