@@ -30,14 +30,6 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // the cast by bulk rows with the largest shared-memory carveout (perf5-norm's first default: 68.1% against 72.9%
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },
-  // round 9 (docs/perf-notes/perf9-ncast.md): the casts compiled for aligned views only (no predicated narrow-load
-  // fallbacks in their hot loops; the bench's views are aligned): normForwardAndPerTokenCast by `_e4m3_g<N>_br4a`,
-  // addRmsnormForwardAndPerTokenCast by `_e4m3_g<N>_wr_resa` (each op's column measures its own kernel); and each alone
-  "br4a": { castBulkRowsAligned: true, residualWarpRowsAligned: 2 },
-  "br4a-only": { castBulkRowsAligned: true },
-  "wr-resa": { residualWarpRowsAligned: 2 },
-  // `_e4m3_g<N>_wr_resa3`: the same at 3 blocks = 24 rows per SM (80 registers; 44 MB of rows waiting in L2)
-  "wr-resa3": { residualWarpRowsAligned: 3 },
 };
 
 const DEFAULTS = { ...normLaunchTuning };

@@ -34,12 +34,13 @@ export const NORM_BLOCK_THREADS = 256;
  *   (The warp-rows forms without a residual, `_wr` (72.9% of copy against the register rows' 88.9%) and the casts
  *   `_e4m3_g<N>_wr` (48.4% against the team kernel's 50.6% and the bulk rows' 72.6%), were reachable by knobs only
  *   and were removed with their knobs `forwardWarpRows` and `castWarpRows`.)
- * - `residualWarpRowsAligned` (default 0 = off; round 9, unmeasured): where the casts run `_e4m3_g<N>_wr_res` and
- *   every view allows 16-byte accesses (x, residual, residualOut: bases and strides; the weight, data, outBf16),
- *   2 runs `tk_norm_forward__bf16_e4m3_g<N>_wr_resa`: the same kernel compiled for aligned views only (pass 2's weight
- *   without its if-converted 16 narrow loads a chunk; sm_90a 96 registers instead of 125, still 2 blocks = 16 rows
- *   per SM); 3 runs `_wr_resa3`, the same at 3 blocks = 24 rows per SM (80 registers). Same launch geometry and bits.
- *   docs/perf-notes/perf9-ncast.md.
+ *   Where the casts run and every view allows 16-byte accesses (x, residual, residualOut: bases and strides; the
+ *   weight, data, outBf16) they run `tk_norm_forward__bf16_e4m3_g<N>_wr_resa`: the same kernel compiled for aligned
+ *   views only (pass 2's weight without its if-converted 16 narrow loads a chunk; sm_90a 96 registers instead of 125,
+ *   still 2 blocks = 16 rows per SM; same launch geometry and bits). H200, addRmsnormForwardAndPerTokenCast 8192 /
+ *   16384 × 7168: 70.4 / 76.1% of copy against `_e4m3_g<N>_wr_res`'s 65.1 / 68.3% (2026-12-01,
+ *   docs/perf-notes/perf9-ncast.md; the same at 3 blocks = 24 rows per SM, `_wr_resa3`, tied at 69.5 / 77.5% and was
+ *   removed with the knob `residualWarpRowsAligned`).
  * - `forwardRegRows` (default true): bf16 normForward without residual, from the same rows per SM (no team width
  *   asked for; any H), runs `tk_norm_forward__bf16_rr4_l2`: one block of 4 warps per row holding the row in
  *   registers from its load to its store (read once from HBM, written once, no second pass through L2), its aligned
@@ -64,13 +65,13 @@ export const NORM_BLOCK_THREADS = 256;
  *   memory by one bulk copy (TMA) instead of in registers (2H bytes of dynamic shared memory, 40 registers, 12 rows
  *   per SM; step 4 and the cast by a rolled loop). H200, 16384 × 7168: 72.9% of copy against 60.6% for the cast by
  *   register rows (removed) and 50.5% for the team kernel (bench/RESULTS.md, seventh run). Off: the team kernel.
- * - `castBulkRowsAligned` (default false; round 9, unmeasured): where `castBulkRows` runs and every view allows
- *   16-byte accesses (x's base and strides, the weight, data, outBf16: multiples of 16 bytes), run
- *   `tk_norm_forward__bf16_e4m3_g<N>_br4a` instead: the same kernel compiled for aligned views only (no element-load
- *   fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk: 24 of ~265 warp-
- *   instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1, rounded scales as packed UE8M0)
- *   in its own copy of the loop.
- *   Same launch geometry, registers (40) and bits. docs/perf-notes/perf9-ncast.md.
+ *   Where every view allows 16-byte accesses (x's base and strides, the weight, data, outBf16: multiples of 16 bytes)
+ *   it runs `tk_norm_forward__bf16_e4m3_g<N>_br4a` instead: the same kernel compiled for aligned views only (no
+ *   element-load fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk: 24 of ~265
+ *   warp-instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1, rounded scales as packed
+ *   UE8M0) in its own copy of the loop; same launch geometry, registers (40) and bits. H200, 8192 / 16384 × 7168:
+ *   70.5 / 76.9% of copy against `_br4`'s 67.1 / 73.2% (2026-12-01, docs/perf-notes/perf9-ncast.md; its knob
+ *   `castBulkRowsAligned` was removed).
  * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
  *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against
  *   68.1% with 100 (14 blocks' worth of shared memory at H = 7168, 28 KiB of L1).
@@ -85,11 +86,9 @@ export const normLaunchTuning = {
   backwardBf16Blocks: 0,
   forwardBlocksPerSm: 0,
   residualWarpRows: true,
-  residualWarpRowsAligned: 0 as 0 | 2 | 3,
   forwardWarpRowsMinRowsPerSm: 16,
   forwardRegRows: true,
   castBulkRows: true,
-  castBulkRowsAligned: false,
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**

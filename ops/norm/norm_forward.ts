@@ -258,8 +258,8 @@ function vec16(t: Tensor | null): boolean {
 }
 
 /**
- * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4a`, normLaunchTuning.
- * castBulkRowsAligned; `_e4m3_g<N>_wr_resa`, residualWarpRowsAligned): the bases and row / batch strides of the bf16
+ * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4a`, `_e4m3_g<N>_wr_resa`, the
+ * defaults wherever `_e4m3_g<N>_br4` / `_e4m3_g<N>_wr_res` would run on such views): the bases and row / batch strides of the bf16
  * rows (x, and residual and residualOut when given), the weight, data and outBf16 at multiples of 16 bytes (data and
  * outBf16 are contiguous with H a multiple of 16, so their rows follow their bases).
  */
@@ -305,25 +305,25 @@ export function launchNormForward(
   // any H, no residual: one block of 4 warps per row, for normForward the row held in registers
   // (`_rr4_l2`; on views that allow 16-byte accesses `_tp16f` below), for the cast landed in shared memory by a bulk
   // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4a`,
-  // compiled for aligned views only, where `castBulkRowsAligned` asks for it and the views allow it)
+  // compiled for aligned views only, where the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
   // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block; the casts'
-  // `_wr_resa[3]` compiled for aligned views only)
+  // `_wr_resa` compiled for aligned views only, where the views allow it)
   const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
   // the register-rows case on views that allow 16-byte accesses (x, out, the weight): one block of 512 threads per
   // row, two passes (`_tp16f`); other views keep `_rr4_l2`
   const twoPass = regRows && vec16(x) && vec16(o.out) && (!r.w || (r.w as DeviceTensor).addr % 16 === 0);
-  // (the aligned-only forms of the casts, `_br4a` / `_wr_resa[3]`, where their knobs ask for them and the views allow it)
-  const aligned = (on: boolean) => on && !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
+  // (the aligned-only forms of the casts, `_br4a` / `_wr_resa`, where the views allow them)
+  const aligned = () => !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
   const form = bulkRows
-    ? (aligned(t.castBulkRowsAligned) ? "_br4a" : "_br4")
+    ? (aligned() ? "_br4a" : "_br4")
     : twoPass
     ? "_tp16f"
     : regRows
     ? "_rr4_l2"
     : wr
-    ? (aligned(t.residualWarpRowsAligned > 0) ? (t.residualWarpRowsAligned === 3 ? "_wr_resa3" : "_wr_resa") : "_wr_res")
+    ? (aligned() ? "_wr_resa" : "_wr_res")
     : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;

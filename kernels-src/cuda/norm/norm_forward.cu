@@ -7,7 +7,8 @@
 //   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   bf16, H > 256, with a residual, plain or fused cast: one warp per
 //                                          row, two passes (below, "warp rows"; s written to residualOut in pass 1,
 //                                          read back in pass 2); the host's default from 16 rows per SM
-//                                          (normLaunchTuning.forwardWarpRowsMinRowsPerSm, residualWarpRows)
+//                                          (normLaunchTuning.forwardWarpRowsMinRowsPerSm, residualWarpRows); the
+//                                          casts on views that do not allow 16-byte accesses (_wr_resa: the others)
 //   tk_norm_forward__bf16_rr4_l2           bf16, any H, no residual: one block of 4 warps per row, the row held in
 //                                          registers (below, "register rows"), its aligned loads with the L2::256B
 //                                          prefetch-size hint; the host's default for normForward from the same
@@ -19,12 +20,15 @@
 //                                          default for normForward where _rr4_l2 would run on such views
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
-//                                          host's default for the cast from the same row count (castBulkRows)
-//   tk_norm_forward__bf16_e4m3_g<N>_wr_resa[3]  the residual casts' warp rows compiled for aligned views only (3: at
-//                                          3 blocks per SM); the host's choice where residualWarpRowsAligned is set
-//                                          and the views allow it
+//                                          host's choice for the cast from the same row count (castBulkRows) on views
+//                                          that do not allow 16-byte accesses (_br4a takes the others)
+//   tk_norm_forward__bf16_e4m3_g<N>_wr_resa  the residual casts' warp rows compiled for aligned views only; the host's
+//                                          default where _e4m3_g<N>_wr_res would run and every view allows 16-byte
+//                                          accesses (measured 70.4 / 76.1% of copy against 65.1 / 68.3%, 8192 / 16384
+//                                          rows, H200)
 //   tk_norm_forward__bf16_e4m3_g<N>_br4a   the bulk rows compiled for aligned views only (below, "aligned bulk rows");
-//                                          the host's choice where castBulkRowsAligned is set and the views allow it
+//                                          the host's default where _e4m3_g<N>_br4 would run and every view allows
+//                                          16-byte accesses (measured 70.5 / 76.9% of copy against 67.1 / 73.2%)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -35,8 +39,9 @@
 //
 //   _wr_res: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
 //   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM. _e4m3_g<N>_wr_resa: the same geometry,
-//   96 registers on sm_90a, 123–128 on sm_100a (2 blocks per SM either way, the launch bound's); _wr_resa3: 80
-//   registers → 3 blocks = 24 rows per SM.
+//   96 registers on sm_90a, 123–128 on sm_100a (2 blocks per SM either way, the launch bound's). (A copy at 3
+//   blocks = 24 rows per SM, `_wr_resa3`, 80 registers, measured a tie with it, 69.5 / 77.5% of copy, and was
+//   removed.)
 //
 //   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
@@ -1120,21 +1125,6 @@ struct NormForwardBulkRows {
   const NormForwardParams& p;
   TK_DEV explicit NormForwardBulkRows(const NormForwardParams& params) : p(params) {}
 
-  // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
-  // j < J for the group shuffles), aligned only.
-  template <bool kOne, bool kW>
-  TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
-    const uint32_t K = p.hidden / kRmsChunk;
-    const bool with_bf16 = p.flags & kFwdOutBf16;
-#pragma unroll 1
-    for (uint32_t j = 0; j < J; ++j) {
-      const uint32_t k = threadIdx.x + kP * j;
-      const bool live = k < K;
-      const Chunk y = step4<kOne, kW>(buf, k, live, rstd);
-      NormForwardWarpRows<kCastN>(p).template cast_chunk<true>(y, row, t, b, k, live, with_bf16, true, true);
-    }
-  }
-
   TK_DEV void run() const {
     extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
     __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
@@ -1255,7 +1245,7 @@ struct NormForwardBulkRows {
 // The bulk rows' cast (above: one block of 4 warps per row, the row landed in shared memory by one bulk copy, thread
 // p owning chunks p + 128 j for the sums and the tree, step 4 + the cast as a rolled loop over j) compiled for aligned
 // views only. The host launches it only when x's base and strides, the weight, data and outBf16 are multiples of 16
-// bytes (normLaunchTuning.castBulkRowsAligned): the row is always landed by the bulk copy (no element loads), the
+// bytes (its default wherever `_br4` would run on such views): the row is always landed by the bulk copy (no element loads), the
 // weight is read by two 16-byte loads and data / outBf16 written by 16-byte stores, with no narrow fallback compiled
 // in. ptxas if-converts such a fallback into predicated narrow accesses that issue on every call: in `_br4`'s step-4
 // loop the weight's 16 `@P LDG.U16` + 8 `@P PRMT` issue with every chunk (24 of ~265 warp-instructions a chunk;
@@ -1472,19 +1462,15 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
-// The same compiled for aligned views only (normLaunchTuning.residualWarpRowsAligned; NormForwardWarpRows kAligned):
-// `_wr_resa` at the launch bound of `_wr_res` (2 blocks = 16 rows per SM), `_wr_resa3` at 3 blocks = 24 rows per SM
-// (80 registers, no spills: the aligned-only code needs fewer; 24 × 132 rows × 2H bytes wait in L2 between the
-// passes, 44 MB at H = 7168: a residency A/B).
-#define TK_NORM_FORWARD_CAST_WR_RESA(n, blocks, name)                                                     \
-  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, blocks)                              \
-      name(const __grid_constant__ NormForwardParams p) {                                                 \
+// The same compiled for aligned views only (NormForwardWarpRows kAligned), at the launch bound of `_wr_res` (2
+// blocks = 16 rows per SM): the host's default for the casts where every view allows 16-byte accesses.
+#define TK_NORM_FORWARD_CAST_WR_RESA(n)                                                                   \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
+      tk_norm_forward__bf16_e4m3_g##n##_wr_resa(const __grid_constant__ NormForwardParams p) {            \
     tk::NormForwardWarpRows<n, true, true>(p).run();                                                      \
   }
-TK_NORM_FORWARD_CAST_WR_RESA(32, tk::kWrMinBlocks, tk_norm_forward__bf16_e4m3_g32_wr_resa)
-TK_NORM_FORWARD_CAST_WR_RESA(128, tk::kWrMinBlocks, tk_norm_forward__bf16_e4m3_g128_wr_resa)
-TK_NORM_FORWARD_CAST_WR_RESA(32, 3, tk_norm_forward__bf16_e4m3_g32_wr_resa3)
-TK_NORM_FORWARD_CAST_WR_RESA(128, 3, tk_norm_forward__bf16_e4m3_g128_wr_resa3)
+TK_NORM_FORWARD_CAST_WR_RESA(32)
+TK_NORM_FORWARD_CAST_WR_RESA(128)
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows): one block of W warps per row, the row held in
 // registers (NormForwardRegRows). Its cast forms (_e4m3_g<N>_rr4, 60.6% of copy) gave way to the bulk rows' (72.9%)
 // and are not instantiated.
@@ -1508,8 +1494,8 @@ extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
   }
 TK_NORM_FORWARD_BR(32, tk_norm_forward__bf16_e4m3_g32_br4)
 TK_NORM_FORWARD_BR(128, tk_norm_forward__bf16_e4m3_g128_br4)
-// Aligned bulk rows (bf16, any H, aligned views; normLaunchTuning.castBulkRowsAligned): NormForwardBulkRowsA,
-// dynamic shared memory 2H bytes, as `_br4`.
+// Aligned bulk rows (bf16, any H, aligned views; the host's default for the cast where castBulkRows runs and the
+// views allow it): NormForwardBulkRowsA, dynamic shared memory 2H bytes, as `_br4`.
 #define TK_NORM_FORWARD_BRA(n, name)                                                                      \
   extern "C" __global__ void __launch_bounds__(128, tk::kBrMinBlocks<n>)                                  \
       name(const __grid_constant__ NormForwardParams p) {                                                 \
