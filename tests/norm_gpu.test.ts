@@ -393,6 +393,39 @@ gpuTest("normForward bf16 by the two-pass rows (_tp16f: 512 threads a row, the f
   for (const blocks of [0, 3]) withRowForms(blocks, () => compareDefaultRowForms(rand, blocks));
 });
 
+/**
+ * normForward's hoisted two-pass forms (`normLaunchTuning.twoPassForm` "tp16h" / "tp16hn", docs/perf-notes/perf9-nf.md):
+ * `_tp16f`'s whole matrix above (H classes, weight or not, outScale, 2-D / 3-D, strides H + 8 / H + 32 (and H + 1,
+ * an unaligned weight: `_rr4_l2`), special values with an aligned and an unaligned weight at one block per row, grid
+ * cap 3 with 3000 × 7168), plus each of the four instantiations (weight or not × outScale 1 or not) on every H class
+ * deterministically, with special values under each.
+ */
+function compareHoistedForms(rand: () => number, form: "tp16h" | "tp16hn", blocks: number): void {
+  withTuning("twoPassForm", form, () => {
+    compareDefaultRowForms(rand, blocks);
+    for (const H of [16, 528, 4112, 7168, 8192]) {
+      for (const weight of [true, false]) {
+        for (const outScale of [1, 0.3]) {
+          compareForward(rand, { B: 0, T: 23, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${form} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale} (each instantiation)`);
+        }
+      }
+      if (blocks !== 0) continue;
+      const x = specialRows(rand, 6, H, "bf16");
+      for (const outScale of [1, 3e38]) {
+        compareForwardOn(x, undefined, specialWeight(rand, H, "bf16"), outScale, `${form} special H ${H} outScale ${outScale} weight`);
+        compareForwardOn(x, undefined, null, outScale, `${form} special H ${H} outScale ${outScale} no weight`);
+      }
+    }
+  });
+}
+
+gpuTest("normForward bf16 by the hoisted two-pass rows (_tp16h, _tp16hn: _tp16f with fewer issued instructions, same bits) = reference: _tp16f's matrix, every instantiation (weight or not × outScale 1 or not), special values, grid caps (seed 9961)", () => {
+  const rand = rng(9961);
+  for (const form of ["tp16h", "tp16hn"] as const) {
+    for (const blocks of [0, 3]) withRowForms(blocks, () => compareHoistedForms(rand, form, blocks));
+  }
+});
+
 gpuTest("normForwardAndPerTokenCast by bulk rows with the largest shared-memory carveout (bulkRowsCarveout 100, more resident blocks): the same bits (seed 8811)", () => {
   const rand = rng(8811);
   withTuning("bulkRowsCarveout", 100, () => {

@@ -78,6 +78,16 @@ export const normLaunchTuning = {
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**
+   * Which kernel runs where `tk_norm_forward__bf16_tp16f` would (bf16 normForward, the register-rows case, views
+   * that allow 16-byte accesses): "tp16f" (the default, main's), "tp16h" (`_tp16h`: `_tp16f` with the L2 policies made
+   * once per thread instead of before every load, one 64-bit pointer per tensor and row with the second piece at an
+   * immediate offset, the weight and outScale branches taken once per kernel, and the NaN test of a piece's eight
+   * encoded halves by three max.NaN; ~25% fewer issued instructions a row, docs/perf-notes/perf9-nf.md) or "tp16hn"
+   * (`_tp16hn`: the same with plain L1-allocating loads, no cache hints). Same geometry (512 threads a row, 4 blocks
+   * = 64 warps per SM, 31–32 registers), same bits.
+   */
+  twoPassForm: "tp16f" as "tp16f" | "tp16h" | "tp16hn",
+  /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
    * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.

@@ -17,6 +17,11 @@
 //                                          weight): one block of 16 warps per row, two passes with torch's cache
 //                                          hints, the chunk sums folded by warp 0 (below, "two passes"); the host's
 //                                          default for normForward where _rr4_l2 would run on such views
+//   tk_norm_forward__bf16_tp16h, _tp16hn   _tp16f's views, geometry and bits with fewer issued instructions (the
+//                                          L2 policies made once, 64-bit pointers once per row with immediate
+//                                          offsets, the weight / outScale branches once per kernel; below, "two
+//                                          passes, hoisted"); _tp16hn without cache hints. Off by default
+//                                          (normLaunchTuning.twoPassForm "tp16h" / "tp16hn")
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
@@ -39,7 +44,8 @@
 //   _tp16f: block.x 512 (one block = one row), 2 × 512 floats of static shared memory (the chunk sums in the first
 //   row, rstd at the head of the second; barrier 0 twice a row), grid.x = B·T (one block per row; any grid is
 //   correct, rows walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): 31–32 → 4 blocks = 64
-//   warps per SM.
+//   warps per SM. _tp16h, _tp16hn: the same (block.x 512, 4 KiB static shared memory, grid.x = B·T); registers
+//   (no spills): _tp16h 32 / 31, _tp16hn 31 / 31 (sm_90a / sm_100a).
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
 //   static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row; any grid is
@@ -1075,6 +1081,187 @@ struct NormForwardTwoPass {
   }
 };
 
+// ---- two passes, hoisted: tk_norm_forward__bf16_tp16h, _tp16hn ----------------------------------------------------
+// _tp16f's geometry, ownership, tree, fold and step 4 bit for bit (same pieces u and u + 512, same exchange, same
+// nodes, the same warp-0 fold and rstd hand-over behind the same two barriers), with what _tp16f's SASS issues beyond
+// torch.compile's kernel removed (docs/perf-notes/perf9-nf.md, a census of both): (1) the L2 policies made once per
+// thread, not before every load (_tp16f's asm builds the descriptor by 6 uniform instructions per load, 6 loads a
+// thread and row); (2) one 64-bit pointer per tensor and row (x, out; the weight's once per kernel) with the second
+// piece at the immediate offset +8192 B (_tp16f adds a 32-bit offset, widens it and adds 64 bits per access);
+// (3) the weight / no-weight and outScale = 1 / other branches taken once per kernel (four instantiations of the row
+// loop) instead of per piece (_tp16f: the per-piece weight branch, its default moves, the outScale compare and the
+// BSSY / BSYNC around each); (4) the pieces' liveness tests hoisted out of the row loop; (5) the NaN test of the 8
+// encoded halves a piece by 3 max.NaN.bf16x2 and one integer test on the result instead of one test per word (the
+// fix itself, taken only when a half is NaN, is encode_bf16x2_words's). kHints: torch's cache hints (as _tp16f) or
+// plain L1-allocating non-coherent loads (`_tp16hn`: _tp16n measured a tie against the hints when every warp folded;
+// with the per-load policy gone the hints cost nothing to issue, so the A/B isolates their memory effect).
+// Views that allow 16-byte accesses only (the host checks, as for _tp16f); any H ≤ 8192; any grid.
+TK_DEV uint64_t l2_policy_last() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+TK_DEV uint64_t l2_policy_first() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+TK_DEV void ld_keep_pol(const void* ptr, uint64_t pol, uint32_t (&w)[4]) {
+  asm volatile("ld.global.nc.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr), "l"(pol));
+}
+TK_DEV void ld_last_use_pol(const void* ptr, uint64_t pol, uint32_t (&w)[4]) {
+  asm volatile("ld.global.nc.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr), "l"(pol));
+}
+// Four packed bf16 pairs, w[k] = encode_bf16x2(v[2k], v[2k + 1]) exactly (encode_bf16x2_words<4>'s conversions and
+// fix): a half is NaN in some word iff it is NaN in max.NaN of the four words (max.NaN gives NaN when either input
+// is NaN), so the fix is taken in exactly the same cases.
+TK_DEV void encode_bf16x2_words4_mx(const float* v, uint32_t (&w)[4]) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) w[k] = encode_bf16x2_nan_unfixed(v[2 * k], v[2 * k + 1]);
+  uint32_t m;
+  asm("{\n\t.reg .b32 t0, t1;\n\t"
+      "max.NaN.bf16x2 t0, %1, %2;\n\t"
+      "max.NaN.bf16x2 t1, %3, %4;\n\t"
+      "max.NaN.bf16x2 %0, t0, t1;\n\t}"
+      : "=r"(m)
+      : "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+  if (((m & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = bf16x2_fix_nan(w[k]);
+  }
+}
+
+template <bool kHints>
+struct NormForwardTwoPassH {
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardTwoPassH(const NormForwardParams& params) : p(params) {}
+
+  static TK_DEV void load_keep(const uint8_t* ptr, uint64_t pol, uint32_t (&w)[4]) {
+    if constexpr (kHints) {
+      ld_keep_pol(ptr, pol, w);
+    } else {
+      ld_cached(ptr, w);
+    }
+  }
+  static TK_DEV void load_last(const uint8_t* ptr, uint64_t pol, uint32_t (&w)[4]) {
+    if constexpr (kHints) {
+      ld_last_use_pol(ptr, pol, w);
+    } else {
+      ld_cached(ptr, w);
+    }
+  }
+
+  // step 4 on one piece as NormForwardTwoPass::step4 (kW false: w = 1, as its default words)
+  template <bool kW, bool kOne>
+  static TK_DEV void step4(uint32_t (&xv)[4], const uint32_t (&wv)[4], float rstd, float out_scale) {
+    float y[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float s = (e & 1) ? bf16_hi(xv[e / 2]) : bf16_lo(xv[e / 2]);
+      const float sr = mul_rn(s, rstd);
+      if constexpr (kW) {
+        const float w = (e & 1) ? bf16_hi(wv[e / 2]) : bf16_lo(wv[e / 2]);
+        y[e] = kOne ? mul_rn(sr, w) : mul_rn(sr, mul_rn(w, out_scale));
+      } else {
+        // w = 1: sr ⊗ 1 = sr and 1 ⊗ outScale = outScale exactly (a NaN stays a NaN, and the encoding maps every NaN
+        // to 0x7FC0)
+        y[e] = kOne ? sr : mul_rn(sr, out_scale);
+      }
+    }
+    encode_bf16x2_words4_mx(y, xv);
+  }
+
+  template <bool kW, bool kOne>
+  TK_DEV void rows_loop(float (&red)[2][kTpThreads]) const {
+    constexpr int kEb = 2;
+    constexpr uint32_t kStep = kVecBytes * kTpThreads;  // bytes from piece u to piece u + 512
+    const uint32_t H = p.hidden, pieces = H / 8;
+    const uint32_t u = threadIdx.x, lane = u % kWarpSize, odd = u & 1;
+    const bool live0 = u < pieces, live1 = u + kTpThreads < pieces;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const uint64_t pol_keep = kHints ? l2_policy_last() : 0, pol_last = kHints ? l2_policy_first() : 0;
+    const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight) + kVecBytes * u;
+    float* const my_node = &red[0][odd ? kTpThreads / 2 + u / 2 : u / 2];
+    const float Hf = static_cast<float>(H);
+    for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+      const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
+      const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
+      const uint8_t* xp =
+          reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb + kVecBytes * u;
+
+      // pass 1 as _tp16f: pieces u and u + 512 (zeros when dead), the pair exchange, the chunk's squares and tree.
+      // The chunk's two pieces are the thread's own (even: piece 2m, its elements 0–7; odd: piece 513 + 2m, its
+      // elements 8–15) and the one received; q[e] holds the own piece's squares and q[8 + e] the received one's for
+      // both parities: the tree's first step adds q[e] ⊕ q[e + 8], and ⊕ is commutative (bit for bit, NaN included:
+      // every NaN sum is the canonical NaN), so this is _tp16f's sum with two selects a word fewer.
+      uint32_t a[4] = {0u, 0u, 0u, 0u}, c[4] = {0u, 0u, 0u, 0u};
+      if (live0) load_keep(xp, pol_keep, a);
+      if (live1) load_keep(xp + kStep, pol_keep, c);
+      float q[kRmsChunk];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        // the even lane sends its second piece (the odd lane's chunk), the odd lane its first (the even lane's)
+        const uint32_t got = __shfl_xor_sync(kFullWarpMask, odd ? a[i] : c[i], 1);
+        const uint32_t own = odd ? c[i] : a[i];
+        q[2 * i] = mul_rn(bf16_lo(own), bf16_lo(own));
+        q[2 * i + 1] = mul_rn(bf16_hi(own), bf16_hi(own));
+        q[8 + 2 * i] = mul_rn(bf16_lo(got), bf16_lo(got));
+        q[9 + 2 * i] = mul_rn(bf16_hi(got), bf16_hi(got));
+      }
+      *my_node = chunk_tree(q);
+      asm volatile("bar.sync 0;" ::: "memory");
+      // the fold by warp 0 as _tp16f (halving over i, then the lanes), rstd in red[1][0] behind the second barrier
+      if (u < kWarpSize) {
+        float v[kRmsChunk];
+#pragma unroll
+        for (int i = 0; i < kRmsChunk; ++i) v[i] = red[0][lane + kWarpSize * i];
+        float S = chunk_tree(v);
+#pragma unroll
+        for (int h = kWarpSize / 2; h >= 1; h /= 2) S = add_rn(S, __shfl_xor_sync(kFullWarpMask, S, h));
+        const float r = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, Hf), p.eps)));
+        if (u == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(r)));
+        if (u == 0) red[1][0] = r;
+      }
+      asm volatile("bar.sync 0;" ::: "memory");
+      const float rstd = red[1][0];
+
+      // pass 2: the same pieces again, the weight's, step 4, 16-byte stores (pointers + immediate offsets)
+      uint8_t* op = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb + kVecBytes * u;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        if (j == 0 ? live0 : live1) {
+          uint32_t xv[4], wv[4];
+          load_last(xp + kStep * j, pol_last, xv);
+          if constexpr (kW) load_keep(wp + kStep * j, pol_keep, wv);
+          step4<kW, kOne>(xv, wv, rstd, p.out_scale);
+          st_v4(op + kStep * j, xv[0], xv[1], xv[2], xv[3]);
+        }
+      }
+    }
+  }
+
+  TK_DEV void run() const {
+    __shared__ float red[2][kTpThreads];  // the chunk sums by node (red[0]), rstd (red[1][0]); one array for all four
+    // (uniform over the launch: one branch per kernel, not per piece)
+    const bool has_w = p.flags & kFwdWeight;
+    if (p.out_scale == 1.0f) {
+      if (has_w) {
+        rows_loop<true, true>(red);
+      } else {
+        rows_loop<false, true>(red);
+      }
+    } else if (has_w) {
+      rows_loop<true, false>(red);
+    } else {
+      rows_loop<false, false>(red);
+    }
+  }
+};
+
 // ---- bulk rows: tk_norm_forward__bf16[_e4m3_g<N>]_br4[s] -----------------------------------------------------------
 // The register rows' team, chunks and tree (one block of 4 warps per row, thread p owns the chunks p + 128·j), with
 // the row landed in shared memory by one bulk copy (TMA: cp.async.bulk, one instruction of thread 0, completing on
@@ -1273,6 +1460,16 @@ TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4_l2)
 extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
     tk_norm_forward__bf16_tp16f(const __grid_constant__ NormForwardParams p) {
   tk::NormForwardTwoPass(p).run();
+}
+// Two passes, hoisted (NormForwardTwoPassH; normLaunchTuning.twoPassForm "tp16h" / "tp16hn", default off): the same
+// views as _tp16f.
+extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
+    tk_norm_forward__bf16_tp16h(const __grid_constant__ NormForwardParams p) {
+  tk::NormForwardTwoPassH<true>(p).run();
+}
+extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
+    tk_norm_forward__bf16_tp16hn(const __grid_constant__ NormForwardParams p) {
+  tk::NormForwardTwoPassH<false>(p).run();
 }
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
 // landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
