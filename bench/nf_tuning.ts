@@ -4,7 +4,8 @@
  * `normLaunchTuning.twoPassForm` (ops/norm/launch.ts): "tp16f" (main's default `_tp16f`), "tp16h" (`_tp16h`: the same
  * geometry and bits with ~25% fewer issued instructions a row: L2 policies made once, pointers once per row with
  * immediate offsets, the weight / outScale branches once per kernel, the NaN test by max.NaN), "tp16hn" (`_tp16hn`:
- * `_tp16h` without cache hints).
+ * `_tp16h` without cache hints), "tp16hr" (`_tp16hr`: `_tp16h` with x held in registers from its one load, past L1,
+ * to step 4).
  * Interleaved over five rounds (form inside case inside round); the median of each is printed as µs and % of the
  * same run's cuMemcpyDtoD. Every form gives the same bits (tests/norm_gpu.test.ts, seed 9961). `deno run -A --no-check
  * bench/nf_tuning.ts` (or `bun bench/nf_tuning.ts`); through tools/ab_pack.sh:
@@ -26,6 +27,7 @@ const FORMS: { form: Form; name: string }[] = [
   { form: "tp16f", name: "tp16f  _tp16f (main, default)" },
   { form: "tp16h", name: "tp16h  _tp16h (hoisted, hints)" },
   { form: "tp16hn", name: "tp16hn _tp16hn (hoisted, no hints)" },
+  { form: "tp16hr", name: "tp16hr _tp16hr (hoisted, x in registers)" },
 ];
 const ROUNDS = 5;
 const copy = copyRateGBs(2 ** 30);

@@ -34,6 +34,8 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // fewer issued instructions a row, torch's cache hints) and `_tp16hn` (the same without hints)
   "tp16h": { twoPassForm: "tp16h" },
   "tp16hn": { twoPassForm: "tp16hn" },
+  // `_tp16hr`: `_tp16h` with x held in registers from its one load (past L1) to step 4
+  "tp16hr": { twoPassForm: "tp16hr" },
 };
 
 const DEFAULTS = { ...normLaunchTuning };

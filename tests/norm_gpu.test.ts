@@ -394,13 +394,14 @@ gpuTest("normForward bf16 by the two-pass rows (_tp16f: 512 threads a row, the f
 });
 
 /**
- * normForward's hoisted two-pass forms (`normLaunchTuning.twoPassForm` "tp16h" / "tp16hn", docs/perf-notes/perf9-nf.md):
+ * normForward's hoisted two-pass forms (`normLaunchTuning.twoPassForm` "tp16h" / "tp16hn" / "tp16hr",
+ * docs/perf-notes/perf9-nf.md):
  * `_tp16f`'s whole matrix above (H classes, weight or not, outScale, 2-D / 3-D, strides H + 8 / H + 32 (and H + 1,
  * an unaligned weight: `_rr4_l2`), special values with an aligned and an unaligned weight at one block per row, grid
  * cap 3 with 3000 × 7168), plus each of the four instantiations (weight or not × outScale 1 or not) on every H class
  * deterministically, with special values under each.
  */
-function compareHoistedForms(rand: () => number, form: "tp16h" | "tp16hn", blocks: number): void {
+function compareHoistedForms(rand: () => number, form: "tp16h" | "tp16hn" | "tp16hr", blocks: number): void {
   withTuning("twoPassForm", form, () => {
     compareDefaultRowForms(rand, blocks);
     for (const H of [16, 528, 4112, 7168, 8192]) {
@@ -419,9 +420,9 @@ function compareHoistedForms(rand: () => number, form: "tp16h" | "tp16hn", block
   });
 }
 
-gpuTest("normForward bf16 by the hoisted two-pass rows (_tp16h, _tp16hn: _tp16f with fewer issued instructions, same bits) = reference: _tp16f's matrix, every instantiation (weight or not × outScale 1 or not), special values, grid caps (seed 9961)", () => {
+gpuTest("normForward bf16 by the hoisted two-pass rows (_tp16h, _tp16hn, _tp16hr: _tp16f with fewer issued instructions, same bits) = reference: _tp16f's matrix, every instantiation (weight or not × outScale 1 or not), special values, grid caps (seed 9961)", () => {
   const rand = rng(9961);
-  for (const form of ["tp16h", "tp16hn"] as const) {
+  for (const form of ["tp16h", "tp16hn", "tp16hr"] as const) {
     for (const blocks of [0, 3]) withRowForms(blocks, () => compareHoistedForms(rand, form, blocks));
   }
 });

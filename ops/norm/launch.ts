@@ -83,10 +83,11 @@ export const normLaunchTuning = {
    * once per thread instead of before every load, one 64-bit pointer per tensor and row with the second piece at an
    * immediate offset, the weight and outScale branches taken once per kernel, and the NaN test of a piece's eight
    * encoded halves by three max.NaN; ~25% fewer issued instructions a row, docs/perf-notes/perf9-nf.md) or "tp16hn"
-   * (`_tp16hn`: the same with plain L1-allocating loads, no cache hints). Same geometry (512 threads a row, 4 blocks
-   * = 64 warps per SM, 31–32 registers), same bits.
+   * (`_tp16hn`: the same with plain L1-allocating loads, no cache hints) or "tp16hr" (`_tp16hr`: `_tp16h` with x held
+   * in registers from its one load, past L1, to step 4: no second read of x). Same geometry (512 threads a row, 4
+   * blocks = 64 warps per SM, 31–32 registers), same bits.
    */
-  twoPassForm: "tp16f" as "tp16f" | "tp16h" | "tp16hn",
+  twoPassForm: "tp16f" as "tp16f" | "tp16h" | "tp16hn" | "tp16hr",
   /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"

@@ -288,8 +288,8 @@ export function launchNormForward(
   // the register-rows case on views that allow 16-byte accesses (x, out, the weight): one block of 512 threads per
   // row, two passes (`_tp16f`); other views keep `_rr4_l2`
   const twoPass = regRows && vec16(x) && vec16(o.out) && (!r.w || (r.w as DeviceTensor).addr % 16 === 0);
-  // (`normLaunchTuning.twoPassForm` picks `_tp16f`, the default, or one of its hoisted forms `_tp16h` / `_tp16hn`)
-  const tpForm = t.twoPassForm === "tp16h" || t.twoPassForm === "tp16hn" ? `_${t.twoPassForm}` : "_tp16f";
+  // (`normLaunchTuning.twoPassForm` picks `_tp16f`, the default, or one of its hoisted forms `_tp16h[n|r]`)
+  const tpForm = t.twoPassForm === "tp16h" || t.twoPassForm === "tp16hn" || t.twoPassForm === "tp16hr" ? `_${t.twoPassForm}` : "_tp16f";
   const form = bulkRows ? "_br4" : twoPass ? tpForm : regRows ? "_rr4_l2" : wr ? "_wr_res" : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
@@ -336,8 +336,8 @@ export function launchNormForward(
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
   // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
-  // _rr4_l2, _e4m3_g<N>_br4: one block of 128 threads per row, one block per row by default; _tp16f (_tp16h,
-  // _tp16hn): one block of 512 threads per row, one block per row by default.
+  // _rr4_l2, _e4m3_g<N>_br4: one block of 128 threads per row, one block per row by default; _tp16f (_tp16h[n|r]):
+  // one block of 512 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows;
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);

@@ -17,11 +17,12 @@
 //                                          weight): one block of 16 warps per row, two passes with torch's cache
 //                                          hints, the chunk sums folded by warp 0 (below, "two passes"); the host's
 //                                          default for normForward where _rr4_l2 would run on such views
-//   tk_norm_forward__bf16_tp16h, _tp16hn   _tp16f's views, geometry and bits with fewer issued instructions (the
+//   tk_norm_forward__bf16_tp16h[n|r]       _tp16f's views, geometry and bits with fewer issued instructions (the
 //                                          L2 policies made once, 64-bit pointers once per row with immediate
 //                                          offsets, the weight / outScale branches once per kernel; below, "two
-//                                          passes, hoisted"); _tp16hn without cache hints. Off by default
-//                                          (normLaunchTuning.twoPassForm "tp16h" / "tp16hn")
+//                                          passes, hoisted"); _tp16hn without cache hints; _tp16hr with x held in
+//                                          registers from its one load (past L1) to step 4. Off by default
+//                                          (normLaunchTuning.twoPassForm "tp16h" / "tp16hn" / "tp16hr")
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's default for the cast from the same row count (castBulkRows)
@@ -44,8 +45,8 @@
 //   _tp16f: block.x 512 (one block = one row), 2 × 512 floats of static shared memory (the chunk sums in the first
 //   row, rstd at the head of the second; barrier 0 twice a row), grid.x = B·T (one block per row; any grid is
 //   correct, rows walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): 31–32 → 4 blocks = 64
-//   warps per SM. _tp16h, _tp16hn: the same (block.x 512, 4 KiB static shared memory, grid.x = B·T); registers
-//   (no spills): _tp16h 32 / 31, _tp16hn 31 / 31 (sm_90a / sm_100a).
+//   warps per SM. _tp16h, _tp16hn, _tp16hr: the same (block.x 512, 4 KiB static shared memory, grid.x = B·T);
+//   registers (no spills): _tp16h 32 / 31, _tp16hn 31 / 31, _tp16hr 32 / 31 (sm_90a / sm_100a).
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
 //   static (the tree's nodes, two buffers; the mbarrier), barrier 0; grid.x = B·T (one block per row; any grid is
@@ -1095,6 +1096,9 @@ struct NormForwardTwoPass {
 // fix itself, taken only when a half is NaN, is encode_bf16x2_words's). kHints: torch's cache hints (as _tp16f) or
 // plain L1-allocating non-coherent loads (`_tp16hn`: _tp16n measured a tie against the hints when every warp folded;
 // with the per-load policy gone the hints cost nothing to issue, so the A/B isolates their memory effect).
+// kKeepX (`_tp16hr`): pass 1's pieces stay in their registers (a, c: 8 a thread, live across the two barriers) and
+// step 4 takes them from there: x read once, by L1::no_allocate loads (nothing of x is reused through L1, which then
+// holds only the weight), no second read or its latency after the fold; still 32 registers, no spills.
 // Views that allow 16-byte accesses only (the host checks, as for _tp16f); any H ≤ 8192; any grid.
 TK_DEV uint64_t l2_policy_last() {
   uint64_t pol;
@@ -1135,11 +1139,20 @@ TK_DEV void encode_bf16x2_words4_mx(const float* v, uint32_t (&w)[4]) {
   }
 }
 
-template <bool kHints>
+template <bool kHints, bool kKeepX = false>
 struct NormForwardTwoPassH {
   const NormForwardParams& p;
   TK_DEV explicit NormForwardTwoPassH(const NormForwardParams& params) : p(params) {}
 
+  // pass 1's x: kept in L1 and L2 for pass 2 (the hints or plain L1-allocating loads), or with kKeepX (x held in
+  // registers until step 4, never read again) streamed past L1
+  static TK_DEV void load_x1(const uint8_t* ptr, uint64_t pol, uint32_t (&w)[4]) {
+    if constexpr (kKeepX) {
+      ld_stream(ptr, w);
+    } else {
+      load_keep(ptr, pol, w);
+    }
+  }
   static TK_DEV void load_keep(const uint8_t* ptr, uint64_t pol, uint32_t (&w)[4]) {
     if constexpr (kHints) {
       ld_keep_pol(ptr, pol, w);
@@ -1183,7 +1196,7 @@ struct NormForwardTwoPassH {
     const uint32_t u = threadIdx.x, lane = u % kWarpSize, odd = u & 1;
     const bool live0 = u < pieces, live1 = u + kTpThreads < pieces;
     const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
-    const uint64_t pol_keep = kHints ? l2_policy_last() : 0, pol_last = kHints ? l2_policy_first() : 0;
+    const uint64_t pol_keep = kHints ? l2_policy_last() : 0, pol_last = kHints && !kKeepX ? l2_policy_first() : 0;
     const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight) + kVecBytes * u;
     float* const my_node = &red[0][odd ? kTpThreads / 2 + u / 2 : u / 2];
     const float Hf = static_cast<float>(H);
@@ -1199,8 +1212,8 @@ struct NormForwardTwoPassH {
       // both parities: the tree's first step adds q[e] ⊕ q[e + 8], and ⊕ is commutative (bit for bit, NaN included:
       // every NaN sum is the canonical NaN), so this is _tp16f's sum with two selects a word fewer.
       uint32_t a[4] = {0u, 0u, 0u, 0u}, c[4] = {0u, 0u, 0u, 0u};
-      if (live0) load_keep(xp, pol_keep, a);
-      if (live1) load_keep(xp + kStep, pol_keep, c);
+      if (live0) load_x1(xp, pol_keep, a);
+      if (live1) load_x1(xp + kStep, pol_keep, c);
       float q[kRmsChunk];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -1235,7 +1248,12 @@ struct NormForwardTwoPassH {
       for (int j = 0; j < 2; ++j) {
         if (j == 0 ? live0 : live1) {
           uint32_t xv[4], wv[4];
-          load_last(xp + kStep * j, pol_last, xv);
+          if constexpr (kKeepX) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) xv[i] = j == 0 ? a[i] : c[i];
+          } else {
+            load_last(xp + kStep * j, pol_last, xv);
+          }
           if constexpr (kW) load_keep(wp + kStep * j, pol_keep, wv);
           step4<kW, kOne>(xv, wv, rstd, p.out_scale);
           st_v4(op + kStep * j, xv[0], xv[1], xv[2], xv[3]);
@@ -1470,6 +1488,11 @@ extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
 extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
     tk_norm_forward__bf16_tp16hn(const __grid_constant__ NormForwardParams p) {
   tk::NormForwardTwoPassH<false>(p).run();
+}
+// x held in registers from pass 1 to step 4 (read once, past L1; normLaunchTuning.twoPassForm "tp16hr")
+extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
+    tk_norm_forward__bf16_tp16hr(const __grid_constant__ NormForwardParams p) {
+  tk::NormForwardTwoPassH<true, true>(p).run();
 }
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
 // landed in shared memory by a bulk copy (NormForwardBulkRows); dynamic shared memory 2H bytes.
