@@ -2,7 +2,7 @@
  * A/B of normForward's two-pass forms in one process (docs/perf-notes/perf9-nf.md): the bf16 roofline case of
  * bench/cases_norm.ts ("normForward bf16 weight", 8192 and 16384 tokens × 7168) under each setting of
  * `normLaunchTuning.twoPassForm` (ops/norm/launch.ts): "tp16f" (main's default `_tp16f`), "tp16h" (`_tp16h`: the same
- * geometry and bits with ~25% fewer issued instructions a row: L2 policies made once, pointers once per row with
+ * geometry and bits with ~14% fewer issued instructions a row: L2 policies made once, pointers once per row with
  * immediate offsets, the weight / outScale branches once per kernel, the NaN test by max.NaN), "tp16hn" (`_tp16hn`:
  * `_tp16h` without cache hints), "tp16hr" (`_tp16hr`: `_tp16h` with x held in registers from its one load, past L1,
  * to step 4).

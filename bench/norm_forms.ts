@@ -30,7 +30,7 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // the cast by bulk rows with the largest shared-memory carveout (perf5-norm's first default: 68.1% against 72.9%
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },
-  // normForward's hoisted two-pass forms (docs/perf-notes/perf9-nf.md): `_tp16h` (the default `_tp16f` with ~25%
+  // normForward's hoisted two-pass forms (docs/perf-notes/perf9-nf.md): `_tp16h` (the default `_tp16f` with ~14%
   // fewer issued instructions a row, torch's cache hints) and `_tp16hn` (the same without hints)
   "tp16h": { twoPassForm: "tp16h" },
   "tp16hn": { twoPassForm: "tp16hn" },

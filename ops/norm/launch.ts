@@ -82,7 +82,7 @@ export const normLaunchTuning = {
    * that allow 16-byte accesses): "tp16f" (the default, main's), "tp16h" (`_tp16h`: `_tp16f` with the L2 policies made
    * once per thread instead of before every load, one 64-bit pointer per tensor and row with the second piece at an
    * immediate offset, the weight and outScale branches taken once per kernel, and the NaN test of a piece's eight
-   * encoded halves by three max.NaN; ~25% fewer issued instructions a row, docs/perf-notes/perf9-nf.md) or "tp16hn"
+   * encoded halves by three max.NaN; ~14% fewer issued instructions a row, docs/perf-notes/perf9-nf.md) or "tp16hn"
    * (`_tp16hn`: the same with plain L1-allocating loads, no cache hints) or "tp16hr" (`_tp16hr`: `_tp16h` with x held
    * in registers from its one load, past L1, to step 4: no second read of x). Same geometry (512 threads a row, 4
    * blocks = 64 warps per SM, 31–32 registers), same bits.
