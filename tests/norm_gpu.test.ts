@@ -297,7 +297,7 @@ gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res; t
 });
 
 /**
- * Runs f with the one-block-per-row forms (the defaults: normForward by the two-pass rows `_tp16f` on views that allow
+ * Runs f with the one-block-per-row forms (the defaults: normForward by the two-pass rows `_tp16hr` on views that allow
  * 16-byte accesses and by register rows `_rr4_l2` on the others, the cast by bulk rows `_e4m3_g<N>_br4a` on views
  * that allow 16-byte accesses and `_e4m3_g<N>_br4` on the others) from any row count, grid cap `blocksPerSm`, then
  * restores the knobs.
@@ -316,7 +316,7 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 }
 
 /**
- * The row-form cases (`_tp16f` on the aligned views, one block of 4 warps per row: `_rr4_l2` on the unaligned ones
+ * The row-form cases (`_tp16hr` on the aligned views, one block of 4 warps per row: `_rr4_l2` on the unaligned ones
  * (stride H + 1, unaligned weight) and the casts `_e4m3_g<N>_br4a` / `_e4m3_g<N>_br4`) under the current launch knobs, tagged `form`:
  * every chunk count per thread (J = N/P = 1, N ≤ P, threads beyond the tree
  * holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree, weight or not, outScale, 2-D /
@@ -352,13 +352,14 @@ function compareRowForms(rand: () => number, blocks: number, form: string): void
   compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by the row forms (_tp16f on aligned views; register rows _rr4_l2 on unaligned ones: x or out by element loads, the weight's element-wise staging, the other tensors' 16-byte paths with the L2::256B hint) and the fused cast by bulk rows (_e4m3_g<N>_br4a on aligned views, _e4m3_g<N>_br4 on the others: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
+gpuTest("normForward bf16 by the row forms (_tp16hr on aligned views; register rows _rr4_l2 on unaligned ones: x or out by element loads, the weight's element-wise staging, the other tensors' 16-byte paths with the L2::256B hint) and the fused cast by bulk rows (_e4m3_g<N>_br4a on aligned views, _e4m3_g<N>_br4 on the others: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "tp16f / rr4_l2 / br4 cast"));
+  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "tp16hr / rr4_l2 / br4a / br4 cast"));
 });
 
 /**
- * normForward by its default row forms (docs/perf-notes/perf8-norm.md): the two-pass rows of 512 threads (`_tp16f`)
+ * normForward by its default row forms (docs/perf-notes/perf8-norm.md, perf9-nf.md): the two-pass rows of 512 threads
+ * (`_tp16hr`)
  * on views that allow 16-byte accesses, `_rr4_l2` on the others (stride H + 1, an unaligned weight): one or two
  * pieces a thread with dead ones, K ≤ 256 (no second pieces) and > 256, N < 512 (the +0 nodes), weight or not,
  * outScale, 2-D / 3-D, row strides H + 8 (16-byte rows that are not contiguous) and H + 32, NaN / ±Inf / subnormal /
@@ -366,7 +367,7 @@ gpuTest("normForward bf16 by the row forms (_tp16f on aligned views; register ro
  * grid-stride by block: the node buffer and rstd's slot reused behind the two barriers) with 3000 × 7168.
  */
 function compareDefaultRowForms(rand: () => number, blocks: number): void {
-  const form = "tp16f / rr4_l2";
+  const form = "tp16hr / rr4_l2";
   for (const H of [16, 48, 272, 512, 528, 1024, 4096, 4112, 5120, 7168, 8192]) {
     for (const weight of [true, false]) {
       const outScale = rand() < 0.5 ? 1 : 0.3;
@@ -393,9 +394,36 @@ function compareDefaultRowForms(rand: () => number, blocks: number): void {
   if (blocks !== 0) compareForward(rand, { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 }, `${form} 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by the two-pass rows (_tp16f: 512 threads a row, the fold by warp 0; _rr4_l2 on unaligned views) = reference: H classes, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, special values with an aligned and an unaligned weight, grid caps (seed 8851)", () => {
+gpuTest("normForward bf16 by the two-pass rows (_tp16hr: 512 threads a row, the fold by warp 0, x held in registers between the passes; _rr4_l2 on unaligned views) = reference: H classes, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, special values with an aligned and an unaligned weight, grid caps (seed 8851)", () => {
   const rand = rng(8851);
   for (const blocks of [0, 3]) withRowForms(blocks, () => compareDefaultRowForms(rand, blocks));
+});
+
+/**
+ * normForward's two-pass rows `_tp16hr` (docs/perf-notes/perf9-nf.md), beyond compareDefaultRowForms' matrix: each of
+ * its four instantiations (weight or not × outScale 1 or not) on every H class deterministically, with special values
+ * under each (at one block per row).
+ */
+function compareTwoPassInstantiations(rand: () => number, blocks: number): void {
+  const form = "tp16hr";
+  for (const H of [16, 528, 4112, 7168, 8192]) {
+    for (const weight of [true, false]) {
+      for (const outScale of [1, 0.3]) {
+        compareForward(rand, { B: 0, T: 23, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${form} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale} (each instantiation)`);
+      }
+    }
+    if (blocks !== 0) continue;
+    const x = specialRows(rand, 6, H, "bf16");
+    for (const outScale of [1, 3e38]) {
+      compareForwardOn(x, undefined, specialWeight(rand, H, "bf16"), outScale, `${form} special H ${H} outScale ${outScale} weight`);
+      compareForwardOn(x, undefined, null, outScale, `${form} special H ${H} outScale ${outScale} no weight`);
+    }
+  }
+}
+
+gpuTest("normForward bf16 by the two-pass rows (_tp16hr) = reference on each of its instantiations (weight or not × outScale 1 or not) on every H class, special values, grid caps (seed 9961)", () => {
+  const rand = rng(9961);
+  for (const blocks of [0, 3]) withRowForms(blocks, () => compareTwoPassInstantiations(rand, blocks));
 });
 
 gpuTest("normForwardAndPerTokenCast by bulk rows with the largest shared-memory carveout (bulkRowsCarveout 100, more resident blocks): the same bits (seed 8811)", () => {

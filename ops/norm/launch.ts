@@ -51,13 +51,15 @@ export const NORM_BLOCK_THREADS = 256;
  *   docs/perf-notes/perf6-norm.md: the unhinted `_rr4` and the round-6 forms at more rows per SM, two rows or two
  *   row teams per block and 8 warps per row were no faster, and were removed).
  *   On views that allow 16-byte accesses (x, out and the weight: bases 16-byte aligned, row and batch strides multiples
- *   of 8 elements) it runs `tk_norm_forward__bf16_tp16f` instead: torch.compile's geometry, one block of 512 threads
- *   per row, two passes (x read by whole-sector 16-byte loads with torch's cache hints, reduced, read again from L1/L2
- *   for step 4), the chunk sums folded by warp 0 (rstd handed over behind a second barrier); 31–32 registers, 4 blocks
- *   = 64 warps per SM. H200, 8192 / 16384 × 7168: 87.2 / 90.9% of copy against `_rr4_l2`'s 84.2 / 89.0%
- *   (2026-12-01, docs/perf-notes/perf8-norm.md; `_rr4_l2` without its element-wise fallbacks and the two-pass form
- *   with every warp folding, with and without the hints, were no faster, and were removed with their knob
- *   `forwardRowForm`). Same bits either way.
+ *   of 8 elements) it runs `tk_norm_forward__bf16_tp16hr` instead: torch.compile's geometry, one block of 512 threads
+ *   per row, x read once by whole-sector 16-byte loads (past L1: L1::no_allocate) and held in registers from pass 1
+ *   (the sums) to step 4, the chunk sums folded by warp 0 (rstd handed over behind a second barrier), the weight and
+ *   outScale branches taken once per kernel; 31–32 registers, 4 blocks = 64 warps per SM. H200, 8192 / 16384 × 7168:
+ *   91.3 / 94.2% of copy against 87.6 / 91.3% for round 8's `_tp16f` (x read twice, per-load L2 policies) and 84.2 /
+ *   89.0% for `_rr4_l2` (2026-12-01, docs/perf-notes/perf8-norm.md, perf9-nf.md; `_tp16f`, its hoisted forms
+ *   `_tp16h` / `_tp16hn` (x read twice, with and without the hints: 90.2 / 94.0, 89.1 / 91.4), `_rr4_l2` without its
+ *   element-wise fallbacks and the two-pass form with every warp folding were no faster, and were removed with their
+ *   knobs `forwardRowForm` and `twoPassForm`). Same bits either way.
  *   (The residual forms have no register-rows kernel: it measured no faster than the warp rows, and was removed with
  *   the 2-warp and whole-sector forms.)
  * - `castBulkRows` (default true): normForwardAndPerTokenCast without residual, under the same conditions, runs

@@ -303,7 +303,7 @@ export function launchNormForward(
   const t = normLaunchTuning;
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // any H, no residual: one block of 4 warps per row, for normForward the row held in registers
-  // (`_rr4_l2`; on views that allow 16-byte accesses `_tp16f` below), for the cast landed in shared memory by a bulk
+  // (`_rr4_l2`; on views that allow 16-byte accesses `_tp16hr` below), for the cast landed in shared memory by a bulk
   // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4a`,
   // compiled for aligned views only, where the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
@@ -312,14 +312,14 @@ export function launchNormForward(
   // `_wr_resa` compiled for aligned views only, where the views allow it)
   const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
   // the register-rows case on views that allow 16-byte accesses (x, out, the weight): one block of 512 threads per
-  // row, two passes (`_tp16f`); other views keep `_rr4_l2`
+  // row, two passes, x held in registers between them (`_tp16hr`); other views keep `_rr4_l2`
   const twoPass = regRows && vec16(x) && vec16(o.out) && (!r.w || (r.w as DeviceTensor).addr % 16 === 0);
   // (the aligned-only forms of the casts, `_br4a` / `_wr_resa`, where the views allow them)
   const aligned = () => !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
   const form = bulkRows
     ? (aligned() ? "_br4a" : "_br4")
     : twoPass
-    ? "_tp16f"
+    ? "_tp16hr"
     : regRows
     ? "_rr4_l2"
     : wr
@@ -370,7 +370,7 @@ export function launchNormForward(
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
   // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
-  // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default; _tp16f: one block
+  // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default; _tp16hr: one block
   // of 512 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows;
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;

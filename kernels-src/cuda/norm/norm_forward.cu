@@ -13,11 +13,13 @@
 //                                          registers (below, "register rows"), its aligned loads with the L2::256B
 //                                          prefetch-size hint; the host's default for normForward from the same
 //                                          row count per SM (normLaunchTuning.forwardRegRows) on views that do not
-//                                          allow 16-byte accesses (x, out or the weight; _tp16f takes the others)
-//   tk_norm_forward__bf16_tp16f            bf16, any H, no residual, views that allow 16-byte accesses (x, out, the
-//                                          weight): one block of 16 warps per row, two passes with torch's cache
-//                                          hints, the chunk sums folded by warp 0 (below, "two passes"); the host's
-//                                          default for normForward where _rr4_l2 would run on such views
+//                                          allow 16-byte accesses (x, out or the weight; _tp16hr takes the others)
+//   tk_norm_forward__bf16_tp16hr           bf16, any H, no residual, views that allow 16-byte accesses (x, out, the
+//                                          weight): one block of 16 warps per row, two passes with x held in
+//                                          registers from its one load (past L1) to step 4, the chunk sums folded
+//                                          by warp 0 (below, "two passes"); the host's default for normForward where
+//                                          _rr4_l2 would run on such views (measured 91.3 / 94.2% of copy against
+//                                          round 8's _tp16f, 87.6 / 91.3%, 8192 / 16384 rows, H200)
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's choice for the cast from the same row count (castBulkRows) on views
@@ -48,9 +50,9 @@
 //   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4_l2 64 → 8 blocks = 8 rows = 32
 //   warps per SM.
 //
-//   _tp16f: block.x 512 (one block = one row), 2 × 512 floats of static shared memory (the chunk sums in the first
+//   _tp16hr: block.x 512 (one block = one row), 2 × 512 floats of static shared memory (the chunk sums in the first
 //   row, rstd at the head of the second; barrier 0 twice a row), grid.x = B·T (one block per row; any grid is
-//   correct, rows walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): 31–32 → 4 blocks = 64
+//   correct, rows walked grid-stride by block). Registers (no spills): 32 / 31 (sm_90a / sm_100a) → 4 blocks = 64
 //   warps per SM.
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
@@ -957,136 +959,181 @@ struct NormForwardRegRows {
   }
 };
 
-// ---- two passes, 16 warps a row: tk_norm_forward__bf16_tp16f -------------------------------------------------------
+// ---- two passes, 16 warps a row: tk_norm_forward__bf16_tp16hr -----------------------------------------------------
 // torch.compile's RMSNorm geometry (its Triton kernel, probed on the H200 2026-12-01: one row per CTA of 512 threads,
-// 29 registers, 4 CTAs = 64 warps per SM, x read by whole-sector 16-byte loads in a first pass and read again in the
-// second, 110 µs against _rr4_l2's 124 at 16384 × 7168), with D.2's tree. The row is 2K ≤ 1024 16-byte pieces of 8
-// elements (K = H/16 ≤ 512 chunks); thread u loads pieces u and u + 512, so each warp instruction reads 512
-// contiguous bytes (whole sectors; _rr4_l2's thread-owned 32-byte chunks use half of every sector per instruction).
-// Pass 1: threads u = 2m and 2m + 1 (lanes of one warp) hold the two pieces of chunk m in their first registers
-// and of chunk 256 + m in their second; one shuffle per word gives the even thread chunk m whole (pieces 2m,
+// 29 registers, 4 CTAs = 64 warps per SM, x read by whole-sector 16-byte loads), with D.2's tree. The row is 2K ≤ 1024
+// 16-byte pieces of 8 elements (K = H/16 ≤ 512 chunks); thread u loads pieces u and u + 512, so each warp instruction
+// reads 512 contiguous bytes (whole sectors; _rr4_l2's thread-owned 32-byte chunks use half of every sector per
+// instruction). Pass 1: threads u = 2m and 2m + 1 (lanes of one warp) hold the two pieces of chunk m in their first
+// registers and of chunk 256 + m in their second; one shuffle per word gives the even thread chunk m whole (pieces 2m,
 // 2m + 1) and the odd thread chunk 256 + m (pieces 512 + 2m, 513 + 2m): thread u owns chunk k(u) = u/2 (u even) or
-// 256 + u/2 (u odd), dead chunks (k ≥ K) +0. Each thread sums its chunk by the 8/4/2/1 tree and stores it at node k of a
-// 512-float shared array; after barrier 0 warp 0 folds the 512 nodes: lane l reads nodes l + 32i, i < 16, folds them
+// 256 + u/2 (u odd), dead chunks (k ≥ K) +0. Each thread sums its chunk by the 8/4/2/1 tree and stores it at node k of
+// a 512-float shared array; after barrier 0 warp 0 folds the 512 nodes: lane l reads nodes l + 32i, i < 16, folds them
 // by halving over i (the tree's steps 256, 128, 64, 32; nodes ≥ N are +0, and c ⊕ +0 = c for the non-negative or NaN
 // sums, so the fixed width 512 gives TREE's bits for every N), then xor shuffles 16 … 1, and hands rstd to the block
-// through shared memory behind a second barrier (as torch's kernel: two barriers a row). Pass 2: thread u reads
-// pieces u and u + 512 of x again (from L1 or L2) and of the weight, and writes step 4's 16 bytes of each.
-// (Measured on the H200, 2026-12-01, docs/perf-notes/perf8-norm.md: 87.2 / 90.9% of copy at 8192 / 16384 × 7168
-// against _rr4_l2's 84.2 / 89.0; the same geometry with every warp folding the nodes, one barrier a row, with and
-// without the cache hints, and _rr4_l2 without its element-wise fallbacks measured slower and were removed.)
+// through shared memory behind a second barrier (as torch's kernel: two barriers a row). Step 4: thread u takes pieces
+// u and u + 512 of x from its registers (pass 1's a, c: 8 a thread, live across the two barriers; x is read once, by
+// L1::no_allocate loads: nothing of x is reused through L1, which then holds only the weight) and the weight's (through
+// L1, L2 evict_last), and writes 16 bytes of each.
+// What round 8's `_tp16f` (x read again in pass 2, from L1 / L2) issued beyond torch.compile's kernel is gone
+// (docs/perf-notes/perf9-nf.md, a census of both): (1) the weight's L2 policy made once per thread, not before every
+// load; (2) one 64-bit pointer per tensor and row (x, out; the weight's once per kernel) with the second piece at the
+// immediate offset +8192 B; (3) the weight / no-weight and outScale = 1 / other branches taken once per kernel (four
+// instantiations of the row loop) instead of per piece; (4) the pieces' liveness tests hoisted out of the row loop;
+// (5) the NaN test of the 8 encoded halves a piece by 3 max.NaN.bf16x2 and one integer test on the result instead of
+// one test per word (the fix itself, taken only when a half is NaN, is encode_bf16x2_words's).
+// (Measured on the H200, 2026-12-01, docs/perf-notes/perf9-nf.md: 91.3 / 94.2% of copy at 8192 / 16384 × 7168 against
+// `_tp16f`'s 87.6 / 91.3; `_tp16f` (87.2 / 90.9 against _rr4_l2's 84.2 / 89.0 in round 8), the same hoisted form reading
+// x twice with torch's cache hints (`_tp16h`, 90.2 / 94.0) and without hints (`_tp16hn`, 89.1 / 91.4), and before them
+// the two-pass form with every warp folding and _rr4_l2 without its element-wise fallbacks, were slower or no faster,
+// and were removed.)
 // Views that allow 16-byte accesses only (x, out and the weight 16-byte aligned, strides multiples of 8 elements: the
 // host runs _rr4_l2 otherwise); bf16, no residual, no cast; any H ≤ 8192; any grid (rows walked grid-stride by block).
-// Input read twice by the same block, with an L2 eviction policy made right before the load (createpolicy.fractional,
-// fraction 1.0: one ALU instruction, no 64-bit register held across the row loop), as torch.compile's two-pass
-// RMSNorm reads it: the first pass and the weight keep the lines (L1::evict_last, L2 evict_last), the second pass
-// marks them done (L1::evict_first, L2 evict_first). Hints only: the same bytes are read. (Here rather than in
-// ldst.cuh, as ld_stream_l2_256 above: only this file uses them, and a change to ldst.cuh touches every kernel's
-// manifest entry.)
-#define TK_LD_POLICY(name, policy)                                                                          \
-  TK_DEV void name(const void* ptr, uint32_t(&w)[4]) {                                                      \
-    asm volatile(                                                                                           \
-        "{\n\t.reg .b64 pol;\n\t"                                                                           \
-        "createpolicy.fractional.L2::" policy ".b64 pol, 1.0;\n\t"                                           \
-        "ld.global.nc.L1::" policy ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"                \
-        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])                                                     \
-        : "l"(ptr));                                                                                        \
-  }
-TK_LD_POLICY(ld_keep, "evict_last")
-TK_LD_POLICY(ld_last_use, "evict_first")
-#undef TK_LD_POLICY
-
+// (The L2 policy and its load here rather than in ldst.cuh, as ld_stream_l2_256 above: only this file uses them, and
+// a change to ldst.cuh touches every kernel's manifest entry.)
 constexpr uint32_t kTpThreads = 512;
 // 512 threads × 32 registers: 4 blocks = 64 warps per SM (register file 64 K).
 constexpr int kTpMinBlocks = 4;
+
+TK_DEV uint64_t l2_policy_last() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+TK_DEV void ld_keep_pol(const void* ptr, uint64_t pol, uint32_t (&w)[4]) {
+  asm volatile("ld.global.nc.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr), "l"(pol));
+}
+// Four packed bf16 pairs, w[k] = encode_bf16x2(v[2k], v[2k + 1]) exactly (encode_bf16x2_words<4>'s conversions and
+// fix): a half is NaN in some word iff it is NaN in max.NaN of the four words (max.NaN gives NaN when either input
+// is NaN), so the fix is taken in exactly the same cases.
+TK_DEV void encode_bf16x2_words4_mx(const float* v, uint32_t (&w)[4]) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) w[k] = encode_bf16x2_nan_unfixed(v[2 * k], v[2 * k + 1]);
+  uint32_t m;
+  asm("{\n\t.reg .b32 t0, t1;\n\t"
+      "max.NaN.bf16x2 t0, %1, %2;\n\t"
+      "max.NaN.bf16x2 t1, %3, %4;\n\t"
+      "max.NaN.bf16x2 %0, t0, t1;\n\t}"
+      : "=r"(m)
+      : "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+  if (((m & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = bf16x2_fix_nan(w[k]);
+  }
+}
 
 struct NormForwardTwoPass {
   const NormForwardParams& p;
   TK_DEV explicit NormForwardTwoPass(const NormForwardParams& params) : p(params) {}
 
   // step 4 on one piece of 8 elements: y = RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), or without the outScale product
-  // (kOne: outScale = 1, exact); a missing weight is w = 1 (as the register rows' step 4). Overwrites xv.
-  template <bool kOne>
+  // (kOne: outScale = 1, exact); kW false: no weight, w = 1 (as the register rows' step 4). Overwrites xv.
+  template <bool kW, bool kOne>
   static TK_DEV void step4(uint32_t (&xv)[4], const uint32_t (&wv)[4], float rstd, float out_scale) {
     float y[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const float s = (e & 1) ? bf16_hi(xv[e / 2]) : bf16_lo(xv[e / 2]);
-      const float w = (e & 1) ? bf16_hi(wv[e / 2]) : bf16_lo(wv[e / 2]);
       const float sr = mul_rn(s, rstd);
-      y[e] = kOne ? mul_rn(sr, w) : mul_rn(sr, mul_rn(w, out_scale));
+      if constexpr (kW) {
+        const float w = (e & 1) ? bf16_hi(wv[e / 2]) : bf16_lo(wv[e / 2]);
+        y[e] = kOne ? mul_rn(sr, w) : mul_rn(sr, mul_rn(w, out_scale));
+      } else {
+        // w = 1: sr ⊗ 1 = sr and 1 ⊗ outScale = outScale exactly (a NaN stays a NaN, and the encoding maps every NaN
+        // to 0x7FC0)
+        y[e] = kOne ? sr : mul_rn(sr, out_scale);
+      }
     }
-    encode_bf16x2_words<4>(y, xv);
+    encode_bf16x2_words4_mx(y, xv);
   }
 
-  TK_DEV void run() const {
-    __shared__ float red[2][kTpThreads];  // the chunk sums by node (red[0]), rstd (red[1][0])
+  template <bool kW, bool kOne>
+  TK_DEV void rows_loop(float (&red)[2][kTpThreads]) const {
     constexpr int kEb = 2;
+    constexpr uint32_t kStep = kVecBytes * kTpThreads;  // bytes from piece u to piece u + 512
     const uint32_t H = p.hidden, pieces = H / 8;
     const uint32_t u = threadIdx.x, lane = u % kWarpSize, odd = u & 1;
+    const bool live0 = u < pieces, live1 = u + kTpThreads < pieces;
     const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
-    const bool has_w = p.flags & kFwdWeight;
-    const bool one = p.out_scale == 1.0f;
-    const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
-    const uint32_t node = odd ? kTpThreads / 2 + u / 2 : u / 2;
-    float* nodes = red[0];
+    const uint64_t pol_keep = l2_policy_last();  // the weight's
+    const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight) + kVecBytes * u;
+    float* const my_node = &red[0][odd ? kTpThreads / 2 + u / 2 : u / 2];
+    const float Hf = static_cast<float>(H);
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
       const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
       const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
-      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+      const uint8_t* xp =
+          reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb + kVecBytes * u;
 
-      // pass 1: pieces u and u + 512 (zeros when dead), the pair exchange, the chunk's squares and its tree
+      // pass 1: pieces u and u + 512 (zeros when dead), the pair exchange, the chunk's squares and tree.
+      // The chunk's two pieces are the thread's own (even: piece 2m, its elements 0–7; odd: piece 513 + 2m, its
+      // elements 8–15) and the one received; q[e] holds the own piece's squares and q[8 + e] the received one's for
+      // both parities: the tree's first step adds q[e] ⊕ q[e + 8], and ⊕ is commutative (bit for bit, NaN included:
+      // every NaN sum is the canonical NaN), so this is the ordered pair's sum (lo, hi) with two selects a word fewer.
       uint32_t a[4] = {0u, 0u, 0u, 0u}, c[4] = {0u, 0u, 0u, 0u};
-      if (u < pieces) ld_keep(xr + kVecBytes * u, a);
-      if (u + kTpThreads < pieces) ld_keep(xr + kVecBytes * (u + kTpThreads), c);
+      if (live0) ld_stream(xp, a);
+      if (live1) ld_stream(xp + kStep, c);
       float q[kRmsChunk];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         // the even lane sends its second piece (the odd lane's chunk), the odd lane its first (the even lane's)
         const uint32_t got = __shfl_xor_sync(kFullWarpMask, odd ? a[i] : c[i], 1);
-        const uint32_t lo = odd ? got : a[i];  // elements 2i, 2i + 1 of the owned chunk
-        const uint32_t hi = odd ? c[i] : got;  // elements 8 + 2i, 9 + 2i
-        q[2 * i] = mul_rn(bf16_lo(lo), bf16_lo(lo));
-        q[2 * i + 1] = mul_rn(bf16_hi(lo), bf16_hi(lo));
-        q[8 + 2 * i] = mul_rn(bf16_lo(hi), bf16_lo(hi));
-        q[9 + 2 * i] = mul_rn(bf16_hi(hi), bf16_hi(hi));
+        const uint32_t own = odd ? c[i] : a[i];
+        q[2 * i] = mul_rn(bf16_lo(own), bf16_lo(own));
+        q[2 * i + 1] = mul_rn(bf16_hi(own), bf16_hi(own));
+        q[8 + 2 * i] = mul_rn(bf16_lo(got), bf16_lo(got));
+        q[9 + 2 * i] = mul_rn(bf16_hi(got), bf16_hi(got));
       }
-      nodes[node] = chunk_tree(q);
+      *my_node = chunk_tree(q);
       asm volatile("bar.sync 0;" ::: "memory");
-      // the fold of the 512 nodes by warp 0: halving over i (steps 256 … 32), then the lanes (16 … 1); rstd in
-      // red[1][0], read by all after the second barrier, written again only after the next row's first barrier,
-      // which every reader has passed
+      // the fold by warp 0 (halving over i, then the lanes), rstd in red[1][0] behind the second barrier, read by
+      // all after it, written again only after the next row's first barrier, which every reader has passed
       if (u < kWarpSize) {
         float v[kRmsChunk];
 #pragma unroll
-        for (int i = 0; i < kRmsChunk; ++i) v[i] = nodes[lane + kWarpSize * i];
+        for (int i = 0; i < kRmsChunk; ++i) v[i] = red[0][lane + kWarpSize * i];
         float S = chunk_tree(v);
 #pragma unroll
         for (int h = kWarpSize / 2; h >= 1; h /= 2) S = add_rn(S, __shfl_xor_sync(kFullWarpMask, S, h));
-        const float r = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+        const float r = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, Hf), p.eps)));
         if (u == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(r)));
         if (u == 0) red[1][0] = r;
       }
       asm volatile("bar.sync 0;" ::: "memory");
       const float rstd = red[1][0];
 
-      // pass 2: the same pieces again, the weight's, step 4, 16-byte stores
-      uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+      // step 4: the same pieces from the registers, the weight's, 16-byte stores (pointers + immediate offsets)
+      uint8_t* op = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb + kVecBytes * u;
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const uint32_t piece = u + kTpThreads * j;
-        if (piece < pieces) {
-          uint32_t xv[4], wv[4] = {0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u};
-          ld_last_use(xr + kVecBytes * piece, xv);
-          if (has_w) ld_keep(wr + kVecBytes * piece, wv);
-          if (one) {
-            step4<true>(xv, wv, rstd, p.out_scale);
-          } else {
-            step4<false>(xv, wv, rstd, p.out_scale);
-          }
-          st_v4(orow + kVecBytes * piece, xv[0], xv[1], xv[2], xv[3]);
+        if (j == 0 ? live0 : live1) {
+          uint32_t xv[4], wv[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) xv[i] = j == 0 ? a[i] : c[i];
+          if constexpr (kW) ld_keep_pol(wp + kStep * j, pol_keep, wv);
+          step4<kW, kOne>(xv, wv, rstd, p.out_scale);
+          st_v4(op + kStep * j, xv[0], xv[1], xv[2], xv[3]);
         }
       }
+    }
+  }
+
+  TK_DEV void run() const {
+    __shared__ float red[2][kTpThreads];  // the chunk sums by node (red[0]), rstd (red[1][0]); one array for all four
+    // (uniform over the launch: one branch per kernel, not per piece)
+    const bool has_w = p.flags & kFwdWeight;
+    if (p.out_scale == 1.0f) {
+      if (has_w) {
+        rows_loop<true, true>(red);
+      } else {
+        rows_loop<false, true>(red);
+      }
+    } else if (has_w) {
+      rows_loop<true, false>(red);
+    } else {
+      rows_loop<false, false>(red);
     }
   }
 };
@@ -1480,9 +1527,10 @@ TK_NORM_FORWARD_CAST_WR_RESA(128)
     tk::NormForwardRegRows<w, n>(p).run();                                                                \
   }
 TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4_l2)
-// Two passes, 16 warps a row (NormForwardTwoPass): views that allow 16-byte accesses (x, out, the weight).
+// Two passes, 16 warps a row, x held in registers between them (NormForwardTwoPass): views that allow 16-byte
+// accesses (x, out, the weight).
 extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
-    tk_norm_forward__bf16_tp16f(const __grid_constant__ NormForwardParams p) {
+    tk_norm_forward__bf16_tp16hr(const __grid_constant__ NormForwardParams p) {
   tk::NormForwardTwoPass(p).run();
 }
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
