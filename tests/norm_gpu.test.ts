@@ -24,6 +24,7 @@ import {
 } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { usesB4swx } from "../ops/norm/norm_backward.ts";
+import { castViewsAligned } from "../ops/norm/norm_forward.ts";
 import { loadGolden } from "./golden.ts";
 import { refuses } from "./refuses.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
@@ -248,7 +249,7 @@ function compareResidualForms(rand: () => number, H: number, tag: string): void 
   }
 }
 
-gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res, _e4m3_g<N>_wr_res) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, in place, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
+gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res; the casts on these aligned views _e4m3_g<N>_wr_resa) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, in place, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
   const rand = rng(7801);
   // residualOut new, in place into residual or x; padded and unaligned strides; the casts. H > 256: N = 32 … 512
   // chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
@@ -296,9 +297,10 @@ gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res, _
 });
 
 /**
- * Runs f with the one-block-per-row forms (the defaults: normForward by the two-pass rows `_tp16f` on views that allow
- * 16-byte accesses and by register rows `_rr4_l2` on the others, the cast by bulk rows `_e4m3_g<N>_br4`) from any row
- * count, grid cap `blocksPerSm`, then restores the knobs.
+ * Runs f with the one-block-per-row forms (the defaults: normForward by the two-pass rows `_tp16hr` on views that allow
+ * 16-byte accesses and by register rows `_rr4_l2` on the others, the cast by bulk rows `_e4m3_g<N>_br4a` on views
+ * that allow 16-byte accesses and `_e4m3_g<N>_br4` on the others) from any row count, grid cap `blocksPerSm`, then
+ * restores the knobs.
  */
 function withRowForms<T>(blocksPerSm: number, f: () => T): T {
   const t = normLaunchTuning;
@@ -314,8 +316,8 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 }
 
 /**
- * The row-form cases (`_tp16f` on the aligned views, one block of 4 warps per row: `_rr4_l2` on the unaligned ones
- * (stride H + 1, unaligned weight) and the casts `_e4m3_g<N>_br4`) under the current launch knobs, tagged `form`:
+ * The row-form cases (`_tp16hr` on the aligned views, one block of 4 warps per row: `_rr4_l2` on the unaligned ones
+ * (stride H + 1, unaligned weight) and the casts `_e4m3_g<N>_br4a` / `_e4m3_g<N>_br4`) under the current launch knobs, tagged `form`:
  * every chunk count per thread (J = N/P = 1, N ≤ P, threads beyond the tree
  * holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree, weight or not, outScale, 2-D /
  * 3-D, padded and unaligned strides, unaligned weight, the casts with every sf layout, and 3000 × 7168.
@@ -331,13 +333,15 @@ function compareRowForms(rand: () => number, blocks: number, form: string): void
     }
     const x = rows(rand, 0, 19, H, "bf16");
     compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `${form} blocks/SM ${blocks} H ${H} unaligned weight`);
-    // the fused casts (_e4m3_g<N>_br4): groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
+    // the fused casts (_e4m3_g<N>_br4a on aligned views; _e4m3_g<N>_br4 at stride H + 1, about one case in three):
+    // groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
     for (const npc of [32, 128] as const) {
       if (H % npc) continue;
       for (const [name, sf] of SF_CONFIGS) {
         const withOutBf16 = rand() < 0.5;
         const B = rand() < 0.3 ? 2 : 0;
-        const c: FwdCase = { B, T: B ? 7 : 23, H, dtype: "bf16", weight: rand() < 0.7, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 64) };
+        const u = rand();
+        const c: FwdCase = { B, T: B ? 7 : 23, H, dtype: "bf16", weight: rand() < 0.7, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (u < 0.35 ? 0 : u < 0.65 ? 64 : 1) };
         compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `${form} cast blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
       }
     }
@@ -348,13 +352,14 @@ function compareRowForms(rand: () => number, blocks: number, form: string): void
   compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by the row forms (_tp16f on aligned views; register rows _rr4_l2 on unaligned ones: x or out by element loads, the weight's element-wise staging, the other tensors' 16-byte paths with the L2::256B hint) and the fused cast by bulk rows (_e4m3_g<N>_br4: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
+gpuTest("normForward bf16 by the row forms (_tp16hr on aligned views; register rows _rr4_l2 on unaligned ones: x or out by element loads, the weight's element-wise staging, the other tensors' 16-byte paths with the L2::256B hint) and the fused cast by bulk rows (_e4m3_g<N>_br4a on aligned views, _e4m3_g<N>_br4 on the others: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "tp16f / rr4_l2 / br4 cast"));
+  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "tp16hr / rr4_l2 / br4a / br4 cast"));
 });
 
 /**
- * normForward by its default row forms (docs/perf-notes/perf8-norm.md): the two-pass rows of 512 threads (`_tp16f`)
+ * normForward by its default row forms (docs/perf-notes/perf8-norm.md, perf9-nf.md): the two-pass rows of 512 threads
+ * (`_tp16hr`)
  * on views that allow 16-byte accesses, `_rr4_l2` on the others (stride H + 1, an unaligned weight): one or two
  * pieces a thread with dead ones, K ≤ 256 (no second pieces) and > 256, N < 512 (the +0 nodes), weight or not,
  * outScale, 2-D / 3-D, row strides H + 8 (16-byte rows that are not contiguous) and H + 32, NaN / ±Inf / subnormal /
@@ -362,7 +367,7 @@ gpuTest("normForward bf16 by the row forms (_tp16f on aligned views; register ro
  * grid-stride by block: the node buffer and rstd's slot reused behind the two barriers) with 3000 × 7168.
  */
 function compareDefaultRowForms(rand: () => number, blocks: number): void {
-  const form = "tp16f / rr4_l2";
+  const form = "tp16hr / rr4_l2";
   for (const H of [16, 48, 272, 512, 528, 1024, 4096, 4112, 5120, 7168, 8192]) {
     for (const weight of [true, false]) {
       const outScale = rand() < 0.5 ? 1 : 0.3;
@@ -389,9 +394,36 @@ function compareDefaultRowForms(rand: () => number, blocks: number): void {
   if (blocks !== 0) compareForward(rand, { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 }, `${form} 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by the two-pass rows (_tp16f: 512 threads a row, the fold by warp 0; _rr4_l2 on unaligned views) = reference: H classes, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, special values with an aligned and an unaligned weight, grid caps (seed 8851)", () => {
+gpuTest("normForward bf16 by the two-pass rows (_tp16hr: 512 threads a row, the fold by warp 0, x held in registers between the passes; _rr4_l2 on unaligned views) = reference: H classes, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, special values with an aligned and an unaligned weight, grid caps (seed 8851)", () => {
   const rand = rng(8851);
   for (const blocks of [0, 3]) withRowForms(blocks, () => compareDefaultRowForms(rand, blocks));
+});
+
+/**
+ * normForward's two-pass rows `_tp16hr` (docs/perf-notes/perf9-nf.md), beyond compareDefaultRowForms' matrix: each of
+ * its four instantiations (weight or not × outScale 1 or not) on every H class deterministically, with special values
+ * under each (at one block per row).
+ */
+function compareTwoPassInstantiations(rand: () => number, blocks: number): void {
+  const form = "tp16hr";
+  for (const H of [16, 528, 4112, 7168, 8192]) {
+    for (const weight of [true, false]) {
+      for (const outScale of [1, 0.3]) {
+        compareForward(rand, { B: 0, T: 23, H, dtype: "bf16", weight, residual: false, outScale, stride: H }, `${form} blocks/SM ${blocks} H ${H} weight ${weight} outScale ${outScale} (each instantiation)`);
+      }
+    }
+    if (blocks !== 0) continue;
+    const x = specialRows(rand, 6, H, "bf16");
+    for (const outScale of [1, 3e38]) {
+      compareForwardOn(x, undefined, specialWeight(rand, H, "bf16"), outScale, `${form} special H ${H} outScale ${outScale} weight`);
+      compareForwardOn(x, undefined, null, outScale, `${form} special H ${H} outScale ${outScale} no weight`);
+    }
+  }
+}
+
+gpuTest("normForward bf16 by the two-pass rows (_tp16hr) = reference on each of its instantiations (weight or not × outScale 1 or not) on every H class, special values, grid caps (seed 9961)", () => {
+  const rand = rng(9961);
+  for (const blocks of [0, 3]) withRowForms(blocks, () => compareTwoPassInstantiations(rand, blocks));
 });
 
 gpuTest("normForwardAndPerTokenCast by bulk rows with the largest shared-memory carveout (bulkRowsCarveout 100, more resident blocks): the same bits (seed 8811)", () => {
@@ -655,6 +687,148 @@ gpuTest("normBackward: the weight gradient has the same bits for config.numSms 1
 });
 
 // ---- special values ---------------------------------------------------------------------------------------
+
+// ---- normForwardAndPerTokenCast by aligned bulk rows (`_e4m3_g<N>_br4a`, the default on aligned views) ---------------
+
+/** Runs f with the bulk rows from any row count and grid cap `blocks` (`_br4a` on aligned views, `_br4` on others). */
+const withAlignedBulkRows = <T>(blocks: number, f: () => T): T => withRowForms(blocks, f);
+
+/** Whether the launch of x (rows of bf16) and w picks `_br4a` (data / outBf16 are fresh allocations: aligned). */
+function picksBr4a(x: HostTensor, w: HostTensor | null): boolean {
+  const dx = uploadView(x);
+  const dw = w ? uploadView(w) : null;
+  try {
+    return castViewsAligned(dx, dw, dx, null);
+  } finally {
+    dispose(dx, dw);
+  }
+}
+
+gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = reference = perTokenCast(normForward): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3, 2-D / 3-D, padded strides, dead chunks and one-chunk rows, grid caps (a block's later rows); unaligned views on _br4 (seed 8901)", () => {
+  const rand = rng(8901);
+  for (const blocks of [0, 1, 3]) {
+    withAlignedBulkRows(blocks, () => {
+      for (const H of [32, 64, 128, 288, 512, 544, 640, 1056, 2048, 4096, 5120, 7168, 8192]) {
+        for (const npc of [32, 128] as const) {
+          if (H % npc) continue;
+          for (const [name, sf] of SF_CONFIGS) {
+            for (const weight of blocks === 0 ? [true, false] : [rand() < 0.7]) {
+              const withOutBf16 = rand() < 0.5;
+              const B = rand() < 0.3 ? 2 : 0;
+              const c: FwdCase = { B, T: B ? 5 : 13, H, dtype: "bf16", weight, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 8 * Math.ceil(rand() * 8)) };
+              compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `br4a blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
+            }
+          }
+        }
+      }
+      // the form is picked for aligned views, and unaligned ones (x stride, x base, weight) fall back to _br4
+      const H = 512;
+      const x = rows(rand, 0, 9, H, "bf16", H + 8);
+      const w = moderate(rand, [H], "bf16");
+      assert.ok(picksBr4a(x, w) && picksBr4a(x, null), "aligned views pick _br4a");
+      const xu = rows(rand, 0, 9, H, "bf16", H + 1);
+      const xo = new HostTensor(x.data, "bf16", [8, H], [H + 8, 1], 1);
+      const wu = unalignedWeight(rand, H);
+      assert.ok(!picksBr4a(xu, w) && !picksBr4a(xo, w) && !picksBr4a(x, wu), "unaligned views stay on _br4");
+      for (const [xx, ww, tag] of [[xu, w, "x stride H+1"], [xo, w, "x base +2 bytes"], [x, wu, "unaligned weight"], [x, w, "aligned"]] as const) {
+        for (const npc of [32, 128] as const) {
+          compareCastOn(xx, undefined, ww, { B: 0, T: xx.shape[0], H, outScale: 1 }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: true }, `br4a blocks/SM ${blocks} ${tag} ${npc}`);
+        }
+      }
+    });
+  }
+  // full size: the bench's case (and its 8192-row sibling's options) with and without the copy
+  for (const withOutBf16 of [false, true]) {
+    withAlignedBulkRows(0, () => {
+      const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, withOutBf16, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `br4a 3000x7168 outBf16 ${withOutBf16}`);
+    });
+  }
+});
+
+gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = reference on NaNs, ±Inf, ±0, subnormals and outputs that overflow or become subnormal: groups of 32 and 128, every sf layout, weight (special) or not, outScale 1 / 3e38 / 1e-39 (seed 8902)", () => {
+  const rand = rng(8902);
+  const T = 10;
+  withAlignedBulkRows(0, () => {
+    for (const H of [128, 640, 7168]) {
+      for (const outScale of [1, 3e38, 1e-39]) {
+        const x = specialRows(rand, T, H, "bf16");
+        const w = specialWeight(rand, H, "bf16");
+        for (const npc of [32, 128] as const) {
+          for (const [name, sf] of SF_CONFIGS) {
+            for (const ww of [w, null]) {
+              const label = `br4a special ${T}x${H} outScale ${outScale} ${npc} ${name} weight ${!!ww}`;
+              compareCastOn(x, undefined, ww, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, label);
+            }
+          }
+        }
+      }
+    }
+  });
+});
+
+gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (_e4m3_g<N>_wr_resa, the default on aligned views) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views (x / residual stride H + 1, residual base +2 bytes, unaligned weight) on _e4m3_g<N>_wr_res; grid caps (seed 8903)", () => {
+  const rand = rng(8903);
+  for (const blocks of [0, 3]) {
+    withForwardTuning(blocks, () => {
+      for (const H of [288, 528, 1024, 2048, 4096, 7168, 8192]) {
+        const tag = `wr_resa blocks/SM ${blocks} H ${H}`;
+        for (const npc of [32, 128] as const) {
+          if (H % npc) continue;
+          for (const [name, sf] of SF_CONFIGS) {
+            // normForwardAndPerTokenCast with a residual takes strided rows: aligned (H, padded by 16-byte multiples:
+            // _wr_resa) or, one case in four, stride H + 1 (_wr_res)
+            const B = rand() < 0.3 ? 2 : 0;
+            const u = rand();
+            const stride = u < 0.25 ? H + 1 : H + (u < 0.625 ? 0 : 8 * Math.ceil(rand() * 8));
+            const c: FwdCase = { B, T: B ? 5 : 17, H, dtype: "bf16", weight: rand() < 0.7, residual: true, outScale: rand() < 0.5 ? 1 : 0.3, stride };
+            compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, `${tag} cast ${name} ${npc} ${JSON.stringify(c)}`);
+          }
+          // addRmsnorm (x and residual contiguous, residual updated in place): aligned (_wr_resa), then the residual
+          // a contiguous view at element offset 1 of its storage (base +2 bytes: _wr_res)
+          for (const offset of [0, 1]) {
+            const x = rows(rand, 0, 17, H, "bf16");
+            const r0 = randomInput(rand, 1, 17 * H + offset, "bf16");
+            const r = new HostTensor(r0.data, "bf16", [17, H], [H, 1], offset);
+            const w = moderate(rand, [H], "bf16");
+            const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: npc, ...SF_CONFIGS[5][1] } as const;
+            const dx = uploadView(x);
+            const dr = uploadView(r);
+            const dw = uploadView(w);
+            assert.equal(castViewsAligned(dx, dw, dx, null, dr, dr), offset === 0, `${tag} addRmsnorm form choice`);
+            const [cd, cf] = addRmsnormForwardAndPerTokenCast(x, r, w, o);
+            const [gd, gf] = addRmsnormForwardAndPerTokenCast(dx, dr, dw, o);
+            sameAllocation(gd, cd, `${tag} addRmsnorm ${npc} residual offset ${offset} data`);
+            sameAllocation(gf, cf, `${tag} addRmsnorm ${npc} residual offset ${offset} sf`);
+            sameAllocation(dr, r, `${tag} addRmsnorm ${npc} residual offset ${offset} residual`);
+            dispose(gd, gf, dx, dr, dw);
+          }
+          // an unaligned weight: _wr_res
+          const x = rows(rand, 0, 11, H, "bf16");
+          const r = rows(rand, 0, 11, H, "bf16");
+          compareCastOn(x, r, unalignedWeight(rand, H), { B: 0, T: 11, H, outScale: 1 }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true }, `${tag} unaligned weight ${npc}`);
+        }
+      }
+      // special values (NaN, ±Inf, subnormals, overflow), the special weight or none
+      for (const H of [640, 7168]) {
+        for (const outScale of [1, 3e38, 1e-39]) {
+          const x = specialRows(rand, 10, H, "bf16");
+          const r = specialRows(rand, 10, H, "bf16");
+          const w = specialWeight(rand, H, "bf16");
+          for (const npc of [32, 128] as const) {
+            for (const ww of [w, null]) {
+              compareCastOn(x, r, ww, { B: 0, T: 10, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: rand() < 0.5 }, `wr_resa blocks/SM ${blocks} special H ${H} outScale ${outScale} ${npc} weight ${!!ww}`);
+            }
+          }
+        }
+      }
+    }, true);
+  }
+  withForwardTuning(0, () => {
+    const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
+    compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_resa cast 3000x7168`);
+  }, true);
+});
 
 const NAN32 = [0x7fc00000, 0xffc00000, 0x7f800001, 0xffffffff];
 const NAN16 = [0x7fc0, 0xffc0, 0x7f81, 0xffff];

@@ -34,6 +34,13 @@ export const NORM_BLOCK_THREADS = 256;
  *   (The warp-rows forms without a residual, `_wr` (72.9% of copy against the register rows' 88.9%) and the casts
  *   `_e4m3_g<N>_wr` (48.4% against the team kernel's 50.6% and the bulk rows' 72.6%), were reachable by knobs only
  *   and were removed with their knobs `forwardWarpRows` and `castWarpRows`.)
+ *   Where the casts run and every view allows 16-byte accesses (x, residual, residualOut: bases and strides; the
+ *   weight, data, outBf16) they run `tk_norm_forward__bf16_e4m3_g<N>_wr_resa`: the same kernel compiled for aligned
+ *   views only (pass 2's weight without its if-converted 16 narrow loads a chunk; sm_90a 96 registers instead of 125,
+ *   still 2 blocks = 16 rows per SM; same launch geometry and bits). H200, addRmsnormForwardAndPerTokenCast 8192 /
+ *   16384 × 7168: 70.4 / 76.1% of copy against `_e4m3_g<N>_wr_res`'s 65.1 / 68.3% (2026-12-01,
+ *   docs/perf-notes/perf9-ncast.md; the same at 3 blocks = 24 rows per SM, `_wr_resa3`, tied at 69.5 / 77.5% and was
+ *   removed with the knob `residualWarpRowsAligned`).
  * - `forwardRegRows` (default true): bf16 normForward without residual, from the same rows per SM (no team width
  *   asked for; any H), runs `tk_norm_forward__bf16_rr4_l2`: one block of 4 warps per row holding the row in
  *   registers from its load to its store (read once from HBM, written once, no second pass through L2), its aligned
@@ -44,13 +51,15 @@ export const NORM_BLOCK_THREADS = 256;
  *   docs/perf-notes/perf6-norm.md: the unhinted `_rr4` and the round-6 forms at more rows per SM, two rows or two
  *   row teams per block and 8 warps per row were no faster, and were removed).
  *   On views that allow 16-byte accesses (x, out and the weight: bases 16-byte aligned, row and batch strides multiples
- *   of 8 elements) it runs `tk_norm_forward__bf16_tp16f` instead: torch.compile's geometry, one block of 512 threads
- *   per row, two passes (x read by whole-sector 16-byte loads with torch's cache hints, reduced, read again from L1/L2
- *   for step 4), the chunk sums folded by warp 0 (rstd handed over behind a second barrier); 31–32 registers, 4 blocks
- *   = 64 warps per SM. H200, 8192 / 16384 × 7168: 87.2 / 90.9% of copy against `_rr4_l2`'s 84.2 / 89.0%
- *   (2026-12-01, docs/perf-notes/perf8-norm.md; `_rr4_l2` without its element-wise fallbacks and the two-pass form
- *   with every warp folding, with and without the hints, were no faster, and were removed with their knob
- *   `forwardRowForm`). Same bits either way.
+ *   of 8 elements) it runs `tk_norm_forward__bf16_tp16hr` instead: torch.compile's geometry, one block of 512 threads
+ *   per row, x read once by whole-sector 16-byte loads (past L1: L1::no_allocate) and held in registers from pass 1
+ *   (the sums) to step 4, the chunk sums folded by warp 0 (rstd handed over behind a second barrier), the weight and
+ *   outScale branches taken once per kernel; 31–32 registers, 4 blocks = 64 warps per SM. H200, 8192 / 16384 × 7168:
+ *   91.3 / 94.2% of copy against 87.6 / 91.3% for round 8's `_tp16f` (x read twice, per-load L2 policies) and 84.2 /
+ *   89.0% for `_rr4_l2` (2026-12-01, docs/perf-notes/perf8-norm.md, perf9-nf.md; `_tp16f`, its hoisted forms
+ *   `_tp16h` / `_tp16hn` (x read twice, with and without the hints: 90.2 / 94.0, 89.1 / 91.4), `_rr4_l2` without its
+ *   element-wise fallbacks and the two-pass form with every warp folding were no faster, and were removed with their
+ *   knobs `forwardRowForm` and `twoPassForm`). Same bits either way.
  *   (The residual forms have no register-rows kernel: it measured no faster than the warp rows, and was removed with
  *   the 2-warp and whole-sector forms.)
  * - `castBulkRows` (default true): normForwardAndPerTokenCast without residual, under the same conditions, runs
@@ -58,6 +67,13 @@ export const NORM_BLOCK_THREADS = 256;
  *   memory by one bulk copy (TMA) instead of in registers (2H bytes of dynamic shared memory, 40 registers, 12 rows
  *   per SM; step 4 and the cast by a rolled loop). H200, 16384 × 7168: 72.9% of copy against 60.6% for the cast by
  *   register rows (removed) and 50.5% for the team kernel (bench/RESULTS.md, seventh run). Off: the team kernel.
+ *   Where every view allows 16-byte accesses (x's base and strides, the weight, data, outBf16: multiples of 16 bytes)
+ *   it runs `tk_norm_forward__bf16_e4m3_g<N>_br4a` instead: the same kernel compiled for aligned views only (no
+ *   element-load fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk: 24 of ~265
+ *   warp-instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1, rounded scales as packed
+ *   UE8M0) in its own copy of the loop; same launch geometry, registers (40) and bits. H200, 8192 / 16384 × 7168:
+ *   70.5 / 76.9% of copy against `_br4`'s 67.1 / 73.2% (2026-12-01, docs/perf-notes/perf9-ncast.md; its knob
+ *   `castBulkRowsAligned` was removed).
  * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
  *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against
  *   68.1% with 100 (14 blocks' worth of shared memory at H = 7168, 28 KiB of L1).

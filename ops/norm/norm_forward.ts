@@ -258,6 +258,29 @@ function vec16(t: Tensor | null): boolean {
 }
 
 /**
+ * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4a`, `_e4m3_g<N>_wr_resa`, the
+ * defaults wherever `_e4m3_g<N>_br4` / `_e4m3_g<N>_wr_res` would run on such views): the bases and row / batch strides of the bf16
+ * rows (x, and residual and residualOut when given), the weight, data and outBf16 at multiples of 16 bytes (data and
+ * outBf16 are contiguous with H a multiple of 16, so their rows follow their bases).
+ */
+export function castViewsAligned(
+  x: Tensor,
+  w: Tensor | null,
+  data: Tensor,
+  outBf16: Tensor | null,
+  residual: Tensor | null = null,
+  residualOut: Tensor | null = null,
+): boolean {
+  const al = (bytes: number) => bytes % 16 === 0;
+  const rowsAl = (t: Tensor | null) => {
+    if (!t) return true;
+    const [b, r] = rowStrides(t);
+    return al(addr(t)) && al(2 * b) && al(2 * r);
+  };
+  return rowsAl(x) && rowsAl(residual) && rowsAl(residualOut) && (!w || al(addr(w))) && al(addr(data)) && (!outBf16 || al(addr(outBf16)));
+}
+
+/**
  * Launches `tk_norm_forward__<dtype>` (plain: `out`) or `tk_norm_forward__<dtype>_e4m3_g<N>` (fused cast) per the
  * launch table of norm_forward.cu. Zero rows: no launch.
  */
@@ -280,16 +303,28 @@ export function launchNormForward(
   const t = normLaunchTuning;
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // any H, no residual: one block of 4 warps per row, for normForward the row held in registers
-  // (`_rr4_l2`; on views that allow 16-byte accesses `_tp16f` below), for the cast landed in shared memory by a bulk
-  // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`)
+  // (`_rr4_l2`; on views that allow 16-byte accesses `_tp16hr` below), for the cast landed in shared memory by a bulk
+  // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4a`,
+  // compiled for aligned views only, where the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
-  // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block)
+  // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block; the casts'
+  // `_wr_resa` compiled for aligned views only, where the views allow it)
   const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
   // the register-rows case on views that allow 16-byte accesses (x, out, the weight): one block of 512 threads per
-  // row, two passes (`_tp16f`); other views keep `_rr4_l2`
+  // row, two passes, x held in registers between them (`_tp16hr`); other views keep `_rr4_l2`
   const twoPass = regRows && vec16(x) && vec16(o.out) && (!r.w || (r.w as DeviceTensor).addr % 16 === 0);
-  const form = bulkRows ? "_br4" : twoPass ? "_tp16f" : regRows ? "_rr4_l2" : wr ? "_wr_res" : "";
+  // (the aligned-only forms of the casts, `_br4a` / `_wr_resa`, where the views allow them)
+  const aligned = () => !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
+  const form = bulkRows
+    ? (aligned() ? "_br4a" : "_br4")
+    : twoPass
+    ? "_tp16hr"
+    : regRows
+    ? "_rr4_l2"
+    : wr
+    ? (aligned() ? "_wr_resa" : "_wr_res")
+    : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
   const fn = bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, t.bulkRowsCarveout) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
@@ -335,8 +370,8 @@ export function launchNormForward(
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
   // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
-  // _rr4_l2, _e4m3_g<N>_br4: one block of 128 threads per row, one block per row by default; _tp16f: one block of
-  // 512 threads per row, one block per row by default.
+  // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default; _tp16hr: one block
+  // of 512 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows;
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);

@@ -7,19 +7,30 @@
 //   tk_norm_forward__bf16[_e4m3_g<N>]_wr_res   bf16, H > 256, with a residual, plain or fused cast: one warp per
 //                                          row, two passes (below, "warp rows"; s written to residualOut in pass 1,
 //                                          read back in pass 2); the host's default from 16 rows per SM
-//                                          (normLaunchTuning.forwardWarpRowsMinRowsPerSm, residualWarpRows)
+//                                          (normLaunchTuning.forwardWarpRowsMinRowsPerSm, residualWarpRows); the
+//                                          casts on views that do not allow 16-byte accesses (_wr_resa: the others)
 //   tk_norm_forward__bf16_rr4_l2           bf16, any H, no residual: one block of 4 warps per row, the row held in
 //                                          registers (below, "register rows"), its aligned loads with the L2::256B
 //                                          prefetch-size hint; the host's default for normForward from the same
 //                                          row count per SM (normLaunchTuning.forwardRegRows) on views that do not
-//                                          allow 16-byte accesses (x, out or the weight; _tp16f takes the others)
-//   tk_norm_forward__bf16_tp16f            bf16, any H, no residual, views that allow 16-byte accesses (x, out, the
-//                                          weight): one block of 16 warps per row, two passes with torch's cache
-//                                          hints, the chunk sums folded by warp 0 (below, "two passes"); the host's
-//                                          default for normForward where _rr4_l2 would run on such views
+//                                          allow 16-byte accesses (x, out or the weight; _tp16hr takes the others)
+//   tk_norm_forward__bf16_tp16hr           bf16, any H, no residual, views that allow 16-byte accesses (x, out, the
+//                                          weight): one block of 16 warps per row, two passes with x held in
+//                                          registers from its one load (past L1) to step 4, the chunk sums folded
+//                                          by warp 0 (below, "two passes"); the host's default for normForward where
+//                                          _rr4_l2 would run on such views (measured 91.3 / 94.2% of copy against
+//                                          round 8's _tp16f, 87.6 / 91.3%, 8192 / 16384 rows, H200)
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
-//                                          host's default for the cast from the same row count (castBulkRows)
+//                                          host's choice for the cast from the same row count (castBulkRows) on views
+//                                          that do not allow 16-byte accesses (_br4a takes the others)
+//   tk_norm_forward__bf16_e4m3_g<N>_wr_resa  the residual casts' warp rows compiled for aligned views only; the host's
+//                                          default where _e4m3_g<N>_wr_res would run and every view allows 16-byte
+//                                          accesses (measured 70.4 / 76.1% of copy against 65.1 / 68.3%, 8192 / 16384
+//                                          rows, H200)
+//   tk_norm_forward__bf16_e4m3_g<N>_br4a   the bulk rows compiled for aligned views only (below, "aligned bulk rows");
+//                                          the host's default where _e4m3_g<N>_br4 would run and every view allows
+//                                          16-byte accesses (measured 70.5 / 76.9% of copy against 67.1 / 73.2%)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -29,16 +40,19 @@
 //   replaces the 8 for A/B runs.)
 //
 //   _wr_res: block.x 256, no shared memory, grid.x = ceilDiv(B·T, 8) (8 warps = 8 rows per block, walked grid-stride
-//   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM.
+//   by warp for any grid); 126–128 registers → 2 blocks = 16 rows per SM. _e4m3_g<N>_wr_resa: the same geometry,
+//   96 registers on sm_90a, 123–128 on sm_100a (2 blocks per SM either way, the launch bound's). (A copy at 3
+//   blocks = 24 rows per SM, `_wr_resa3`, 80 registers, measured a tie with it, 69.5 / 77.5% of copy, and was
+//   removed.)
 //
 //   _rr4_l2: block.x 128 (one block = one row team, P = 128), 2 × P floats of static shared memory (the tree's
 //   cross-warp step, two alternating buffers, barrier 0), grid.x = B·T (one block per row; any grid is correct, rows
 //   walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): rr4_l2 64 → 8 blocks = 8 rows = 32
 //   warps per SM.
 //
-//   _tp16f: block.x 512 (one block = one row), 2 × 512 floats of static shared memory (the chunk sums in the first
+//   _tp16hr: block.x 512 (one block = one row), 2 × 512 floats of static shared memory (the chunk sums in the first
 //   row, rstd at the head of the second; barrier 0 twice a row), grid.x = B·T (one block per row; any grid is
-//   correct, rows walked grid-stride by block). Registers (no spills, sm_90a and sm_100a): 31–32 → 4 blocks = 64
+//   correct, rows walked grid-stride by block). Registers (no spills): 32 / 31 (sm_90a / sm_100a) → 4 blocks = 64
 //   warps per SM.
 //
 //   _e4m3_g<N>_br4: block.x 128 (one block = one row team), dynamic shared memory 2H bytes (the row) + 1040 bytes
@@ -46,6 +60,7 @@
 //   correct, rows walked grid-stride by block, each later row behind a barrier). Registers (no spills, sm_90a and
 //   sm_100a): 40 → 12 blocks per SM; the host asks for an 85% shared-memory carveout (normLaunchTuning.
 //   bulkRowsCarveout; measured 72.9% of copy against 68.1% with the largest), which leaves L1 room for the weight.
+//   _e4m3_g<N>_br4a: as _e4m3_g<N>_br4 (40 registers, 12 blocks per SM, the same carveout), aligned views only.
 //
 //   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
 //   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
@@ -490,7 +505,10 @@ constexpr int kWrMinBlocks = 2;
 // and summed; pass 2 reads s back from residualOut by coherent loads (the same lane wrote those bytes: program order;
 // residualOut may be x or residual itself, each element read by its lane before that lane overwrites it, as in the
 // team kernels). x and residual are read once (L2::evict_first).
-template <int kCastN, bool kRes = false>
+// kAligned (the `_wr_resa` symbols, round 9): every view aligned to 16 bytes, compile-time (the host checks): no
+// element-wise fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk (pass 2's
+// weight: 16 `@P LDG.U16` + 8 `@P PRMT` a chunk in `_e4m3_g<N>_wr_res`). Otherwise the same kernel, the same bits.
+template <int kCastN, bool kRes = false, bool kAligned = false>
 struct NormForwardWarpRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr bool kCast = kCastN != 0;
@@ -558,13 +576,13 @@ struct NormForwardWarpRows {
     const uint32_t lane = threadIdx.x % kWarpSize;
     const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
     const bool has_w = p.flags & kFwdWeight;
-    const bool x_al = view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
-    const bool o_al = view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
+    const bool x_al = kAligned || view_aligned(p.x, p.x_batch_stride * kEb, p.x_row_stride * kEb);
+    const bool o_al = kAligned || view_aligned(p.out, p.out_batch_stride * kEb, p.out_row_stride * kEb);
     const bool with_bf16 = p.flags & kFwdOutBf16;
-    const bool d_al = (p.data % kVecBytes) == 0, b_al = (p.out_bf16 % kVecBytes) == 0;
-    const bool r_al = view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
-    const bool ro_al = view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
-    const bool w_al = (p.weight % kVecBytes) == 0;
+    const bool d_al = kAligned || (p.data % kVecBytes) == 0, b_al = kAligned || (p.out_bf16 % kVecBytes) == 0;
+    const bool r_al = kAligned || view_aligned(p.residual, p.residual_batch_stride * kEb, p.residual_row_stride * kEb);
+    const bool ro_al = kAligned || view_aligned(p.residual_out, p.residual_out_batch_stride * kEb, p.residual_out_row_stride * kEb);
+    const bool w_al = kAligned || (p.weight % kVecBytes) == 0;
     const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
 
@@ -941,136 +959,181 @@ struct NormForwardRegRows {
   }
 };
 
-// ---- two passes, 16 warps a row: tk_norm_forward__bf16_tp16f -------------------------------------------------------
+// ---- two passes, 16 warps a row: tk_norm_forward__bf16_tp16hr -----------------------------------------------------
 // torch.compile's RMSNorm geometry (its Triton kernel, probed on the H200 2026-12-01: one row per CTA of 512 threads,
-// 29 registers, 4 CTAs = 64 warps per SM, x read by whole-sector 16-byte loads in a first pass and read again in the
-// second, 110 µs against _rr4_l2's 124 at 16384 × 7168), with D.2's tree. The row is 2K ≤ 1024 16-byte pieces of 8
-// elements (K = H/16 ≤ 512 chunks); thread u loads pieces u and u + 512, so each warp instruction reads 512
-// contiguous bytes (whole sectors; _rr4_l2's thread-owned 32-byte chunks use half of every sector per instruction).
-// Pass 1: threads u = 2m and 2m + 1 (lanes of one warp) hold the two pieces of chunk m in their first registers
-// and of chunk 256 + m in their second; one shuffle per word gives the even thread chunk m whole (pieces 2m,
+// 29 registers, 4 CTAs = 64 warps per SM, x read by whole-sector 16-byte loads), with D.2's tree. The row is 2K ≤ 1024
+// 16-byte pieces of 8 elements (K = H/16 ≤ 512 chunks); thread u loads pieces u and u + 512, so each warp instruction
+// reads 512 contiguous bytes (whole sectors; _rr4_l2's thread-owned 32-byte chunks use half of every sector per
+// instruction). Pass 1: threads u = 2m and 2m + 1 (lanes of one warp) hold the two pieces of chunk m in their first
+// registers and of chunk 256 + m in their second; one shuffle per word gives the even thread chunk m whole (pieces 2m,
 // 2m + 1) and the odd thread chunk 256 + m (pieces 512 + 2m, 513 + 2m): thread u owns chunk k(u) = u/2 (u even) or
-// 256 + u/2 (u odd), dead chunks (k ≥ K) +0. Each thread sums its chunk by the 8/4/2/1 tree and stores it at node k of a
-// 512-float shared array; after barrier 0 warp 0 folds the 512 nodes: lane l reads nodes l + 32i, i < 16, folds them
+// 256 + u/2 (u odd), dead chunks (k ≥ K) +0. Each thread sums its chunk by the 8/4/2/1 tree and stores it at node k of
+// a 512-float shared array; after barrier 0 warp 0 folds the 512 nodes: lane l reads nodes l + 32i, i < 16, folds them
 // by halving over i (the tree's steps 256, 128, 64, 32; nodes ≥ N are +0, and c ⊕ +0 = c for the non-negative or NaN
 // sums, so the fixed width 512 gives TREE's bits for every N), then xor shuffles 16 … 1, and hands rstd to the block
-// through shared memory behind a second barrier (as torch's kernel: two barriers a row). Pass 2: thread u reads
-// pieces u and u + 512 of x again (from L1 or L2) and of the weight, and writes step 4's 16 bytes of each.
-// (Measured on the H200, 2026-12-01, docs/perf-notes/perf8-norm.md: 87.2 / 90.9% of copy at 8192 / 16384 × 7168
-// against _rr4_l2's 84.2 / 89.0; the same geometry with every warp folding the nodes, one barrier a row, with and
-// without the cache hints, and _rr4_l2 without its element-wise fallbacks measured slower and were removed.)
+// through shared memory behind a second barrier (as torch's kernel: two barriers a row). Step 4: thread u takes pieces
+// u and u + 512 of x from its registers (pass 1's a, c: 8 a thread, live across the two barriers; x is read once, by
+// L1::no_allocate loads: nothing of x is reused through L1, which then holds only the weight) and the weight's (through
+// L1, L2 evict_last), and writes 16 bytes of each.
+// What round 8's `_tp16f` (x read again in pass 2, from L1 / L2) issued beyond torch.compile's kernel is gone
+// (docs/perf-notes/perf9-nf.md, a census of both): (1) the weight's L2 policy made once per thread, not before every
+// load; (2) one 64-bit pointer per tensor and row (x, out; the weight's once per kernel) with the second piece at the
+// immediate offset +8192 B; (3) the weight / no-weight and outScale = 1 / other branches taken once per kernel (four
+// instantiations of the row loop) instead of per piece; (4) the pieces' liveness tests hoisted out of the row loop;
+// (5) the NaN test of the 8 encoded halves a piece by 3 max.NaN.bf16x2 and one integer test on the result instead of
+// one test per word (the fix itself, taken only when a half is NaN, is encode_bf16x2_words's).
+// (Measured on the H200, 2026-12-01, docs/perf-notes/perf9-nf.md: 91.3 / 94.2% of copy at 8192 / 16384 × 7168 against
+// `_tp16f`'s 87.6 / 91.3; `_tp16f` (87.2 / 90.9 against _rr4_l2's 84.2 / 89.0 in round 8), the same hoisted form reading
+// x twice with torch's cache hints (`_tp16h`, 90.2 / 94.0) and without hints (`_tp16hn`, 89.1 / 91.4), and before them
+// the two-pass form with every warp folding and _rr4_l2 without its element-wise fallbacks, were slower or no faster,
+// and were removed.)
 // Views that allow 16-byte accesses only (x, out and the weight 16-byte aligned, strides multiples of 8 elements: the
 // host runs _rr4_l2 otherwise); bf16, no residual, no cast; any H ≤ 8192; any grid (rows walked grid-stride by block).
-// Input read twice by the same block, with an L2 eviction policy made right before the load (createpolicy.fractional,
-// fraction 1.0: one ALU instruction, no 64-bit register held across the row loop), as torch.compile's two-pass
-// RMSNorm reads it: the first pass and the weight keep the lines (L1::evict_last, L2 evict_last), the second pass
-// marks them done (L1::evict_first, L2 evict_first). Hints only: the same bytes are read. (Here rather than in
-// ldst.cuh, as ld_stream_l2_256 above: only this file uses them, and a change to ldst.cuh touches every kernel's
-// manifest entry.)
-#define TK_LD_POLICY(name, policy)                                                                          \
-  TK_DEV void name(const void* ptr, uint32_t(&w)[4]) {                                                      \
-    asm volatile(                                                                                           \
-        "{\n\t.reg .b64 pol;\n\t"                                                                           \
-        "createpolicy.fractional.L2::" policy ".b64 pol, 1.0;\n\t"                                           \
-        "ld.global.nc.L1::" policy ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"                \
-        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])                                                     \
-        : "l"(ptr));                                                                                        \
-  }
-TK_LD_POLICY(ld_keep, "evict_last")
-TK_LD_POLICY(ld_last_use, "evict_first")
-#undef TK_LD_POLICY
-
+// (The L2 policy and its load here rather than in ldst.cuh, as ld_stream_l2_256 above: only this file uses them, and
+// a change to ldst.cuh touches every kernel's manifest entry.)
 constexpr uint32_t kTpThreads = 512;
 // 512 threads × 32 registers: 4 blocks = 64 warps per SM (register file 64 K).
 constexpr int kTpMinBlocks = 4;
+
+TK_DEV uint64_t l2_policy_last() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+TK_DEV void ld_keep_pol(const void* ptr, uint64_t pol, uint32_t (&w)[4]) {
+  asm volatile("ld.global.nc.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(ptr), "l"(pol));
+}
+// Four packed bf16 pairs, w[k] = encode_bf16x2(v[2k], v[2k + 1]) exactly (encode_bf16x2_words<4>'s conversions and
+// fix): a half is NaN in some word iff it is NaN in max.NaN of the four words (max.NaN gives NaN when either input
+// is NaN), so the fix is taken in exactly the same cases.
+TK_DEV void encode_bf16x2_words4_mx(const float* v, uint32_t (&w)[4]) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) w[k] = encode_bf16x2_nan_unfixed(v[2 * k], v[2 * k + 1]);
+  uint32_t m;
+  asm("{\n\t.reg .b32 t0, t1;\n\t"
+      "max.NaN.bf16x2 t0, %1, %2;\n\t"
+      "max.NaN.bf16x2 t1, %3, %4;\n\t"
+      "max.NaN.bf16x2 %0, t0, t1;\n\t}"
+      : "=r"(m)
+      : "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+  if (((m & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = bf16x2_fix_nan(w[k]);
+  }
+}
 
 struct NormForwardTwoPass {
   const NormForwardParams& p;
   TK_DEV explicit NormForwardTwoPass(const NormForwardParams& params) : p(params) {}
 
   // step 4 on one piece of 8 elements: y = RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), or without the outScale product
-  // (kOne: outScale = 1, exact); a missing weight is w = 1 (as the register rows' step 4). Overwrites xv.
-  template <bool kOne>
+  // (kOne: outScale = 1, exact); kW false: no weight, w = 1 (as the register rows' step 4). Overwrites xv.
+  template <bool kW, bool kOne>
   static TK_DEV void step4(uint32_t (&xv)[4], const uint32_t (&wv)[4], float rstd, float out_scale) {
     float y[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const float s = (e & 1) ? bf16_hi(xv[e / 2]) : bf16_lo(xv[e / 2]);
-      const float w = (e & 1) ? bf16_hi(wv[e / 2]) : bf16_lo(wv[e / 2]);
       const float sr = mul_rn(s, rstd);
-      y[e] = kOne ? mul_rn(sr, w) : mul_rn(sr, mul_rn(w, out_scale));
+      if constexpr (kW) {
+        const float w = (e & 1) ? bf16_hi(wv[e / 2]) : bf16_lo(wv[e / 2]);
+        y[e] = kOne ? mul_rn(sr, w) : mul_rn(sr, mul_rn(w, out_scale));
+      } else {
+        // w = 1: sr ⊗ 1 = sr and 1 ⊗ outScale = outScale exactly (a NaN stays a NaN, and the encoding maps every NaN
+        // to 0x7FC0)
+        y[e] = kOne ? sr : mul_rn(sr, out_scale);
+      }
     }
-    encode_bf16x2_words<4>(y, xv);
+    encode_bf16x2_words4_mx(y, xv);
   }
 
-  TK_DEV void run() const {
-    __shared__ float red[2][kTpThreads];  // the chunk sums by node (red[0]), rstd (red[1][0])
+  template <bool kW, bool kOne>
+  TK_DEV void rows_loop(float (&red)[2][kTpThreads]) const {
     constexpr int kEb = 2;
+    constexpr uint32_t kStep = kVecBytes * kTpThreads;  // bytes from piece u to piece u + 512
     const uint32_t H = p.hidden, pieces = H / 8;
     const uint32_t u = threadIdx.x, lane = u % kWarpSize, odd = u & 1;
+    const bool live0 = u < pieces, live1 = u + kTpThreads < pieces;
     const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
-    const bool has_w = p.flags & kFwdWeight;
-    const bool one = p.out_scale == 1.0f;
-    const uint8_t* wr = reinterpret_cast<const uint8_t*>(p.weight);
-    const uint32_t node = odd ? kTpThreads / 2 + u / 2 : u / 2;
-    float* nodes = red[0];
+    const uint64_t pol_keep = l2_policy_last();  // the weight's
+    const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight) + kVecBytes * u;
+    float* const my_node = &red[0][odd ? kTpThreads / 2 + u / 2 : u / 2];
+    const float Hf = static_cast<float>(H);
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
       const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
       const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
-      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+      const uint8_t* xp =
+          reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb + kVecBytes * u;
 
-      // pass 1: pieces u and u + 512 (zeros when dead), the pair exchange, the chunk's squares and its tree
+      // pass 1: pieces u and u + 512 (zeros when dead), the pair exchange, the chunk's squares and tree.
+      // The chunk's two pieces are the thread's own (even: piece 2m, its elements 0–7; odd: piece 513 + 2m, its
+      // elements 8–15) and the one received; q[e] holds the own piece's squares and q[8 + e] the received one's for
+      // both parities: the tree's first step adds q[e] ⊕ q[e + 8], and ⊕ is commutative (bit for bit, NaN included:
+      // every NaN sum is the canonical NaN), so this is the ordered pair's sum (lo, hi) with two selects a word fewer.
       uint32_t a[4] = {0u, 0u, 0u, 0u}, c[4] = {0u, 0u, 0u, 0u};
-      if (u < pieces) ld_keep(xr + kVecBytes * u, a);
-      if (u + kTpThreads < pieces) ld_keep(xr + kVecBytes * (u + kTpThreads), c);
+      if (live0) ld_stream(xp, a);
+      if (live1) ld_stream(xp + kStep, c);
       float q[kRmsChunk];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         // the even lane sends its second piece (the odd lane's chunk), the odd lane its first (the even lane's)
         const uint32_t got = __shfl_xor_sync(kFullWarpMask, odd ? a[i] : c[i], 1);
-        const uint32_t lo = odd ? got : a[i];  // elements 2i, 2i + 1 of the owned chunk
-        const uint32_t hi = odd ? c[i] : got;  // elements 8 + 2i, 9 + 2i
-        q[2 * i] = mul_rn(bf16_lo(lo), bf16_lo(lo));
-        q[2 * i + 1] = mul_rn(bf16_hi(lo), bf16_hi(lo));
-        q[8 + 2 * i] = mul_rn(bf16_lo(hi), bf16_lo(hi));
-        q[9 + 2 * i] = mul_rn(bf16_hi(hi), bf16_hi(hi));
+        const uint32_t own = odd ? c[i] : a[i];
+        q[2 * i] = mul_rn(bf16_lo(own), bf16_lo(own));
+        q[2 * i + 1] = mul_rn(bf16_hi(own), bf16_hi(own));
+        q[8 + 2 * i] = mul_rn(bf16_lo(got), bf16_lo(got));
+        q[9 + 2 * i] = mul_rn(bf16_hi(got), bf16_hi(got));
       }
-      nodes[node] = chunk_tree(q);
+      *my_node = chunk_tree(q);
       asm volatile("bar.sync 0;" ::: "memory");
-      // the fold of the 512 nodes by warp 0: halving over i (steps 256 … 32), then the lanes (16 … 1); rstd in
-      // red[1][0], read by all after the second barrier, written again only after the next row's first barrier,
-      // which every reader has passed
+      // the fold by warp 0 (halving over i, then the lanes), rstd in red[1][0] behind the second barrier, read by
+      // all after it, written again only after the next row's first barrier, which every reader has passed
       if (u < kWarpSize) {
         float v[kRmsChunk];
 #pragma unroll
-        for (int i = 0; i < kRmsChunk; ++i) v[i] = nodes[lane + kWarpSize * i];
+        for (int i = 0; i < kRmsChunk; ++i) v[i] = red[0][lane + kWarpSize * i];
         float S = chunk_tree(v);
 #pragma unroll
         for (int h = kWarpSize / 2; h >= 1; h /= 2) S = add_rn(S, __shfl_xor_sync(kFullWarpMask, S, h));
-        const float r = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, static_cast<float>(H)), p.eps)));
+        const float r = div_rn(1.0f, __fsqrt_rn(add_rn(div_rn(S, Hf), p.eps)));
         if (u == 0) st_u32(reinterpret_cast<float*>(p.rstd) + row, f2u(canonical_nan(r)));
         if (u == 0) red[1][0] = r;
       }
       asm volatile("bar.sync 0;" ::: "memory");
       const float rstd = red[1][0];
 
-      // pass 2: the same pieces again, the weight's, step 4, 16-byte stores
-      uint8_t* orow = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb;
+      // step 4: the same pieces from the registers, the weight's, 16-byte stores (pointers + immediate offsets)
+      uint8_t* op = reinterpret_cast<uint8_t*>(p.out) + row_offset(b, t, p.out_batch_stride, p.out_row_stride) * kEb + kVecBytes * u;
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const uint32_t piece = u + kTpThreads * j;
-        if (piece < pieces) {
-          uint32_t xv[4], wv[4] = {0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u};
-          ld_last_use(xr + kVecBytes * piece, xv);
-          if (has_w) ld_keep(wr + kVecBytes * piece, wv);
-          if (one) {
-            step4<true>(xv, wv, rstd, p.out_scale);
-          } else {
-            step4<false>(xv, wv, rstd, p.out_scale);
-          }
-          st_v4(orow + kVecBytes * piece, xv[0], xv[1], xv[2], xv[3]);
+        if (j == 0 ? live0 : live1) {
+          uint32_t xv[4], wv[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) xv[i] = j == 0 ? a[i] : c[i];
+          if constexpr (kW) ld_keep_pol(wp + kStep * j, pol_keep, wv);
+          step4<kW, kOne>(xv, wv, rstd, p.out_scale);
+          st_v4(op + kStep * j, xv[0], xv[1], xv[2], xv[3]);
         }
       }
+    }
+  }
+
+  TK_DEV void run() const {
+    __shared__ float red[2][kTpThreads];  // the chunk sums by node (red[0]), rstd (red[1][0]); one array for all four
+    // (uniform over the launch: one branch per kernel, not per piece)
+    const bool has_w = p.flags & kFwdWeight;
+    if (p.out_scale == 1.0f) {
+      if (has_w) {
+        rows_loop<true, true>(red);
+      } else {
+        rows_loop<false, true>(red);
+      }
+    } else if (has_w) {
+      rows_loop<true, false>(red);
+    } else {
+      rows_loop<false, false>(red);
     }
   }
 };
@@ -1225,6 +1288,192 @@ struct NormForwardBulkRows {
   }
 };
 
+// ---- aligned bulk rows: tk_norm_forward__bf16_e4m3_g<N>_br4a -------------------------------------------------------
+// The bulk rows' cast (above: one block of 4 warps per row, the row landed in shared memory by one bulk copy, thread
+// p owning chunks p + 128 j for the sums and the tree, step 4 + the cast as a rolled loop over j) compiled for aligned
+// views only. The host launches it only when x's base and strides, the weight, data and outBf16 are multiples of 16
+// bytes (its default wherever `_br4` would run on such views): the row is always landed by the bulk copy (no element loads), the
+// weight is read by two 16-byte loads and data / outBf16 written by 16-byte stores, with no narrow fallback compiled
+// in. ptxas if-converts such a fallback into predicated narrow accesses that issue on every call: in `_br4`'s step-4
+// loop the weight's 16 `@P LDG.U16` + 8 `@P PRMT` issue with every chunk (24 of ~265 warp-instructions a chunk;
+// docs/perf-notes/perf9-ncast.md). The bench's case (a weight, outScale = 1, rounded scales stored as packed UE8M0)
+// has its own copy of the loop without the weight and scale flag tests, the unit-weight moves, the outScale products
+// and the other scale paths; every other case runs the general copy (w = 1 without a weight, as `_br4`). A dead
+// chunk reads chunk 0 (no predicates, no presets). Same bits as `_br4`: the same products in the same order
+// (norm_step4_chunk<kOne, true, Chunk, false>, element for element, by 16-byte pieces) and the same cast
+// (NormForwardWarpRows::cast_chunk<true> line for line, aligned, the scale flags an argument).
+// Registers: 40 → 12 blocks per SM (kBrMinBlocks), no spills, sm_90a and sm_100a; shared memory as `_br4`.
+// (Not instantiated: a form with two chunks per lane, 8m + i and 8m + i + 4 for the 4 lanes i of unit m, one scale
+// per two chunks; it needs ~48 registers and spilled 24–200 bytes at 40 in every arrangement tried, even with one
+// chunk parked in the row buffer: docs/perf-notes/perf9-ncast.md.)
+template <int kCastN>
+struct NormForwardBulkRowsA {
+  using Chunk = RowChunk<Fmt::kBf16>;
+  static constexpr int kEb = 2;
+  static constexpr uint32_t kP = 4 * kWarpSize;  // team = block
+  static constexpr int kJ = 512 / kP;            // chunks a thread holds at most (N ≤ 512)
+  const NormForwardParams& p;
+  TK_DEV explicit NormForwardBulkRowsA(const NormForwardParams& params) : p(params) {}
+
+  TK_DEV SfOut sf_out() const {
+    return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.flags, p.hidden / kCastN};
+  }
+
+  // Chunk k of the row in the buffer at `buf` through step 4: y = RNbf16((s ⊗ rstd) ⊗ w) (kOne:
+  // outScale = 1) or RNbf16((s ⊗ rstd) ⊗ (w ⊗ outScale)), NaN halves left as the conversion makes them (the cast
+  // treats every NaN alike; cast_chunk<true> fixes them in the outBf16 copy). By 16-byte pieces (x from the buffer,
+  // the weight through L1), element for element the products of norm_step4_chunk<kOne, true, Chunk, false>. kW: the
+  // weight compiled in (present); otherwise read when the launch has one, w = 1 (bf16 0x3F80) without:
+  // (s ⊗ rstd) ⊗ 1 = s ⊗ rstd and 1 ⊗ outScale = outScale exactly, a NaN stays a NaN (as `_br4`).
+  template <bool kOne, bool kW>
+  TK_DEV Chunk step4(uint32_t buf, uint32_t k, bool live, float rstd) const {
+    Chunk y;
+    // A dead chunk (k ≥ K: in a dead group, nothing of it is stored, its |y| maximum meets only its group's dead
+    // lanes) reads chunk 0 instead: the loads need no predicate and their registers no preset (a warp of dead
+    // lanes reads one shared address and one weight line).
+    const uint32_t kk = live ? k : 0u;
+    const uint8_t* wq = reinterpret_cast<const uint8_t*>(p.weight) + static_cast<uint64_t>(kk) * Chunk::kBytes;
+#pragma unroll
+    for (int s = 0; s < Chunk::kPieces; ++s) {
+      uint32_t v[4], w[4];
+      ld_shared(buf + kk * Chunk::kBytes + kVecBytes * s, v);
+      if constexpr (kW) {
+        ld_cached(wq + kVecBytes * s, w);
+      } else {
+        for (int i = 0; i < 4; ++i) w[i] = 0x3F803F80u;
+        if (p.flags & kFwdWeight) ld_cached(wq + kVecBytes * s, w);
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        float f[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float sr = mul_rn(h ? bf16_hi(v[q]) : bf16_lo(v[q]), rstd);
+          const float wv = h ? bf16_hi(w[q]) : bf16_lo(w[q]);
+          f[h] = kOne ? mul_rn(sr, wv) : mul_rn(sr, mul_rn(wv, p.out_scale));
+        }
+        y.w[4 * s + q] = encode_bf16x2_nan_unfixed(f[0], f[1]);
+      }
+    }
+    return y;
+  }
+
+  // The cast of chunk k (NormForwardWarpRows::cast_chunk<true>, line for line, aligned), with the scale flags
+  // `sf` (SfFlag bits: compile-time in the bench's copy of the loop, the launch's otherwise).
+  TK_DEV void cast(const Chunk& y, uint64_t row, uint32_t t, uint32_t b, uint32_t k, bool live, bool with_bf16, uint32_t sf) const {
+    constexpr uint32_t kGroupChunks = kCastN / kRmsChunk;  // a group: kGroupChunks adjacent lanes
+    const uint64_t H = p.hidden;
+    if (with_bf16 && live) {
+      uint8_t* q = reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes;
+      Chunk o = y;
+      uint32_t nan = 0;
+#pragma unroll
+      for (int i = 0; i < Chunk::kWords; ++i) nan |= (o.w[i] & 0x7fff7fffu) + 0x007f007fu;  // bit 15 / 31: a NaN half
+      if (nan & 0x80008000u) {
+#pragma unroll
+        for (int i = 0; i < Chunk::kWords; ++i) o.w[i] = bf16x2_fix_nan(o.w[i]);
+      }
+      o.store(q, true);
+    }
+    uint32_t a = abs_max_bf16<Chunk::kWords>(y.w);
+#pragma unroll
+    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) a = max(a, __shfl_xor_sync(kFullWarpMask, a, m));
+    if (!live) return;
+    const ScaleAndInv si = sf_and_inv(u2f(a << 16), p.amax_clamp, kE4m3Max, sf);
+    if (k % kGroupChunks == 0) {
+      SfOut so = sf_out();
+      so.flags = sf;
+      so.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
+      so.store(t, k / kGroupChunks, si.stored);
+    }
+    float v[kRmsChunk];
+#pragma unroll
+    for (int e = 0; e < kRmsChunk; ++e) v[e] = mul_rn(y.at(e), si.inv);
+    uint32_t o[kRmsChunk / 4];
+    encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
+    store_chunk<kRmsChunk>(reinterpret_cast<uint8_t*>(p.data) + row * H + static_cast<uint64_t>(k) * kRmsChunk, o, true);
+  }
+
+  // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
+  // j < J for the group shuffles), aligned only. kBench: a weight, outScale = 1 and rounded scales stored as packed
+  // UE8M0 (the roofline's case), all compile-time; otherwise everything from the launch.
+  template <bool kBench>
+  TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
+    const uint32_t K = p.hidden / kRmsChunk;
+    const bool with_bf16 = p.flags & kFwdOutBf16;
+    const uint32_t sf = kBench ? kSfRound | kSfPackedUe8m0 : p.flags;
+#pragma unroll 1
+    for (uint32_t j = 0; j < J; ++j) {
+      const uint32_t k = threadIdx.x + kP * j;
+      const bool live = k < K;
+      const Chunk y = step4<kBench, kBench>(buf, k, live, rstd);
+      cast(y, row, t, b, k, live, with_bf16, sf);
+    }
+  }
+
+  TK_DEV void run() const {
+    extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
+    __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
+    __shared__ __align__(8) uint64_t landed;            // the bulk load's mbarrier
+    const uint32_t H = p.hidden, K = H / kRmsChunk, row_bytes = H * kEb;
+    const RmsTeam team(kP, K);  // team 0, p = threadIdx.x
+    const uint32_t N = team.nodes;
+    const uint32_t J = N > kP ? N / kP : 1u;
+    const uint32_t tp = threadIdx.x;
+    const uint64_t T = p.num_tokens, rows = static_cast<uint64_t>(p.num_batches) * T;
+    const uint32_t buf = smem_addr(row_buf), bar = smem_addr(&landed);
+    auto chunk_of = [&](uint32_t j) { return tp + kP * j; };
+    auto live_of = [&](uint32_t j) { return j < J && chunk_of(j) < K; };
+
+    if (tp == 0) mbar_init(bar, 1);
+    uint32_t phase = 0, parity = 0;
+    const uint64_t first = blockIdx.x;
+    for (uint64_t row = first; row < rows; row += gridDim.x, parity ^= 1) {
+      const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
+      const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + row_offset(b, t, p.x_batch_stride, p.x_row_stride) * kEb;
+
+      // the row into the buffer (as `_br4`'s aligned path): a later row of the block waits until every thread has
+      // read the last one out of it; the first publishes the mbarrier's initialisation instead
+      if (row != first) team.template sync<true>();
+      if (tp == 0) {
+        fence_proxy_async_shared();  // the block's reads of the last row (ordered by the barrier) before the copy
+        mbar_arrive_expect_tx(bar, row_bytes);
+        bulk_load(buf, xr, row_bytes, bar);
+      }
+      if (row == first) team.template sync<true>();
+      mbar_wait(bar, phase);
+      phase ^= 1;
+
+      // steps 2–3 as `_br4` (dead chunks +0: the +0 pad of D.2)
+      float cs[kJ];
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        cs[j] = 0.0f;
+        if (!live_of(j)) continue;
+        Chunk v;
+        v.load_shared([&](int s) { return buf + chunk_of(j) * Chunk::kBytes + kVecBytes * s; });
+        float q[kRmsChunk];
+#pragma unroll
+        for (int e = 0; e < kRmsChunk; ++e) q[e] = mul_rn(v.at(e), v.at(e));
+        cs[j] = chunk_tree(q);
+      }
+      const float rstd = row_rstd(p, team, cs, J, red[parity], H, row);
+
+      // (uniform over the launch: the bench's case — a weight, outScale = 1, rounded scales as packed UE8M0 — without
+      // the weight and scale flag tests and the 16 products by outScale; anything else by the general copy. Four
+      // copies, outScale and weight each compile-time, spilled 28 bytes at 40 registers.)
+      constexpr uint32_t kSfBits = kSfRound | kSfPackedUe8m0 | kSfE4m3Out;
+      if ((p.flags & kFwdWeight) && p.out_scale == 1.0f && (p.flags & kSfBits) == (kSfRound | kSfPackedUe8m0)) {
+        cast_chunks<true>(buf, rstd, row, b, t, J);
+      } else {
+        cast_chunks<false>(buf, rstd, row, b, t, J);
+      }
+    }
+    zero_sf_padding(p, sf_out());
+  }
+};
+
 }  // namespace
 }  // namespace tk
 
@@ -1260,6 +1509,15 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
+// The same compiled for aligned views only (NormForwardWarpRows kAligned), at the launch bound of `_wr_res` (2
+// blocks = 16 rows per SM): the host's default for the casts where every view allows 16-byte accesses.
+#define TK_NORM_FORWARD_CAST_WR_RESA(n)                                                                   \
+  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
+      tk_norm_forward__bf16_e4m3_g##n##_wr_resa(const __grid_constant__ NormForwardParams p) {            \
+    tk::NormForwardWarpRows<n, true, true>(p).run();                                                      \
+  }
+TK_NORM_FORWARD_CAST_WR_RESA(32)
+TK_NORM_FORWARD_CAST_WR_RESA(128)
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows): one block of W warps per row, the row held in
 // registers (NormForwardRegRows). Its cast forms (_e4m3_g<N>_rr4, 60.6% of copy) gave way to the bulk rows' (72.9%)
 // and are not instantiated.
@@ -1269,9 +1527,10 @@ TK_NORM_FORWARD_CAST_WR_RES(128)
     tk::NormForwardRegRows<w, n>(p).run();                                                                \
   }
 TK_NORM_FORWARD_RR(4, 0, tk_norm_forward__bf16_rr4_l2)
-// Two passes, 16 warps a row (NormForwardTwoPass): views that allow 16-byte accesses (x, out, the weight).
+// Two passes, 16 warps a row, x held in registers between them (NormForwardTwoPass): views that allow 16-byte
+// accesses (x, out, the weight).
 extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
-    tk_norm_forward__bf16_tp16f(const __grid_constant__ NormForwardParams p) {
+    tk_norm_forward__bf16_tp16hr(const __grid_constant__ NormForwardParams p) {
   tk::NormForwardTwoPass(p).run();
 }
 // Bulk rows (bf16, any H; normLaunchTuning.castBulkRows): the fused cast by the register rows' team with the row
@@ -1283,3 +1542,12 @@ extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
   }
 TK_NORM_FORWARD_BR(32, tk_norm_forward__bf16_e4m3_g32_br4)
 TK_NORM_FORWARD_BR(128, tk_norm_forward__bf16_e4m3_g128_br4)
+// Aligned bulk rows (bf16, any H, aligned views; the host's default for the cast where castBulkRows runs and the
+// views allow it): NormForwardBulkRowsA, dynamic shared memory 2H bytes, as `_br4`.
+#define TK_NORM_FORWARD_BRA(n, name)                                                                      \
+  extern "C" __global__ void __launch_bounds__(128, tk::kBrMinBlocks<n>)                                  \
+      name(const __grid_constant__ NormForwardParams p) {                                                 \
+    tk::NormForwardBulkRowsA<n>(p).run();                                                                 \
+  }
+TK_NORM_FORWARD_BRA(32, tk_norm_forward__bf16_e4m3_g32_br4a)
+TK_NORM_FORWARD_BRA(128, tk_norm_forward__bf16_e4m3_g128_br4a)
