@@ -730,6 +730,12 @@ struct NormForwardWarpRows {
   template <bool kFixBf16 = false>
   TK_DEV void cast_chunk(const Chunk& y, uint64_t row, uint64_t t, uint64_t b, uint32_t k, bool live, bool with_bf16,
                          bool d_al, bool b_al) const {
+    cast_chunk_sf<kFixBf16, false>(y, row, t, b, k, live, with_bf16, d_al, b_al, 0);
+  }
+  // kSfArg: the scale flags are `sf` (SfFlag bits; compile-time in `_br4a`'s bench copy of its loop), else the launch's.
+  template <bool kFixBf16, bool kSfArg>
+  TK_DEV void cast_chunk_sf(const Chunk& y, uint64_t row, uint64_t t, uint64_t b, uint32_t k, bool live, bool with_bf16,
+                            bool d_al, bool b_al, uint32_t sf) const {
     constexpr uint32_t kGroupChunks = kCastN / kRmsChunk;  // a group: kGroupChunks adjacent lanes
     const uint64_t H = p.hidden;
     if (with_bf16 && live) {
@@ -752,9 +758,10 @@ struct NormForwardWarpRows {
 #pragma unroll
     for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) a = max(a, __shfl_xor_sync(kFullWarpMask, a, m));
     if (!live) return;
-    const ScaleAndInv si = sf_and_inv(u2f(a << 16), p.amax_clamp, kE4m3Max, p.flags);
+    const ScaleAndInv si = sf_and_inv(u2f(a << 16), p.amax_clamp, kE4m3Max, kSfArg ? sf : p.flags);
     if (k % kGroupChunks == 0) {
       SfOut so = sf_out();
+      if constexpr (kSfArg) so.flags = sf;
       so.base += 4 * b * p.sf_batch_stride;
       so.store(t, k / kGroupChunks, si.stored);
     }
@@ -1301,7 +1308,7 @@ struct NormForwardBulkRows {
 // and the other scale paths; every other case runs the general copy (w = 1 without a weight, as `_br4`). A dead
 // chunk reads chunk 0 (no predicates, no presets). Same bits as `_br4`: the same products in the same order
 // (norm_step4_chunk<kOne, true, Chunk, false>, element for element, by 16-byte pieces) and the same cast
-// (NormForwardWarpRows::cast_chunk<true> line for line, aligned, the scale flags an argument).
+// (NormForwardWarpRows::cast_chunk_sf<true, true>: aligned, the scale flags an argument).
 // Registers: 40 → 12 blocks per SM (kBrMinBlocks), no spills, sm_90a and sm_100a; shared memory as `_br4`.
 // (Not instantiated: a form with two chunks per lane, 8m + i and 8m + i + 4 for the 4 lanes i of unit m, one scale
 // per two chunks; it needs ~48 registers and spilled 24–200 bytes at 40 in every arrangement tried, even with one
@@ -1358,40 +1365,10 @@ struct NormForwardBulkRowsA {
     return y;
   }
 
-  // The cast of chunk k (NormForwardWarpRows::cast_chunk<true>, line for line, aligned), with the scale flags
-  // `sf` (SfFlag bits: compile-time in the bench's copy of the loop, the launch's otherwise).
+  // The cast of chunk k: NormForwardWarpRows::cast_chunk_sf<true>, aligned, with the scale flags `sf` (SfFlag bits:
+  // compile-time in the bench's copy of the loop, the launch's otherwise).
   TK_DEV void cast(const Chunk& y, uint64_t row, uint32_t t, uint32_t b, uint32_t k, bool live, bool with_bf16, uint32_t sf) const {
-    constexpr uint32_t kGroupChunks = kCastN / kRmsChunk;  // a group: kGroupChunks adjacent lanes
-    const uint64_t H = p.hidden;
-    if (with_bf16 && live) {
-      uint8_t* q = reinterpret_cast<uint8_t*>(p.out_bf16) + row * H * 2 + static_cast<uint64_t>(k) * Chunk::kBytes;
-      Chunk o = y;
-      uint32_t nan = 0;
-#pragma unroll
-      for (int i = 0; i < Chunk::kWords; ++i) nan |= (o.w[i] & 0x7fff7fffu) + 0x007f007fu;  // bit 15 / 31: a NaN half
-      if (nan & 0x80008000u) {
-#pragma unroll
-        for (int i = 0; i < Chunk::kWords; ++i) o.w[i] = bf16x2_fix_nan(o.w[i]);
-      }
-      o.store(q, true);
-    }
-    uint32_t a = abs_max_bf16<Chunk::kWords>(y.w);
-#pragma unroll
-    for (uint32_t m = kGroupChunks / 2; m >= 1; m /= 2) a = max(a, __shfl_xor_sync(kFullWarpMask, a, m));
-    if (!live) return;
-    const ScaleAndInv si = sf_and_inv(u2f(a << 16), p.amax_clamp, kE4m3Max, sf);
-    if (k % kGroupChunks == 0) {
-      SfOut so = sf_out();
-      so.flags = sf;
-      so.base += 4 * static_cast<uint64_t>(b) * p.sf_batch_stride;
-      so.store(t, k / kGroupChunks, si.stored);
-    }
-    float v[kRmsChunk];
-#pragma unroll
-    for (int e = 0; e < kRmsChunk; ++e) v[e] = mul_rn(y.at(e), si.inv);
-    uint32_t o[kRmsChunk / 4];
-    encode_chunk<Fmt::kE4m3, kRmsChunk>(v, o);
-    store_chunk<kRmsChunk>(reinterpret_cast<uint8_t*>(p.data) + row * H + static_cast<uint64_t>(k) * kRmsChunk, o, true);
+    NormForwardWarpRows<kCastN>(p).template cast_chunk_sf<true, true>(y, row, t, b, k, live, with_bf16, true, true, sf);
   }
 
   // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
