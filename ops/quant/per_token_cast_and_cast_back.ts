@@ -101,19 +101,47 @@ export function perTokenCastAndCastBack(x: Tensor, options: PerTokenCastAndCastB
 const packet = new LaunchPacket(CastAndCastBackParams);
 const W = packet.w;
 const THREADS = 256;
+/** Block of the `_r1` form: one row per block, chunks t and t + 512 per thread (per_token_cast_and_cast_back.cu). */
+const R1_THREADS = 512;
+/** Largest H the `_r1` form takes: 2 chunks of 8 bf16 per thread of 512. */
+const R1_MAX_HIDDEN = 2 * R1_THREADS * 8;
+
+/**
+ * A/B knob of perTokenCastAndCastBack's launch (docs/perf-notes/perf10-pcb.md). Same bits either way.
+ * - `rowForm` (default true): bf16 → e4m3 with groups of 128, H ≤ 8192, x's base and row stride multiples of 16
+ *   bytes run `tk_per_token_cast_and_cast_back__bf16_e4m3_g128_r1` (one row per 512-thread block, the row in
+ *   registers, 16-byte accesses compiled in, grid = rows), launched with the PDL attribute while `config.pdl` is
+ *   set; false, or any other view (unaligned or odd-strided rows, other dtypes, formats, groups, wider rows): main's
+ *   `_g<N>` kernel and launch, unchanged.
+ */
+export const castAndCastBackTuning = { rowForm: true };
+
+/** Whether this launch takes the `_r1` form (see {@link castAndCastBackTuning}). */
+export function usesRowForm(x: Tensor, fmt: QuantFmt, n: number): boolean {
+  const [T, H] = x.shape;
+  if (!castAndCastBackTuning.rowForm || x.dtype !== "bf16" || fmt !== "e4m3" || n !== 128 || H > R1_MAX_HIDDEN) return false;
+  return (x as DeviceTensor).addr % 16 === 0 && (T <= 1 || (x.strides[0] * 2) % 16 === 0);
+}
 
 /**
  * per_token_cast_and_cast_back.cu's launch: `tk_per_token_cast_and_cast_back__<in>_<fmt>_g<N>`, grid.x =
  * ⌈G / n⌉ with G = ⌈T / R⌉ row groups, n = ⌈G / (6 · SMs)⌉ (one resident wave, every block walking n or n − 1
  * groups: at 8192 × 7168 745 blocks of 11 rows instead of 792 blocks of 10 or 11), R = rowsPerBlock(H, V), V = 4
- * (fp32) or 8 (bf16). Nothing for 0 rows.
+ * (fp32) or 8 (bf16); or, where {@link usesRowForm}, `…__bf16_e4m3_g128_r1` with 512 threads and grid.x = T (one
+ * row per block; PDL attribute while `config.pdl`). Nothing for 0 rows.
  */
 function launchCastAndCastBack(op: string, device: Device, stream: Stream, x: Tensor, fmt: QuantFmt, n: number, roundSf: boolean, e4m3Sf: boolean): void {
   const [T, H] = x.shape;
   if (T === 0) return;
-  const fn = kernelFunction(op, device, `tk_per_token_cast_and_cast_back__${x.dtype}_${fmt}_g${n}`);
-  const groups = Math.ceil(T / rowsPerBlock(H, x.dtype === "fp32" ? 4 : 8));
-  const grid = Math.max(1, Math.ceil(groups / Math.ceil(groups / (6 * config.getNumSms(device)))));
+  const r1 = usesRowForm(x, fmt, n);
+  const fn = kernelFunction(op, device, `tk_per_token_cast_and_cast_back__${x.dtype}_${fmt}_g${n}${r1 ? "_r1" : ""}`);
+  let grid: number;
+  if (r1) {
+    grid = Math.min(T, 2 ** 31 - 1);
+  } else {
+    const groups = Math.ceil(T / rowsPerBlock(H, x.dtype === "fp32" ? 4 : 8));
+    grid = Math.max(1, Math.ceil(groups / Math.ceil(groups / (6 * config.getNumSms(device)))));
+  }
   const p = packet;
   p.u64(W.x, (x as DeviceTensor).addr);
   p.u64(W.x_row_stride, T > 1 ? x.strides[0] : H);
@@ -121,7 +149,7 @@ function launchCastAndCastBack(op: string, device: Device, stream: Stream, x: Te
   p.u32(W.hidden, H);
   p.u32(W.flags, (roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0));
   p.f32(W.amax_clamp, amaxClampFor(fmt, e4m3Sf));
-  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+  p.setLaunch(fn, stream.handle, grid, r1 ? R1_THREADS : THREADS, 0, r1 && config.pdl, device.index);
   p.launch(op);
 }
 

@@ -5,12 +5,19 @@
 //
 // Symbols: tk_per_token_cast_and_cast_back__<in>_<fmt>_g<N>, in ∈ {fp32, bf16}, fmt ∈ {e4m3, e2m1},
 //          N ∈ {16, 32, 64, 128}.
+//          tk_per_token_cast_and_cast_back__bf16_e4m3_g128_r1: one row per 512-thread block held in registers
+//          (CastAndCastBackR1 below; docs/perf-notes/perf10-pcb.md), for bf16 x whose base and row stride are
+//          multiples of 16 bytes, H ≤ 8192, groups of 128 (any flags); the host's castAndCastBackTuning.rowForm
+//          (ops/quant/per_token_cast_and_cast_back.ts) sends those launches to it, every other view to _g<N>.
 //
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride over rows):
 //
 //   kernel   block.x  dynamic smem  grid.x
-//   all      256      0             ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 6 · SMs)  (one balanced wave)
+//   _g<N>    256      0             ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 6 · SMs)  (one balanced wave)
 //            R = 8 / w, w = min(8, nextPow2(ceilDiv(H / V, 32)))
+//   _r1      512      0             T (one row per block); launched with the PDL attribute while config.pdl is set.
+//            No shared memory; 32 registers on sm_90a, 31 on sm_100a (launch bound 4 blocks per SM: 64 warps), no
+//            spills. Thread t holds chunks t and t + 512 of its row (16 bytes each).
 //
 //   V = elements per 16-byte thread chunk (fp32 4, bf16 8); w warps share a row (common/work.cuh); a group of N
 //   columns is N / V adjacent lanes, so its amax is an xor-shuffle butterfly (bf16: both items of a unit in one
@@ -29,6 +36,7 @@
 #include "../common/fp.cuh"
 #include "../common/hw.cuh"
 #include "../common/ldst.cuh"
+#include "../common/ldst_rw.cuh"
 #include "../common/reduce.cuh"
 #include "../common/scale.cuh"
 #include "../common/work.cuh"
@@ -174,8 +182,54 @@ struct CastAndCastBack {
   }
 };
 
+// One row per block of 512 threads, the row held in registers (tk_per_token_cast_and_cast_back__bf16_e4m3_g128_r1):
+// thread t loads chunks t and t + 512 of its block's row straight into registers (ld.global.cg: coherent, L2 only;
+// a dead chunk loads nothing and stays zero), then runs CastAndCastBack::step on them (the same amax, sfAndInv,
+// quantize / dequantize and bf16 encode, code for code) and stores them with 16-byte stores: the alignment of x (base
+// and row stride multiples of 16 bytes) is compiled in, so there is no byte-wise fallback to branch around. No
+// staging, no shared memory, no pipeline: a block reads its row once, computes, writes it and leaves; the grid is
+// the rows (normForward's _tp16hr layout). The host sends only aligned bf16 rows of H ≤ 8192 (≤ 1024 chunks) with
+// groups of 128. In place: each chunk is read, then written, by the one thread that owns it.
+// PDL: griddepcontrol.launch_dependents first (the next PDL grid in the stream may be scheduled once every block of
+// this grid has issued it), then griddepcontrol.wait before the first global access (the previous grid in the
+// stream has completed and its writes are visible: x is read here after the previous kernel wrote it). Both are
+// no-ops in a launch without the PDL attribute.
+constexpr uint32_t kR1Threads = 512;
+constexpr int kR1MinBlocks = 4;  // 4 × 512 threads: 64 warps per SM (32 registers)
+
+struct CastAndCastBackR1 {
+  using Row = CastAndCastBack<Fmt::kBf16, Fmt::kE4m3, 128>;
+  const Row op;
+  const CastAndCastBackParams& p;
+
+  TK_DEV explicit CastAndCastBackR1(const CastAndCastBackParams& params) : op(params), p(params) {}
+
+  TK_DEV void run() const {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    const uint32_t tid = threadIdx.x;
+    const uint32_t warp_base = tid & ~(kWarpSize - 1u);  // step's base: chunk of the warp's lane 0
+    const bool live0 = tid < op.chunks, live1 = tid + kR1Threads < op.chunks;
+    const uint64_t stride = p.x_row_stride * 2;  // bf16 bytes
+    uint8_t* const x = reinterpret_cast<uint8_t*>(p.x);
+    const uint8_t* const mine = x + static_cast<uint64_t>(tid) * kVecBytes;
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    for (uint64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+      const uint8_t* const src = mine + row * stride;
+      uint32_t w[2][4] = {};
+      if (live0) ld_global_cg(src, w[0]);
+      if (live1) ld_global_cg(src + kVecBytes * kR1Threads, w[1]);
+      op.step(x + row * stride, warp_base, kR1Threads, true, w);
+    }
+  }
+};
+
 }  // namespace
 }  // namespace tk
+
+extern "C" __global__ void __launch_bounds__(tk::kR1Threads, tk::kR1MinBlocks)
+    tk_per_token_cast_and_cast_back__bf16_e4m3_g128_r1(const __grid_constant__ CastAndCastBackParams p) {
+  tk::CastAndCastBackR1(p).run();
+}
 
 #define TK_CAST_AND_CAST_BACK(in, IN, fmt, FMT, n)                                                             \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 6)                                              \

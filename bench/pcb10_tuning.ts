@@ -1,0 +1,123 @@
+/**
+ * A/B of perTokenCastAndCastBack's two forms in one process (docs/perf-notes/perf10-pcb.md): bf16 in place, e4m3,
+ * groups of 128 (the roofline's case, bench/cases_elem.ts), 4096, 8192 and 16384 tokens × 7168. Settings:
+ * - "main":     `castAndCastBackTuning.rowForm = false`: main's `tk_per_token_cast_and_cast_back__bf16_e4m3_g128`
+ *               (256 threads, one wave of 6 blocks per SM, cp.async staging), launched as on main;
+ * - "r1":       `rowForm = true`, `config.pdl = false`: `…_g128_r1` (one row per 512-thread block, grid = rows),
+ *               a plain launch;
+ * - "r1+pdl":   `rowForm = true`, `config.pdl = true` (the branch's defaults): `…_g128_r1` launched with the PDL
+ *               attribute.
+ *
+ * Each figure: 20 calls on the default stream between two events after a lead copy of 2 GiB (so that the calls are
+ * queued before the GPU reaches them: PDL only overlaps launches the GPU already holds), the median of 7
+ * repetitions; the settings interleaved over 5 rounds, the median of the rounds printed. % is of the same run's
+ * cuMemcpyDtoD (1 GiB, read + write bytes) for 4·T·H bytes (read and write of x), as the roofline counts it; Δ is
+ * the row's time minus main's, per call. The bytes of x after each setting's calls are compared with main's (the
+ * same 20·(7+3)·5 + … calls from the same start: any difference is printed as a failure).
+ *
+ * `deno run -A --no-check bench/pcb10_tuning.ts` (or `bun bench/pcb10_tuning.ts`).
+ * @module
+ */
+import process from "node:process";
+import { type DeviceTensor, devices, empty, perTokenCastAndCastBack, toHost } from "../mod.ts";
+import { createEvent, destroyEvent, elapsedMs, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
+import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
+import { config } from "../core/config.ts";
+import { castAndCastBackTuning } from "../ops/quant/per_token_cast_and_cast_back.ts";
+import { copyRateGBs, DEV, randomBf16Host } from "./common.ts";
+
+if (devices().length === 0) {
+  console.log("pcb10_tuning needs a CUDA device; none found");
+  process.exit(0);
+}
+const H = 7168;
+const ITERS = 20;
+const REPS = 7;
+const ROUNDS = 5;
+const LEAD = 2 ** 31;
+const SETTINGS = [
+  { name: "main", rowForm: false, pdl: false },
+  { name: "r1", rowForm: true, pdl: false },
+  { name: "r1+pdl", rowForm: true, pdl: true },
+] as const;
+const OPTS = { fmt: "e4m3", numPerChannels: 128 } as const;
+
+const rt = deviceRuntime("bench");
+const stream = rt.defaultStream(DEV);
+const lead = { src: empty([LEAD], "uint8", { device: 0 }) as DeviceTensor, dst: empty([LEAD], "uint8", { device: 0 }) as DeviceTensor };
+
+/** Per-call device time (µs) of `f`: ITERS calls between two events after a lead copy, median of REPS. */
+function timeOn(f: () => void): number {
+  const a = createEvent(DEV);
+  const b = createEvent(DEV);
+  for (let i = 0; i < 3; i++) f();
+  syncAndCheck(0, stream.handle);
+  const times: number[] = [];
+  for (let r = 0; r < REPS; r++) {
+    rt.copyDtoD(DEV, lead.dst.addr, lead.src.addr, LEAD, stream);
+    recordEvent(DEV, a, stream.handle);
+    for (let i = 0; i < ITERS; i++) f();
+    recordEvent(DEV, b, stream.handle);
+    times.push((elapsedMs(DEV, a, b) * 1000) / ITERS);
+  }
+  destroyEvent(DEV, a);
+  destroyEvent(DEV, b);
+  times.sort((x, y) => x - y);
+  return times[REPS >> 1];
+}
+
+const copy = copyRateGBs(2 ** 30);
+console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
+const saved = { pdl: config.pdl, rowForm: castAndCastBackTuning.rowForm };
+let failures = 0;
+
+try {
+  for (const T of [4096, 8192, 16384]) {
+    const host = randomBf16Host(T, H, T + 1);
+    // one copy of x per setting, all from the same start, so that the calls see the same values
+    const xs = SETTINGS.map(() => toDevice(host) as DeviceTensor);
+    const us = new Map<string, number[]>();
+    for (let round = 0; round < ROUNDS; round++) {
+      SETTINGS.forEach((s, i) => {
+        config.pdl = s.pdl;
+        castAndCastBackTuning.rowForm = s.rowForm;
+        const x = xs[i];
+        us.set(s.name, [...(us.get(s.name) ?? []), timeOn(() => void perTokenCastAndCastBack(x, OPTS))]);
+      });
+    }
+    config.pdl = saved.pdl;
+    castAndCastBackTuning.rowForm = saved.rowForm;
+    const bytes = 4 * T * H;
+    const med = (name: string) => us.get(name)!.sort((a, b) => a - b)[ROUNDS >> 1];
+    const base = med("main");
+    for (const s of SETTINGS) {
+      const v = med(s.name);
+      const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
+      const delta = s.name === "main" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
+      console.log(`perTokenCastAndCastBack ${T}x${H} bf16 e4m3 [1,128]\t${s.name.padEnd(7)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
+    }
+    // every setting ran the same number of calls on its own copy: the bytes must agree with main's
+    const bytesOf = async (x: DeviceTensor) => {
+      const d = ((await toHost(x)) as HostTensor).data;
+      return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+    };
+    const ref = await bytesOf(xs[0]);
+    for (let i = 1; i < SETTINGS.length; i++) {
+      const got = await bytesOf(xs[i]);
+      let bad = -1;
+      for (let j = 0; j < ref.length && bad < 0; j++) if (ref[j] !== got[j]) bad = j;
+      if (bad >= 0 || got.length !== ref.length) {
+        failures++;
+        console.log(`FAIL ${T}x${H} ${SETTINGS[i].name}: x differs from main's at byte ${bad}`);
+      }
+    }
+    for (const x of xs) x.dispose();
+  }
+} finally {
+  config.pdl = saved.pdl;
+  castAndCastBackTuning.rowForm = saved.rowForm;
+  syncAndCheck(0, stream.handle);
+  lead.src.dispose();
+  lead.dst.dispose();
+}
+if (failures > 0) process.exit(1);
