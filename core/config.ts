@@ -85,10 +85,9 @@ export class Config {
   /**
    * Programmatic dependent launch on sm_90a+ (upstream `get_pdl`; default on). Launches that use it today:
    * perTokenCast bf16 → e4m3 with groups of 128 and no stochasticCast (and `cast` of bf16 with [1, 128] blocks, which
-   * runs it), perTokenCastAndCastBack's `_r1` form (bf16 → e4m3, groups of 128, aligned rows, H ≤ 8192, while
-   * `castAndCastBackTuning.rowForm` is set), and normBackward's fold when `normLaunchTuning.backwardFoldPdl` is set.
-   * It changes when a kernel may start, never the bits: every such kernel waits for its predecessor before its first
-   * global memory access.
+   * runs it), perTokenCastAndCastBack bf16 → e4m3 with groups of 128 on aligned rows of H ≤ 8192 (its `_r1` kernel),
+   * and normBackward's fold when `normLaunchTuning.backwardFoldPdl` is set. It changes when a kernel may start, never
+   * the bits: every such kernel waits for its predecessor before its first global memory access.
    */
   get pdl(): boolean {
     return this.#pdl;

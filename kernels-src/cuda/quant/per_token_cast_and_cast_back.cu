@@ -7,8 +7,8 @@
 //          N ∈ {16, 32, 64, 128}.
 //          tk_per_token_cast_and_cast_back__bf16_e4m3_g128_r1: one row per 512-thread block held in registers
 //          (CastAndCastBackR1 below; docs/perf-notes/perf10-pcb.md), for bf16 x whose base and row stride are
-//          multiples of 16 bytes, H ≤ 8192, groups of 128 (any flags); the host's castAndCastBackTuning.rowForm
-//          (ops/quant/per_token_cast_and_cast_back.ts) sends those launches to it, every other view to _g<N>.
+//          multiples of 16 bytes, H ≤ 8192, groups of 128 (any flags); the host (usesRowForm,
+//          ops/quant/per_token_cast_and_cast_back.ts) sends every such launch to it, every other view to _g<N>.
 //
 // Launch geometry (any grid.x ≥ 1 is correct: grid-stride over rows):
 //

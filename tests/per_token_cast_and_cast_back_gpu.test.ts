@@ -1,33 +1,33 @@
 /**
- * perTokenCastAndCastBack's `_r1` form (`tk_per_token_cast_and_cast_back__bf16_e4m3_g128_r1`, one row per 512-thread
- * block; docs/perf-notes/perf10-pcb.md) against the CPU reference, byte for byte on the whole allocation (padding
- * between rows must come back untouched), with `castAndCastBackTuning.rowForm` on: raw bf16 patterns (NaN, ±Inf,
- * ±0, subnormals, huge values), whole groups of NaN / Inf / zeros, every scale flag, widths up to the form's 8192
- * (dead chunks), aligned row strides wider than H, one row, 0 rows, 4001 × 7168; the views the form must leave to
- * main's kernel (odd row stride, base off 16 bytes, H > 8192, other groups, fp32, e2m1) with the knob on; PDL on and
- * off, and in-place launches back to back (each launch must read what the previous one wrote). Skipped without a GPU.
+ * perTokenCastAndCastBack's kernel selection and its `_r1` kernel (`tk_per_token_cast_and_cast_back__bf16_e4m3_g128_r1`,
+ * one row per 512-thread block; docs/perf-notes/perf10-pcb.md) against the CPU reference, byte for byte on the whole
+ * allocation (padding between rows must come back untouched): raw bf16 patterns (NaN, ±Inf, ±0, subnormals, huge
+ * values), whole groups of NaN / Inf / zeros, every scale flag, widths up to the form's 8192 (dead chunks), aligned
+ * row strides wider than H, one row, 0 rows, 4001 × 7168; the views it leaves to the `_g<N>` kernels (odd row stride,
+ * base off 16 bytes, H > 8192, other groups, fp32, e2m1). Every launch asserts its symbol and its PDL attribute
+ * (`_r1`: on while `config.pdl`; `_g<N>`: never), with config.pdl on and off; in-place launches back to back (each
+ * launch must read what the previous one wrote). Main's option matrix is in elem_gpu.test.ts. Skipped without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
 import { type DeviceTensor, HostTensor, perTokenCastAndCastBack, type PerTokenCastAndCastBackOptions } from "../mod.ts";
 import { config } from "../core/config.ts";
-import { castAndCastBackTuning, usesRowForm } from "../ops/quant/per_token_cast_and_cast_back.ts";
+import { kernelFunction } from "../ffi/cuda.ts";
+import { castAndCastBackLastLaunch, usesRowForm } from "../ops/quant/per_token_cast_and_cast_back.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 type Opts = PerTokenCastAndCastBackOptions;
 const FLAGS: [string, Partial<Opts>][] = [["plain", {}], ["roundSf", { roundSf: true }], ["e4m3Sf", { useE4m3Sf: true }]];
 
-/** Runs `f` with the row form on and `config.pdl` set to `pdl`, restoring both. */
-function withForm(pdl: boolean, f: () => void): void {
-  const saved = { rowForm: castAndCastBackTuning.rowForm, pdl: config.pdl };
-  castAndCastBackTuning.rowForm = true;
+/** Runs `f` with `config.pdl` set to `pdl`, restoring it. */
+function withPdl(pdl: boolean, f: () => void): void {
+  const saved = config.pdl;
   config.pdl = pdl;
   try {
     f();
   } finally {
-    castAndCastBackTuning.rowForm = saved.rowForm;
-    config.pdl = saved.pdl;
+    config.pdl = saved;
   }
 }
 
@@ -56,7 +56,11 @@ function rawBf16(rand: () => number, T: number, H: number, stride = H, offset = 
   return new HostTensor(b, "bf16", [T, H], [stride, 1], offset);
 }
 
-/** In place on both backends; compares the whole storage. `rowForm`: whether the launch must take the `_r1` form. */
+/**
+ * In place on both backends; compares the whole storage. `rowForm`: whether the launch must take `_r1` (with the PDL
+ * attribute while config.pdl is on) rather than `_<dtype>_<fmt>_g<N>` (never with it); both are asserted on the
+ * launch header sent.
+ */
 function compare(x: HostTensor, o: Opts, label: string, rowForm: boolean): void {
   const cpu = new HostTensor(x.data.slice(), x.dtype, x.shape, x.strides, x.offset);
   const dx = uploadView(x);
@@ -64,6 +68,9 @@ function compare(x: HostTensor, o: Opts, label: string, rowForm: boolean): void 
     assert.equal(usesRowForm(dx, o.fmt, o.numPerChannels), rowForm, `${label}: form`);
     perTokenCastAndCastBack(cpu, o);
     assert.equal(perTokenCastAndCastBack(dx, o), dx, `${label}: returns x`);
+    const symbol = `tk_per_token_cast_and_cast_back__${x.dtype}_${o.fmt}_g${o.numPerChannels}${rowForm ? "_r1" : ""}`;
+    const want = { fn: kernelFunction("test", { kind: "cuda", index: 0 }, symbol), pdl: rowForm && config.pdl };
+    assert.deepEqual(castAndCastBackLastLaunch(), want, `${label}: ${symbol}, PDL attribute ${want.pdl}`);
     assertBytesEqual(readAllocation(dx), storageBytes(cpu), label);
   } finally {
     dispose(dx);
@@ -73,7 +80,7 @@ function compare(x: HostTensor, o: Opts, label: string, rowForm: boolean): void 
 for (const pdl of [false, true]) {
   gpuTest(`perTokenCastAndCastBack _r1 = reference: raw bf16 patterns, groups of NaN / Inf / 0 / subnormals, every flag, H 128 … 8192, aligned strides, PDL ${pdl ? "on" : "off"} (seed ${9100 + +pdl})`, () => {
     const rand = rng(9100 + +pdl);
-    withForm(pdl, () => {
+    withPdl(pdl, () => {
       for (const [T, H] of [[1, 128], [3, 256], [37, 640], [16, 1024], [9, 2048], [5, 4096], [33, 7168], [7, 8064], [12, 8192]]) {
         for (const stride of [H, H + 8, H + 64]) {
           const x = rawBf16(rand, T, H, stride);
@@ -86,25 +93,28 @@ for (const pdl of [false, true]) {
   });
 }
 
-gpuTest("perTokenCastAndCastBack with the row form on: views it leaves to main's kernel = reference (seed 9110)", () => {
-  const rand = rng(9110);
-  withForm(true, () => {
-    for (const [name, flags] of FLAGS) {
-      const o: Opts = { fmt: "e4m3", numPerChannels: 128, ...flags };
-      compare(rawBf16(rand, 33, 7168, 7169), o, `odd stride ${name}`, false);
-      compare(rawBf16(rand, 33, 7168, 7172), o, `8-byte stride ${name}`, false);
-      compare(rawBf16(rand, 9, 7168, 7168, 1), o, `base +2 bytes ${name}`, false);
-      compare(rawBf16(rand, 9, 7168, 7176, 4), o, `base +8 bytes ${name}`, false);
-      compare(rawBf16(rand, 5, 8320), o, `H 8320 ${name}`, false);
-      compare(rawBf16(rand, 17, 7168), { ...o, numPerChannels: 64 }, `groups of 64 ${name}`, false);
-      compare(rawBf16(rand, 17, 7168), { ...o, fmt: "e2m1" }, `e2m1 ${name}`, false);
-      compare(randomInput(rand, 17, 7168, "fp32"), o, `fp32 ${name}`, false);
-    }
+for (const pdl of [true, false]) {
+  gpuTest(`perTokenCastAndCastBack: views _r1 leaves to the _g<N> kernels = reference, launched without the PDL attribute, config.pdl ${pdl ? "on" : "off"} (seed ${9110 + +!pdl})`, () => {
+    const rand = rng(9110 + +!pdl);
+    withPdl(pdl, () => {
+      for (const [name, flags] of FLAGS) {
+        const o: Opts = { fmt: "e4m3", numPerChannels: 128, ...flags };
+        compare(rawBf16(rand, 33, 7168, 7169), o, `odd stride ${name}`, false);
+        compare(rawBf16(rand, 33, 7168, 7172), o, `8-byte stride ${name}`, false);
+        compare(rawBf16(rand, 9, 7168, 7168, 1), o, `base +2 bytes ${name}`, false);
+        compare(rawBf16(rand, 9, 7168, 7176, 4), o, `base +8 bytes ${name}`, false);
+        compare(rawBf16(rand, 5, 8320), o, `H 8320 ${name}`, false);
+        compare(rawBf16(rand, 17, 7168), { ...o, numPerChannels: 64 }, `groups of 64 ${name}`, false);
+        compare(rawBf16(rand, 17, 7168), { ...o, fmt: "e2m1" }, `e2m1 ${name}`, false);
+        compare(randomInput(rand, 17, 7168, "fp32"), o, `fp32 ${name}`, false);
+      }
+    });
   });
-});
+}
 
-gpuTest("perTokenCastAndCastBack with the row form on: 0 rows (no launch, x untouched)", () => {
-  withForm(true, () => {
+gpuTest("perTokenCastAndCastBack: config.pdl is on by default; 0 rows: no launch, x untouched", () => {
+  assert.equal(config.pdl, true, "config.pdl is on by default");
+  withPdl(true, () => {
     const x = new HostTensor(new Uint16Array([0x3f80, 0x7fc0]), "bf16", [0, 7168], [7168, 1]);
     const dx = uploadView(x);
     try {
@@ -119,7 +129,7 @@ gpuTest("perTokenCastAndCastBack with the row form on: 0 rows (no launch, x unto
 for (const pdl of [false, true]) {
   gpuTest(`perTokenCastAndCastBack _r1 = reference at full size: 4001 × 7168, raw patterns and the roofline's values, PDL ${pdl ? "on" : "off"} (seed ${9120 + +pdl})`, () => {
     const rand = rng(9120 + +pdl);
-    withForm(pdl, () => {
+    withPdl(pdl, () => {
       compare(rawBf16(rand, 4001, 7168), { fmt: "e4m3", numPerChannels: 128 }, "4001x7168 raw", true);
       compare(randomInput(rand, 4001, 7168, "bf16"), { fmt: "e4m3", numPerChannels: 128 }, "4001x7168", true);
     });
@@ -128,7 +138,7 @@ for (const pdl of [false, true]) {
 
 gpuTest("perTokenCastAndCastBack _r1 back to back in place (PDL on): each launch reads the previous one's writes (seed 9130)", () => {
   const rand = rng(9130);
-  withForm(true, () => {
+  withPdl(true, () => {
     for (const [T, H] of [[4001, 7168], [2, 1024]]) {
       const x = rawBf16(rand, T, H);
       const cpu = new HostTensor(x.data.slice(), x.dtype, x.shape, x.strides, x.offset);
