@@ -1,19 +1,19 @@
 /**
- * A/B of perTokenCastAndCastBack's two forms in one process (docs/perf-notes/perf10-pcb.md): bf16 in place, e4m3,
- * groups of 128 (the roofline's case, bench/cases_elem.ts), 4096, 8192 and 16384 tokens × 7168. Settings:
- * - "main":     `castAndCastBackTuning.rowForm = false`: main's `tk_per_token_cast_and_cast_back__bf16_e4m3_g128`
- *               (256 threads, one wave of 6 blocks per SM, cp.async staging), launched as on main;
- * - "r1":       `rowForm = true`, `config.pdl = false`: `…_g128_r1` (one row per 512-thread block, grid = rows),
- *               a plain launch;
- * - "r1+pdl":   `rowForm = true`, `config.pdl = true` (the branch's defaults): `…_g128_r1` launched with the PDL
- *               attribute.
+ * perTokenCastAndCastBack's default kernel with and without programmatic dependent launch, in one process
+ * (docs/perf-notes/perf10-pcb.md): bf16 in place, e4m3, groups of 128 (the roofline's case, bench/cases_elem.ts),
+ * 4096, 8192 and 16384 tokens × 7168, where `tk_per_token_cast_and_cast_back__bf16_e4m3_g128_r1` runs (one row per
+ * 512-thread block, grid = rows). Settings:
+ * - "r1":       `config.pdl = false`: a plain launch;
+ * - "r1+pdl":   `config.pdl = true` (the default): launched with the PDL attribute.
+ * (The branch's A/B also ran main's `_g128` on these rows, through a knob that went when `_r1` landed as the default;
+ * its figures are in the perf note.)
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy of 2 GiB (so that the calls are
  * queued before the GPU reaches them: PDL only overlaps launches the GPU already holds), the median of 7
  * repetitions; the settings interleaved over 5 rounds, the median of the rounds printed. % is of the same run's
  * cuMemcpyDtoD (1 GiB, read + write bytes) for 4·T·H bytes (read and write of x), as the roofline counts it; Δ is
- * the row's time minus main's, per call. The bytes of x after each setting's calls are compared with main's (the
- * same 20·(7+3)·5 + … calls from the same start: any difference is printed as a failure).
+ * the row's time minus the plain launch's, per call. The bytes of x after each setting's calls are compared with the
+ * plain launch's (the same 20·(7+3)·5 + … calls from the same start: any difference is printed as a failure).
  *
  * `deno run -A --no-check bench/pcb10_tuning.ts` (or `bun bench/pcb10_tuning.ts`).
  * @module
@@ -23,7 +23,6 @@ import { type DeviceTensor, devices, empty, perTokenCastAndCastBack, toHost } fr
 import { createEvent, destroyEvent, elapsedMs, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
 import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
 import { config } from "../core/config.ts";
-import { castAndCastBackTuning } from "../ops/quant/per_token_cast_and_cast_back.ts";
 import { copyRateGBs, DEV, randomBf16Host } from "./common.ts";
 
 if (devices().length === 0) {
@@ -36,9 +35,8 @@ const REPS = 7;
 const ROUNDS = 5;
 const LEAD = 2 ** 31;
 const SETTINGS = [
-  { name: "main", rowForm: false, pdl: false },
-  { name: "r1", rowForm: true, pdl: false },
-  { name: "r1+pdl", rowForm: true, pdl: true },
+  { name: "r1", pdl: false },
+  { name: "r1+pdl", pdl: true },
 ] as const;
 const OPTS = { fmt: "e4m3", numPerChannels: 128 } as const;
 
@@ -68,7 +66,7 @@ function timeOn(f: () => void): number {
 
 const copy = copyRateGBs(2 ** 30);
 console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
-const saved = { pdl: config.pdl, rowForm: castAndCastBackTuning.rowForm };
+const saved = config.pdl;
 let failures = 0;
 
 try {
@@ -80,23 +78,21 @@ try {
     for (let round = 0; round < ROUNDS; round++) {
       SETTINGS.forEach((s, i) => {
         config.pdl = s.pdl;
-        castAndCastBackTuning.rowForm = s.rowForm;
         const x = xs[i];
         us.set(s.name, [...(us.get(s.name) ?? []), timeOn(() => void perTokenCastAndCastBack(x, OPTS))]);
       });
     }
-    config.pdl = saved.pdl;
-    castAndCastBackTuning.rowForm = saved.rowForm;
+    config.pdl = saved;
     const bytes = 4 * T * H;
     const med = (name: string) => us.get(name)!.sort((a, b) => a - b)[ROUNDS >> 1];
-    const base = med("main");
+    const base = med("r1");
     for (const s of SETTINGS) {
       const v = med(s.name);
       const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
-      const delta = s.name === "main" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
+      const delta = s.name === "r1" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
       console.log(`perTokenCastAndCastBack ${T}x${H} bf16 e4m3 [1,128]\t${s.name.padEnd(7)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
     }
-    // every setting ran the same number of calls on its own copy: the bytes must agree with main's
+    // every setting ran the same number of calls on its own copy: the bytes must agree with the plain launch's
     const bytesOf = async (x: DeviceTensor) => {
       const d = ((await toHost(x)) as HostTensor).data;
       return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
@@ -108,14 +104,13 @@ try {
       for (let j = 0; j < ref.length && bad < 0; j++) if (ref[j] !== got[j]) bad = j;
       if (bad >= 0 || got.length !== ref.length) {
         failures++;
-        console.log(`FAIL ${T}x${H} ${SETTINGS[i].name}: x differs from main's at byte ${bad}`);
+        console.log(`FAIL ${T}x${H} ${SETTINGS[i].name}: x differs from r1's at byte ${bad}`);
       }
     }
     for (const x of xs) x.dispose();
   }
 } finally {
-  config.pdl = saved.pdl;
-  castAndCastBackTuning.rowForm = saved.rowForm;
+  config.pdl = saved;
   syncAndCheck(0, stream.handle);
   lead.src.dispose();
   lead.dst.dispose();
