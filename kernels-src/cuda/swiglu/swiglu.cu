@@ -111,7 +111,8 @@ enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
 //     slots of a step are one group, so its scale and inverse (sf_and_inv: two IEEE divisions) are computed once
 //     a step instead of once per slot; the group's amax is one max tree over the 16 values with |v| folded into
 //     the max's operands (fabsf: FMNMX |R|) instead of an integer mask per value and two chains; the e4m3 row
-//     is addressed from a row pointer made once per unit. Launched at kFwdLeanMinBlocks CTAs per SM (≤ 64
+//     is addressed from a row pointer made once per unit; a unit issues its row weight and first step's loads
+//     before its psum search (for_rows' kLateState), not after. Launched at kFwdLeanMinBlocks CTAs per SM (≤ 64
 //     registers on sm_90a: 32 warps per SM instead of 24) with kFwdLeanParts column parts.
 enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2, kFormLeanCast = 4 };
 
@@ -389,7 +390,9 @@ TK_DEV void add_count(const SwigluParams& p, int i, uint64_t v) {
 // blocks (the parts of a group are consecutive units). kParts > 1 (the forward) makes T / 4 · kParts warps of work
 // instead of T / 4: at T = 8192 that is 15.5 warps per SM with whole rows, too few to hide the latency of a step,
 // whatever the registers allow.
-template <int kParts, class Body>
+// kLateState: the state passed is only kDead or kReal (row < T); the body tells padding rows itself (row_is_real),
+// after it has issued the loads that do not depend on it (the forward's kFormLeanCast).
+template <int kParts, bool kLateState = false, class Body>
 TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
   const uint32_t lane = threadIdx.x % kWarpSize;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * (blockDim.x / kWarpSize);
@@ -397,6 +400,7 @@ TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
   const uint64_t T = p.num_tokens;
   const auto state = [&](uint64_t row) {
     if (row >= T) return RowState::kDead;
+    if constexpr (kLateState) return RowState::kReal;
     return row_is_real(p, static_cast<int64_t>(row)) ? RowState::kReal : RowState::kPadding;
   };
   if constexpr (kParts == 1) {
@@ -442,8 +446,11 @@ TK_DEV void forward(const SwigluParams& p) {
   const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p, kNoClamp);
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
-  for_rows<kParts>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
-    const bool real = st == RowState::kReal;
+  for_rows<kParts, kLean>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
+    // kLean: `real` first says only row < T (for_rows' kLateState): the row weight and the first step's loads are
+    // issued for any row inside x and the weights (a padding row's are read and never used), and the psum search
+    // (row_is_real: ~7 dependent loads) then runs while they are in flight instead of before them.
+    bool real = st == RowState::kReal;
     const float w = real ? row_weight(p, row) : 1.0f;
     if (real && r == 0 && b1 == steps) n3 += H;  // once per row: only its last part ends at `steps`
     const uint8_t* xr = x + (real ? row : 0) * x_row;
@@ -475,6 +482,9 @@ TK_DEV void forward(const SwigluParams& p) {
 #pragma unroll
       for (int s = 0; s < 2; ++s) load_slot(b0 * kStepChunks + s * kTeam + r, cur[s]);
     }
+    // kLean: from here `real` is the row's state (the later loads, the values and the stores follow it); n3 above
+    // counted for a padding row too, but kLean has no counters (kNoClamp)
+    if constexpr (kLean) real = real && row_is_real(p, static_cast<int64_t>(row));
     for (uint32_t base = b0 * kStepChunks; base < ch_end; base += kStepChunks) {  // step b = base / 16
       Slot nxt[2];
       if constexpr (kPrefetch) {
@@ -1063,7 +1073,8 @@ TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
 // and geometry as main's kernel. forward__bf16_e4m3_g128 has no `_a`: at its 80-register bound (3 CTAs/SM on
 // sm_90a) that form spills 4 bytes. backward__bf16_bf16 has no `_an`: it was slower than main's kernel.
 // forward__bf16_e4m3_g128_anl: `_an` with kFormLeanCast (docs/perf-notes/perf10-swc.md), 61 registers on sm_90a
-// (no spills) at kFwdLeanMinBlocks = 4 CTAs per SM; at a bound of 3 ptxas takes 71 for as many instructions (1264).
+// (no spills) at kFwdLeanMinBlocks = 4 CTAs per SM (60 with the late psum search; without it, at a bound of 3,
+// ptxas took 71 for as many instructions).
 #define TK_SWIGLU_FWD_FORM(in, IN, out, OUT, blocks, sfx, form)                                                     \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_##out##_##sfx(  \
       const __grid_constant__ SwigluParams p) {                                                                 \
