@@ -7,7 +7,7 @@
 import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { type Device, type DeviceTensor, deviceRuntime, type Stream, type Tensor } from "../../core/tensor.ts";
-import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { errorWordPtr, kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import { registerOpId } from "../../ffi/op_ids.ts";
 import { PER_TOKEN_FLAG } from "./per_token_cast.params.ts";
 import type { SfGeometry } from "./sf_layout.ts";
@@ -35,7 +35,9 @@ const FORWARD_PARTS = 3;
 const FORWARD_LEAN_PARTS = 4;
 /**
  * Dynamic shared memory that holds `_anl` to 3 CTAs per SM (`swigluLaunchTuning.castCtasPerSm = 3`, A/B only):
- * 34 KiB static + 32 KiB + 1 KiB reserved a CTA fits 3 times in the SM's 228 KiB, not 4. The kernel does not use it.
+ * 34 KiB static + 32 KiB + 1 KiB reserved a CTA fits 3 times in the SM's 228 KiB, not 4. The kernel does not use it;
+ * static + dynamic exceeds 48 KiB, so the function's MAX_DYNAMIC_SHARED_SIZE_BYTES is raised first
+ * (kernelFunctionWithSmem). The driver then takes the largest carveout (L1 ~28 KiB instead of ~92 KiB at 4 CTAs).
  */
 const LEAN_HOLD_SMEM = 32768;
 
@@ -139,7 +141,8 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   const op = a.op;
   const form = swigluFormSuffix(a);
   const lean = form === "_anl";
-  const fn = kernelFunction(op, device, a.symbol + form);
+  const smem = lean && swigluLaunchTuning.castCtasPerSm === 3 ? LEAN_HOLD_SMEM : 0;
+  const fn = smem ? kernelFunctionWithSmem(op, device, a.symbol + form, smem) : kernelFunction(op, device, a.symbol + form);
   const p = packet;
   p.u64(W.x, addr(a.x));
   p.u64(W.x_sf, addr(a.xSf));
@@ -174,7 +177,6 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const parts = lean ? FORWARD_LEAN_PARTS : op === "swigluForward" || op === "swigluForwardAndPerTokenCast" ? FORWARD_PARTS : 1;
   const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK) * parts, 8 * parts * config.getNumSms(device)));
-  const smem = lean && swigluLaunchTuning.castCtasPerSm === 3 ? LEAN_HOLD_SMEM : 0;
   p.setLaunch(fn, stream.handle, grid, THREADS, smem, false, device.index);
   p.launch(op);
 }
