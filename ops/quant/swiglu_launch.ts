@@ -7,7 +7,7 @@
 import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { type Device, type DeviceTensor, deviceRuntime, type Stream, type Tensor } from "../../core/tensor.ts";
-import { errorWordPtr, kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
+import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { registerOpId } from "../../ffi/op_ids.ts";
 import { PER_TOKEN_FLAG } from "./per_token_cast.params.ts";
 import type { SfGeometry } from "./sf_layout.ts";
@@ -33,21 +33,6 @@ const ROWS_PER_BLOCK = THREADS / 8;
 const FORWARD_PARTS = 3;
 /** Column parts of the lean cast form `_anl` (kFwdLeanParts of swiglu.cu: 4 CTAs per SM on sm_90a). */
 const FORWARD_LEAN_PARTS = 4;
-/**
- * Dynamic shared memory that holds `_anl` to 3 CTAs per SM (`swigluLaunchTuning.castCtasPerSm = 3`, A/B only):
- * 34 KiB static + 32 KiB + 1 KiB reserved a CTA fits 3 times in the SM's 228 KiB, not 4. The kernel does not use it;
- * static + dynamic exceeds 48 KiB, so the function's MAX_DYNAMIC_SHARED_SIZE_BYTES is raised first
- * (kernelFunctionWithSmem). The driver then takes the largest carveout (L1 ~28 KiB instead of ~92 KiB at 4 CTAs).
- */
-const LEAN_HOLD_SMEM = 32768;
-
-/**
- * A/B knobs of the forward + cast to groups of 128 (docs/perf-notes/perf10-swc.md; bench/swc10_tuning.ts), for the
- * next device run only: `castForm` "anl" (default) launches the lean cast form `_anl` where `_an` would run, "an"
- * main's `_an`; `castCtasPerSm` 3 holds `_anl` to 3 CTAs per SM (main's `_an` residency) by dynamic shared memory
- * it does not use, 4 (default) lets it reach the 4 its 61 registers allow. Every setting gives the same bytes.
- */
-export const swigluLaunchTuning: { castForm: "anl" | "an"; castCtasPerSm: 3 | 4 } = { castForm: "anl", castCtasPerSm: 4 };
 
 const packet = new LaunchPacket(SwigluParams);
 const W = packet.w;
@@ -87,15 +72,15 @@ function addr(t: Tensor | null | undefined): number {
 /**
  * The kernels that have aligned-only forms (swiglu.cu's SwigluForm; docs/perf-notes/perf9-swiglu.md), with the
  * forms built: those that were faster than main's kernel on the H200 (2026-12-01). forward__bf16_e4m3_g128 has no
- * `_a` (it spills at 80 registers), backward__bf16_bf16 no `_an` (it was slower than main's kernel).
+ * `_a` (it spills at 80 registers), and its no-clamp form is the lean cast form `_anl` (`_an`'s conditions,
+ * kFormLeanCast; docs/perf-notes/perf10-swc.md: it replaced that kernel's `_an`); backward__bf16_bf16 has no `_an`
+ * (it was slower than main's kernel).
  */
-const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an")[]> = new Map([
+const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = new Map([
   ["tk_swiglu_forward__bf16_bf16", ["_a", "_an"]],
-  ["tk_swiglu_forward__bf16_e4m3_g128", ["_an"]],
+  ["tk_swiglu_forward__bf16_e4m3_g128", ["_anl"]],
   ["tk_swiglu_backward__bf16_bf16", ["_a"]],
 ]);
-/** The kernel whose `_an` form has the lean cast form `_anl` (kFormLeanCast of swiglu.cu), taken where `_an` would run. */
-const LEAN_CAST_KERNEL = "tk_swiglu_forward__bf16_e4m3_g128";
 
 /**
  * The suffix of the kernel form a launch uses ("" = main's kernel): an aligned-only form (the same kernel with the
@@ -104,20 +89,14 @@ const LEAN_CAST_KERNEL = "tk_swiglu_forward__bf16_e4m3_g128";
  * tests at run time holds, so that main's kernel would take its vector path everywhere too: x 16-byte aligned (rows
  * are multiples of 256 bytes); forward bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3
  * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
- * of 128 bytes). `_an` where it is built and the launch has no clamp (then there are no counters either), else
- * `_a` where it is built. Where that is forward__bf16_e4m3_g128's `_an`, the lean cast form `_anl` (same
- * conditions, same bytes; docs/perf-notes/perf10-swc.md) unless `swigluLaunchTuning.castForm` is "an". Exported for
- * the GPU tests only.
+ * of 128 bytes). The no-clamp form (`_an`, or forward__bf16_e4m3_g128's `_anl`) where it is built and the launch
+ * has no clamp (then there are no counters either), else `_a` where it is built. Exported for the GPU tests only.
  */
 export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
-  const f = alignedSuffix(a);
-  return f === "_an" && a.symbol === LEAN_CAST_KERNEL && swigluLaunchTuning.castForm === "anl" ? "_anl" : f;
-}
-
-function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" {
   const built = ALIGNED_FORMS.get(a.symbol);
   if (!built) return "";
-  const form = a.clamp === null && !a.counts && built.includes("_an") ? "_an" : built.includes("_a") ? "_a" : "";
+  const noClamp = built.find((f) => f !== "_a");
+  const form = a.clamp === null && !a.counts && noClamp ? noClamp : built.includes("_a") ? "_a" : "";
   if (form === "") return "";
   const a16 = (t: Tensor | null | undefined) => addr(t) % 16 === 0;
   if (!a16(a.x)) return "";
@@ -140,9 +119,7 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   if (a.tokens === 0 && sfRows === 0) return;
   const op = a.op;
   const form = swigluFormSuffix(a);
-  const lean = form === "_anl";
-  const smem = lean && swigluLaunchTuning.castCtasPerSm === 3 ? LEAN_HOLD_SMEM : 0;
-  const fn = smem ? kernelFunctionWithSmem(op, device, a.symbol + form, smem) : kernelFunction(op, device, a.symbol + form);
+  const fn = kernelFunction(op, device, a.symbol + form);
   const p = packet;
   p.u64(W.x, addr(a.x));
   p.u64(W.x_sf, addr(a.xSf));
@@ -175,9 +152,10 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.f32(W.scale, a.scale ?? 1);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
-  const parts = lean ? FORWARD_LEAN_PARTS : op === "swigluForward" || op === "swigluForwardAndPerTokenCast" ? FORWARD_PARTS : 1;
+  const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
+  const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
   const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK) * parts, 8 * parts * config.getNumSms(device)));
-  p.setLaunch(fn, stream.handle, grid, THREADS, smem, false, device.index);
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
   p.launch(op);
 }
 

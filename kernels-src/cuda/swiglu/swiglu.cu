@@ -9,11 +9,11 @@
 //   <one of the above>_a, _an                 aligned-only forms (SwigluForm below): `_a` for views that allow
 //                                             every vector access, `_an` also without a clamp; the same geometry,
 //                                             launch bounds and bytes as the kernel they derive from. `_a`, `_an`
-//                                             of forward__bf16_bf16, `_a` of backward__bf16_bf16, `_an` of
-//                                             forward__bf16_e4m3_g128; the launch takes them by default where
-//                                             their conditions hold
-//   tk_swiglu_forward__bf16_e4m3_g128_anl     the lean cast form (kFormLeanCast): `_an`'s conditions, the same
-//                                             bytes, 4 CTAs per SM on sm_90a and 4 column parts (see below)
+//                                             of forward__bf16_bf16, `_a` of backward__bf16_bf16; the launch takes
+//                                             them by default where their conditions hold
+//   tk_swiglu_forward__bf16_e4m3_g128_anl     the lean cast form (kFormLeanCast): `_an`'s conditions (the launch
+//                                             takes it by default where they hold), the same bytes, 4 CTAs per SM
+//                                             on sm_90a and 4 column parts (see below)
 //   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
 //                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
 //   tk_swiglu_recip_check                     out[i] = recip_rn_n's 1/x[i]                 (tests; 0xffffffff
@@ -23,9 +23,7 @@
 //
 //   kernel                 block.x  dynamic smem  grid.x
 //   forward (all)          256      0             min(ceilDiv(T, 32) · P, 8 · P · SMs),  P = kFwdParts = 3
-//     except _g128_anl     256      0 (*)         the same with P = kFwdLeanParts = 4
-//     (*) 32 KiB that the kernel does not use under swigluLaunchTuning.castCtasPerSm = 3 (A/B only: holds it to
-//         3 CTAs per SM)
+//     except _g128_anl     256      0             the same with P = kFwdLeanParts = 4
 //   backward (all)         256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
 //   tk_swiglu_recip_check  256      0             min(ceilDiv(n, 256), 8 · SMs)  (8 elements a thread)
@@ -134,8 +132,8 @@ constexpr int kFwdMinBlocks = 2;
 constexpr int kFwdMinBlocks = 3;
 #endif
 // The lean cast form (kFormLeanCast, `_anl`): 4 CTAs per SM on sm_90 (≤ 64 registers, no spills: 32 warps per SM,
-// 4 × 34 KiB shared), 2 on sm_100 as its other forwards; kFwdLeanParts column parts of a row group (the launch's
-// FORWARD_PARTS for this kernel, ops/quant/swiglu_launch.ts), so that T = 8192 makes 1024 CTAs, ~2 full waves of
+// 4 × 34 KiB shared), 2 on sm_100 as its other forwards; kFwdLeanParts column parts of a row group
+// (FORWARD_LEAN_PARTS of ops/quant/swiglu_launch.ts), so that T = 8192 makes 1024 CTAs, ~2 full waves of
 // 4 × 132 (3 parts would leave the second wave 45% full).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 constexpr int kFwdLeanMinBlocks = 2;
@@ -1072,9 +1070,10 @@ TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
 // where they were faster on the H200: `_a` (kFormAligned), `_an` (kFormAligned | kFormNoClamp). Same launch bounds
 // and geometry as main's kernel. forward__bf16_e4m3_g128 has no `_a`: at its 80-register bound (3 CTAs/SM on
 // sm_90a) that form spills 4 bytes. backward__bf16_bf16 has no `_an`: it was slower than main's kernel.
-// forward__bf16_e4m3_g128_anl: `_an` with kFormLeanCast (docs/perf-notes/perf10-swc.md), 61 registers on sm_90a
-// (no spills) at kFwdLeanMinBlocks = 4 CTAs per SM (60 with the late psum search; without it, at a bound of 3,
-// ptxas took 71 for as many instructions).
+// forward__bf16_e4m3_g128_anl: `_an` with kFormLeanCast (docs/perf-notes/perf10-swc.md), 60 registers on sm_90a
+// (no spills) at kFwdLeanMinBlocks = 4 CTAs per SM; it replaced forward__bf16_e4m3_g128_an (the same conditions
+// and bytes; 72 registers, 3 CTAs per SM), which it beat on the H200 (perf10-swc.md, Measured: 74.9 → 75.8% at
+// T = 8192, 77.5 → 79.1% at 16384).
 #define TK_SWIGLU_FWD_FORM(in, IN, out, OUT, blocks, sfx, form)                                                     \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_##out##_##sfx(  \
       const __grid_constant__ SwigluParams p) {                                                                 \
@@ -1093,6 +1092,5 @@ TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
 
 TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAligned)
 TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
-TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
 TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdLeanMinBlocks, anl, tk::kFormAligned | tk::kFormNoClamp | tk::kFormLeanCast)
 TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned)
