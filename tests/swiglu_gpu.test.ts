@@ -546,9 +546,9 @@ gpuTest("on the device, the fused ops equal the composition of their parts", () 
   dispose(dx, dw);
 });
 
-// ---- the aligned-only kernel forms (`_a`, `_an`; docs/perf-notes/perf9-swiglu.md) ------------------------------
+// ---- the aligned-only kernel forms (`_a`, `_an`, `_anl`; docs/perf-notes/perf9-swiglu.md, perf10-swc.md) -----------
 
-gpuTest("the aligned-only forms (_a, _an) are the default where the views allow them, main's kernels take x off alignment: the form and the bytes over the option matrix", () => {
+gpuTest("the aligned-only forms (_a, _an, _anl) are the default where the views allow them, main's kernels take x off alignment: the form and the bytes over the option matrix", () => {
   const seed = SEED + 8;
   console.log(`swiglu aligned forms seed ${seed}`);
   const rand = rng(seed);
@@ -582,8 +582,8 @@ gpuTest("the aligned-only forms (_a, _an) are the default where the views allow 
             const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...co });
             const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...dco });
             const l = launchOf("swigluForwardAndPerTokenCast", "tk_swiglu_forward__bf16_e4m3_g128", dx, dco, { data: gd as DeviceTensor });
-            // no `_a` form here: with a clamp, main's kernel
-            assert.equal(swigluFormSuffix(l), aligned && !withClamp ? "_an" : "", `${label}: form`);
+            // no `_a` form here: with a clamp, main's kernel; without one the lean cast form `_anl` (perf10-swc)
+            assert.equal(swigluFormSuffix(l), aligned && !withClamp ? "_anl" : "", `${label}: form`);
             sameRows(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), real, H, `${label} data`);
             sameSfRows(readAllocation(gs as DeviceTensor), cs as HostTensor, real, label);
             if (!o.psum) assertBytesEqual(readAllocation(gs as DeviceTensor), storageBytes(cs as HostTensor), `${label} sf allocation`);
@@ -632,7 +632,7 @@ gpuTest("the aligned-only forms at full size, and main's kernels for views off a
   const dx2 = uploadView(x2), ddy2 = uploadView(dy2), dco2 = onDevice(co2);
   {
     // full size (the roofline shape), psum layout with padding rows, weights, no clamp: forward `_an`,
-    // forward+cast `_an`, backward `_a`
+    // forward+cast `_anl` (perf10-swc), backward `_a`
     const label = "full size";
     const fwd = swigluForward(x2, { fmt: "bf16", ...co2 }) as HostTensor;
     const gpu = swigluForward(dx2, { fmt: "bf16", ...dco2 }) as DeviceTensor;
@@ -675,4 +675,76 @@ gpuTest("the aligned-only forms at full size, and main's kernels for views off a
     dispose(dxu, dxa, ddyu, gu);
   }
   dispose(dx2, ddy2, Object.values(dco2));
+});
+
+// ---- the lean cast form `_anl` (docs/perf-notes/perf10-swc.md) ----------------------------------------------------
+
+/** A bf16 [T, 2H] input whose 128-column groups of the forward value are the cast's edge cases, by group index. */
+function edgeGroupsX(rand: () => number, T: number, H: number): HostTensor {
+  const b = new Uint16Array(T * 2 * H);
+  const NAN = 0x7fc0, INF = 0x7f80, TINY = 0x0080, HUGE = 0x7f00; // bf16: NaN, +Inf, 2^-126, 2^127
+  for (let t = 0; t < T; t++) {
+    for (let j = 0; j < H; j++) {
+      const kind = (t * (H / 128) + (j >> 7)) % 9;
+      const r = () => encodeBf16(Math.fround((rand() * 2 - 1) * 8));
+      let g = r(), u = r();
+      if (kind === 1) {
+        g = NAN; // every value of the group NaN: amax 0, the clamp's scale, codes of NaN
+      } else if (kind === 2) {
+        g = 0x0000; // ±0 only
+        u = rand() < 0.5 ? 0x8000 : 0x0000;
+      } else if (kind === 3 && j % 128 === 37) {
+        u = INF; // one +Inf value: amax +Inf (the divisions' slow paths)
+      } else if (kind === 4) {
+        g = 0x3f80; // subnormal products (silu(1) · ±2^-126)
+        u = TINY ^ (rand() < 0.5 ? 0x8000 : 0);
+      } else if (kind === 5) {
+        g = HUGE; // overflow to +Inf in silu(g) · u (and a gate outside the silu table's window)
+        u = HUGE;
+      } else if (kind === 6 && j % 128 === 5) {
+        g = NAN; // one NaN among finite values: ignored by the amax
+      } else if (kind === 7) {
+        u = rand() < 0.5 ? 0x8000 | (u & 0x7fff) : u & 0x7fff; // mixed signs
+      } else if (kind === 8 && j % 128 === 127) {
+        u = encodeBf16(-1000); // the amax at the group's last column, from a negative value
+      }
+      b[t * 2 * H + j] = g;
+      b[t * 2 * H + H + j] = u;
+    }
+  }
+  return tensor(b, [T, 2 * H], "bf16");
+}
+
+gpuTest("the lean cast form (_anl) equals the CPU reference: option matrix, sf layouts, edge groups", () => {
+  const seed = SEED + 10;
+  console.log(`swiglu lean cast form seed ${seed}`);
+  const rand = rng(seed);
+  const SFO = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }];
+  const OPTS_L: Opts[] = [{}, { psum: true }, { weights: true, scale: true }, { psum: true, weights: true }, { psum: true, weights: true, scale: true }];
+  for (const [T, H, edge] of [[0, 128, false], [1, 128, false], [37, 384, false], [133, 1024, false], [45, 1152, true], [260, 256, true]] as const) {
+    for (const o of OPTS_L) {
+      const A = [1, 4, 16, 128][Math.floor(rand() * 4)];
+      const x = edge ? edgeGroupsX(rand, T, H) : randomX(rand, T, 2 * H, "bf16");
+      const co = common(rand, T, o, A);
+      const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
+      const dx = uploadView(x);
+      const dco = onDevice(co);
+      for (const sfo of SFO) {
+        const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...co });
+        const label = `lean ${JSON.stringify(sfo)} T=${T} H=${H} ${JSON.stringify(o)} A=${A} edge=${edge}`;
+        const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...dco });
+        const l = launchOf("swigluForwardAndPerTokenCast", "tk_swiglu_forward__bf16_e4m3_g128", dx, dco, { data: gd as DeviceTensor });
+        assert.equal(swigluFormSuffix(l), "_anl", `${label}: form`);
+        const bd = readAllocation(gd as DeviceTensor), bs = readAllocation(gs as DeviceTensor);
+        sameRows(bd, storageBytes(cd as HostTensor), real, H, `${label} data`);
+        sameSfRows(bs, cs as HostTensor, real, label);
+        if (!o.psum) {
+          assertBytesEqual(bd, storageBytes(cd as HostTensor), `${label} data allocation`);
+          assertBytesEqual(bs, storageBytes(cs as HostTensor), `${label} sf allocation`);
+        }
+        dispose(gd, gs);
+      }
+      dispose(dx, Object.values(dco));
+    }
+  }
 });

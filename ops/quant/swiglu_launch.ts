@@ -31,6 +31,8 @@ const THREADS = 256;
 const ROWS_PER_BLOCK = THREADS / 8;
 /** Column parts of a row group in the forward kernels (kFwdParts of swiglu.cu): a warp's unit is 4 rows × a third. */
 const FORWARD_PARTS = 3;
+/** Column parts of the lean cast form `_anl` (kFwdLeanParts of swiglu.cu: 4 CTAs per SM on sm_90a). */
+const FORWARD_LEAN_PARTS = 4;
 
 const packet = new LaunchPacket(SwigluParams);
 const W = packet.w;
@@ -70,11 +72,13 @@ function addr(t: Tensor | null | undefined): number {
 /**
  * The kernels that have aligned-only forms (swiglu.cu's SwigluForm; docs/perf-notes/perf9-swiglu.md), with the
  * forms built: those that were faster than main's kernel on the H200 (2026-12-01). forward__bf16_e4m3_g128 has no
- * `_a` (it spills at 80 registers), backward__bf16_bf16 no `_an` (it was slower than main's kernel).
+ * `_a` (it spills at 80 registers), and its no-clamp form is the lean cast form `_anl` (`_an`'s conditions,
+ * kFormLeanCast; docs/perf-notes/perf10-swc.md: it replaced that kernel's `_an`); backward__bf16_bf16 has no `_an`
+ * (it was slower than main's kernel).
  */
-const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an")[]> = new Map([
+const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = new Map([
   ["tk_swiglu_forward__bf16_bf16", ["_a", "_an"]],
-  ["tk_swiglu_forward__bf16_e4m3_g128", ["_an"]],
+  ["tk_swiglu_forward__bf16_e4m3_g128", ["_anl"]],
   ["tk_swiglu_backward__bf16_bf16", ["_a"]],
 ]);
 
@@ -85,13 +89,14 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an")[]> = new Map([
  * tests at run time holds, so that main's kernel would take its vector path everywhere too: x 16-byte aligned (rows
  * are multiples of 256 bytes); forward bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3
  * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
- * of 128 bytes). `_an` where it is built and the launch has no clamp (then there are no counters either), else
- * `_a` where it is built. Exported for the GPU tests only.
+ * of 128 bytes). The no-clamp form (`_an`, or forward__bf16_e4m3_g128's `_anl`) where it is built and the launch
+ * has no clamp (then there are no counters either), else `_a` where it is built. Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
   const built = ALIGNED_FORMS.get(a.symbol);
   if (!built) return "";
-  const form = a.clamp === null && !a.counts && built.includes("_an") ? "_an" : built.includes("_a") ? "_a" : "";
+  const noClamp = built.find((f) => f !== "_a");
+  const form = a.clamp === null && !a.counts && noClamp ? noClamp : built.includes("_a") ? "_a" : "";
   if (form === "") return "";
   const a16 = (t: Tensor | null | undefined) => addr(t) % 16 === 0;
   if (!a16(a.x)) return "";
@@ -113,7 +118,8 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   const sfRows = g ? g.paddedRows : 0;
   if (a.tokens === 0 && sfRows === 0) return;
   const op = a.op;
-  const fn = kernelFunction(op, device, a.symbol + swigluFormSuffix(a));
+  const form = swigluFormSuffix(a);
+  const fn = kernelFunction(op, device, a.symbol + form);
   const p = packet;
   p.u64(W.x, addr(a.x));
   p.u64(W.x_sf, addr(a.xSf));
@@ -146,7 +152,8 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.f32(W.scale, a.scale ?? 1);
   p.f32(W.amax_clamp, config.amaxClamp.e4m3);
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
-  const parts = op === "swigluForward" || op === "swigluForwardAndPerTokenCast" ? FORWARD_PARTS : 1;
+  const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
+  const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
   const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK) * parts, 8 * parts * config.getNumSms(device)));
   p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
   p.launch(op);

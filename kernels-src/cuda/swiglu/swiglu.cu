@@ -9,9 +9,11 @@
 //   <one of the above>_a, _an                 aligned-only forms (SwigluForm below): `_a` for views that allow
 //                                             every vector access, `_an` also without a clamp; the same geometry,
 //                                             launch bounds and bytes as the kernel they derive from. `_a`, `_an`
-//                                             of forward__bf16_bf16, `_a` of backward__bf16_bf16, `_an` of
-//                                             forward__bf16_e4m3_g128; the launch takes them by default where
-//                                             their conditions hold
+//                                             of forward__bf16_bf16, `_a` of backward__bf16_bf16; the launch takes
+//                                             them by default where their conditions hold
+//   tk_swiglu_forward__bf16_e4m3_g128_anl     the lean cast form (kFormLeanCast): `_an`'s conditions (the launch
+//                                             takes it by default where they hold), the same bytes, 4 CTAs per SM
+//                                             on sm_90a and 4 column parts (see below)
 //   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
 //                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
 //   tk_swiglu_recip_check                     out[i] = recip_rn_n's 1/x[i]                 (tests; 0xffffffff
@@ -21,6 +23,7 @@
 //
 //   kernel                 block.x  dynamic smem  grid.x
 //   forward (all)          256      0             min(ceilDiv(T, 32) · P, 8 · P · SMs),  P = kFwdParts = 3
+//     except _g128_anl     256      0             the same with P = kFwdLeanParts = 4
 //   backward (all)         256      0             min(ceilDiv(T, 32), 8 · SMs)
 //   tk_swiglu_expf_check   256      0             min(ceilDiv(n, 256), 8 · SMs)
 //   tk_swiglu_recip_check  256      0             min(ceilDiv(n, 256), 8 · SMs)  (8 elements a thread)
@@ -101,7 +104,15 @@ enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
 //     every element are not compiled (without a clamp they still cost ~20 instructions a chunk: the 8 `clamped`
 //     booleans are materialized). Forward only: the backward's `_an` was slower than main's kernel on the H200
 //     (docs/perf-notes/perf9-swiglu.md, Measured) and was removed.
-enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2 };
+//   kFormLeanCast (forward + cast to groups of 128 with bf16 x, on top of kFormAligned | kFormNoClamp: `_anl`):
+//     the cast's own work per step cut without changing an operation (docs/perf-notes/perf10-swc.md): the two chunk
+//     slots of a step are one group, so its scale and inverse (sf_and_inv: two IEEE divisions) are computed once
+//     a step instead of once per slot; the group's amax is one max tree over the 16 values with |v| folded into
+//     the max's operands (fabsf: FMNMX |R|) instead of an integer mask per value and two chains; the e4m3 row
+//     is addressed from a row pointer made once per unit; a unit issues its row weight and first step's loads
+//     before its psum search (for_rows' kLateState), not after. Launched at kFwdLeanMinBlocks CTAs per SM (≤ 64
+//     registers on sm_90a: 32 warps per SM instead of 24) with kFwdLeanParts column parts.
+enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2, kFormLeanCast = 4 };
 
 constexpr int kBlockThreads = 256;
 constexpr int kTeam = 8;        // lanes per row
@@ -120,6 +131,16 @@ constexpr int kFwdMinBlocks = 2;
 #else
 constexpr int kFwdMinBlocks = 3;
 #endif
+// The lean cast form (kFormLeanCast, `_anl`): 4 CTAs per SM on sm_90 (≤ 64 registers, no spills: 32 warps per SM,
+// 4 × 34 KiB shared), 2 on sm_100 as its other forwards; kFwdLeanParts column parts of a row group
+// (FORWARD_LEAN_PARTS of ops/quant/swiglu_launch.ts), so that T = 8192 makes 1024 CTAs, ~2 full waves of
+// 4 × 132 (3 parts would leave the second wave 45% full).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+constexpr int kFwdLeanMinBlocks = 2;
+#else
+constexpr int kFwdLeanMinBlocks = 4;
+#endif
+constexpr int kFwdLeanParts = 4;
 
 enum class RowState { kDead, kPadding, kReal };
 
@@ -367,7 +388,9 @@ TK_DEV void add_count(const SwigluParams& p, int i, uint64_t v) {
 // blocks (the parts of a group are consecutive units). kParts > 1 (the forward) makes T / 4 · kParts warps of work
 // instead of T / 4: at T = 8192 that is 15.5 warps per SM with whole rows, too few to hide the latency of a step,
 // whatever the registers allow.
-template <int kParts, class Body>
+// kLateState: the state passed is only kDead or kReal (row < T); the body tells padding rows itself (row_is_real),
+// after it has issued the loads that do not depend on it (the forward's kFormLeanCast).
+template <int kParts, bool kLateState = false, class Body>
 TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
   const uint32_t lane = threadIdx.x % kWarpSize;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * (blockDim.x / kWarpSize);
@@ -375,6 +398,7 @@ TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
   const uint64_t T = p.num_tokens;
   const auto state = [&](uint64_t row) {
     if (row >= T) return RowState::kDead;
+    if constexpr (kLateState) return RowState::kReal;
     return row_is_real(p, static_cast<int64_t>(row)) ? RowState::kReal : RowState::kPadding;
   };
   if constexpr (kParts == 1) {
@@ -397,6 +421,9 @@ TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
 template <Fmt kIn, Fmt kOut, int kN, int kForm = kFormMain>
 TK_DEV void forward(const SwigluParams& p) {
   constexpr bool kAl = (kForm & kFormAligned) != 0, kNoClamp = (kForm & kFormNoClamp) != 0;
+  constexpr bool kLean = (kForm & kFormLeanCast) != 0;
+  static_assert(!kLean || (kN == 128 && kIn == Fmt::kBf16 && kAl && kNoClamp), "kFormLeanCast: bf16 x, groups of 128, _an");
+  constexpr int kParts = kLean ? kFwdLeanParts : kFwdParts;
   check_psum(p);
   constexpr int kInBytes = kChunk * FmtTraits<kIn>::kBits / 8;
   const uint32_t H = p.hidden, chunks = H / kChunk;
@@ -417,11 +444,15 @@ TK_DEV void forward(const SwigluParams& p) {
   const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p, kNoClamp);
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
-  for_rows<kFwdParts>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
-    const bool real = st == RowState::kReal;
+  for_rows<kParts, kLean>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
+    // kLean: `real` first says only row < T (for_rows' kLateState): the row weight and the first step's loads are
+    // issued for any row inside x and the weights (a padding row's are read and never used), and the psum search
+    // (row_is_real: ~7 dependent loads) then runs while they are in flight instead of before them.
+    bool real = st == RowState::kReal;
     const float w = real ? row_weight(p, row) : 1.0f;
     if (real && r == 0 && b1 == steps) n3 += H;  // once per row: only its last part ends at `steps`
     const uint8_t* xr = x + (real ? row : 0) * x_row;
+    uint8_t* const outr = out + row * out_row;  // the row's output (kLean's stores; not dereferenced unless real)
     // bf16 x: the gate and up chunks of step b + 1 are loaded (raw words, 16 registers) before step b is computed,
     // so a warp keeps a step's loads in flight while it computes: with ~16 resident warps per SM the loads of a
     // warp that computes between them would leave HBM idle. fp32 x (32 registers of raw words; it spills on
@@ -449,6 +480,9 @@ TK_DEV void forward(const SwigluParams& p) {
 #pragma unroll
       for (int s = 0; s < 2; ++s) load_slot(b0 * kStepChunks + s * kTeam + r, cur[s]);
     }
+    // kLean: from here `real` is the row's state (the later loads, the values and the stores follow it); n3 above
+    // counted for a padding row too, but kLean has no counters (kNoClamp)
+    if constexpr (kLean) real = real && row_is_real(p, static_cast<int64_t>(row));
     for (uint32_t base = b0 * kStepChunks; base < ch_end; base += kStepChunks) {  // step b = base / 16
       Slot nxt[2];
       if constexpr (kPrefetch) {
@@ -508,6 +542,32 @@ TK_DEV void forward(const SwigluParams& p) {
 #pragma unroll
         for (int s = 0; s < 2; ++s)
           if (live[s]) store8<kOut>(out + row * out_row + static_cast<uint64_t>(col[s]) * kOutElem, out_aligned, val[s]);
+      } else if constexpr (kLean) {
+        // Groups of 128: the step's 16 chunks (8 lanes × 2 slots) are one group, k = b. The group's amax is the
+        // maximumNumber of {0} ∪ {|v|} over its 128 values, as in main's form (two chains from 0, then the lanes):
+        // max is exact and order independent, fabsf only clears the sign (ptxas folds it into FMNMX's |R| operand,
+        // where abs_f's integer mask was one LOP3 a value), and the final max with 0 leaves the same value whether
+        // or not every value was NaN (fmaxf ignores a NaN operand, so the result is never NaN, as main's). Both
+        // slots are live or neither (H % 128 == 0: base + 16 ≤ chunks), so sf_and_inv runs once a step, not once
+        // per slot: the same scale and inverse main's form computes twice from the same amax.
+        float m[kChunk];
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) m[i] = max_num(fabsf(val[0][i]), fabsf(val[1][i]));
+#pragma unroll
+        for (int h = kChunk / 2; h >= 1; h /= 2)
+#pragma unroll
+          for (int i = 0; i < h; ++i) m[i] = max_num(m[i], m[i + h]);
+        const float amax = group_max<kTeam>(max_num(m[0], 0.0f));
+        if (live[0]) {
+          const float inv = cast.inv_and_store(amax, row, col[0] / kN, r == 0);
+#pragma unroll
+          for (int s = 0; s < 2; ++s) {
+            if (!live[s]) continue;
+            uint32_t o[2];
+            cast.encode(val[s], inv, o);
+            store_chunk<8>(outr + col[s], o, true);
+          }
+        }
       } else {
         float a0 = cast.local_amax(val[0]), a1 = cast.local_amax(val[1]);
         cast.group_amax(a0, a1);
@@ -1010,6 +1070,10 @@ TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
 // where they were faster on the H200: `_a` (kFormAligned), `_an` (kFormAligned | kFormNoClamp). Same launch bounds
 // and geometry as main's kernel. forward__bf16_e4m3_g128 has no `_a`: at its 80-register bound (3 CTAs/SM on
 // sm_90a) that form spills 4 bytes. backward__bf16_bf16 has no `_an`: it was slower than main's kernel.
+// forward__bf16_e4m3_g128_anl: `_an` with kFormLeanCast (docs/perf-notes/perf10-swc.md), 60 registers on sm_90a
+// (no spills) at kFwdLeanMinBlocks = 4 CTAs per SM; it replaced forward__bf16_e4m3_g128_an (the same conditions
+// and bytes; 72 registers, 3 CTAs per SM), which it beat on the H200 (perf10-swc.md, Measured: 74.9 → 75.8% at
+// T = 8192, 77.5 → 79.1% at 16384).
 #define TK_SWIGLU_FWD_FORM(in, IN, out, OUT, blocks, sfx, form)                                                     \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, blocks) tk_swiglu_forward__##in##_##out##_##sfx(  \
       const __grid_constant__ SwigluParams p) {                                                                 \
@@ -1028,5 +1092,5 @@ TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
 
 TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAligned)
 TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
-TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
+TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdLeanMinBlocks, anl, tk::kFormAligned | tk::kFormNoClamp | tk::kFormLeanCast)
 TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned)
