@@ -29,10 +29,10 @@ import { guardSelftest } from "../ops/runtime/guard_selftest.ts";
 import { kernelFunction, launchCount } from "../ffi/cuda.ts";
 import { config } from "../core/config.ts";
 import { deviceRuntime } from "../core/tensor.ts";
-import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
+import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS, up, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS, storageBytes, up, uploadView } from "./gpu_util.ts";
 
 const SF_CONFIGS = SF_LAYOUTS;
 const TOKENS = [0, 1, 33, 257];
@@ -957,4 +957,120 @@ gpuTest("perTokenCast with PDL right after a kernel (perTokenCastBack) or a copy
       s[Symbol.dispose]();
     }
   });
+});
+
+// ---- perTokenCast with stochasticCast: _g128_sr_wu (perTokenLaunchTuning.srWarpUnits; docs/perf-notes/perf10-ptsr.md)
+
+/**
+ * `x` with values that reach every branch of the stochastic e4m3 encode once scaled by the group's inverse: ±0, bf16
+ * subnormals, values whose scaled magnitude falls in the e4m3 subnormal range (below 2^-6: the rz-FMA low term),
+ * exactly at the e4m3 grid and just below the next one (the carry of the random bits into the exponent), the group
+ * maximum (448 after scaling: saturation), and groups of tiny values only (scales at the amax clamp). Rows t ≡ 1
+ * (mod 3); withSpecials (NaN, ±Inf: the per-chunk NaN probe's fallback) writes rows t ≡ 0 (mod 3).
+ */
+function withSrEdges(x: HostTensor): HostTensor {
+  const [T, H] = x.shape;
+  const s0 = x.strides[0];
+  const d = x.data as Uint16Array;
+  const edges = [0x0000, 0x8000, 0x0001, 0x807f, 0x3a80, 0xba81, 0x3c00, 0x3bff, 0xbdff, 0x3e00, 0x4000, 0xc3df, 0x0400];
+  for (let t = 1; t < T; t += 3) {
+    for (let j = 0; j < H; j++) {
+      const i = x.offset + t * s0 + j;
+      if (Math.floor(t / 3) % 2 === 1 && j % 256 < 128) d[i] = 0x0080 + (j % 7); // a group of tiny normals: sf at the clamp
+      else if (j % 5 === 0) d[i] = edges[(j / 5 + t) % edges.length];
+    }
+  }
+  return x;
+}
+
+/**
+ * perTokenCast bf16 → e4m3 with stochasticCast through `_g128_sr_wu` (perTokenLaunchTuning.srWarpUnits on) = the CPU
+ * reference (stochastic.ref.ts), sf = the RN call's: every sf layout; H = 64 (one warp unit, 8 live chunks of 128),
+ * 576 / 2048 (partial last units), 7168 (7 whole units a row), 73728 (72 units); T % 4 ≠ 0 under the column-major
+ * padding; 0 rows (only the padding, or nothing); several units per warp and the grid wrapping (4001 × 7168: 28007
+ * units over 1056 blocks); strided rows (7168 + 64 and 7168 + 128: aligned); views whose base or row stride is not
+ * a multiple of 16 bytes (stride 577, offsets of 2 and 8 bytes) and data outputs at an 8-byte offset fall back to
+ * `_g128_sr` (and give the same bytes), x or data at a 16-byte offset take `_g128_sr_wu`; specials and SR edge
+ * values; config.pdl on and off (the PDL attribute follows it); every call twice (the replay path keeps the form);
+ * then the knob off again runs `_g128_sr`.
+ */
+gpuTest("perTokenCast stochasticCast _g128_sr_wu (perTokenLaunchTuning.srWarpUnits) = reference: bf16 → e4m3 groups of 128, every sf layout, tails, 0 rows, 4001 × 7168, strided and 16-byte-offset views, unaligned views and outputs falling back to _g128_sr, specials, PDL on / off, replay (seeds 10101, 10102)", async () => {
+  const saved = perTokenLaunchTuning.srWarpUnits;
+  perTokenLaunchTuning.srWarpUnits = true;
+  try {
+    for (const seed of [10101, 10102]) {
+      const rand = rng(seed);
+      // [T, H, row stride, element offset]
+      const shapes: [number, number, number, number][] = seed === 10101
+        ? [
+          [0, 7168, 7168, 0], [1, 64, 64, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 4], [7, 2048, 2048 + 8, 8], [33, 7168, 7168 + 64, 0],
+          [130, 2048, 2048, 0], [257, 576, 576, 0], [3, 73728, 73728, 0], [4001, 7168, 7168, 0],
+        ]
+        : [[2, 64, 128, 8], [9, 7168, 7168 + 128, 0], [66, 1024, 1024, 0], [4001, 7168, 7168 + 64, 0]];
+      for (const [T, H, stride, off] of shapes) {
+        let x = withSrEdges(withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride)));
+        if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+        const dx = uploadView(x);
+        const aligned = off % 8 === 0 && stride % 8 === 0; // 16 bytes of bf16
+        try {
+          for (const [name, sfo] of SF_LAYOUTS) {
+            if (T === 4001 && name !== (seed === 10101 ? "fp32" : "packed-col")) continue;
+            const o = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true, ...sfo } as const;
+            const c = perTokenCast(x, o);
+            const rn = perTokenCast(x, { ...o, stochasticCast: false });
+            assertBytesEqual(storageBytes(c[1] as HostTensor), storageBytes(rn[1] as HostTensor), `${name} ${T}x${H}: reference sf = the RN call's`);
+            for (const on of T === 4001 || name.startsWith("fp32") || name === "packed-col" ? [true, false] : [true]) {
+              await withPdl(on, () => {
+                const label = `_sr_wu bf16 128 SR ${name} ${T}x${H} stride ${stride} offset ${off} pdl ${on}`;
+                samePair(perTokenCast(dx, o), c, label);
+                if (T > 0) {
+                  const l = perTokenLastLaunch();
+                  assert.equal(l.fn, ptcFn(aligned ? "bf16_e4m3_g128_sr_wu" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
+                  assert.equal(l.pdl, aligned && on, `${label}: PDL attribute`);
+                }
+                samePair(perTokenCast(dx, o), c, `${label} (again)`);
+              });
+            }
+          }
+        } finally {
+          dispose(dx);
+        }
+      }
+    }
+    // data outputs at a byte offset of 8 (falls back to _g128_sr) and 16 (_g128_sr_wu), fp32 and packed sf
+    const x = withSrEdges(withSpecials(randomInput(rng(10103), 70, 7168, "bf16")));
+    const dx = uploadView(x);
+    try {
+      for (const dataOff of [8, 16]) {
+        for (const [name, sfo] of SF_LAYOUTS.filter(([n]) => n === "fp32" || n === "packed-col")) {
+          const o = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true, ...sfo } as const;
+          const [cd, cs] = perTokenCast(x, o);
+          const whole = zeros([70 * 7168 + dataOff], "e4m3", { device: 0 }) as DeviceTensor;
+          const data = new DeviceTensor(whole.storage, "e4m3", [70, 7168], [7168, 1], dataOff);
+          whole.dispose();
+          const [, s] = perTokenCast(dx, { ...o, out: { data } });
+          const label = `_sr_wu data offset ${dataOff} ${name}`;
+          try {
+            assert.equal(perTokenLastLaunch().fn, ptcFn(dataOff === 16 ? "bf16_e4m3_g128_sr_wu" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
+            assertBytesEqual(logicalBytes(await toHost(data)), logicalBytes(cd as HostTensor), label);
+            sameAllocation(s, cs, `${label} sf`);
+          } finally {
+            dispose(data, s);
+          }
+        }
+      }
+      // the knob off again: the replay of the same options object takes _g128_sr
+      const o = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true } as const;
+      const c = perTokenCast(x, o);
+      samePair(perTokenCast(dx, o), c, "knob on");
+      assert.equal(perTokenLastLaunch().fn, ptcFn("bf16_e4m3_g128_sr_wu"), "knob on: symbol");
+      perTokenLaunchTuning.srWarpUnits = false;
+      samePair(perTokenCast(dx, o), c, "knob off (replay options)");
+      assert.equal(perTokenLastLaunch().fn, ptcFn("bf16_e4m3_g128_sr"), "knob off: symbol");
+    } finally {
+      dispose(dx);
+    }
+  } finally {
+    perTokenLaunchTuning.srWarpUnits = saved;
+  }
 });

@@ -181,7 +181,7 @@ const W = packet.w;
 const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3 };
 const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1"];
 const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
-/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 7 + form), filled on first use. */
+/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 8 + form), filled on first use. */
 const fnCache: number[][] = [];
 
 /**
@@ -212,19 +212,39 @@ const fnCache: number[][] = [];
  *   81.7 → 87.2% of copy back to back, 74.5 → 77.9% with a copy and 72.6 → 75.8% with another kernel between
  *   casts). `config.pdl` off: "" / "pkl", launched without the attribute. Read at every launch; the replay path
  *   compares it.
+ * - "wu": perTokenCast bf16 → e4m3 with stochasticCast, groups of 128, x base / row stride and data base multiples
+ *   of 16 bytes, while {@link perTokenLaunchTuning}.srWarpUnits is set (default off): `_g128_sr_wu`, launched with
+ *   the PDL attribute iff `config.pdl` (docs/perf-notes/perf10-ptsr.md). Otherwise stochasticCast runs `…_sr`.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl";
-const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor4_a: 4, pdl: 5, pkl_pdl: 6 };
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu";
+const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor4_a: 4, pdl: 5, pkl_pdl: 6, wu: 7 };
+
+/**
+ * Launch knobs of perTokenCast (docs/perf-notes/perf10-ptsr.md). `srWarpUnits`: a perTokenCast bf16 → e4m3 with
+ * stochasticCast and groups of 128 (any sf layout) whose x base, x row stride (bytes) and data base are multiples of
+ * 16 bytes runs `_g128_sr_wu` (per_token_cast.cu, run_warp_units: warp units of 4 chunks per lane walked flat over
+ * (row, segment) pairs, staged one unit ahead, the same step() and the same stochastic encode as `_g128_sr`;
+ * launched with the PDL attribute while `config.pdl` is set) instead of `_g128_sr`; any other view keeps `_g128_sr`.
+ * Same bytes either way (tests/per_token_cast_gpu.test.ts). Default off: not measured yet (bench/ptsr10_tuning.ts
+ * is the A/B). Read at every launch that is not a replay; a change of the value is seen by the next call (the
+ * replay path compares it).
+ */
+export const perTokenLaunchTuning = { srWarpUnits: false };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
   return addrOf(x) % 16 === 0 && (x.strides[0] * 2) % 16 === 0;
 }
 
+/** Chunks (8 bf16 columns each) of one warp unit of `_g128_sr_wu`: 4 per lane × 32 lanes (1024 columns). */
+const WU_CHUNKS = 128;
+
 // `aligned`: a bf16 x view that allows 16-byte accesses (alignedView); `pdl`: config.pdl at this launch
 function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned: boolean, pdl: boolean): Form {
   const n = a.numPerChannels;
-  if (sr || (inDtype !== "fp32" && inDtype !== "bf16") || GROUP_INDEX[n] === undefined) return "";
+  // `aligned` here also covers the data output (launchPerToken): perTokenLaunchTuning.srWarpUnits
+  if (sr) return aligned && mode === PER_TOKEN_MODE.cast && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128 ? "wu" : "";
+  if ((inDtype !== "fp32" && inDtype !== "bf16") || GROUP_INDEX[n] === undefined) return "";
   if (mode === PER_TOKEN_MODE.sfOnly) {
     if (a.rule.fmt !== "e4m3" || (n !== 32 && n !== 128)) return "";
     return aligned && n === 128 && inDtype === "bf16" ? "sor4_a" : "sor4";
@@ -244,7 +264,7 @@ function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n
   // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
   // kernel
   const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 7 + FORM_INDEX[form];
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 8 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
@@ -291,6 +311,8 @@ interface Replay {
   clamp: number;
   /** config.pdl at the launch */
   pdl: boolean;
+  /** perTokenLaunchTuning.srWarpUnits at the launch (a fresh data output is a whole allocation: 16-byte aligned) */
+  srWarpUnits: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -318,7 +340,8 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if (out !== undefined && ((out.data ?? null) !== m.outData || (out.sf ?? null) !== m.outSf)) return false;
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
-  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl;
+  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
+    perTokenLaunchTuning.srWarpUnits === m.srWarpUnits;
 }
 
 function launchPerToken(
@@ -336,7 +359,10 @@ function launchPerToken(
   const a = r.args;
   const sfRows = mode === PER_TOKEN_MODE.precomputedSf ? a.tokens : g.paddedRows;
   if (a.tokens === 0 && sfRows === 0) return;
-  const aligned = mode === PER_TOKEN_MODE.sfOnly && r.x.dtype === "bf16" && alignedView(r.x);
+  const aligned = r.x.dtype === "bf16" &&
+    (mode === PER_TOKEN_MODE.sfOnly
+      ? alignedView(r.x)
+      : sr && mode === PER_TOKEN_MODE.cast && perTokenLaunchTuning.srWarpUnits && alignedView(r.x) && addrOf(data) % 16 === 0);
   const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl);
   const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, form);
   packetGen++;
@@ -362,8 +388,13 @@ function launchPerToken(
   p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
-  const grid = perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
-  p.setLaunch(fn, stream.handle, grid, PT.threads, 0, form === "pdl" || form === "pkl_pdl", device.index);
+  // `_g128_sr_wu`: ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
+  // 8 · SMs as the `_g<N>` kernels
+  const grid = form === "wu"
+    ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
+    : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
+  const pdlLaunch = form === "pdl" || form === "pkl_pdl" || (form === "wu" && config.pdl);
+  p.setLaunch(fn, stream.handle, grid, PT.threads, 0, pdlLaunch, device.index);
   p.launch(op);
 }
 
@@ -512,6 +543,7 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         clampKey: a.rule.e4m3Sf ? (a.rule.fmt === "e4m3" ? "e4m3/e4m3sf" : "e2m1/e4m3sf") : a.rule.fmt,
         clamp: a.rule.clamp,
         pdl: config.pdl,
+        srWarpUnits: perTokenLaunchTuning.srWarpUnits,
         device: pl.device,
         streamObj: stream,
         d: dg,

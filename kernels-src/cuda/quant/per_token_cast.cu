@@ -54,6 +54,20 @@
 //                                        stream has completed and its writes are visible) before its first global
 //                                        read or write. Both are no-ops in a launch without the PDL attribute (PTX
 //                                        ISA, griddepcontrol). Same bytes, same geometry as _g128 / _g128_pkl
+//   tk_per_token_cast__bf16_e4m3_g128_sr_wu
+//                                        perTokenCast (mode 0 only) bf16 → e4m3 with stochasticCast, groups of 128,
+//                                        x base / row stride and data base multiples of 16 bytes (the host checks
+//                                        it): GroupCast::run_warp_units — warp units of 4 chunks per lane (32
+//                                        values) walked flat over (row, 1024-column segment) pairs instead of
+//                                        _g128_sr's 8-warp row teams of 2-chunk units (which leave one unit item in
+//                                        eight dead at H = 7168 and pay the per-unit work — amax shuffles, sf_and_inv
+//                                        with its two IEEE divisions, the sf store, staging — per 16 values), staged
+//                                        one unit ahead by cp.async, no element-wide fallback; the same step() and
+//                                        stochastic encode (common/sr_chunk.cuh) as _g128_sr, so the same bytes;
+//                                        the griddepcontrol prologue of _pdl (launched with the PDL attribute while
+//                                        config.pdl is set). Behind ops/quant/per_token_cast.ts
+//                                        perTokenLaunchTuning.srWarpUnits (default off until measured;
+//                                        docs/perf-notes/perf10-ptsr.md)
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -68,6 +82,9 @@
 //   _pkl     256      0             as _g<N>
 //   _sor4_a  256      0             as _g<N> (4 resident blocks per SM, as _sor4)
 //   _pdl     256      0             as _g<N> (_g128_pdl, _g128_pkl_pdl; launched with the PDL attribute)
+//   _sr_wu   256      0             max(1, min(ceilDiv(T · U, 8), 8 · SMs))   U = ceilDiv(H / 8, 128) warp units a row
+//                                  (_g128_sr_wu: 32 KiB static smem, 4 resident blocks per SM; PDL attribute iff
+//                                  config.pdl)
 //   _g<N> / _u4 / _sor4, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off:
 //            it measured slower with _g<N>): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one wave)
 //
@@ -77,7 +94,7 @@
 //   32 + 1 KiB; _sor4 and _sor4_a none; _pkl and _pdl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers
 //   (sm_90a, ptxas): _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4). bf16 → e4m3, sm_90a /
 //   sm_100a: _g128 56 / 46, _g128_pkl 56 / 54, _g128_sor4 59 / 60, _g128_sor4_a 60 / 62; _g128_pdl and _g128_pkl_pdl
-//   56 on sm_90a (as _g128 / _g128_pkl).
+//   56 on sm_90a (as _g128 / _g128_pkl); _g128_sr 56 / 46, _g128_sr_wu 60 / 56.
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -204,6 +221,9 @@ enum KernelForm : int {
                              // L2::evict_last cache policy, so that a 32-byte sector shared by 8 rows (8 blocks)
                              // stays in L2 until all of them wrote it (the _pkl symbols)
   kFormE2m1Sca = 7,  // every mode; bf16 → e2m1 only: the _u4sca encoders and amax (Symbols above)
+  kFormSrWarpUnits = 8,  // perTokenCast (mode 0) with stochasticCast only, x and data 16-byte aligned: warp units
+                         // of kU chunks per lane walked flat over (row, segment) pairs, staged by cp.async one unit
+                         // ahead (run_warp_units; the _g128_sr_wu symbol, docs/perf-notes/perf10-ptsr.md)
 };
 
 // kUnits: chunks per thread in one unit when nonzero (the _u4 / _sor4 symbols), else kItemsPerStep.
@@ -220,7 +240,9 @@ struct GroupCast {
   static constexpr bool kRequant = FmtTraits<kIn>::kCode;
   static constexpr bool kSfOnly = kForm == kFormSfRegs;
   static_assert(!kSfOnly || (!kRequant && !kSr), "the sf-only forms take value inputs and no stochastic rounding");
-  static_assert(!kAligned || kSfOnly, "the aligned-only form is the sf-only _sor4_a");
+  static constexpr bool kSrWarpUnits = kForm == kFormSrWarpUnits;
+  static_assert(!kAligned || kSfOnly || kSrWarpUnits, "the aligned-only forms are _sor4_a and _sr_wu");
+  static_assert(!kSrWarpUnits || (kSr && kAligned && !kRequant), "_sr_wu: stochastic, aligned, value input");
   static constexpr bool kE2m1Sca = kForm == kFormE2m1Sca;
   static constexpr int kU = kUnits != 0 ? kUnits : kItemsPerStep<kIn>;
   // The (sf, inv) of a group is the same for all its lanes: each lane computes it for at most kSfRounds items of
@@ -248,10 +270,11 @@ struct GroupCast {
   TK_DEV explicit GroupCast(const PerTokenCastParams& params) : p(params) {
     chunks = p.hidden / S::kVec;
     sf_out = make_sf_out(p, (p.hidden + kN - 1) / kN);
-    precomputed = !kSfOnly && !kRequant && p.mode == kModePrecomputedSf;
-    write_data = !kSfOnly && p.mode != kModeSfOnly;
+    // _sr_wu serves mode 0 only (the host launches it for perTokenCast, never for the other modes)
+    precomputed = !kSfOnly && !kRequant && !kSrWarpUnits && p.mode == kModePrecomputedSf;
+    write_data = !kSfOnly && (kSrWarpUnits || p.mode != kModeSfOnly);
     write_sf = !precomputed && p.sf != 0;
-    data_aligned = (p.data % kVecBytes) == 0;
+    data_aligned = kSrWarpUnits || (p.data % kVecBytes) == 0;  // _sr_wu: the host checked it
     e4m3_inv_table = kSfInvTable && !precomputed && (p.flags & (kSfRound | kSfE4m3Out)) == kSfE4m3Out;
     pow2_no_clamp = kE2m1Sca && !precomputed && (p.flags & kSfRound) != 0;
     in_row_shift = kRequant ? log2_pow2(p.x_block_rows) : 0;
@@ -464,6 +487,10 @@ struct GroupCast {
       run_regs();
       return;
     }
+    if constexpr (kSrWarpUnits) {
+      run_warp_units();
+      return;
+    }
     static_assert(!kPdl || (!kRequant && !kSfOnly), "the PDL forms are the value-input staged kernels");
     if constexpr (kPdl) {
       // The next grid in the stream (when launched with PDL) may be scheduled once every block of this grid has
@@ -554,6 +581,67 @@ struct GroupCast {
       unit(wa, wb);
       if (row >= rows) break;
       unit(wb, wa);
+    }
+    if (write_sf) sf_out.zero_padding_rows(rows, p.sf_rows);
+  }
+
+  // kFormSrWarpUnits (_sr_wu): the row is cut into segments of kU·32 chunks (bf16: 1024 columns), and a warp unit
+  // is one (row, segment) pair: lane l holds chunks seg·kU·32 + u·32 + l, u < kU — each u one contiguous 512-byte
+  // warp access, each group of 128 columns 16 adjacent lanes of one u, as step() expects with threads = 32. Units
+  // are numbered q = row · upr + seg (upr segments a row) and warp g of the grid takes q = g, g + G, g + 2G, …
+  // (G warps in the grid): no row-team geometry, so a row of 896 chunks (H = 7168) is 7 full units instead of
+  // 3.5 chunks per thread of an 8-warp team (one unit in eight of _g128_sr is dead there). Chunks past the row end
+  // (H not a multiple of 1024) are dead as in step(). The next unit is staged by cp.async while the current one is
+  // computed (two stages of kU · 16 bytes per thread, 32 KiB a block). x's base and row stride and data's base
+  // are multiples of 16 bytes (the host checks it), so there is no element-wide fallback. Launched with or
+  // without the PDL attribute (config.pdl): the griddepcontrol prologue of _pdl.
+  TK_DEV void run_warp_units() const {
+    if constexpr (kPdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    __shared__ __align__(16) uint8_t stage_buf[kStages][kU][kBlockThreads][S::kLoadBytes];
+    constexpr uint32_t kUnitChunks = kU * kWarpSize;
+    const uint32_t rows = p.num_tokens;
+    const uint32_t lane = threadIdx.x % kWarpSize;
+    const uint64_t x_stride = row_stride_bytes<kIn>(p);
+    const uint32_t upr = (chunks + kUnitChunks - 1) / kUnitChunks;  // ≥ 1 (H ≥ 64)
+    const uint32_t block_warps = blockDim.x / kWarpSize;
+    // 64-bit: any grid.x is correct (the host's is at most 8 · SMs); the divisions run once per thread
+    const uint64_t grid_warps = static_cast<uint64_t>(gridDim.x) * block_warps;
+    const uint64_t q0 = static_cast<uint64_t>(blockIdx.x) * block_warps + threadIdx.x / kWarpSize;
+    const uint64_t row_step = grid_warps / upr;
+    const uint32_t seg_step = static_cast<uint32_t>(grid_warps % upr);
+    uint64_t row = q0 / upr;
+    uint32_t seg = static_cast<uint32_t>(q0 % upr);
+    if constexpr (kPdl) asm volatile("griddepcontrol.wait;" ::: "memory");  // as run(): before any global access
+
+    auto prefetch = [&](int st, uint64_t r, uint32_t sg) {
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + r * x_stride;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint32_t c = sg * kUnitChunks + u * kWarpSize + lane;
+        const bool live = c < chunks;
+        cp_async<S::kLoadBytes>(smem_addr(stage_buf[st][u][threadIdx.x]),
+                                live ? xr + static_cast<uint64_t>(c) * S::kLoadBytes : xr, live);
+      }
+    };
+
+    if (row < rows) prefetch(0, row, seg);
+    cp_async_commit();
+    for (int stage = 0; row < rows; stage ^= 1) {  // warp-uniform: step() shuffles over the whole warp
+      uint64_t next_row = row + row_step;
+      uint32_t next_seg = seg + seg_step;
+      if (next_seg >= upr) {
+        next_seg -= upr;
+        ++next_row;
+      }
+      if (next_row < rows) prefetch(stage ^ 1, next_row, next_seg);
+      cp_async_commit();
+      cp_async_wait<1>();  // this unit's copies (all but the group just committed)
+      uint32_t w[kU][S::kLoadWords];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[stage][u][threadIdx.x]), w[u]);
+      step(row, seg * kUnitChunks, kWarpSize, w, nullptr);
+      row = next_row;
+      seg = next_seg;
     }
     if (write_sf) sf_out.zero_padding_rows(rows, p.sf_rows);
   }
@@ -719,6 +807,13 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
   tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE4m3, 128, false, 4, tk::kFormSfRegs, true>(p).run();
 }
 TK_PER_TOKEN_CAST_PDL(bf16, kBf16, e4m3, kE4m3, 128, , tk::kFormAnyMode)
+// perTokenCast bf16 → e4m3 with stochasticCast, groups of 128, x and data 16-byte aligned: warp units of 4 chunks
+// walked flat over (row, segment) pairs (run_warp_units), with the PDL prologue (launched with the attribute while
+// config.pdl is set); docs/perf-notes/perf10-ptsr.md
+extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
+    tk_per_token_cast__bf16_e4m3_g128_sr_wu(const __grid_constant__ PerTokenCastParams p) {
+  tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE4m3, 128, true, 4, tk::kFormSrWarpUnits, true, true>(p).run();
+}
 TK_PER_TOKEN_CAST_PDL(bf16, kBf16, e4m3, kE4m3, 128, _pkl, tk::kFormPackedEvictLast)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)
