@@ -29,7 +29,7 @@ import { guardSelftest } from "../ops/runtime/guard_selftest.ts";
 import { kernelFunction, launchCount } from "../ffi/cuda.ts";
 import { config } from "../core/config.ts";
 import { deviceRuntime } from "../core/tensor.ts";
-import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
+import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS, storageBytes, up, uploadView } from "./gpu_util.ts";
@@ -984,93 +984,149 @@ function withSrEdges(x: HostTensor): HostTensor {
 }
 
 /**
- * perTokenCast bf16 → e4m3 with stochasticCast through `_g128_sr_wu` (perTokenLaunchTuning.srWarpUnits on) = the CPU
- * reference (stochastic.ref.ts), sf = the RN call's: every sf layout; H = 64 (one warp unit, 8 live chunks of 128),
- * 576 / 2048 (partial last units), 7168 (7 whole units a row), 73728 (72 units); T % 4 ≠ 0 under the column-major
- * padding; 0 rows (only the padding, or nothing); several units per warp and the grid wrapping (4001 × 7168: 28007
- * units over 1056 blocks); strided rows (7168 + 64 and 7168 + 128: aligned); views whose base or row stride is not
- * a multiple of 16 bytes (stride 577, offsets of 2 and 8 bytes) and data outputs at an 8-byte offset fall back to
- * `_g128_sr` (and give the same bytes), x or data at a 16-byte offset take `_g128_sr_wu`; specials and SR edge
- * values; config.pdl on and off (the PDL attribute follows it); every call twice (the replay path keeps the form);
- * then the knob off again runs `_g128_sr`.
+ * bf16 rows of ordinary values with NaNs of several patterns (quiet 0x7FC0, 0xFFC0, 0x7FE5; signalling, with
+ * payloads, 0xFFA5, 0x7F81, 0xFF81) at every position of a quad, next to finite values, ±0 and subnormals: the hash
+ * of a quad holding a NaN product and other values (§7.4 hashes a NaN product as the canonical 0x7FFFFFFF the GPU's
+ * multiply gives, whatever x's NaN pattern: stochastic.ref.ts productBits). Found by the first GPU run of
+ * `_g128_sr_wu` (a 1 × 64 row of withSpecials, byte 7: 0x6C against a reference that hashed x's quieted NaN).
  */
-gpuTest("perTokenCast stochasticCast _g128_sr_wu (perTokenLaunchTuning.srWarpUnits) = reference: bf16 → e4m3 groups of 128, every sf layout, tails, 0 rows, 4001 × 7168, strided and 16-byte-offset views, unaligned views and outputs falling back to _g128_sr, specials, PDL on / off, replay (seeds 10101, 10102)", async () => {
-  const saved = perTokenLaunchTuning.srWarpUnits;
-  perTokenLaunchTuning.srWarpUnits = true;
-  try {
-    for (const seed of [10101, 10102]) {
-      const rand = rng(seed);
-      // [T, H, row stride, element offset]
-      const shapes: [number, number, number, number][] = seed === 10101
-        ? [
-          [0, 7168, 7168, 0], [1, 64, 64, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 4], [7, 2048, 2048 + 8, 8], [33, 7168, 7168 + 64, 0],
-          [130, 2048, 2048, 0], [257, 576, 576, 0], [3, 73728, 73728, 0], [4001, 7168, 7168, 0],
-        ]
-        : [[2, 64, 128, 8], [9, 7168, 7168 + 128, 0], [66, 1024, 1024, 0], [4001, 7168, 7168 + 64, 0]];
-      for (const [T, H, stride, off] of shapes) {
-        let x = withSrEdges(withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride)));
-        if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
-        const dx = uploadView(x);
-        const aligned = off % 8 === 0 && stride % 8 === 0; // 16 bytes of bf16
-        try {
-          for (const [name, sfo] of SF_LAYOUTS) {
-            if (T === 4001 && name !== (seed === 10101 ? "fp32" : "packed-col")) continue;
-            const o = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true, ...sfo } as const;
-            const c = perTokenCast(x, o);
-            const rn = perTokenCast(x, { ...o, stochasticCast: false });
-            assertBytesEqual(storageBytes(c[1] as HostTensor), storageBytes(rn[1] as HostTensor), `${name} ${T}x${H}: reference sf = the RN call's`);
-            for (const on of T === 4001 || name.startsWith("fp32") || name === "packed-col" ? [true, false] : [true]) {
-              await withPdl(on, () => {
-                const label = `_sr_wu bf16 128 SR ${name} ${T}x${H} stride ${stride} offset ${off} pdl ${on}`;
+function nanQuadRows(T: number, H: number): HostTensor {
+  const rand = rng(10109);
+  const x = randomInput(rand, T, H, "bf16");
+  const d = x.data as Uint16Array;
+  const nans = [0x7fc0, 0xffc0, 0x7fe5, 0xffa5, 0x7f81, 0xff81];
+  const others = [0x0000, 0x8000, 0x0001, 0x8033, 0x3f80, 0xc2f0];
+  for (let t = 0; t < T; t++) {
+    for (let j = 0; j < H; j += 4) {
+      const q = t * (H / 4) + j / 4;
+      if (q % 3 === 2) continue; // some quads without NaN
+      d[t * H + j + (q % 4)] = nans[q % nans.length];
+      if (q % 5 === 0) d[t * H + j + ((q + 1) % 4)] = nans[(q + 1) % nans.length];
+      if (q % 7 === 0) d[t * H + j + ((q + 2) % 4)] = others[q % others.length];
+    }
+  }
+  return x;
+}
+
+/**
+ * perTokenCast bf16 → e4m3 with stochasticCast = the CPU reference (stochastic.ref.ts) through both kernels:
+ * `_g128_sr_wu` (x base, row stride and data base multiples of 16 bytes) and `_g128_sr` (any other view); sf = the RN
+ * call's. First the NaN cases (the 1 × 64 row that failed on the first GPU run, NaNs of every pattern in quads with
+ * other values, a group whose e4m3 sf byte is 0: inv = +Inf and 0·Inf products), each on an aligned view and on a
+ * view one element off; then every sf layout; H = 64 (one warp unit, 8 live chunks of 128), 576 / 2048 (partial last
+ * units), 7168 (7 whole units a row), 73728 (72 units); T % 4 ≠ 0 under the column-major padding; 0 rows (only the
+ * padding, or nothing); several units per warp and the grid wrapping (4001 × 7168: 28007 units over 1056 blocks);
+ * strided rows (7168 + 64 and 7168 + 128: aligned); views whose base or row stride is not a multiple of 16 bytes
+ * (stride 577, offsets of 2 and 8 bytes) and data outputs at an 8-byte offset take `_g128_sr`, x or data at a
+ * 16-byte offset `_g128_sr_wu`; specials and SR edge values; config.pdl on and off (the PDL attribute follows it on
+ * `_g128_sr_wu`, never on `_g128_sr`); every call twice (the replay path keeps the form).
+ */
+gpuTest("perTokenCast stochasticCast = reference through _g128_sr_wu and _g128_sr: NaN quads of every pattern, inv = +Inf, bf16 → e4m3 groups of 128, every sf layout, tails, 0 rows, 4001 × 7168, strided and 16-byte-offset views, unaligned views and outputs, specials, PDL on / off, replay (seeds 10101, 10102)", async () => {
+  {
+    const early: [string, HostTensor, { roundSf?: true; useE4m3Sf?: true }][] = [
+      ["1x64 specials (seed 10101)", withSrEdges(withSpecials(randomInput(rng(10101), 1, 64, "bf16", 64))), {}],
+      ["1x64 NaN quads", nanQuadRows(1, 64), {}],
+      ["5x1024 NaN quads", nanQuadRows(5, 1024), {}],
+      ["3x7168 NaN quads roundSf", nanQuadRows(3, 7168), { roundSf: true }],
+      ["3x7168 NaN quads e4m3 sf", nanQuadRows(3, 7168), { useE4m3Sf: true }],
+    ];
+    const tiny = new Uint16Array(2 * 128).map((_, j) => [0x0000, 0x8000, 0x0001, 0x8033, 0x7fc0, 0x0002][j % 6]);
+    early.push(["2x128 inv +Inf (e4m3 sf byte 0)", tensor(tiny, [2, 128], "bf16"), { useE4m3Sf: true }]);
+    for (const [what, x0, extra] of early) {
+      const [T, H] = x0.shape;
+      // the same rows, one element off a 16-byte boundary (row stride H + 1): `_g128_sr`
+      const off = new HostTensor(new Uint16Array(T * (H + 1) + 1), "bf16", [T, H], [H + 1, 1], 1);
+      for (let t = 0; t < T; t++) {
+        for (let j = 0; j < H; j++) (off.data as Uint16Array)[1 + t * (H + 1) + j] = (x0.data as Uint16Array)[x0.offset + t * x0.strides[0] + j];
+      }
+      const savedClamp = config.amaxClamp["e4m3/e4m3sf"];
+      if (what.includes("inv +Inf")) config.amaxClamp["e4m3/e4m3sf"] = 448 * 2 ** -126;
+      try {
+        for (const [x, kernel] of [[x0, "bf16_e4m3_g128_sr_wu"], [off, "bf16_e4m3_g128_sr"]] as const) {
+          const dx = uploadView(x);
+          try {
+            for (const [name, sfo] of SF_LAYOUTS) {
+              if (extra.useE4m3Sf && !sfo.useE4m3Sf) continue;
+              if (extra.roundSf && !sfo.roundSf) continue;
+              const o = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true, ...sfo, ...extra } as const;
+              const c = perTokenCast(x, o);
+              await withPdl(true, () => {
+                const label = `SR ${what} ${name} (${kernel})`;
                 samePair(perTokenCast(dx, o), c, label);
-                if (T > 0) {
-                  const l = perTokenLastLaunch();
-                  assert.equal(l.fn, ptcFn(aligned ? "bf16_e4m3_g128_sr_wu" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
-                  assert.equal(l.pdl, aligned && on, `${label}: PDL attribute`);
-                }
-                samePair(perTokenCast(dx, o), c, `${label} (again)`);
+                assert.equal(perTokenLastLaunch().fn, ptcFn(kernel), `${label}: symbol`);
               });
             }
+          } finally {
+            dispose(dx);
           }
-        } finally {
-          dispose(dx);
         }
+      } finally {
+        config.amaxClamp["e4m3/e4m3sf"] = savedClamp;
       }
     }
-    // data outputs at a byte offset of 8 (falls back to _g128_sr) and 16 (_g128_sr_wu), fp32 and packed sf
-    const x = withSrEdges(withSpecials(randomInput(rng(10103), 70, 7168, "bf16")));
-    const dx = uploadView(x);
-    try {
-      for (const dataOff of [8, 16]) {
-        for (const [name, sfo] of SF_LAYOUTS.filter(([n]) => n === "fp32" || n === "packed-col")) {
+  }
+  for (const seed of [10101, 10102]) {
+    const rand = rng(seed);
+    // [T, H, row stride, element offset]
+    const shapes: [number, number, number, number][] = seed === 10101
+      ? [
+        [0, 7168, 7168, 0], [1, 64, 64, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 4], [7, 2048, 2048 + 8, 8], [33, 7168, 7168 + 64, 0],
+        [130, 2048, 2048, 0], [257, 576, 576, 0], [3, 73728, 73728, 0], [4001, 7168, 7168, 0],
+      ]
+      : [[2, 64, 128, 8], [9, 7168, 7168 + 128, 0], [66, 1024, 1024, 0], [4001, 7168, 7168 + 64, 0]];
+    for (const [T, H, stride, off] of shapes) {
+      let x = withSrEdges(withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride)));
+      if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+      const dx = uploadView(x);
+      const aligned = off % 8 === 0 && stride % 8 === 0; // 16 bytes of bf16
+      try {
+        for (const [name, sfo] of SF_LAYOUTS) {
+          if (T === 4001 && name !== (seed === 10101 ? "fp32" : "packed-col")) continue;
           const o = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true, ...sfo } as const;
-          const [cd, cs] = perTokenCast(x, o);
-          const whole = zeros([70 * 7168 + dataOff], "e4m3", { device: 0 }) as DeviceTensor;
-          const data = new DeviceTensor(whole.storage, "e4m3", [70, 7168], [7168, 1], dataOff);
-          whole.dispose();
-          const [, s] = perTokenCast(dx, { ...o, out: { data } });
-          const label = `_sr_wu data offset ${dataOff} ${name}`;
-          try {
-            assert.equal(perTokenLastLaunch().fn, ptcFn(dataOff === 16 ? "bf16_e4m3_g128_sr_wu" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
-            assertBytesEqual(logicalBytes(await toHost(data)), logicalBytes(cd as HostTensor), label);
-            sameAllocation(s, cs, `${label} sf`);
-          } finally {
-            dispose(data, s);
+          const c = perTokenCast(x, o);
+          const rn = perTokenCast(x, { ...o, stochasticCast: false });
+          assertBytesEqual(storageBytes(c[1] as HostTensor), storageBytes(rn[1] as HostTensor), `${name} ${T}x${H}: reference sf = the RN call's`);
+          for (const on of T === 4001 || name.startsWith("fp32") || name === "packed-col" ? [true, false] : [true]) {
+            await withPdl(on, () => {
+              const label = `_sr_wu bf16 128 SR ${name} ${T}x${H} stride ${stride} offset ${off} pdl ${on}`;
+              samePair(perTokenCast(dx, o), c, label);
+              if (T > 0) {
+                const l = perTokenLastLaunch();
+                assert.equal(l.fn, ptcFn(aligned ? "bf16_e4m3_g128_sr_wu" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
+                assert.equal(l.pdl, aligned && on, `${label}: PDL attribute`);
+              }
+              samePair(perTokenCast(dx, o), c, `${label} (again)`);
+            });
           }
         }
+      } finally {
+        dispose(dx);
       }
-      // the knob off again: the replay of the same options object takes _g128_sr
-      const o = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true } as const;
-      const c = perTokenCast(x, o);
-      samePair(perTokenCast(dx, o), c, "knob on");
-      assert.equal(perTokenLastLaunch().fn, ptcFn("bf16_e4m3_g128_sr_wu"), "knob on: symbol");
-      perTokenLaunchTuning.srWarpUnits = false;
-      samePair(perTokenCast(dx, o), c, "knob off (replay options)");
-      assert.equal(perTokenLastLaunch().fn, ptcFn("bf16_e4m3_g128_sr"), "knob off: symbol");
-    } finally {
-      dispose(dx);
+    }
+  }
+  // data outputs at a byte offset of 8 (falls back to _g128_sr) and 16 (_g128_sr_wu), fp32 and packed sf
+  const x = withSrEdges(withSpecials(randomInput(rng(10103), 70, 7168, "bf16")));
+  const dx = uploadView(x);
+  try {
+    for (const dataOff of [8, 16]) {
+      for (const [name, sfo] of SF_LAYOUTS.filter(([n]) => n === "fp32" || n === "packed-col")) {
+        const o = { fmt: "e4m3", numPerChannels: 128, stochasticCast: true, ...sfo } as const;
+        const [cd, cs] = perTokenCast(x, o);
+        const whole = zeros([70 * 7168 + dataOff], "e4m3", { device: 0 }) as DeviceTensor;
+        const data = new DeviceTensor(whole.storage, "e4m3", [70, 7168], [7168, 1], dataOff);
+        whole.dispose();
+        const [, s] = perTokenCast(dx, { ...o, out: { data } });
+        const label = `_sr_wu data offset ${dataOff} ${name}`;
+        try {
+          assert.equal(perTokenLastLaunch().fn, ptcFn(dataOff === 16 ? "bf16_e4m3_g128_sr_wu" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
+          assertBytesEqual(logicalBytes(await toHost(data)), logicalBytes(cd as HostTensor), label);
+          sameAllocation(s, cs, `${label} sf`);
+        } finally {
+          dispose(data, s);
+        }
+      }
     }
   } finally {
-    perTokenLaunchTuning.srWarpUnits = saved;
+    dispose(dx);
   }
 });

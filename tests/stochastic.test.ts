@@ -116,6 +116,27 @@ test("perTokenCast with stochasticCast hashes column quads of each row (hand-wor
   });
 });
 
+test("perTokenCast with stochasticCast hashes a NaN product as 0x7FFFFFFF, whatever x's NaN pattern (hand-worked)", () => {
+  // Row of 64 bf16 1.0625 (roundSf: sf 2^-8, scaled 272, halfway between e4m3 256 (0x78) and 288 (0x79): up iff
+  // R ≥ 128) with a NaN at column 5: quad 1 hashes (272, NaN, 272, 272) with idx 1, the NaN product as the GPU's
+  // canonical 0x7FFFFFFF (stochastic.ref.ts productBits), and the NaN encodes as 0x7F.
+  const b = f32Bits(272);
+  const r: [number, number] = [0, 0];
+  const codes = (nanBits: number) => {
+    mix(b, nanBits, b, b, 1, r);
+    return [0, 1, 2, 3].map((i) => (i === 1 ? 0x7f : ((r[0] >>> (8 * i)) & 0x80 ? 0x79 : 0x78)));
+  };
+  const want = codes(0x7fffffff);
+  // the choice matters here: x's own quieted pattern (what V8 keeps) would give other codes in this quad
+  assert.notDeepEqual(codes(0x7fc00000), want);
+  for (const nan of [0x7fc0, 0xffc0, 0x7fe5, 0xffa5, 0x7f81, 0xff81]) {
+    const x = new Uint16Array(64).fill(0x3f88); // bf16 1.0625
+    x[5] = nan;
+    const [data] = perTokenCast(tensor(x, [1, 64], "bf16"), { fmt: "e4m3", numPerChannels: 64, roundSf: true, stochasticCast: true });
+    assert.deepEqual(u8(data).slice(4, 8), want, `NaN 0x${nan.toString(16)}`);
+  }
+});
+
 // ---- properties ---------------------------------------------------------------------------------------------
 
 /** Random fp32 values of varied magnitude (both signs, subnormal to large). */

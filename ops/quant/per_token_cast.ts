@@ -212,24 +212,15 @@ const fnCache: number[][] = [];
  *   81.7 → 87.2% of copy back to back, 74.5 → 77.9% with a copy and 72.6 → 75.8% with another kernel between
  *   casts). `config.pdl` off: "" / "pkl", launched without the attribute. Read at every launch; the replay path
  *   compares it.
- * - "wu": perTokenCast bf16 → e4m3 with stochasticCast, groups of 128, x base / row stride and data base multiples
- *   of 16 bytes, while {@link perTokenLaunchTuning}.srWarpUnits is set (default off): `_g128_sr_wu`, launched with
- *   the PDL attribute iff `config.pdl` (docs/perf-notes/perf10-ptsr.md). Otherwise stochasticCast runs `…_sr`.
+ * - "wu": perTokenCast bf16 → e4m3 with stochasticCast, groups of 128 (any sf layout), x base / row stride and data
+ *   base multiples of 16 bytes: `_g128_sr_wu` (per_token_cast.cu, run_warp_units: warp units of 4 chunks per lane
+ *   walked flat over (row, 1024-column segment) pairs, staged one unit ahead, the same step() and stochastic encode
+ *   as `_g128_sr`), launched with the PDL attribute iff `config.pdl`. Measured on the H200 (docs/perf-notes/
+ *   perf10-ptsr.md): 62.3 → 76.1% of copy at 16384 × 7168 (fp32 sf), 60.1 → 73.3% at 8192. Any other
+ *   stochasticCast view runs `…_sr`, without the attribute; both give the same bytes.
  */
 type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu";
 const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor4_a: 4, pdl: 5, pkl_pdl: 6, wu: 7 };
-
-/**
- * Launch knobs of perTokenCast (docs/perf-notes/perf10-ptsr.md). `srWarpUnits`: a perTokenCast bf16 → e4m3 with
- * stochasticCast and groups of 128 (any sf layout) whose x base, x row stride (bytes) and data base are multiples of
- * 16 bytes runs `_g128_sr_wu` (per_token_cast.cu, run_warp_units: warp units of 4 chunks per lane walked flat over
- * (row, segment) pairs, staged one unit ahead, the same step() and the same stochastic encode as `_g128_sr`;
- * launched with the PDL attribute while `config.pdl` is set) instead of `_g128_sr`; any other view keeps `_g128_sr`.
- * Same bytes either way (tests/per_token_cast_gpu.test.ts). Default off: not measured yet (bench/ptsr10_tuning.ts
- * is the A/B). Read at every launch that is not a replay; a change of the value is seen by the next call (the
- * replay path compares it).
- */
-export const perTokenLaunchTuning = { srWarpUnits: false };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
@@ -242,7 +233,7 @@ const WU_CHUNKS = 128;
 // `aligned`: a bf16 x view that allows 16-byte accesses (alignedView); `pdl`: config.pdl at this launch
 function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned: boolean, pdl: boolean): Form {
   const n = a.numPerChannels;
-  // `aligned` here also covers the data output (launchPerToken): perTokenLaunchTuning.srWarpUnits
+  // with stochasticCast, `aligned` also covers the data output (launchPerToken)
   if (sr) return aligned && mode === PER_TOKEN_MODE.cast && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128 ? "wu" : "";
   if ((inDtype !== "fp32" && inDtype !== "bf16") || GROUP_INDEX[n] === undefined) return "";
   if (mode === PER_TOKEN_MODE.sfOnly) {
@@ -311,8 +302,6 @@ interface Replay {
   clamp: number;
   /** config.pdl at the launch */
   pdl: boolean;
-  /** perTokenLaunchTuning.srWarpUnits at the launch (a fresh data output is a whole allocation: 16-byte aligned) */
-  srWarpUnits: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -340,8 +329,7 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if (out !== undefined && ((out.data ?? null) !== m.outData || (out.sf ?? null) !== m.outSf)) return false;
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
-  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
-    perTokenLaunchTuning.srWarpUnits === m.srWarpUnits;
+  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl;
 }
 
 function launchPerToken(
@@ -362,7 +350,7 @@ function launchPerToken(
   const aligned = r.x.dtype === "bf16" &&
     (mode === PER_TOKEN_MODE.sfOnly
       ? alignedView(r.x)
-      : sr && mode === PER_TOKEN_MODE.cast && perTokenLaunchTuning.srWarpUnits && alignedView(r.x) && addrOf(data) % 16 === 0);
+      : sr && mode === PER_TOKEN_MODE.cast && alignedView(r.x) && addrOf(data) % 16 === 0);
   const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl);
   const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, form);
   packetGen++;
@@ -543,7 +531,6 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         clampKey: a.rule.e4m3Sf ? (a.rule.fmt === "e4m3" ? "e4m3/e4m3sf" : "e2m1/e4m3sf") : a.rule.fmt,
         clamp: a.rule.clamp,
         pdl: config.pdl,
-        srWarpUnits: perTokenLaunchTuning.srWarpUnits,
         device: pl.device,
         streamObj: stream,
         d: dg,

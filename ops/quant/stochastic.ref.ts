@@ -130,6 +130,17 @@ export function stochasticCastRef(x: HostTensor, dtype: StochasticDtype, seed: b
 }
 
 /**
+ * The binary32 pattern of a scaled value `fl(x·inv)` (or `fl(q·factor)`) as §7.4 hashes it. A NaN product is the
+ * canonical NaN 0x7FFFFFFF, whatever the NaN operand's sign and payload: that is what the GPU's binary32 multiply
+ * returns (upstream's kernels hash it too), and it does not depend on how a JavaScript engine stores a NaN (V8 keeps
+ * the operand's quieted pattern, others canonicalize to 0x7FC00000). The spec writes `bits(fl(x·inv))` and IEEE 754
+ * leaves a NaN result's payload open; this is the library's decision (docs/DECISIONS.md, the tenth round).
+ */
+function productBits(v: number): number {
+  return v !== v ? 0x7fffffff : f32Bits(v);
+}
+
+/**
  * The encode of `perTokenCast` with `stochasticCast` (§7.4): quads are columns `4Q … 4Q+3` of one row, counted
  * from the row start (the row is not hashed), `idx = Q`, element `4Q+i` takes byte `i` of `r0`. Every group
  * starts at a multiple of 4 columns (`numPerChannels ∈ {16, 32, 64, 128}` or `H`, `H % 64 == 0`).
@@ -139,7 +150,7 @@ export function stochasticRowEncoder(fmt: "e4m3" | "e2m1"): RowEncoder {
   return (v, n, j0, put) => {
     if (j0 % 4 !== 0 || n % 4 !== 0) throw new Error(`stochastic encode: groups must cover whole quads (columns ${j0}…${j0 + n - 1})`);
     for (let i = 0; i < n; i += 4) {
-      const b0 = f32Bits(v[i]), b1 = f32Bits(v[i + 1]), b2 = f32Bits(v[i + 2]), b3 = f32Bits(v[i + 3]);
+      const b0 = productBits(v[i]), b1 = productBits(v[i + 1]), b2 = productBits(v[i + 2]), b3 = productBits(v[i + 3]);
       mix(b0, b1, b2, b3, (j0 + i) / 4, r);
       put(j0 + i, srEncode(b0, r[0] & 0xff, fmt));
       put(j0 + i + 1, srEncode(b1, (r[0] >>> 8) & 0xff, fmt));
