@@ -19,7 +19,10 @@
 //                                          registers from its one load (past L1) to step 4, the chunk sums folded
 //                                          by warp 0 (below, "two passes"); the host's default for normForward where
 //                                          _rr4_l2 would run on such views (measured 91.3 / 94.2% of copy against
-//                                          round 8's _tp16f, 87.6 / 91.3%, 8192 / 16384 rows, H200)
+//                                          round 8's _tp16f, 87.6 / 91.3%, 8192 / 16384 rows, H200); PDL (round 10,
+//                                          docs/perf-notes/perf10-pdl.md): griddepcontrol.launch_dependents first,
+//                                          griddepcontrol.wait before its first global access; launched with the PDL
+//                                          attribute while config.pdl is set
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's choice for the cast from the same row count (castBulkRows) on views
@@ -136,6 +139,15 @@ TK_DEV void zero_sf_padding(const NormForwardParams& p, const SfOut& o) {
     ob.zero_padding_rows(p.num_tokens, p.sf_rows);
   }
 }
+
+// Programmatic dependent launch (round 10, docs/perf-notes/perf10-pdl.md; as perTokenCast's `_pdl` forms, perf9-pdl.md):
+// griddepcontrol.launch_dependents lets the next grid of the stream, when it was launched with the PDL attribute
+// (TK_LAUNCH_PDL, config.pdl), be scheduled once every block of this grid has issued it or exited;
+// griddepcontrol.wait returns once the previous grid (when this one was launched with the attribute) has completed
+// and its memory operations are visible. Launched without the attribute, neither has an effect (no designated
+// dependent, no prerequisite grid in flight). Every global access of a kernel that uses them comes after its wait.
+TK_DEV void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+TK_DEV void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 template <Fmt kIn, int kCastN>
 struct NormForward {
@@ -1061,6 +1073,10 @@ struct NormForwardTwoPass {
     const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight) + kVecBytes * u;
     float* const my_node = &red[0][odd ? kTpThreads / 2 + u / 2 : u / 2];
     const float Hf = static_cast<float>(H);
+    // PDL (round 10): the previous grid of the stream, when this one was launched as its programmatic dependent, has
+    // completed and its memory is visible after this; nothing above touched global memory (launch parameters,
+    // thread geometry, the L2 policy). A plain launch has no prerequisite grid in flight: it returns at once.
+    pdl_wait();
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
       const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
       const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
@@ -1122,6 +1138,9 @@ struct NormForwardTwoPass {
 
   TK_DEV void run() const {
     __shared__ float red[2][kTpThreads];  // the chunk sums by node (red[0]), rstd (red[1][0]); one array for all four
+    // PDL (round 10): the next grid of the stream, if launched as a programmatic dependent, may be scheduled from now
+    // on (it waits for this grid's completion before its own first global access); no effect on a plain launch.
+    pdl_launch_dependents();
     // (uniform over the launch: one branch per kernel, not per piece)
     const bool has_w = p.flags & kFwdWeight;
     if (p.out_scale == 1.0f) {
