@@ -377,7 +377,7 @@ export function launchNormForward(
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
   // PDL (docs/perf-notes/perf10-pdl.md): the kernels that issue griddepcontrol.launch_dependents first and
-  // griddepcontrol.wait before their first global access (`_tp16hr`) are launched as programmatic dependents of
+  // griddepcontrol.wait before their first global access (`_tp16hr`, `_e4m3_g<N>_br4a`, `_e4m3_g<N>_wr_resa`) are launched as programmatic dependents of
   // the previous kernel in the stream while `config.pdl` is set (read at every launch); every other form, and these
   // with `config.pdl` off, launch plainly (the two instructions then have no effect).
   const pdl = config.pdl && pdlForms.has(form);
@@ -386,7 +386,7 @@ export function launchNormForward(
 }
 
 /** The forms of norm_forward.cu compiled with the griddepcontrol prologue (launched with PDL while config.pdl). */
-const pdlForms: ReadonlySet<string> = new Set(["_tp16hr"]);
+const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_wr_resa"]);
 
 /**
  * The function handle and the PDL flag of the launch header the norm forward family (normForward,

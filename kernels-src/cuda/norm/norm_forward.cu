@@ -30,10 +30,11 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_wr_resa  the residual casts' warp rows compiled for aligned views only; the host's
 //                                          default where _e4m3_g<N>_wr_res would run and every view allows 16-byte
 //                                          accesses (measured 70.4 / 76.1% of copy against 65.1 / 68.3%, 8192 / 16384
-//                                          rows, H200)
+//                                          rows, H200); PDL in place (round 10: griddepcontrol, as _tp16hr)
 //   tk_norm_forward__bf16_e4m3_g<N>_br4a   the bulk rows compiled for aligned views only (below, "aligned bulk rows");
 //                                          the host's default where _e4m3_g<N>_br4 would run and every view allows
-//                                          16-byte accesses (measured 70.5 / 76.9% of copy against 67.1 / 73.2%)
+//                                          16-byte accesses (measured 70.5 / 76.9% of copy against 67.1 / 73.2%);
+//                                          PDL in place (round 10: griddepcontrol, as _tp16hr)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -520,7 +521,10 @@ constexpr int kWrMinBlocks = 2;
 // kAligned (the `_wr_resa` symbols, round 9): every view aligned to 16 bytes, compile-time (the host checks): no
 // element-wise fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk (pass 2's
 // weight: 16 `@P LDG.U16` + 8 `@P PRMT` a chunk in `_e4m3_g<N>_wr_res`). Otherwise the same kernel, the same bits.
-template <int kCastN, bool kRes = false, bool kAligned = false>
+// kPdl (the `_wr_resa` symbols, round 10): run() issues griddepcontrol.launch_dependents first and
+// griddepcontrol.wait before the row walk (pdl_wait: nothing before it touches global memory), for launches with the
+// PDL attribute (config.pdl); `_wr_res` is compiled without them.
+template <int kCastN, bool kRes = false, bool kAligned = false, bool kPdl = false>
 struct NormForwardWarpRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr bool kCast = kCastN != 0;
@@ -576,6 +580,7 @@ struct NormForwardWarpRows {
 
   // The kernels (the residual forms; the bulk rows instantiate the template for cast_chunk and sf_out only).
   TK_DEV void run() const {
+    if constexpr (kPdl) pdl_launch_dependents();
     constexpr int kEb = 2;
     constexpr int kPairs = kRes ? (kCast ? 1 : 2) : kWrPairsPerStep;  // pairs per pass-1 step (registers)
     // pass-2 chunks per step: the casts keep fewer in flight (their scaling needs registers too)
@@ -597,6 +602,8 @@ struct NormForwardWarpRows {
     const bool w_al = kAligned || (p.weight % kVecBytes) == 0;
     const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
+    // (every global access below: x, residual, residualOut, the weight, rstd, data, sf, outBf16, the sf padding rows)
+    if constexpr (kPdl) pdl_wait();
 
     for (uint64_t row = static_cast<uint64_t>(blockIdx.x) * warps_per_block + threadIdx.x / kWarpSize; row < rows; row += step) {
       const uint64_t b = p.num_batches == 1 ? 0 : row / T, t = p.num_batches == 1 ? row : row % T;
@@ -1434,6 +1441,8 @@ struct NormForwardBulkRowsA {
     extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
     __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
     __shared__ __align__(8) uint64_t landed;            // the bulk load's mbarrier
+    // PDL (round 10): the stream's next grid, if a programmatic dependent, may be scheduled from now on
+    pdl_launch_dependents();
     const uint32_t H = p.hidden, K = H / kRmsChunk, row_bytes = H * kEb;
     const RmsTeam team(kP, K);  // team 0, p = threadIdx.x
     const uint32_t N = team.nodes;
@@ -1445,6 +1454,9 @@ struct NormForwardBulkRowsA {
     auto live_of = [&](uint32_t j) { return j < J && chunk_of(j) < K; };
 
     if (tp == 0) mbar_init(bar, 1);
+    // PDL (round 10): every global access (the bulk copies of x, the weight, data, sf, outBf16, rstd, the sf padding
+    // rows) comes after the wait; the mbarrier above is shared memory.
+    pdl_wait();
     uint32_t phase = 0, parity = 0;
     const uint64_t first = blockIdx.x;
     for (uint64_t row = first; row < rows; row += gridDim.x, parity ^= 1) {
@@ -1533,7 +1545,7 @@ TK_NORM_FORWARD_CAST_WR_RES(128)
 #define TK_NORM_FORWARD_CAST_WR_RESA(n)                                                                   \
   extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
       tk_norm_forward__bf16_e4m3_g##n##_wr_resa(const __grid_constant__ NormForwardParams p) {            \
-    tk::NormForwardWarpRows<n, true, true>(p).run();                                                      \
+    tk::NormForwardWarpRows<n, true, true, true>(p).run();                                                      \
   }
 TK_NORM_FORWARD_CAST_WR_RESA(32)
 TK_NORM_FORWARD_CAST_WR_RESA(128)
