@@ -113,7 +113,8 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   const sfRows = g ? g.paddedRows : 0;
   if (a.tokens === 0 && sfRows === 0) return;
   const op = a.op;
-  const fn = kernelFunction(op, device, a.symbol + swigluFormSuffix(a));
+  const form = swigluFormSuffix(a);
+  const fn = kernelFunction(op, device, a.symbol + form);
   const p = packet;
   p.u64(W.x, addr(a.x));
   p.u64(W.x_sf, addr(a.xSf));
@@ -148,8 +149,21 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const parts = op === "swigluForward" || op === "swigluForwardAndPerTokenCast" ? FORWARD_PARTS : 1;
   const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK) * parts, 8 * parts * config.getNumSms(device)));
-  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`) are compiled with the griddepcontrol
+  // prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory another grid may
+  // write) and are launched as programmatic dependents of the previous kernel in the stream while `config.pdl` is
+  // set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, config.pdl && form !== "", device.index);
   p.launch(op);
+}
+
+/**
+ * The function handle and the PDL flag of the launch header the SwiGLU family last sent (tests: which kernel ran,
+ * and whether with the programmatic-stream-serialization attribute).
+ */
+export function swigluLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
 }
 
 /**

@@ -11,7 +11,9 @@
 //                                             launch bounds and bytes as the kernel they derive from. `_a`, `_an`
 //                                             of forward__bf16_bf16, `_a` of backward__bf16_bf16, `_an` of
 //                                             forward__bf16_e4m3_g128; the launch takes them by default where
-//                                             their conditions hold
+//                                             their conditions hold. Each with programmatic dependent launch
+//                                             (kFormPdl, round 10): launched with the PDL attribute while
+//                                             config.pdl is set
 //   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
 //                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
 //   tk_swiglu_recip_check                     out[i] = recip_rn_n's 1/x[i]                 (tests; 0xffffffff
@@ -101,7 +103,18 @@ enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
 //     every element are not compiled (without a clamp they still cost ~20 instructions a chunk: the 8 `clamped`
 //     booleans are materialized). Forward only: the backward's `_an` was slower than main's kernel on the H200
 //     (docs/perf-notes/perf9-swiglu.md, Measured) and was removed.
-enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2 };
+//   kFormPdl (round 10, docs/perf-notes/perf10-pdl.md; every aligned-only form): programmatic dependent launch.
+//     griddepcontrol.launch_dependents first (the stream's next grid, when launched with the PDL attribute, may be
+//     scheduled from then on; it waits for this grid's completion before its own first global access), then the
+//     CTA's gate table (copied from the module's constant __device__ tables, which no grid writes) and the clamp's
+//     value, then griddepcontrol.wait (returns once the previous grid, when this one was launched with the attribute,
+//     has completed and its memory is visible), and only then the first access to memory another grid may write:
+//     psum's check, x, dy, weights, the outputs, sf, the counters, the error word. The host launches these forms with
+//     the attribute while config.pdl is set; without it both instructions have no effect.
+enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2, kFormPdl = 4 };
+
+TK_DEV void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+TK_DEV void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 constexpr int kBlockThreads = 256;
 constexpr int kTeam = 8;        // lanes per row
@@ -397,7 +410,9 @@ TK_DEV void for_rows(const SwigluParams& p, uint32_t steps, Body&& body) {
 template <Fmt kIn, Fmt kOut, int kN, int kForm = kFormMain>
 TK_DEV void forward(const SwigluParams& p) {
   constexpr bool kAl = (kForm & kFormAligned) != 0, kNoClamp = (kForm & kFormNoClamp) != 0;
-  check_psum(p);
+  constexpr bool kPdl = (kForm & kFormPdl) != 0;
+  if constexpr (kPdl) pdl_launch_dependents();
+  if constexpr (!kPdl) check_psum(p);
   constexpr int kInBytes = kChunk * FmtTraits<kIn>::kBits / 8;
   const uint32_t H = p.hidden, chunks = H / kChunk;
   const uint32_t steps = (H + kBlockCols - 1) / kBlockCols;
@@ -415,6 +430,10 @@ TK_DEV void forward(const SwigluParams& p) {
   const SfOut sf_out = make_sf_out(p, H / kGroup);
   const GroupCast<kGroup> cast{sf_out, p.amax_clamp, p.sf_flags};
   const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p, kNoClamp);
+  if constexpr (kPdl) {
+    pdl_wait();  // (kFormPdl: nothing above touched memory another grid may write)
+    check_psum(p);
+  }
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
   for_rows<kFwdParts>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
@@ -555,9 +574,12 @@ TK_DEV BwdStage& bwd_stage() {
 // kForm: kFormMain or kFormAligned (the no-clamp backward form lost on the H200: perf9-swiglu.md, Measured).
 template <Fmt kIn, Fmt kDy, Fmt kOut, int kN, int kForm = kFormMain>
 TK_DEV void backward(const SwigluParams& p) {
-  static_assert(kForm == kFormMain || kForm == kFormAligned, "backward forms: main, aligned");
-  constexpr bool kAl = kForm == kFormAligned;
-  check_psum(p);
+  static_assert(kForm == kFormMain || kForm == kFormAligned || kForm == (kFormAligned | kFormPdl),
+                "backward forms: main, aligned (with PDL)");
+  constexpr bool kAl = (kForm & kFormAligned) != 0;
+  constexpr bool kPdl = (kForm & kFormPdl) != 0;
+  if constexpr (kPdl) pdl_launch_dependents();
+  if constexpr (!kPdl) check_psum(p);
   constexpr bool kCast = kIn == Fmt::kE4m3;
   constexpr int kInElem = FmtTraits<kIn>::kBits / 8, kDyElem = FmtTraits<kDy>::kBits / 8;
   constexpr int kOutElem = FmtTraits<kOut>::kBits / 8;
@@ -588,6 +610,10 @@ TK_DEV void backward(const SwigluParams& p) {
   // no spills); fp32 dy keeps 2.
   constexpr int kExpGroup = kIn != Fmt::kE4m3 || kN != 128 ? 4 : kDy == Fmt::kBf16 ? 8 : 2;
   const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
+  if constexpr (kPdl) {
+    pdl_wait();  // (kFormPdl: nothing above touched memory another grid may write)
+    check_psum(p);
+  }
 
   for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
     const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
@@ -1026,7 +1052,8 @@ TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
     tk::backward<tk::Fmt::IN, tk::Fmt::IN, tk::Fmt::OUT, 0, form>(p);                                           \
   }
 
-TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAligned)
-TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
-TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
-TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned)
+// Each with the PDL prologue (kFormPdl, round 10): launched as a programmatic dependent while config.pdl is set.
+TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAligned | tk::kFormPdl)
+TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp | tk::kFormPdl)
+TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp | tk::kFormPdl)
+TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned | tk::kFormPdl)
