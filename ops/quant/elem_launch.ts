@@ -55,7 +55,8 @@ export function alignedForm(x: Tensor, out: Tensor): boolean {
 export function launchElementCast(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor, sr: boolean, idxBase: number): void {
   const n = x.numel;
   if (n === 0) return;
-  const fn = kernelFunction(op, device, `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}${alignedForm(x, out) ? "_a" : ""}`);
+  const aligned = alignedForm(x, out);
+  const fn = kernelFunction(op, device, `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}${aligned ? "_a" : ""}`);
   const u = x.dtype === "fp32" ? 2 : 4;
   const grid = Math.max(1, Math.min(Math.ceil(Math.ceil(n / CHUNK) / (THREADS * u)), 4 * config.getNumSms(device)));
   const p = packet;
@@ -63,6 +64,15 @@ export function launchElementCast(op: string, device: Device, stream: Stream, x:
   p.u64(W.out, (out as DeviceTensor).addr);
   p.u64(W.numel, n);
   p.u32(W.idx_base, idxBase >>> 0);
-  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+  // PDL (docs/perf-notes/perf10-pdl.md): the `_a` forms issue griddepcontrol.launch_dependents first and
+  // griddepcontrol.wait before their first global access; they are launched as programmatic dependents of the
+  // previous kernel in the stream while `config.pdl` is set (read at every launch). The plain kernels launch plainly.
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, config.pdl && aligned, device.index);
   p.launch(op);
+}
+
+/** The function handle and the PDL flag of the launch header cast.cu's launches last sent (tests). */
+export function elementCastLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
 }

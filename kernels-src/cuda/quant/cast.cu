@@ -10,7 +10,9 @@
 //                            ptxas if-converts the fallback into predicated 2-byte loads that issue beside every
 //                            16-byte load: +0.2–0.7 points RN, +3.0–3.6 points SR on an H200. fp32 → e4m3 and
 //                            fp32 → bf16 had such forms too and tied, so they were not kept (docs/perf-notes/
-//                            perf9-cast.md).
+//                            perf9-cast.md). Both with programmatic dependent launch (round 10, perf10-pdl.md:
+//                            griddepcontrol.launch_dependents first, griddepcontrol.wait before the first global
+//                            access), launched with the PDL attribute while config.pdl is set.
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, the kernel is grid-stride):
 //
@@ -143,7 +145,13 @@ struct ElemCast {
     uint8_t* out = reinterpret_cast<uint8_t*>(p.out);
     const uint64_t chunks = p.numel / kChunk;
     if constexpr (kAligned) {
+      // PDL (round 10, docs/perf-notes/perf10-pdl.md): the stream's next grid, when launched with the PDL attribute,
+      // may be scheduled from now on (it waits for this grid's completion before its own first global access)
+      asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
       if (((p.x % kInBytes) | (p.out % kOutBytes)) != 0) __trap();  // the host launches the _a forms only aligned
+      // the previous grid (when this one was launched with the attribute) has completed and its memory is visible
+      // after this; nothing above touched memory. A plain launch: no prerequisite grid, it returns at once.
+      asm volatile("griddepcontrol.wait;" ::: "memory");
     }
     const bool in_aligned = kAligned || (p.x % kInBytes) == 0;
     const bool out_aligned = kAligned || (p.out % kOutBytes) == 0;
