@@ -12,12 +12,16 @@
 import assert from "node:assert/strict";
 import {
   addRmsnormForwardAndPerTokenCast,
+  cast,
+  castBack,
   createStream,
   type DeviceTensor,
   empty,
   HostTensor,
   normForward,
   normForwardAndPerTokenCast,
+  perTokenCast,
+  perTokenCastBack,
   type Quantized,
   swigluBackward,
   swigluForward,
@@ -31,6 +35,9 @@ import { kernelFunction } from "../ffi/cuda.ts";
 import { normForwardLastLaunch } from "../ops/norm/norm_forward.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { swigluLastLaunch } from "../ops/quant/swiglu_launch.ts";
+import { elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
+import { castBackLastLaunch } from "../ops/quant/cast_back.ts";
+import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
@@ -330,6 +337,108 @@ gpuTest("PDL chains on one stream (round 10): norm and SwiGLU launches reading a
           } finally {
             await s.synchronize();
             dispose(keep, dx, dw, Y);
+          }
+        }
+      }
+    } finally {
+      s[Symbol.dispose]();
+    }
+  });
+});
+
+/**
+ * The element casts `tk_cast__bf16_e4m3_a` / `_sr_a` and castBack's segmented kernel `tk_cast_back_seg__e4m3_bf16`:
+ * which launches carry the PDL attribute (config.pdl on: these; off: none; unaligned views and the row-team
+ * castBack kernels: never), bytes = reference with config.pdl on and off, and a chain on one stream without
+ * synchronisation: perTokenCast writes (D, S) (a PDL `_g128_pdl`), perTokenCastBack reads them into Y (read after
+ * write), cast reads Y into E (read after write), perTokenCast writes (D, S) again (write after castBack's read),
+ * perTokenCastBack rewrites Y (write after cast's read), stochastic cast rewrites E (write after write); each =
+ * the CPU chain's. 2048 and 37 rows × 7168, two rounds.
+ */
+gpuTest("PDL (round 10) of the element casts _a / _sr_a and castBack's segmented kernel: selection, bytes = reference with config.pdl on and off, a chain with perTokenCast on one stream (seed 10004)", async () => {
+  const rand = rng(10004);
+  const pt = { fmt: "e4m3", numPerChannels: 128 } as const;
+  for (const on of [true, false]) {
+    await withPdl(on, () => {
+      for (const [T, H] of [[37, 7168], [2048, 7168], [33, 512]] as const) {
+        const tag = `config.pdl ${on} ${T}x${H}`;
+        const x = randomInput(rand, T, H, "bf16");
+        const dx = uploadView(x), dxu = uploadView(offAlignment(x));
+        // element casts: aligned (_a, _sr_a: PDL while on) and one element off alignment (plain kernels, no PDL)
+        for (const [dv, al] of [[dx, true], [dxu, false]] as const) {
+          const c = cast(x, { dtype: "e4m3" }) as HostTensor;
+          const g = cast(dv, { dtype: "e4m3" }) as DeviceTensor;
+          assert.deepEqual(elementCastLastLaunch(), { fn: fnOf(`tk_cast__bf16_e4m3${al ? "_a" : ""}`), pdl: on && al }, `${tag} cast aligned ${al}`);
+          sameAllocation(g, c, `${tag} cast aligned ${al}`);
+          const cs = cast(x, { dtype: "e4m3", stochasticRounding: true, seed: 11n }) as HostTensor;
+          const gs = cast(dv, { dtype: "e4m3", stochasticRounding: true, seed: 11n }) as DeviceTensor;
+          assert.deepEqual(elementCastLastLaunch(), { fn: fnOf(`tk_cast__bf16_e4m3_sr${al ? "_a" : ""}`), pdl: on && al }, `${tag} SR cast aligned ${al}`);
+          sameAllocation(gs, cs, `${tag} SR cast aligned ${al}`);
+          dispose(g, gs);
+        }
+        // castBack e4m3 → bf16: segmented (H / 8 ≥ 256: PDL while on) or row teams (H = 512: plain); per-token and
+        // 128 × 128 blocks
+        const q = perTokenCast(x, pt) as Quantized;
+        const dq = perTokenCast(dx, pt) as Quantized;
+        const cb = perTokenCastBack(q, { fmt: "bf16", numPerChannels: 128 }) as HostTensor;
+        const gb = perTokenCastBack(dq, { fmt: "bf16", numPerChannels: 128 }) as DeviceTensor;
+        const segK = H / 8 >= 256;
+        assert.deepEqual(castBackLastLaunch(), { fn: fnOf(`tk_cast_back${segK ? "_seg" : ""}__e4m3_bf16`), pdl: on && segK }, `${tag} perTokenCastBack`);
+        sameAllocation(gb, cb, `${tag} perTokenCastBack`);
+        const cb2 = castBack(q, { fmt: "bf16", xBlockSize: [1, 128] }) as HostTensor;
+        const gb2 = castBack(dq, { fmt: "bf16", xBlockSize: [1, 128] }) as DeviceTensor;
+        assert.equal(castBackLastLaunch().pdl, on && segK, `${tag} castBack PDL`);
+        sameAllocation(gb2, cb2, `${tag} castBack`);
+        dispose(dx, dxu, dq, gb, gb2);
+      }
+    });
+  }
+  // the chain
+  await withPdl(true, async () => {
+    const s = createStream(0);
+    try {
+      for (const T of [2048, 37]) {
+        const H = 7168;
+        for (let round = 0; round < 2; round++) {
+          const label = `PDL cast chain ${T}x${H} round ${round}`;
+          const hx = [0, 1].map(() => randomInput(rand, T, H, "bf16"));
+          const q1 = perTokenCast(hx[0], pt) as Quantized;
+          const y2 = perTokenCastBack(q1, { fmt: "bf16", numPerChannels: 128 }) as HostTensor;
+          const e3 = cast(y2, { dtype: "e4m3" }) as HostTensor;
+          const q4 = perTokenCast(hx[1], pt) as Quantized;
+          const y5 = perTokenCastBack(q4, { fmt: "bf16", numPerChannels: 128 }) as HostTensor;
+          const e6 = cast(y5, { dtype: "e4m3", stochasticRounding: true, seed: 5n }) as HostTensor;
+          const dx = hx.map((h) => toDevice(h, 0, { stream: s }) as DeviceTensor);
+          const D = empty([T, H], "e4m3", { device: 0, stream: s }) as DeviceTensor;
+          const Y = empty([T, H], "bf16", { device: 0, stream: s }) as DeviceTensor;
+          const E = empty([T, H], "e4m3", { device: 0, stream: s }) as DeviceTensor;
+          const keep: unknown[] = [];
+          try {
+            const [, S] = perTokenCast(dx[0], { ...pt, stream: s, out: { data: D } }) as Quantized;
+            keep.push(S);
+            assert.equal(perTokenLastLaunch().pdl, true, `${label}: perTokenCast with PDL`);
+            perTokenCastBack([D, S], { fmt: "bf16", numPerChannels: 128, stream: s, out: Y });
+            assert.equal(castBackLastLaunch().pdl, true, `${label}: perTokenCastBack with PDL`);
+            cast(Y, { dtype: "e4m3", stream: s, out: E });
+            assert.equal(elementCastLastLaunch().pdl, true, `${label}: cast with PDL`);
+            await s.synchronize();
+            sameAllocation(S, q1[1], `${label}: sf 1`);
+            sameAllocation(Y, y2, `${label}: Y (read of D, S)`);
+            sameAllocation(E, e3, `${label}: E (read of Y)`);
+            perTokenCast(dx[0], { ...pt, stream: s, out: { data: D, sf: S } });
+            perTokenCastBack([D, S], { fmt: "bf16", numPerChannels: 128, stream: s, out: Y });
+            cast(Y, { dtype: "e4m3", stream: s, out: E });
+            perTokenCast(dx[1], { ...pt, stream: s, out: { data: D, sf: S } });
+            perTokenCastBack([D, S], { fmt: "bf16", numPerChannels: 128, stream: s, out: Y });
+            cast(Y, { dtype: "e4m3", stochasticRounding: true, seed: 5n, stream: s, out: E });
+            await s.synchronize();
+            sameAllocation(D, q4[0], `${label}: D after the second input`);
+            sameAllocation(S, q4[1], `${label}: S after the second input`);
+            sameAllocation(Y, y5, `${label}: Y after the second input`);
+            sameAllocation(E, e6, `${label}: E after the SR cast`);
+          } finally {
+            await s.synchronize();
+            dispose(keep, dx, D, Y, E);
           }
         }
       }
