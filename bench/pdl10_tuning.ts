@@ -3,7 +3,11 @@
  * (docs/perf-notes/perf10-pdl.md): the roofline's cases (bench/cases_norm.ts, cases_swiglu.ts, cases_more.ts; the
  * same calls, shapes and bytes as bench/roofline.ts) of normForward (`_tp16hr`), normForwardAndPerTokenCast
  * (`_e4m3_g128_br4a`), addRmsnormForwardAndPerTokenCast (`_e4m3_g128_wr_resa`), swigluForward (`_an`),
- * swigluForwardAndPerTokenCast (`_e4m3_g128_an`) and swigluBackward (`_a`) at 8192 and 16384 tokens × 7168, under
+ * swigluForwardAndPerTokenCast (`_e4m3_g128_an`) and swigluBackward (`_a`), and (bench/cases_elem.ts,
+ * cases_per_block.ts, cases_more.ts) cast / stochasticCast bf16 → e4m3 (`tk_cast__bf16_e4m3_a` / `_sr_a`), castBack
+ * e4m3 → bf16 ([128, 128] and [1, 128]) and perTokenCastBack e4m3 → bf16 (`tk_cast_back_seg__e4m3_bf16`), and
+ * perBlockCast / perBlockCastWithSfOnly / perBlockCastWithPrecomputedSf bf16 → e4m3 128 × 128 (every per-block
+ * kernel), at 8192 and 16384 tokens × 7168, under
  * `config.pdl` false (the same kernels launched plainly: griddepcontrol has no effect; the row "off") and true (its
  * default: launched with the PDL attribute; the row "pdl").
  *
@@ -16,7 +20,8 @@
  * % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes), counting the op's bytes only; Δ is the PDL row's
  * time minus the off row's, per call.
  *
- * `deno run -A --no-check bench/pdl10_tuning.ts` (or `bun bench/pdl10_tuning.ts`).
+ * `deno run -A --no-check bench/pdl10_tuning.ts [--ops=normForward,castBack,…]` (or `bun bench/pdl10_tuning.ts`);
+ * `--ops` keeps the listed ops only (all thirteen by default, ~3–4 minutes).
  * @module
  */
 import process from "node:process";
@@ -27,6 +32,8 @@ import { config } from "../core/config.ts";
 import type { BenchCase } from "./cases.ts";
 import { cases as normCases } from "./cases_norm.ts";
 import { cases as swigluCases } from "./cases_swiglu.ts";
+import { cases as elemCases } from "./cases_elem.ts";
+import { cases as perBlockCases } from "./cases_per_block.ts";
 import { casesOn as moreCases } from "./cases_more.ts";
 import { copyRateGBs, DEV } from "./common.ts";
 
@@ -45,7 +52,23 @@ const OPS = [
   "swigluForward",
   "swigluForwardAndPerTokenCast",
   "swigluBackward",
+  "cast",
+  "stochasticCast",
+  "castBack",
+  "perTokenCastBack",
+  "perBlockCast",
+  "perBlockCastWithSfOnly",
+  "perBlockCastWithPrecomputedSf",
 ];
+const opsArg = process.argv.find((a) => a.startsWith("--ops="));
+const WANTED = opsArg ? opsArg.slice(6).split(",") : OPS;
+/** The cases of the changed kernels: the six ops' roofline cases, the element casts bf16 → e4m3, castBack e4m3 → bf16. */
+function wanted(c: BenchCase): boolean {
+  if (!WANTED.includes(c.op) || (c.tokens !== 8192 && c.tokens !== 16384)) return false;
+  if (c.op === "cast" || c.op === "stochasticCast") return c.variant.startsWith("bf16→e4m3");
+  if (c.op === "castBack") return c.variant.startsWith("e4m3→bf16");
+  return true;
+}
 const SETTINGS = [
   { name: "off", pdl: false },
   { name: "pdl", pdl: true },
@@ -82,8 +105,8 @@ const copy = copyRateGBs(2 ** 30);
 console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
 const savedPdl = config.pdl;
 // the roofline's cases of the six ops (the others are disposed at once: cases_more's are set up on first call only)
-const all: BenchCase[] = [...normCases(), ...swigluCases(), ...moreCases([8192, 16384], 0)];
-const runs = all.filter((c) => OPS.includes(c.op) && (c.tokens === 8192 || c.tokens === 16384));
+const all: BenchCase[] = [...normCases(), ...swigluCases(), ...elemCases(), ...perBlockCases(), ...moreCases([8192, 16384], 0)];
+const runs = all.filter(wanted);
 for (const c of all) if (!runs.includes(c)) c.dispose();
 runs.sort((a, b) => OPS.indexOf(a.op) - OPS.indexOf(b.op) || a.tokens - b.tokens);
 
