@@ -20,6 +20,9 @@ import {
   HostTensor,
   normForward,
   normForwardAndPerTokenCast,
+  perBlockCast,
+  perBlockCastWithPrecomputedSf,
+  perBlockCastWithSfOnly,
   perTokenCast,
   perTokenCastBack,
   type Quantized,
@@ -38,6 +41,7 @@ import { swigluLastLaunch } from "../ops/quant/swiglu_launch.ts";
 import { elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
 import { castBackLastLaunch } from "../ops/quant/cast_back.ts";
 import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
+import { perBlockLastLaunch } from "../ops/quant/per_block_cast.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
@@ -439,6 +443,92 @@ gpuTest("PDL (round 10) of the element casts _a / _sr_a and castBack's segmented
           } finally {
             await s.synchronize();
             dispose(keep, dx, D, Y, E);
+          }
+        }
+      }
+    } finally {
+      s[Symbol.dispose]();
+    }
+  });
+});
+
+/**
+ * perBlockCast's kernels (every `tk_per_block_cast__*`, all with the griddepcontrol prologue): the PDL attribute on
+ * every launch while config.pdl is set and on none otherwise; bytes = reference with config.pdl on and off (bf16
+ * and fp32 input, 128 × 128 and 32 × 32 blocks, fp32 and packed UE8M0 sf, sf only, precomputed sf, a grid walked
+ * grid-stride at 1024 × 7168); a chain on one stream without synchronisation: perBlockCast writes (D, S), castBack
+ * reads them into Y (a PDL segmented kernel), perBlockCast reads Y and rewrites (D, S) (write after castBack's
+ * read), castBack rewrites Y (write after perBlockCast's read); each = the CPU chain's.
+ */
+gpuTest("PDL (round 10) of perBlockCast's kernels: selection, bytes = reference with config.pdl on and off, a chain with castBack on one stream (seed 10005)", async () => {
+  const rand = rng(10005);
+  for (const on of [true, false]) {
+    await withPdl(on, () => {
+      for (const [T, H] of [[256, 512], [1024, 7168]] as const) {
+        for (const dt of ["bf16", "fp32"] as const) {
+          const x = randomInput(rand, T, H, dt);
+          const dx = uploadView(x);
+          for (const bs of [[128, 128], [32, 32]] as const) {
+            for (const sfo of [{}, PACKED]) {
+              const o = { fmt: "e4m3", blockSize: bs, ...sfo } as const;
+              const tag = `config.pdl ${on} ${T}x${H} ${dt} ${bs.join("x")} ${JSON.stringify(sfo)}`;
+              const c = perBlockCast(x, o);
+              const g = perBlockCast(dx, o);
+              assert.equal(perBlockLastLaunch().pdl, on, `${tag}: PDL attribute`);
+              sameAllocation(g[0], c[0], `${tag} data`);
+              sameAllocation(g[1], c[1], `${tag} sf`);
+              const cs = perBlockCastWithSfOnly(x, o);
+              const gs = perBlockCastWithSfOnly(dx, o);
+              assert.equal(perBlockLastLaunch().pdl, on, `${tag}: sf only PDL attribute`);
+              sameAllocation(gs, cs, `${tag} sf only`);
+              dispose(g, gs);
+            }
+            const tag = `config.pdl ${on} ${T}x${H} ${dt} ${bs.join("x")} precomputed`;
+            const [, hsf] = perBlockCast(x, { fmt: "e4m3", blockSize: bs });
+            const dsf = uploadView(hsf as HostTensor);
+            const cp = perBlockCastWithPrecomputedSf(x, hsf, { fmt: "e4m3", blockSize: bs });
+            const gp = perBlockCastWithPrecomputedSf(dx, dsf, { fmt: "e4m3", blockSize: bs });
+            assert.equal(perBlockLastLaunch().pdl, on, `${tag}: PDL attribute`);
+            sameAllocation(gp, cp, tag);
+            dispose(gp, dsf);
+          }
+          dispose(dx);
+        }
+      }
+    });
+  }
+  await withPdl(true, async () => {
+    const s = createStream(0);
+    try {
+      for (const T of [1024, 128]) {
+        const H = 7168;
+        for (let round = 0; round < 2; round++) {
+          const label = `PDL per-block chain ${T}x${H} round ${round}`;
+          const o = { fmt: "e4m3", blockSize: [128, 128] } as const;
+          const cb = { fmt: "bf16", xBlockSize: [128, 128] } as const;
+          const hx = randomInput(rand, T, H, "bf16");
+          const q1 = perBlockCast(hx, o);
+          const y2 = castBack(q1, cb) as HostTensor;
+          const q3 = perBlockCast(y2, o);
+          const y4 = castBack(q3, cb) as HostTensor;
+          const dx = toDevice(hx, 0, { stream: s }) as DeviceTensor;
+          const Y = empty([T, H], "bf16", { device: 0, stream: s }) as DeviceTensor;
+          const keep: unknown[] = [];
+          try {
+            const [D, S] = perBlockCast(dx, { ...o, stream: s });
+            keep.push(D, S);
+            castBack([D, S], { ...cb, stream: s, out: Y });
+            perBlockCast(Y, { ...o, stream: s, out: { data: D, sf: S } });
+            castBack([D, S], { ...cb, stream: s, out: Y });
+            assert.equal(castBackLastLaunch().pdl, true, `${label}: castBack with PDL`);
+            await s.synchronize();
+            sameAllocation(D, q3[0], `${label}: D after the second cast (read of castBack's Y)`);
+            sameAllocation(S, q3[1], `${label}: S after the second cast`);
+            sameAllocation(Y, y4, `${label}: Y after the second castBack`);
+            void y2;
+          } finally {
+            await s.synchronize();
+            dispose(keep, dx, Y);
           }
         }
       }
