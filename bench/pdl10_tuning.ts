@@ -104,10 +104,10 @@ function timeOn(f: () => void): number {
 const copy = copyRateGBs(2 ** 30);
 console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
 const savedPdl = config.pdl;
-// the roofline's cases of the six ops (the others are disposed at once: cases_more's are set up on first call only)
+// the roofline's cases of the changed kernels; the others are kept until the end (cases of one file share inputs:
+// disposing one disposes its neighbours'; cases_more's are set up on first call only)
 const all: BenchCase[] = [...normCases(), ...swigluCases(), ...elemCases(), ...perBlockCases(), ...moreCases([8192, 16384], 0)];
 const runs = all.filter(wanted);
-for (const c of all) if (!runs.includes(c)) c.dispose();
 runs.sort((a, b) => OPS.indexOf(a.op) - OPS.indexOf(b.op) || a.tokens - b.tokens);
 
 try {
