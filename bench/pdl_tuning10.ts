@@ -1,15 +1,15 @@
 /**
- * A/B of programmatic dependent launch on the norm forward and SwiGLU kernels in one process
- * (docs/perf-notes/perf10-pdl.md): the roofline's cases (bench/cases_norm.ts, cases_swiglu.ts, cases_more.ts; the
+ * A/B of programmatic dependent launch (docs/perf-notes/perf10-pdl.md) in one process, on the launches that carry
+ * the PDL attribute since round 10: the roofline's cases (bench/cases_norm.ts, cases_swiglu.ts, cases_more.ts; the
  * same calls, shapes and bytes as bench/roofline.ts) of normForward (`_tp16hr`), normForwardAndPerTokenCast
  * (`_e4m3_g128_br4a`), addRmsnormForwardAndPerTokenCast (`_e4m3_g128_wr_resa`), swigluForward (`_an`),
- * swigluForwardAndPerTokenCast (`_e4m3_g128_an`) and swigluBackward (`_a`), and (bench/cases_elem.ts,
- * cases_per_block.ts, cases_more.ts) cast / stochasticCast bf16 → e4m3 (`tk_cast__bf16_e4m3_a` / `_sr_a`), castBack
- * e4m3 → bf16 ([128, 128] and [1, 128]) and perTokenCastBack e4m3 → bf16 (`tk_cast_back_seg__e4m3_bf16`), and
- * perBlockCast / perBlockCastWithSfOnly / perBlockCastWithPrecomputedSf bf16 → e4m3 128 × 128 (every per-block
- * kernel), at 8192 and 16384 tokens × 7168, under
- * `config.pdl` false (the same kernels launched plainly: griddepcontrol has no effect; the row "off") and true (its
- * default: launched with the PDL attribute; the row "pdl").
+ * swigluForwardAndPerTokenCast (`_e4m3_g128_anl`) and swigluBackward (`_a`), and (bench/cases_elem.ts,
+ * cases_per_block.ts, cases_more.ts) castBack e4m3 → bf16 ([128, 128] and [1, 128]) and perTokenCastBack e4m3 → bf16
+ * (`tk_cast_back_seg__e4m3_bf16`), and perBlockCastWithSfOnly bf16 → e4m3 128 × 128, at 8192 and 16384 tokens × 7168,
+ * under `config.pdl` false (the same kernels launched plainly: griddepcontrol has no effect; the row "off") and true
+ * (its default: launched with the PDL attribute; the row "pdl"). The element casts, perBlockCast and
+ * perBlockCastWithPrecomputedSf, whose PDL launches lost or tied (perf10-pdl.md, Measured), never carry the
+ * attribute: both rows would be the same launch, so they are not listed.
  *
  * Each figure: N = 20 calls on the default stream (the roofline's) between two events, after a lead copy of 2 GiB
  * on that stream (~1 ms) (so that the calls are all queued before the GPU reaches them: PDL can only overlap a launch
@@ -20,8 +20,8 @@
  * % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes), counting the op's bytes only; Δ is the PDL row's
  * time minus the off row's, per call.
  *
- * `deno run -A --no-check bench/pdl10_tuning.ts [--ops=normForward,castBack,…]` (or `bun bench/pdl10_tuning.ts`);
- * `--ops` keeps the listed ops only (all thirteen by default, ~3–4 minutes).
+ * `deno run -A --no-check bench/pdl_tuning10.ts [--ops=normForward,castBack,…]` (or `bun bench/pdl_tuning10.ts`);
+ * `--ops` keeps the listed ops only (all nine by default, ~3 minutes).
  * @module
  */
 import process from "node:process";
@@ -38,7 +38,7 @@ import { casesOn as moreCases } from "./cases_more.ts";
 import { copyRateGBs, DEV } from "./common.ts";
 
 if (devices().length === 0) {
-  console.log("pdl10_tuning needs a CUDA device; none found");
+  console.log("pdl_tuning10 needs a CUDA device; none found");
   process.exit(0);
 }
 const ITERS = 20;
@@ -52,20 +52,15 @@ const OPS = [
   "swigluForward",
   "swigluForwardAndPerTokenCast",
   "swigluBackward",
-  "cast",
-  "stochasticCast",
   "castBack",
   "perTokenCastBack",
-  "perBlockCast",
   "perBlockCastWithSfOnly",
-  "perBlockCastWithPrecomputedSf",
 ];
 const opsArg = process.argv.find((a) => a.startsWith("--ops="));
 const WANTED = opsArg ? opsArg.slice(6).split(",") : OPS;
-/** The cases of the changed kernels: the six ops' roofline cases, the element casts bf16 → e4m3, castBack e4m3 → bf16. */
+/** The cases of the PDL launches: the six norm / SwiGLU ops' roofline cases, castBack e4m3 → bf16, the per-block sf only. */
 function wanted(c: BenchCase): boolean {
   if (!WANTED.includes(c.op) || (c.tokens !== 8192 && c.tokens !== 16384)) return false;
-  if (c.op === "cast" || c.op === "stochasticCast") return c.variant.startsWith("bf16→e4m3");
   if (c.op === "castBack") return c.variant.startsWith("e4m3→bf16");
   return true;
 }
