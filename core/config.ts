@@ -84,10 +84,19 @@ export class Config {
   }
   /**
    * Programmatic dependent launch on sm_90a+ (upstream `get_pdl`; default on). Launches that use it today:
-   * perTokenCast bf16 → e4m3 with groups of 128 and no stochasticCast (and `cast` of bf16 with [1, 128] blocks, which
-   * runs it), perTokenCastAndCastBack bf16 → e4m3 with groups of 128 on aligned rows of H ≤ 8192 (its `_r1` kernel),
-   * and normBackward's fold when `normLaunchTuning.backwardFoldPdl` is set. It changes when a kernel may start, never
-   * the bits: every such kernel waits for its predecessor before its first global memory access.
+   * - perTokenCast bf16 → e4m3 with groups of 128 and no stochasticCast (and `cast` of bf16 with [1, 128] blocks,
+   *   which runs it);
+   * - perTokenCastAndCastBack bf16 → e4m3 with groups of 128 on aligned rows of H ≤ 8192 (its `_r1` kernel);
+   * - normForward on aligned views (`_tp16hr`); normForwardAndPerTokenCast e4m3 on aligned views (`_br4a`; with a
+   *   residual `_wr_resa`) and addRmsnormForwardAndPerTokenCast e4m3 on aligned views (`_wr_resa`);
+   * - swigluForward bf16 → bf16, swigluForwardAndPerTokenCast bf16 → e4m3 with groups of 128 without a clamp and
+   *   swigluBackward bf16 → bf16, where their aligned-only forms run (`_a`, `_an`, `_g128_anl`, backward `_a`);
+   * - castBack / perTokenCastBack e4m3 → bf16 with H / 8 ≥ 256 (the segmented kernel);
+   * - perBlockCastWithSfOnly (not perBlockCast nor perBlockCastWithPrecomputedSf, which run the same kernels
+   *   plainly; docs/perf-notes/perf10-pdl.md);
+   * - normBackward's fold when `normLaunchTuning.backwardFoldPdl` is set.
+   * Not the element casts (cast, stochasticCast). It changes when a kernel may start, never the bits: every such
+   * kernel waits for its predecessor before its first global memory access.
    */
   get pdl(): boolean {
     return this.#pdl;

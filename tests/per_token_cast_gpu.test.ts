@@ -913,7 +913,8 @@ gpuTest("perTokenCast with PDL on one stream: read after a PDL cast's write, wri
 
 /**
  * PDL casts whose previous stream operation is not a PDL cast: perTokenCastBack (a kernel launched without the
- * attribute, without griddepcontrol) writing x, and a device copy into x; each followed at once by a cast of x,
+ * attribute, without griddepcontrol, before round 10; since docs/perf-notes/perf10-pdl.md its segmented kernel is
+ * itself a PDL launch while config.pdl is set) writing x, and a device copy into x; each followed at once by a cast of x,
  * fresh outputs, four rounds alternating the inputs (fp32 sf twice, packed column-major sf twice), 2048 × 7168, one
  * stream, nothing synchronised in between. Every cast must see the x written just before it.
  */

@@ -376,6 +376,24 @@ export function launchNormForward(
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
-  p.setLaunch(fn, stream.handle, grid, twoPass ? 512 : oneRow ? 128 : NORM_BLOCK_THREADS, smem, false, device.index);
+  // PDL (docs/perf-notes/perf10-pdl.md): the kernels that issue griddepcontrol.launch_dependents first and
+  // griddepcontrol.wait before their first global access (`_tp16hr`, `_e4m3_g<N>_br4a`, `_e4m3_g<N>_wr_resa`) are launched as programmatic dependents of
+  // the previous kernel in the stream while `config.pdl` is set (read at every launch); every other form, and these
+  // with `config.pdl` off, launch plainly (the two instructions then have no effect).
+  const pdl = config.pdl && pdlForms.has(form);
+  p.setLaunch(fn, stream.handle, grid, twoPass ? 512 : oneRow ? 128 : NORM_BLOCK_THREADS, smem, pdl, device.index);
   p.launch(op);
+}
+
+/** The forms of norm_forward.cu compiled with the griddepcontrol prologue (launched with PDL while config.pdl). */
+const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_wr_resa"]);
+
+/**
+ * The function handle and the PDL flag of the launch header the norm forward family (normForward,
+ * normForwardAndPerTokenCast, addRmsnormForwardAndPerTokenCast) last sent (tests: which kernel ran, and whether with
+ * the programmatic-stream-serialization attribute).
+ */
+export function normForwardLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
 }

@@ -178,8 +178,17 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.op_id, op === "castBack" ? OP_ID.castBack : OP_ID.perTokenCastBack);
   p.u32(w.flags, input === "e4m3" && outFmt === "bf16" ? CAST_BACK_L2_256B : 0);
   const grid = seg ? castBackSegGrid(T, H) : castBackGrid(device, T, H, input, outFmt);
-  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+  // PDL (docs/perf-notes/perf10-pdl.md): the segmented kernel issues griddepcontrol.launch_dependents first and
+  // griddepcontrol.wait before its first global access; it is launched as a programmatic dependent of the previous
+  // kernel in the stream while `config.pdl` is set (read at every launch). The row-team kernels launch plainly.
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, config.pdl && seg, device.index);
   p.launch(op);
+}
+
+/** The function handle and the PDL flag of the launch header castBack / perTokenCastBack last sent (tests). */
+export function castBackLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
 }
 
 /**

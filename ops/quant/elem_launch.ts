@@ -66,3 +66,12 @@ export function launchElementCast(op: string, device: Device, stream: Stream, x:
   p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
   p.launch(op);
 }
+
+/**
+ * The function handle and the PDL flag of the launch header cast.cu's launches last sent (tests: the element casts
+ * never carry the PDL attribute; their PDL forms lost on the H200, docs/perf-notes/perf10-pdl.md, Measured).
+ */
+export function elementCastLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
+}

@@ -186,7 +186,12 @@ function launchPerBlock(
   p.u32(w.flags, (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) | hint);
   p.f32(w.amax_clamp, a.rule.clamp);
   const grid = Math.max(1, Math.min(tiles, PB.blocksPerSm[x.dtype] * config.getNumSms(device)));
-  p.setLaunch(fn, stream.handle, grid, PB.threads, 0, false, device.index);
+  // PDL (docs/perf-notes/perf10-pdl.md): every per_block_cast.cu kernel issues griddepcontrol.launch_dependents first
+  // and griddepcontrol.wait before its first global access (no effect on a plain launch). Only the sf-only mode
+  // (perBlockCastWithSfOnly) is launched as a programmatic dependent of the previous kernel in the stream, while
+  // `config.pdl` is set (read at every launch): it won on the H200, the cast and precomputed-sf modes tied or lost
+  // (perf10-pdl.md, Measured) and launch plainly.
+  p.setLaunch(fn, stream.handle, grid, PB.threads, 0, config.pdl && mode === PER_BLOCK_MODE.sfOnly, device.index);
   p.launch(op);
 }
 
@@ -351,4 +356,10 @@ export function checkPrecomputedSf(op: string, sf: unknown, nbm: number, nbk: nu
     throw new TkError(op, "sf", "LAYOUT", `must be row-major (strides [${nbk}, 1]), got [${s.strides.join(", ")}]`);
   }
   return s;
+}
+
+/** The function handle and the PDL flag of the launch header the per-block casts last sent (tests). */
+export function perBlockLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
 }

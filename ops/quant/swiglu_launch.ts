@@ -155,8 +155,21 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
   const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK) * parts, 8 * parts * config.getNumSms(device)));
-  p.setLaunch(fn, stream.handle, grid, THREADS, 0, false, device.index);
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`) are compiled with the
+  // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
+  // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
+  // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, config.pdl && form !== "", device.index);
   p.launch(op);
+}
+
+/**
+ * The function handle and the PDL flag of the launch header the SwiGLU family last sent (tests: which kernel ran,
+ * and whether with the programmatic-stream-serialization attribute).
+ */
+export function swigluLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
 }
 
 /**

@@ -19,7 +19,10 @@
 //                                          registers from its one load (past L1) to step 4, the chunk sums folded
 //                                          by warp 0 (below, "two passes"); the host's default for normForward where
 //                                          _rr4_l2 would run on such views (measured 91.3 / 94.2% of copy against
-//                                          round 8's _tp16f, 87.6 / 91.3%, 8192 / 16384 rows, H200)
+//                                          round 8's _tp16f, 87.6 / 91.3%, 8192 / 16384 rows, H200); PDL (round 10,
+//                                          docs/perf-notes/perf10-pdl.md): griddepcontrol.launch_dependents first,
+//                                          griddepcontrol.wait before its first global access; launched with the PDL
+//                                          attribute while config.pdl is set
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's choice for the cast from the same row count (castBulkRows) on views
@@ -27,10 +30,11 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_wr_resa  the residual casts' warp rows compiled for aligned views only; the host's
 //                                          default where _e4m3_g<N>_wr_res would run and every view allows 16-byte
 //                                          accesses (measured 70.4 / 76.1% of copy against 65.1 / 68.3%, 8192 / 16384
-//                                          rows, H200)
+//                                          rows, H200); PDL in place (round 10: griddepcontrol, as _tp16hr)
 //   tk_norm_forward__bf16_e4m3_g<N>_br4a   the bulk rows compiled for aligned views only (below, "aligned bulk rows");
 //                                          the host's default where _e4m3_g<N>_br4 would run and every view allows
-//                                          16-byte accesses (measured 70.5 / 76.9% of copy against 67.1 / 73.2%)
+//                                          16-byte accesses (measured 70.5 / 76.9% of copy against 67.1 / 73.2%);
+//                                          PDL in place (round 10: griddepcontrol, as _tp16hr)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -136,6 +140,15 @@ TK_DEV void zero_sf_padding(const NormForwardParams& p, const SfOut& o) {
     ob.zero_padding_rows(p.num_tokens, p.sf_rows);
   }
 }
+
+// Programmatic dependent launch (round 10, docs/perf-notes/perf10-pdl.md; as perTokenCast's `_pdl` forms, perf9-pdl.md):
+// griddepcontrol.launch_dependents lets the next grid of the stream, when it was launched with the PDL attribute
+// (TK_LAUNCH_PDL, config.pdl), be scheduled once every block of this grid has issued it or exited;
+// griddepcontrol.wait returns once the previous grid (when this one was launched with the attribute) has completed
+// and its memory operations are visible. Launched without the attribute, neither has an effect (no designated
+// dependent, no prerequisite grid in flight). Every global access of a kernel that uses them comes after its wait.
+TK_DEV void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+TK_DEV void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 template <Fmt kIn, int kCastN>
 struct NormForward {
@@ -508,7 +521,10 @@ constexpr int kWrMinBlocks = 2;
 // kAligned (the `_wr_resa` symbols, round 9): every view aligned to 16 bytes, compile-time (the host checks): no
 // element-wise fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk (pass 2's
 // weight: 16 `@P LDG.U16` + 8 `@P PRMT` a chunk in `_e4m3_g<N>_wr_res`). Otherwise the same kernel, the same bits.
-template <int kCastN, bool kRes = false, bool kAligned = false>
+// kPdl (the `_wr_resa` symbols, round 10): run() issues griddepcontrol.launch_dependents first and
+// griddepcontrol.wait before the row walk (pdl_wait: nothing before it touches global memory), for launches with the
+// PDL attribute (config.pdl); `_wr_res` is compiled without them.
+template <int kCastN, bool kRes = false, bool kAligned = false, bool kPdl = false>
 struct NormForwardWarpRows {
   using Chunk = RowChunk<Fmt::kBf16>;
   static constexpr bool kCast = kCastN != 0;
@@ -564,6 +580,7 @@ struct NormForwardWarpRows {
 
   // The kernels (the residual forms; the bulk rows instantiate the template for cast_chunk and sf_out only).
   TK_DEV void run() const {
+    if constexpr (kPdl) pdl_launch_dependents();
     constexpr int kEb = 2;
     constexpr int kPairs = kRes ? (kCast ? 1 : 2) : kWrPairsPerStep;  // pairs per pass-1 step (registers)
     // pass-2 chunks per step: the casts keep fewer in flight (their scaling needs registers too)
@@ -585,6 +602,8 @@ struct NormForwardWarpRows {
     const bool w_al = kAligned || (p.weight % kVecBytes) == 0;
     const uint32_t warps_per_block = kRmsBlockThreads / kWarpSize;
     const uint64_t step = static_cast<uint64_t>(gridDim.x) * warps_per_block;
+    // (every global access below: x, residual, residualOut, the weight, rstd, data, sf, outBf16, the sf padding rows)
+    if constexpr (kPdl) pdl_wait();
 
     for (uint64_t row = static_cast<uint64_t>(blockIdx.x) * warps_per_block + threadIdx.x / kWarpSize; row < rows; row += step) {
       const uint64_t b = p.num_batches == 1 ? 0 : row / T, t = p.num_batches == 1 ? row : row % T;
@@ -1068,6 +1087,10 @@ struct NormForwardTwoPass {
     const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight) + kVecBytes * u;
     float* const my_node = &red[0][odd ? kTpThreads / 2 + u / 2 : u / 2];
     const float Hf = static_cast<float>(H);
+    // PDL (round 10): the previous grid of the stream, when this one was launched as its programmatic dependent, has
+    // completed and its memory is visible after this; nothing above touched global memory (launch parameters,
+    // thread geometry, the L2 policy). A plain launch has no prerequisite grid in flight: it returns at once.
+    pdl_wait();
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
       const uint32_t b = p.num_batches == 1 ? 0u : static_cast<uint32_t>(row / T);
       const uint32_t t = p.num_batches == 1 ? static_cast<uint32_t>(row) : static_cast<uint32_t>(row % T);
@@ -1129,6 +1152,9 @@ struct NormForwardTwoPass {
 
   TK_DEV void run() const {
     __shared__ float red[2][kTpThreads];  // the chunk sums by node (red[0]), rstd (red[1][0]); one array for all four
+    // PDL (round 10): the next grid of the stream, if launched as a programmatic dependent, may be scheduled from now
+    // on (it waits for this grid's completion before its own first global access); no effect on a plain launch.
+    pdl_launch_dependents();
     // (uniform over the launch: one branch per kernel, not per piece)
     const bool has_w = p.flags & kFwdWeight;
     if (p.out_scale == 1.0f) {
@@ -1392,6 +1418,8 @@ struct NormForwardBulkRowsA {
     extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
     __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
     __shared__ __align__(8) uint64_t landed;            // the bulk load's mbarrier
+    // PDL (round 10): the stream's next grid, if a programmatic dependent, may be scheduled from now on
+    pdl_launch_dependents();
     const uint32_t H = p.hidden, K = H / kRmsChunk, row_bytes = H * kEb;
     const RmsTeam team(kP, K);  // team 0, p = threadIdx.x
     const uint32_t N = team.nodes;
@@ -1403,6 +1431,9 @@ struct NormForwardBulkRowsA {
     auto live_of = [&](uint32_t j) { return j < J && chunk_of(j) < K; };
 
     if (tp == 0) mbar_init(bar, 1);
+    // PDL (round 10): every global access (the bulk copies of x, the weight, data, sf, outBf16, rstd, the sf padding
+    // rows) comes after the wait; the mbarrier above is shared memory.
+    pdl_wait();
     uint32_t phase = 0, parity = 0;
     const uint64_t first = blockIdx.x;
     for (uint64_t row = first; row < rows; row += gridDim.x, parity ^= 1) {
@@ -1491,7 +1522,7 @@ TK_NORM_FORWARD_CAST_WR_RES(128)
 #define TK_NORM_FORWARD_CAST_WR_RESA(n)                                                                   \
   extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
       tk_norm_forward__bf16_e4m3_g##n##_wr_resa(const __grid_constant__ NormForwardParams p) {            \
-    tk::NormForwardWarpRows<n, true, true>(p).run();                                                      \
+    tk::NormForwardWarpRows<n, true, true, true>(p).run();                                                      \
   }
 TK_NORM_FORWARD_CAST_WR_RESA(32)
 TK_NORM_FORWARD_CAST_WR_RESA(128)

@@ -9,6 +9,8 @@
 //   tk_cast_back__*_bf16       256      0             min(ceilDiv(T, R), 10 · SMs)   (two waves of 5 blocks per SM)
 //   tk_cast_back__*_fp32       256      0             ceilDiv(T, R)                   (no cap: measured faster uncapped)
 //   tk_cast_back_seg__e4m3_bf16 256     0             T · ceilDiv(H / 8, 512)         (one row segment per block)
+//   (the segmented kernel with programmatic dependent launch, round 10: launched with the PDL attribute while
+//   config.pdl is set; run_segments)
 //
 //   The host takes the segmented kernel for e4m3 → bf16 when H / 8 ≥ 256 (ops/quant/cast_back.ts; fp32 output keeps
 //   the row teams, at 92% of copy; an fp32-output segmented instance was never selected and is not built); no shared memory, launch bound 8 (32 / 30 registers on sm_90a / sm_100a, no spills):
@@ -189,8 +191,15 @@ struct CastBack {
   // pieces t, t + 256, … of its segment. Each thread issues the loads of all kP pieces and their block scales
   // first, then decodes and stores: no shared memory, no pipeline, one item per block when grid.x = items (the
   // Inductor pointwise shape: many short blocks, so a block's start and the last wave cost one small item each).
+  // Programmatic dependent launch (round 10, docs/perf-notes/perf10-pdl.md): griddepcontrol.launch_dependents first
+  // (the stream's next grid, when launched with the PDL attribute, may be scheduled from then on; it waits for this
+  // grid's completion before its own first global access), griddepcontrol.wait before the item walk (the previous
+  // grid, when this one was launched with the attribute, has completed and its memory is visible); nothing before it
+  // touches memory (launch parameters, geometry). The host launches the segmented kernel with the attribute while
+  // config.pdl is set; without it both instructions have no effect.
   template <int kP>
   TK_DEV void run_segments() const {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     constexpr uint32_t kSegPieces = kBlockThreads * kP;
     const uint32_t segs = (chunks + kSegPieces - 1) / kSegPieces;
     const bool in_aligned = rows_aligned(p.data, p.data_row_stride, kInBytes);
@@ -199,6 +208,7 @@ struct CastBack {
     const uint32_t step_rows = gridDim.x / segs, step_segs = gridDim.x % segs;
     uint64_t row = blockIdx.x / segs;
     uint32_t seg = blockIdx.x % segs;
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     for (; row < p.num_tokens;) {
       const uint8_t* in_row = reinterpret_cast<const uint8_t*>(p.data) + row * p.data_row_stride;
       uint8_t* out_row = reinterpret_cast<uint8_t*>(p.out) + row * p.out_row_stride * kOutElemBytes;

@@ -10,6 +10,10 @@
 //   all        256      0             min(tiles, B · SMs)      tiles = (T / r) · ceilDiv(H, 16384 / r)
 //
 //   B = resident blocks per SM the registers are sized for: 2 (fp32 input), 4 (bf16 input). SMs = multiprocessors.
+//   Every kernel issues griddepcontrol.launch_dependents first and griddepcontrol.wait before its first global access
+//   (programmatic dependent launch, round 10): the host launches the sf-only mode (perBlockCastWithSfOnly) with the
+//   PDL attribute while config.pdl is set, the cast and precomputed-sf modes plainly (no effect there; they did not
+//   gain on the H200: docs/perf-notes/perf10-pdl.md, Measured).
 //   Static shared memory: 192 B (three rotating rows of at most 16 block maxima), plus 32 KiB for bf16 input (the
 //   next tile's slots: 4 blocks per SM hold 129 KiB). bf16: 60–64 registers on sm_90a / sm_100a, no spills.
 //   Measured on an H200 (bf16 → e4m3 128 × 128, 7168 wide) before the shared-memory stage: 78–80% of copy at 8192,
@@ -97,6 +101,11 @@ struct BlockCast {
 
   TK_DEV void run() const {
     __shared__ uint32_t block_amax[kAmaxRows][kMaxTileBlocks];
+    // Programmatic dependent launch (round 10, docs/perf-notes/perf10-pdl.md): the stream's next grid, when launched
+    // with the PDL attribute, may be scheduled from now on (it waits for this grid's completion before its own first
+    // global access). griddepcontrol.wait below, before the first tile's copies: every global access (x, x_sf, data,
+    // sf, the sf padding rows) comes after it; the launch parameters and the shared maxima above do not count.
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     const uint32_t hidden = p.hidden;
     const uint64_t col_tiles = (hidden + kTileCols - 1) / kTileCols;
     const uint64_t tiles = static_cast<uint64_t>(p.num_tokens / kR) * col_tiles;
@@ -179,6 +188,9 @@ struct BlockCast {
       }
     };
 
+    // the previous grid (when this one was launched with the attribute) has completed and its memory is visible;
+    // a plain launch has no prerequisite grid in flight: it returns at once
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     uint32_t w[kU][4];
     if (blockIdx.x < tiles) {
       issue_next(blockIdx.x);

@@ -14,6 +14,9 @@
 //   tk_swiglu_forward__bf16_e4m3_g128_anl     the lean cast form (kFormLeanCast): `_an`'s conditions (the launch
 //                                             takes it by default where they hold), the same bytes, 4 CTAs per SM
 //                                             on sm_90a and 4 column parts (see below)
+//                                             Every aligned-only form (`_a`, `_an`, `_anl`) with programmatic
+//                                             dependent launch (kFormPdl, round 10): launched with the PDL
+//                                             attribute while config.pdl is set
 //   tk_swiglu_expf_check                      out[i] = expf_cr(x[i]) for i < num_tokens    (tests; the pattern
 //                                             0xffffffff, a NaN, where expf_cr_tab(x[i]) has other bits)
 //   tk_swiglu_recip_check                     out[i] = recip_rn_n's 1/x[i]                 (tests; 0xffffffff
@@ -112,7 +115,18 @@ enum SwigluFault : uint32_t { kPsumBelowStart = 1, kPsumBeyondRows = 2 };
 //     is addressed from a row pointer made once per unit; a unit issues its row weight and first step's loads
 //     before its psum search (for_rows' kLateState), not after. Launched at kFwdLeanMinBlocks CTAs per SM (≤ 64
 //     registers on sm_90a: 32 warps per SM instead of 24) with kFwdLeanParts column parts.
-enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2, kFormLeanCast = 4 };
+//   kFormPdl (round 10, docs/perf-notes/perf10-pdl.md; every aligned-only form, `_anl` included): programmatic
+//     dependent launch. griddepcontrol.launch_dependents first (the stream's next grid, when launched with the PDL attribute, may be
+//     scheduled from then on; it waits for this grid's completion before its own first global access), then the
+//     CTA's gate table (copied from the module's constant __device__ tables, which no grid writes) and the clamp's
+//     value, then griddepcontrol.wait (returns once the previous grid, when this one was launched with the attribute,
+//     has completed and its memory is visible), and only then the first access to memory another grid may write:
+//     psum's check, x, dy, weights, the outputs, sf, the counters, the error word. The host launches these forms with
+//     the attribute while config.pdl is set; without it both instructions have no effect.
+enum SwigluForm : int { kFormMain = 0, kFormAligned = 1, kFormNoClamp = 2, kFormLeanCast = 4, kFormPdl = 8 };
+
+TK_DEV void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+TK_DEV void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 constexpr int kBlockThreads = 256;
 constexpr int kTeam = 8;        // lanes per row
@@ -424,7 +438,9 @@ TK_DEV void forward(const SwigluParams& p) {
   constexpr bool kLean = (kForm & kFormLeanCast) != 0;
   static_assert(!kLean || (kN == 128 && kIn == Fmt::kBf16 && kAl && kNoClamp), "kFormLeanCast: bf16 x, groups of 128, _an");
   constexpr int kParts = kLean ? kFwdLeanParts : kFwdParts;
-  check_psum(p);
+  constexpr bool kPdl = (kForm & kFormPdl) != 0;
+  if constexpr (kPdl) pdl_launch_dependents();
+  if constexpr (!kPdl) check_psum(p);
   constexpr int kInBytes = kChunk * FmtTraits<kIn>::kBits / 8;
   const uint32_t H = p.hidden, chunks = H / kChunk;
   const uint32_t steps = (H + kBlockCols - 1) / kBlockCols;
@@ -442,6 +458,10 @@ TK_DEV void forward(const SwigluParams& p) {
   const SfOut sf_out = make_sf_out(p, H / kGroup);
   const GroupCast<kGroup> cast{sf_out, p.amax_clamp, p.sf_flags};
   const GateFn<kIn, true> silu = make_gate_fn<kIn, true>(p, kNoClamp);
+  if constexpr (kPdl) {
+    pdl_wait();  // (kFormPdl: nothing above touched memory another grid may write)
+    check_psum(p);
+  }
   uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
 
   for_rows<kParts, kLean>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t b0, uint32_t b1) {
@@ -615,9 +635,12 @@ TK_DEV BwdStage& bwd_stage() {
 // kForm: kFormMain or kFormAligned (the no-clamp backward form lost on the H200: perf9-swiglu.md, Measured).
 template <Fmt kIn, Fmt kDy, Fmt kOut, int kN, int kForm = kFormMain>
 TK_DEV void backward(const SwigluParams& p) {
-  static_assert(kForm == kFormMain || kForm == kFormAligned, "backward forms: main, aligned");
-  constexpr bool kAl = kForm == kFormAligned;
-  check_psum(p);
+  static_assert(kForm == kFormMain || kForm == kFormAligned || kForm == (kFormAligned | kFormPdl),
+                "backward forms: main, aligned (with PDL)");
+  constexpr bool kAl = (kForm & kFormAligned) != 0;
+  constexpr bool kPdl = (kForm & kFormPdl) != 0;
+  if constexpr (kPdl) pdl_launch_dependents();
+  if constexpr (!kPdl) check_psum(p);
   constexpr bool kCast = kIn == Fmt::kE4m3;
   constexpr int kInElem = FmtTraits<kIn>::kBits / 8, kDyElem = FmtTraits<kDy>::kBits / 8;
   constexpr int kOutElem = FmtTraits<kOut>::kBits / 8;
@@ -648,6 +671,10 @@ TK_DEV void backward(const SwigluParams& p) {
   // no spills); fp32 dy keeps 2.
   constexpr int kExpGroup = kIn != Fmt::kE4m3 || kN != 128 ? 4 : kDy == Fmt::kBf16 ? 8 : 2;
   const GateFn<kIn, false, kExpGroup> exp_neg = make_gate_fn<kIn, false, kExpGroup>(p);
+  if constexpr (kPdl) {
+    pdl_wait();  // (kFormPdl: nothing above touched memory another grid may write)
+    check_psum(p);
+  }
 
   for_rows<1>(p, steps, [&](uint64_t row, RowState st, uint32_t r, uint32_t, uint32_t) {
     const bool real = st == RowState::kReal, pad = st == RowState::kPadding;
@@ -1090,7 +1117,9 @@ TK_SWIGLU_BWD_CAST(fp32, kFp32, 128)
     tk::backward<tk::Fmt::IN, tk::Fmt::IN, tk::Fmt::OUT, 0, form>(p);                                           \
   }
 
-TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAligned)
-TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp)
-TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdLeanMinBlocks, anl, tk::kFormAligned | tk::kFormNoClamp | tk::kFormLeanCast)
-TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned)
+// Each with the PDL prologue (kFormPdl, round 10): launched as a programmatic dependent while config.pdl is set.
+TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, a, tk::kFormAligned | tk::kFormPdl)
+TK_SWIGLU_FWD_FORM(bf16, kBf16, bf16, kBf16, tk::kFwdMinBlocks, an, tk::kFormAligned | tk::kFormNoClamp | tk::kFormPdl)
+TK_SWIGLU_FWD_CAST_FORM(bf16, kBf16, 128, tk::kFwdLeanMinBlocks, anl,
+                        tk::kFormAligned | tk::kFormNoClamp | tk::kFormLeanCast | tk::kFormPdl)
+TK_SWIGLU_BWD_FORM(bf16, kBf16, bf16, kBf16, a, tk::kFormAligned | tk::kFormPdl)
