@@ -86,6 +86,8 @@ export class Config {
    * Programmatic dependent launch on sm_90a+ (upstream `get_pdl`; default on). Launches that use it today:
    * - perTokenCast bf16 → e4m3 with groups of 128 and no stochasticCast (and `cast` of bf16 with [1, 128] blocks,
    *   which runs it);
+   * - perTokenCast bf16 → e4m3 with stochasticCast and groups of 128 on 16-byte-accessible x and data (its
+   *   `_g128_sr_wu` kernel);
    * - perTokenCastAndCastBack bf16 → e4m3 with groups of 128 on aligned rows of H ≤ 8192 (its `_r1` kernel);
    * - normForward on aligned views (`_tp16hr`); normForwardAndPerTokenCast e4m3 on aligned views (`_br4a`; with a
    *   residual `_wr_resa`) and addRmsnormForwardAndPerTokenCast e4m3 on aligned views (`_wr_resa`);
