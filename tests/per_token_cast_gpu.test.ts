@@ -780,7 +780,7 @@ gpuTest("perTokenCast PDL selection: config.pdl on (the default) runs _g128_pdl 
         dispose(perTokenCast(x, { fmt: "e2m1", numPerChannels: 128 }));
         expect(`${label} e2m1`, "bf16_e2m1_g128_u4", false);
         dispose(perTokenCast(x, { ...fp32, stochasticCast: true }));
-        expect(`${label} stochasticCast`, "bf16_e4m3_g128_sr", false);
+        expect(`${label} stochasticCast`, "bf16_e4m3_g128_sr_wu", on);
         dispose(perTokenCastWithSfOnly(x, fp32));
         expect(`${label} sf only`, "bf16_e4m3_g128_sor4_a", false);
       });
