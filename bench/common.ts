@@ -6,7 +6,7 @@
 import { type DeviceTensor, empty, type HostTensor, type PerTokenCastOptions, synchronize, tensor, toDevice } from "../mod.ts";
 import { createEvent, destroyEvent, elapsedMs, kernelFunction, LaunchPacket, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
-import { deviceRuntime, type Device } from "../core/tensor.ts";
+import { deviceRuntime, type Device, type Stream } from "../core/tensor.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 
 export const DEV: Device = { kind: "cuda", index: 0 };
@@ -60,6 +60,48 @@ function timeCalls(f: () => void, iters: number, reps: number, leadBytes: number
   lead?.dst.dispose();
   times.sort((x, y) => x - y);
   return { us: times[times.length >> 1], hostBound };
+}
+
+/**
+ * Per-call device time of a function on one stream after a lead copy, for the A/B benches of launch forms
+ * (bench/pdl_tuning.ts, pdl_tuning10.ts, pcb10_tuning.ts): each repetition queues a copy of `leadBytes` on the
+ * stream, then `iters` calls of `f` between two events on it (so the calls are queued before the GPU reaches them:
+ * programmatic dependent launch only overlaps launches the GPU already holds); the median over `reps`. Unlike
+ * {@link queuedDeviceTimeUs}, the events are recorded on the given stream and the lead buffers live as long as the
+ * timer (`dispose()` frees them).
+ */
+export class LeadTimer {
+  readonly #src: DeviceTensor;
+  readonly #dst: DeviceTensor;
+  constructor(readonly leadBytes = 2 ** 31, readonly iters = 20, readonly reps = 7) {
+    this.#src = empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor;
+    this.#dst = empty([leadBytes], "uint8", { device: 0 }) as DeviceTensor;
+  }
+  /** Median per-call time (µs) of `f` on `stream` (three warm-up calls first). */
+  timeUs(stream: Stream, f: () => void): number {
+    const rt = deviceRuntime("bench");
+    const a = createEvent(DEV);
+    const b = createEvent(DEV);
+    for (let i = 0; i < 3; i++) f();
+    syncAndCheck(0, stream.handle);
+    const times: number[] = [];
+    for (let r = 0; r < this.reps; r++) {
+      rt.copyDtoD(DEV, this.#dst.addr, this.#src.addr, this.leadBytes, stream);
+      recordEvent(DEV, a, stream.handle);
+      for (let i = 0; i < this.iters; i++) f();
+      recordEvent(DEV, b, stream.handle);
+      times.push((elapsedMs(DEV, a, b) * 1000) / this.iters);
+    }
+    syncAndCheck(0, stream.handle);
+    destroyEvent(DEV, a);
+    destroyEvent(DEV, b);
+    times.sort((x, y) => x - y);
+    return times[this.reps >> 1];
+  }
+  dispose(): void {
+    this.#src.dispose();
+    this.#dst.dispose();
+  }
 }
 
 /** Device-to-device copy rate (GB/s, read + write counted) on a buffer of `bytes`. */

@@ -19,21 +19,18 @@
  * @module
  */
 import process from "node:process";
-import { type DeviceTensor, devices, empty, perTokenCastAndCastBack, toHost } from "../mod.ts";
-import { createEvent, destroyEvent, elapsedMs, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
+import { type DeviceTensor, devices, perTokenCastAndCastBack, toHost } from "../mod.ts";
 import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
 import { config } from "../core/config.ts";
-import { copyRateGBs, DEV, randomBf16Host } from "./common.ts";
+import { syncAndCheck } from "../ffi/cuda.ts";
+import { copyRateGBs, DEV, LeadTimer, randomBf16Host } from "./common.ts";
 
 if (devices().length === 0) {
   console.log("pcb10_tuning needs a CUDA device; none found");
   process.exit(0);
 }
 const H = 7168;
-const ITERS = 20;
-const REPS = 7;
 const ROUNDS = 5;
-const LEAD = 2 ** 31;
 const SETTINGS = [
   { name: "r1", pdl: false },
   { name: "r1+pdl", pdl: true },
@@ -42,27 +39,8 @@ const OPTS = { fmt: "e4m3", numPerChannels: 128 } as const;
 
 const rt = deviceRuntime("bench");
 const stream = rt.defaultStream(DEV);
-const lead = { src: empty([LEAD], "uint8", { device: 0 }) as DeviceTensor, dst: empty([LEAD], "uint8", { device: 0 }) as DeviceTensor };
+const timer = new LeadTimer() // 20 calls after a 2-GiB lead copy, median of 7;
 
-/** Per-call device time (µs) of `f`: ITERS calls between two events after a lead copy, median of REPS. */
-function timeOn(f: () => void): number {
-  const a = createEvent(DEV);
-  const b = createEvent(DEV);
-  for (let i = 0; i < 3; i++) f();
-  syncAndCheck(0, stream.handle);
-  const times: number[] = [];
-  for (let r = 0; r < REPS; r++) {
-    rt.copyDtoD(DEV, lead.dst.addr, lead.src.addr, LEAD, stream);
-    recordEvent(DEV, a, stream.handle);
-    for (let i = 0; i < ITERS; i++) f();
-    recordEvent(DEV, b, stream.handle);
-    times.push((elapsedMs(DEV, a, b) * 1000) / ITERS);
-  }
-  destroyEvent(DEV, a);
-  destroyEvent(DEV, b);
-  times.sort((x, y) => x - y);
-  return times[REPS >> 1];
-}
 
 const copy = copyRateGBs(2 ** 30);
 console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
@@ -79,7 +57,7 @@ try {
       SETTINGS.forEach((s, i) => {
         config.pdl = s.pdl;
         const x = xs[i];
-        us.set(s.name, [...(us.get(s.name) ?? []), timeOn(() => void perTokenCastAndCastBack(x, OPTS))]);
+        us.set(s.name, [...(us.get(s.name) ?? []), timer.timeUs(stream, () => void perTokenCastAndCastBack(x, OPTS))]);
       });
     }
     config.pdl = saved;
@@ -112,7 +90,6 @@ try {
 } finally {
   config.pdl = saved;
   syncAndCheck(0, stream.handle);
-  lead.src.dispose();
-  lead.dst.dispose();
+  timer.dispose();
 }
 if (failures > 0) process.exit(1);

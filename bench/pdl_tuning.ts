@@ -21,20 +21,17 @@
  */
 import process from "node:process";
 import { createStream, type DeviceTensor, devices, empty, perTokenCast, perTokenCastBack, type Quantized } from "../mod.ts";
-import { createEvent, destroyEvent, elapsedMs, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
 import { deviceRuntime, type Stream } from "../core/tensor.ts";
 import { config } from "../core/config.ts";
-import { CASES, castBytes, copyRateGBs, DEV, randomBf16 } from "./common.ts";
+import { syncAndCheck } from "../ffi/cuda.ts";
+import { CASES, castBytes, copyRateGBs, DEV, LeadTimer, randomBf16 } from "./common.ts";
 
 if (devices().length === 0) {
   console.log("pdl_tuning needs a CUDA device; none found");
   process.exit(0);
 }
 const H = 7168;
-const ITERS = 20;
-const REPS = 7;
 const ROUNDS = 5;
-const LEAD = 2 ** 31;
 const SETTINGS = [
   { name: "main", pdl: false },
   { name: "pdl", pdl: true },
@@ -42,27 +39,8 @@ const SETTINGS = [
 const PATTERNS = ["back-to-back", "+ copy", "+ kernel"] as const;
 
 const rt = deviceRuntime("bench");
-const lead = { src: empty([LEAD], "uint8", { device: 0 }) as DeviceTensor, dst: empty([LEAD], "uint8", { device: 0 }) as DeviceTensor };
+const timer = new LeadTimer() // 20 calls after a 2-GiB lead copy, median of 7;
 
-/** Per-call device time (µs) of `f` on `stream`: ITERS calls between two events after a lead copy, median of REPS. */
-function timeOn(stream: Stream, f: () => void): number {
-  const a = createEvent(DEV);
-  const b = createEvent(DEV);
-  for (let i = 0; i < 3; i++) f();
-  syncAndCheck(0, stream.handle);
-  const times: number[] = [];
-  for (let r = 0; r < REPS; r++) {
-    rt.copyDtoD(DEV, lead.dst.addr, lead.src.addr, LEAD, stream);
-    recordEvent(DEV, a, stream.handle);
-    for (let i = 0; i < ITERS; i++) f();
-    recordEvent(DEV, b, stream.handle);
-    times.push((elapsedMs(DEV, a, b) * 1000) / ITERS);
-  }
-  destroyEvent(DEV, a);
-  destroyEvent(DEV, b);
-  times.sort((x, y) => x - y);
-  return times[REPS >> 1];
-}
 
 const copy = copyRateGBs(2 ** 30);
 console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
@@ -107,7 +85,7 @@ try {
             for (const s of SETTINGS) {
               config.pdl = s.pdl;
               const k = `${r.c.name}\t${sname}\t${pat}\t${s.name}`;
-              us.set(k, [...(us.get(k) ?? []), timeOn(stream, fs[pat])]);
+              us.set(k, [...(us.get(k) ?? []), timer.timeUs(stream, fs[pat])]);
             }
           }
         }
@@ -139,5 +117,6 @@ try {
   config.pdl = savedPdl;
   syncAndCheck(0, created.handle);
   created[Symbol.dispose]();
-  for (const t of [lead.src, lead.dst, small.src, small.dst, smallX, smallOut, ...smallPair]) t.dispose();
+  timer.dispose();
+  for (const t of [small.src, small.dst, smallX, smallOut, ...smallPair]) t.dispose();
 }

@@ -26,25 +26,22 @@
  */
 import process from "node:process";
 import { type DeviceTensor, devices, empty } from "../mod.ts";
-import { createEvent, destroyEvent, elapsedMs, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
 import { deviceRuntime, type Stream } from "../core/tensor.ts";
 import { config } from "../core/config.ts";
+import { syncAndCheck } from "../ffi/cuda.ts";
 import type { BenchCase } from "./cases.ts";
 import { cases as normCases } from "./cases_norm.ts";
 import { cases as swigluCases } from "./cases_swiglu.ts";
 import { cases as elemCases } from "./cases_elem.ts";
 import { cases as perBlockCases } from "./cases_per_block.ts";
 import { casesOn as moreCases } from "./cases_more.ts";
-import { copyRateGBs, DEV } from "./common.ts";
+import { copyRateGBs, DEV, LeadTimer } from "./common.ts";
 
 if (devices().length === 0) {
   console.log("pdl_tuning10 needs a CUDA device; none found");
   process.exit(0);
 }
-const ITERS = 20;
-const REPS = 7;
 const ROUNDS = 5;
-const LEAD = 2 ** 31;
 const OPS = [
   "normForward",
   "normForwardAndPerTokenCast",
@@ -72,29 +69,9 @@ const PATTERNS = ["back-to-back", "+ copy"] as const;
 
 const rt = deviceRuntime("bench");
 const stream: Stream = rt.defaultStream(DEV);
-const lead = { src: empty([LEAD], "uint8", { device: 0 }) as DeviceTensor, dst: empty([LEAD], "uint8", { device: 0 }) as DeviceTensor };
+const timer = new LeadTimer() // 20 calls after a 2-GiB lead copy, median of 7;
 const small = { src: empty([4096], "uint8", { device: 0 }) as DeviceTensor, dst: empty([4096], "uint8", { device: 0 }) as DeviceTensor };
 
-/** Per-call device time (µs) of `f` on the default stream: ITERS calls between two events after a lead copy, median of REPS. */
-function timeOn(f: () => void): number {
-  const a = createEvent(DEV);
-  const b = createEvent(DEV);
-  for (let i = 0; i < 3; i++) f();
-  syncAndCheck(0, stream.handle);
-  const times: number[] = [];
-  for (let r = 0; r < REPS; r++) {
-    rt.copyDtoD(DEV, lead.dst.addr, lead.src.addr, LEAD, stream);
-    recordEvent(DEV, a, stream.handle);
-    for (let i = 0; i < ITERS; i++) f();
-    recordEvent(DEV, b, stream.handle);
-    times.push((elapsedMs(DEV, a, b) * 1000) / ITERS);
-  }
-  syncAndCheck(0, stream.handle);
-  destroyEvent(DEV, a);
-  destroyEvent(DEV, b);
-  times.sort((x, y) => x - y);
-  return times[REPS >> 1];
-}
 
 const copy = copyRateGBs(2 ** 30);
 console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
@@ -121,7 +98,7 @@ try {
         for (const s of SETTINGS) {
           config.pdl = s.pdl;
           const k = key(c, pat, s.name);
-          us.set(k, [...(us.get(k) ?? []), timeOn(fs[pat])]);
+          us.set(k, [...(us.get(k) ?? []), timer.timeUs(stream, fs[pat])]);
         }
       }
     }
@@ -143,5 +120,6 @@ try {
   config.pdl = savedPdl;
   syncAndCheck(0, stream.handle);
   for (const c of runs) c.dispose();
-  for (const t of [lead.src, lead.dst, small.src, small.dst]) t.dispose();
+  timer.dispose();
+  for (const t of [small.src, small.dst]) t.dispose();
 }

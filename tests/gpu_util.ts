@@ -8,6 +8,7 @@ import { elementBytes } from "../core/dtype.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { deviceRuntime, DeviceStorage, DeviceTensor, HostTensor, type Quantized, type Tensor, tensor, toDevice } from "../core/tensor.ts";
 import assert from "node:assert/strict";
+import { config } from "../core/config.ts";
 import { assertBytesEqual } from "./harness.ts";
 
 /** Uploads the storage span of a host view and rebuilds the same view (shape, strides, offset) on the device. */
@@ -118,4 +119,23 @@ export function samePair(gpu: readonly [Tensor, Tensor], expected: readonly [Ten
   } finally {
     dispose(gpu);
   }
+}
+
+/**
+ * Runs `f` with `config.pdl` set to `on` and restores the previous value when `f` returns, throws, or (when it returns
+ * a promise) settles; returns what `f` returns.
+ */
+export function withPdl<R>(on: boolean, f: () => R): R {
+  const saved = config.pdl;
+  config.pdl = on;
+  let r: R;
+  try {
+    r = f();
+  } catch (e) {
+    config.pdl = saved;
+    throw e;
+  }
+  if (r instanceof Promise) return r.finally(() => (config.pdl = saved)) as R;
+  config.pdl = saved;
+  return r;
 }

@@ -49,22 +49,11 @@ import { castBackLastLaunch } from "../ops/quant/cast_back.ts";
 import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
 import { perBlockLastLaunch } from "../ops/quant/per_block_cast.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
 
 
 /** Rows enough for the norm row forms on any H200-class device (16 rows per SM, up to 144 SMs). */
 const ROWS = 2304;
-
-/** Runs `f` with config.pdl set as given, restoring it after. */
-async function withPdl<R>(on: boolean, f: () => R | Promise<R>): Promise<R> {
-  const saved = config.pdl;
-  config.pdl = on;
-  try {
-    return await f();
-  } finally {
-    config.pdl = saved;
-  }
-}
 
 /** The function handle of a symbol on device 0. */
 function fnOf(sym: string): number {

@@ -15,21 +15,10 @@ import { config } from "../core/config.ts";
 import { kernelFunction } from "../ffi/cuda.ts";
 import { castAndCastBackLastLaunch, usesRowForm } from "../ops/quant/per_token_cast_and_cast_back.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
 
 type Opts = PerTokenCastAndCastBackOptions;
 const FLAGS: [string, Partial<Opts>][] = [["plain", {}], ["roundSf", { roundSf: true }], ["e4m3Sf", { useE4m3Sf: true }]];
-
-/** Runs `f` with `config.pdl` set to `pdl`, restoring it. */
-function withPdl(pdl: boolean, f: () => void): void {
-  const saved = config.pdl;
-  config.pdl = pdl;
-  try {
-    f();
-  } finally {
-    config.pdl = saved;
-  }
-}
 
 /**
  * A bf16 `[T, H]` view with row stride `stride` starting `offset` elements into its storage: raw 16-bit patterns

@@ -32,7 +32,7 @@ import { deviceRuntime } from "../core/tensor.ts";
 import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS, storageBytes, up, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS, storageBytes, up, uploadView, withPdl } from "./gpu_util.ts";
 
 const SF_CONFIGS = SF_LAYOUTS;
 const TOKENS = [0, 1, 33, 257];
@@ -729,17 +729,6 @@ gpuTest("perTokenCastWithSfOnly _g128_sor4_a (aligned bf16 views) = reference: b
 });
 
 // ---- programmatic dependent launch (config.pdl; docs/perf-notes/perf9-pdl.md) ------------------------------------
-
-/** Runs `f` with config.pdl set as given, restoring it after. */
-async function withPdl<R>(on: boolean, f: () => R | Promise<R>): Promise<R> {
-  const saved = config.pdl;
-  config.pdl = on;
-  try {
-    return await f();
-  } finally {
-    config.pdl = saved;
-  }
-}
 
 /** The function handle of a per_token_cast.cu symbol on device 0. */
 function ptcFn(suffix: string): number {
