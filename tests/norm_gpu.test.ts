@@ -58,7 +58,6 @@ function withTuning<K extends keyof typeof normLaunchTuning, T>(key: K, value: (
   }
 }
 /** The bf16 normBackward rows kernel of `blocks` per SM (4: _b4, 3: staged). */
-const withBwdBlocks = <T>(blocks: number, f: () => T): T => withTuning("backwardBf16Blocks", blocks, f);
 /** The team width of the launches (0 = default). */
 const withTeam = <T>(p: number, f: () => T): T => withTuning("teamThreads", p, f);
 
@@ -651,7 +650,6 @@ for (
     ["bf16", 4, "thread", 16, false],
     ["bf16", 4, "off", 8, true],
     ["bf16", 4, "off", 16, false],
-    ["bf16", 3, "bulk", 16, true],
   ] as const
 ) {
   for (const weight of [false, true]) {
@@ -659,7 +657,7 @@ for (
     const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "") + `, fold ${fold} warps${pdl ? " PDL" : ""}`;
     gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513, 1100} (seed ${seed})`, () => {
       const rand = rng(seed);
-      withBwdBlocks(blocks, () => withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
+      withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
         for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168], [1100, 1024]]) {
           for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
             for (const accumulate of weight ? [false, true] : [false]) {
@@ -668,7 +666,7 @@ for (
             }
           }
         }
-      }));
+      });
     });
   }
 }
@@ -895,11 +893,11 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
   }
 });
 
-for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread", 16, false], [4, "off", 8, false], [3, "bulk", 16, true]] as const) {
+for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread", 16, false], [4, "off", 8, false]] as const) {
   gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9401)`, () => {
-    withBwdBlocks(blocks, () => withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
+    withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
       compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
-    }));
+    });
   });
 }
 
@@ -929,7 +927,6 @@ for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["th
         assert.equal(usesB4swx({ ...common, weight: null }, 1), false);
         assert.equal(usesB4swx({ ...common, x: xu, gradOut: xu }, 1), false);
         assert.equal(usesB4swx({ ...common, x: x4, gradOut: x4, weight: w4 }, 1), false);
-        assert.equal(withBwdBlocks(3, () => usesB4swx(common, 1)), false);
       } finally {
         dispose(xs, xu, x4, ws, w4, dxs);
       }

@@ -16,10 +16,6 @@ export const NORM_BLOCK_THREADS = 256;
  * - `teamThreads`: 0 = the default team width, or a power of two that replaces it wherever it is legal (≥ N/2 and
  *   ≤ 256) — the bits must not change (spec D.2, D.11). Non-zero also keeps the forward on the team kernels (not
  *   the warp-rows ones, whose team is the warp).
- * - `backwardBf16Blocks`: which form of the bf16 normBackward rows kernel runs, 4 (`_b4`: four blocks per SM, the
- *   default; `_b4swx`, the same compiled for a weight, no residualOutGrad, outScale = 1, 4096 < H ≤ 8192 and
- *   aligned views with its first weight chunk in registers, wherever those hold) or 3 (next row staged, three blocks per SM; measured 37% of copy against 49% for
- *   `_b4` on the H200, so kept for the tests only); 0 = the default.
  * - `forwardBlocksPerSm`: the forward grid cap in blocks per SM (0 = the default 8: two full waves of the 4 resident
  *   blocks). 4 = one wave, every block resident from the start; ≥ 1024 = one block per row team (grid = rows, no
  *   grid-stride reuse: the block scheduler refills SMs as blocks end, as a one-program-per-row Triton kernel).
@@ -85,7 +81,6 @@ export const NORM_BLOCK_THREADS = 256;
  */
 export const normLaunchTuning = {
   teamThreads: 0,
-  backwardBf16Blocks: 0,
   forwardBlocksPerSm: 0,
   residualWarpRows: true,
   forwardWarpRowsMinRowsPerSm: 16,

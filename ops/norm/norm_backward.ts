@@ -190,7 +190,7 @@ function aligned16(t: Tensor, rows: number, bytes: number): boolean {
  * Whether the bf16 rows kernel is `_b4swx_unit`, `_b4` with its launch conditions compiled in, the thread's first
  * weight chunk in registers and x through L1 (H200, 16384 × 7168: 67.7% of copy against 59.0% for `_b4`; 8192:
  * 62.4% against 54.9%; docs/perf-notes/perf8-nbw.md): a bf16 launch of the four-block form
- * (normLaunchTuning.backwardBf16Blocks ≠ 3) with a weight, no residualOutGrad, outScale = 1 (after RN32),
+ * with a weight, no residualOutGrad, outScale = 1 (after RN32),
  * 4096 < H ≤ 8192 (one team of 256 threads a block, a tree of 512 nodes) and 16-byte aligned x, gradOut, xGrad and
  * weight views. Otherwise `_b4` (same bits). Exported for the GPU tests only (not re-exported by mod.ts).
  */
@@ -199,14 +199,14 @@ export function usesB4swx(
   outScale: number,
 ): boolean {
   const [T, H] = t.x.shape;
-  if (t.x.dtype !== "bf16" || normLaunchTuning.backwardBf16Blocks === 3 || Math.fround(outScale) !== 1) return false;
+  if (t.x.dtype !== "bf16" || Math.fround(outScale) !== 1) return false;
   if (!t.weight || t.residualOutGrad || H <= 4096 || H > 8192) return false;
   return aligned16(t.x, T, 2) && aligned16(t.gradOut, T, 2) && addr(t.xGrad) % 16 === 0 && addr(t.weight) % 16 === 0;
 }
 
 /**
  * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4swx_unit` where
- * {@link usesB4swx}, else `_b4` unless normLaunchTuning.backwardBf16Blocks is 3, with 32 KiB of dynamic shared memory;
+ * {@link usesB4swx}, else `_b4`, with 32 KiB of dynamic shared memory;
  * `_unit` for outScale = 1) over the
  * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad[_w16]` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
  * an allocated gradient is zero-filled, an accumulated one left as it is (spec D.3).
@@ -252,9 +252,8 @@ function launchNormBackward(
   p.f32(W.out_scale, outScale);
   const teams = NORM_BLOCK_THREADS / P;
   // outScale = 1 (after RN32, as the kernel sees it): the kernel without the dy ⊗ outScale multiplications
-  // bf16: the four-blocks-per-SM form (_b4) unless the tuning knob asks for the three-block one; _b4swx (outScale = 1
-  // only) where its compiled-in launch conditions hold
-  const form = usesB4swx(t, outScale) ? "_b4swx" : t.x.dtype === "bf16" && normLaunchTuning.backwardBf16Blocks !== 3 ? "_b4" : "";
+  // bf16: the four-blocks-per-SM form (_b4); _b4swx (outScale = 1 only) where its compiled-in launch conditions hold
+  const form = usesB4swx(t, outScale) ? "_b4swx" : t.x.dtype === "bf16" ? "_b4" : "";
   const sym = `tk_norm_backward__${t.x.dtype}${form}${Math.fround(outScale) === 1 ? "_unit" : ""}`;
   const smem = t.x.dtype === "bf16" ? BF16_ACC_SMEM : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);

@@ -1,7 +1,7 @@
 // RMSNorm backward (spec/norm-rope-rand.md §A.5, D.2, D.3): normBackward.
 //
 // Symbols
-//   tk_norm_backward__<in>          in ∈ {fp32, bf16}: xGrad, and the weight-gradient partial sums of each token slot
+//   tk_norm_backward__fp32          xGrad, and the weight-gradient partial sums of each token slot (bf16: _b4 below)
 //   tk_norm_backward__<in>_unit     the same for outScale = 1 (no g = dy ⊗ outScale multiplications; same bits)
 //   tk_norm_backward__bf16_b4[_unit]  the bf16 rows kernels in their four-blocks-per-SM form (kFour; host default
 //                                     where _b4swx does not apply)
@@ -30,7 +30,7 @@
 //   Dynamic shared memory: the bf16 rows kernels take 32 KiB (kAccBytes: the weight-gradient partials), launched
 //   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 50 KiB in all, above
 //   48 KiB); the fp32 rows kernels and the fold take none.
-//   Occupancy: bf16 rows 80 registers → 3 blocks per SM; _b4 64 registers → 4 blocks per SM (4 × 50 KiB of shared
+//   Occupancy: bf16 rows (_b4) 64 registers → 4 blocks per SM (4 × 50 KiB of shared
 //   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM. _b4swx as _b4 (64
 //   registers, 0 spills; one barrier register: bar.sync 0).
 //   _b4 L2 prefetch (flags kBwdPrefetchBulk / kBwdPrefetchThread, host normLaunchTuning.backwardPrefetch): at the
@@ -749,10 +749,9 @@ TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
   }
 
 TK_NORM_BACKWARD(fp32, kFp32)
-TK_NORM_BACKWARD(bf16, kBf16)
 
-// The four-blocks-per-SM form of the bf16 rows kernels (kFour): the host's default where _b4swx does not apply;
-// normLaunchTuning.backwardBf16Blocks = 3 picks the three-block ones above.
+// The bf16 rows kernels run four blocks per SM (kFour) where _b4swx does not apply (the three-block bf16 form,
+// 37% of copy against 49% on the H200, was removed on 2026-12-01 to keep the package small).
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
     tk_norm_backward__bf16_b4(const __grid_constant__ NormBackwardParams p) {
   tk::norm_backward_rows<tk::Fmt::kBf16, false, true>(p);
