@@ -42,8 +42,14 @@ constexpr int kMinBlocksPerSm = 8;  // 8 · 256 threads: the whole SM at ≤ 32 
 constexpr uint32_t kChunkElems = 16;  // half a lane's share: 8 code bytes in, 16 e4m3 bytes out
 constexpr uint32_t kWarpChunks = 2 * kWarpSize;  // chunks of a warp per tile
 
-// The exponent byte of an input or output scale: the byte (packed UE8M0) or the binary32 exponent field.
-TK_DEV uint32_t exponent_of(uint32_t kind, uint32_t raw) { return kind == kSfFp32 ? (raw >> 23) & 0xffu : raw; }
+// The exponent byte of scale S[m][k] in the two storages the op takes (LOSSLESS_SF_KIND): channel-packed UE8M0
+// (the byte) or binary32 (its exponent field). Two cases rather than scale_storage's four: an if-converted switch
+// issues every case's load on every call.
+TK_DEV uint32_t exponent_at(uint64_t sf, bool packed, uint64_t s0, uint64_t s1, uint32_t m, uint32_t k) {
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(sf);
+  if (packed) return ld_u8(base + 4 * (m * s0 + (k / kUe8m0PerWord) * s1) + k % kUe8m0PerWord);
+  return (ld_u32(base + 4 * (m * s0 + k * s1)) >> 23) & 0xffu;
+}
 
 // Quotient by a block size: a shift for powers of two (all column sizes, and the usual row sizes).
 TK_DEV uint32_t div_rows(uint32_t v, uint32_t b) { return (b & (b - 1)) == 0 ? v >> log2_pow2(b) : v / b; }
@@ -70,8 +76,7 @@ TK_DEV void lossless_data_aligned(const PerBlockCastLosslessParams& p) {
   const uint64_t step = static_cast<uint64_t>(gridDim.x) * (blockDim.x / kWarpSize) * kWarpChunks;  // chunks a step
   const uint32_t dq = static_cast<uint32_t>(step / cpr), dc = static_cast<uint32_t>(step % cpr);
   const uint32_t ci_shift = log2_pow2(p.in_block_cols), co_shift = log2_pow2(p.out_block_cols);
-  const uint32_t in_kind = p.x_sf_kind;
-  const uint32_t out_kind = (p.flags & kSfPackedUe8m0) ? kSfPackedChannel : kSfFp32;
+  const bool in_packed = p.x_sf_kind == kSfPackedChannel, out_packed = (p.flags & kSfPackedUe8m0) != 0;
   const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
   uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
 
@@ -92,14 +97,14 @@ TK_DEV void lossless_data_aligned(const PerBlockCastLosslessParams& p) {
       if (c[h] < chunks) {
         ld_stream(x + c[h] * (kChunkElems / 2), w[h]);
         const uint32_t col = pos[h].col * kChunkElems;
-        ein[h] = scale_storage(p.x_sf, in_kind, p.x_sf_stride0, p.x_sf_stride1, div_rows(pos[h].row, p.in_block_rows), col >> ci_shift);
-        eout[h] = scale_storage(p.sf, out_kind, p.sf_stride0, p.sf_stride1, div_rows(pos[h].row, p.out_block_rows), col >> co_shift);
+        ein[h] = exponent_at(p.x_sf, in_packed, p.x_sf_stride0, p.x_sf_stride1, div_rows(pos[h].row, p.in_block_rows), col >> ci_shift);
+        eout[h] = exponent_at(p.sf, out_packed, p.sf_stride0, p.sf_stride1, div_rows(pos[h].row, p.out_block_rows), col >> co_shift);
       }
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (c[h] < chunks) {
-        const int d = static_cast<int>(exponent_of(in_kind, ein[h])) - static_cast<int>(exponent_of(out_kind, eout[h]));
+        const int d = static_cast<int>(ein[h]) - static_cast<int>(eout[h]);
         uint32_t lo[2], hi[2];
         e2m1x8_to_e4m3_pow2(w[h][0], d, lo);
         e2m1x8_to_e4m3_pow2(w[h][1], d, hi);
