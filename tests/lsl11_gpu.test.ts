@@ -10,39 +10,14 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type DeviceTensor, HostTensor, perBlockCastLossless, type PerBlockCastLosslessOptions, type Quantized, tensor } from "../mod.ts";
+import { type DeviceTensor, HostTensor, perBlockCastLossless, type PerBlockCastLosslessOptions, type Quantized } from "../mod.ts";
 import { lastLosslessDataKernel, losslessLaunchTuning } from "../ops/quant/per_block_cast_lossless.ts";
-import { toColMajor } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, readAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomFp4, readAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
 const NEW = "tk_per_block_cast_lossless__data_a";
 const MAIN = "tk_per_block_cast_lossless__data";
-type InLayout = "fp32-row" | "fp32-col" | "packed-row" | "packed-col";
-const IN_LAYOUTS: readonly InLayout[] = ["fp32-row", "fp32-col", "packed-row", "packed-col"];
-
-/**
- * Random e2m1x2 codes `[T, H/2]` (stored `offset` bytes into their buffer) and power-of-two input scales whose
- * exponent bytes lie in [lo, lo + 11] (always exact); fp32 scales carry sign and mantissa noise the op ignores.
- */
-function fp4Input(rand: () => number, T: number, H: number, bs: readonly [number, number], layout: InLayout, lo: number, offset = 0): Quantized {
-  const codes = new Uint8Array(offset + (T * H) / 2).map(() => Math.floor(rand() * 256));
-  const data = new HostTensor(codes, "e2m1x2", [T, H / 2], [H / 2, 1], offset);
-  const nbm = Math.ceil(T / bs[0]);
-  const nbk = Math.ceil(H / bs[1]);
-  const e = () => lo + Math.floor(rand() * 12);
-  let sf: HostTensor;
-  if (layout.startsWith("packed")) {
-    const cols = Math.ceil(nbk / 4);
-    const w = new Int32Array(nbm * cols);
-    for (let m = 0; m < nbm; m++) for (let k = 0; k < nbk; k++) w[m * cols + (k >> 2)] |= e() << (8 * (k & 3));
-    sf = tensor(w, [nbm, cols], "int32");
-  } else {
-    const u = new Uint32Array(nbm * nbk).map(() => (e() << 23) | (rand() < 0.3 ? Math.floor(rand() * 0x7fffff) : 0) | (rand() < 0.1 ? 0x80000000 : 0));
-    sf = tensor(new Float32Array(u.buffer), [nbm, nbk], "fp32");
-  }
-  return [data, layout.endsWith("col") ? toColMajor(sf) : sf];
-}
+const IN_LAYOUTS = ["fp32-row", "fp32-col", "packed-row", "packed-col"] as const;
 
 /** Runs `f` with the knob set to `on`, restoring it afterwards. */
 function withKnob<R>(on: boolean, f: () => R): R {
@@ -85,7 +60,7 @@ gpuTest("perBlockCastLossless __data_a = reference: input blocks ≥ 32 wide, ev
   for (const [xb, ob] of BLOCKS) {
     for (const inLay of IN_LAYOUTS) {
       for (const [T, H] of SHAPES) {
-        const x = fp4Input(rand, T, H, xb, inLay, rand() < 0.25 ? 0 : 100 + Math.floor(rand() * 30));
+        const x = randomFp4(rand, T, H, xb, inLay, rand() < 0.25 ? 0 : 100 + Math.floor(rand() * 30));
         for (const [name, sfo] of [0, 1].map(() => SF_LAYOUTS_FP32[Math.floor(rand() * SF_LAYOUTS_FP32.length)])) {
           const o = { fmt: "e4m3" as const, xBlockSize: xb, outBlockSize: ob, ...sfo };
           compare(x, o, NEW, `in[${xb}] ${inLay} → out[${ob}] ${name} ${T}x${H}`);
@@ -98,7 +73,7 @@ gpuTest("perBlockCastLossless __data_a = reference: input blocks ≥ 32 wide, ev
 gpuTest("perBlockCastLossless __data_a = reference for every output sf layout at 33 × 7168 [1, 32] → [128, 128] (seed 1102)", () => {
   const rand = rng(1102);
   for (const inLay of IN_LAYOUTS) {
-    const x = fp4Input(rand, 33, 7168, [1, 32], inLay, 110);
+    const x = randomFp4(rand, 33, 7168, [1, 32], inLay, 110);
     for (const [name, sfo] of SF_LAYOUTS_FP32) {
       compare(x, { fmt: "e4m3", xBlockSize: [1, 32], outBlockSize: [128, 128], ...sfo }, NEW, `${inLay} → ${name}`);
     }
@@ -108,18 +83,18 @@ gpuTest("perBlockCastLossless __data_a = reference for every output sf layout at
 gpuTest("perBlockCastLossless __data_a takes codes at an 8-byte offset; codes off 8 bytes and ci < 32 fall back to __data (seed 1103)", () => {
   const rand = rng(1103);
   const o = { fmt: "e4m3" as const, xBlockSize: [1, 32] as [number, number], outBlockSize: [128, 128] as [number, number] };
-  compare(fp4Input(rand, 67, 1024, [1, 32], "fp32-row", 105, 8), o, NEW, "codes at byte 8");
-  compare(fp4Input(rand, 67, 1024, [1, 32], "fp32-row", 105, 4), o, MAIN, "codes at byte 4");
-  compare(fp4Input(rand, 67, 1024, [1, 32], "fp32-row", 105, 1), o, MAIN, "codes at byte 1");
+  compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 8), o, NEW, "codes at byte 8");
+  compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 4), o, MAIN, "codes at byte 4");
+  compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 1), o, MAIN, "codes at byte 1");
   for (const [xb, ob] of [[[1, 16], [32, 32]], [[1, 8], [128, 64]]] as [[number, number], [number, number]][]) {
-    compare(fp4Input(rand, 67, 1024, xb, "packed-col", 105), { fmt: "e4m3", xBlockSize: xb, outBlockSize: ob }, MAIN, `in[${xb}]`);
+    compare(randomFp4(rand, 67, 1024, xb, "packed-col", 105), { fmt: "e4m3", xBlockSize: xb, outBlockSize: ob }, MAIN, `in[${xb}]`);
   }
 });
 
 gpuTest("perBlockCastLossless __data_a writes an output view at a 16-byte offset; off 16 bytes it falls back to __data (seed 1104)", () => {
   const rand = rng(1104);
   const [T, H] = [45, 2048];
-  const x = fp4Input(rand, T, H, [1, 32], "fp32-col", 120);
+  const x = randomFp4(rand, T, H, [1, 32], "fp32-col", 120);
   const o = { fmt: "e4m3" as const, xBlockSize: [1, 32] as [number, number], outBlockSize: [128, 128] as [number, number] };
   const [want] = perBlockCastLossless(x, o) as [HostTensor, HostTensor];
   for (const [off, kernel] of [[16, NEW], [48, NEW], [8, MAIN], [3, MAIN]] as [number, string][]) {
@@ -140,7 +115,7 @@ gpuTest("perBlockCastLossless __data_a writes an output view at a 16-byte offset
 });
 
 gpuTest("perBlockCastLossless __data_a = __data = reference at 2048 × 7168, MXFP4 [1, 32] → [128, 128] (seed 1105)", () => {
-  const x = fp4Input(rng(1105), 2048, 7168, [1, 32], "fp32-row", 110);
+  const x = randomFp4(rng(1105), 2048, 7168, [1, 32], "fp32-row", 110);
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   try {
     for (const [name, sfo] of [SF_LAYOUTS_FP32[0], SF_LAYOUTS_FP32[5]]) {
