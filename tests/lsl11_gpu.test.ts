@@ -1,11 +1,11 @@
 /**
  * perBlockCastLossless's aligned data form (`tk_per_block_cast_lossless__data_a`, knob
  * `losslessLaunchTuning.dataAligned`; docs/perf-notes/perf11-lsl.md) against the CPU reference, byte for byte on the
- * whole allocations: input block widths ≥ 32 with power-of-two and other block rows, every input and output scale
+ * whole allocations: input block widths ≥ 16 with power-of-two and other block rows, every input and output scale
  * layout, exponent bytes from 0 up (the output exponent's saturation at 0), noise in the fp32 scales' sign and
  * mantissa, 0 rows, tails of a warp's 1024 elements and of a block's 8192, codes at an 8-byte (not 16-byte) offset,
  * output views at a 16-byte offset, 2048 × 7168 against main's `__data` too. Every launch asserts which data
- * kernel ran, so a silent fallback fails; the cases the form leaves to `__data` (ci < 32, codes off 8 bytes, output
+ * kernel ran, so a silent fallback fails; the cases the form leaves to `__data` (ci < 16, codes off 8 bytes, output
  * off 16 bytes) assert that fallback and its bytes. Skipped without a GPU.
  * @module
  */
@@ -46,6 +46,8 @@ const BLOCKS: [[number, number], [number, number]][] = [
   [[1, 32], [128, 128]],
   [[1, 32], [1, 128]],
   [[1, 32], [1, 32]],
+  [[1, 16], [32, 32]],
+  [[2, 16], [2, 64]],
   [[3, 32], [6, 256]],
   [[5, 64], [15, 64]],
   [[32, 32], [128, 128]],
@@ -55,7 +57,7 @@ const BLOCKS: [[number, number], [number, number]][] = [
 // 1024 elements a warp, 8192 a block per step: shapes whose element count leaves a partial warp or block
 const SHAPES: [number, number][] = [[0, 64], [1, 32], [3, 96], [7, 160], [130, 320], [257, 1024], [33, 7168], [9, 8224]];
 
-gpuTest("perBlockCastLossless __data_a = reference: input blocks ≥ 32 wide, every input and output sf layout, tails (seed 1101)", () => {
+gpuTest("perBlockCastLossless __data_a = reference: input blocks ≥ 16 wide, every input and output sf layout, tails (seed 1101)", () => {
   const rand = rng(1101);
   for (const [xb, ob] of BLOCKS) {
     for (const inLay of IN_LAYOUTS) {
@@ -80,13 +82,13 @@ gpuTest("perBlockCastLossless __data_a = reference for every output sf layout at
   }
 });
 
-gpuTest("perBlockCastLossless __data_a takes codes at an 8-byte offset; codes off 8 bytes and ci < 32 fall back to __data (seed 1103)", () => {
+gpuTest("perBlockCastLossless __data_a takes codes at an 8-byte offset; codes off 8 bytes and ci < 16 fall back to __data (seed 1103)", () => {
   const rand = rng(1103);
   const o = { fmt: "e4m3" as const, xBlockSize: [1, 32] as [number, number], outBlockSize: [128, 128] as [number, number] };
   compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 8), o, NEW, "codes at byte 8");
   compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 4), o, MAIN, "codes at byte 4");
   compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 1), o, MAIN, "codes at byte 1");
-  for (const [xb, ob] of [[[1, 16], [32, 32]], [[1, 8], [128, 64]]] as [[number, number], [number, number]][]) {
+  for (const [xb, ob] of [[[1, 8], [128, 64]], [[4, 4], [8, 32]]] as [[number, number], [number, number]][]) {
     compare(randomFp4(rand, 67, 1024, xb, "packed-col", 105), { fmt: "e4m3", xBlockSize: xb, outBlockSize: ob }, MAIN, `in[${xb}]`);
   }
 });

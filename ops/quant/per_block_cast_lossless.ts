@@ -48,13 +48,13 @@ const OP_ID_LOSSLESS = registerOpId(7, "perBlockCastLossless", {
 const PL = { threads: 256, warpsPerBlock: 8, sfBlocksPerSm: 4, dataBlocksPerSm: 8, elemsPerChunk: 16, chunksPerStep: 2 };
 const packet = new LaunchPacket(PerBlockCastLosslessParams);
 /** per_block_cast_lossless_a.cu's launch table: 8192 elements a block per step, 8 blocks per SM resident (one wave). */
-const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 32, xAlign: 8, dataAlign: 16 };
+const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 16, xAlign: 8, dataAlign: 16 };
 
 /**
  * Launch choices of {@link perBlockCastLossless} (docs/perf-notes/perf11-lsl.md). Same bytes either way.
  * - `dataAligned` (default false: main's `__data`): the data launch runs `tk_per_block_cast_lossless__data_a`
  *   (32 elements a thread, whole-sector 8-byte loads and 16-byte stores per warp instruction, no byte-wise
- *   fallback, a one-wave grid) where the input block width is ≥ 32, the codes' base is 8-byte and the output data's
+ *   fallback, a one-wave grid) where the input block width is ≥ 16, the codes' base is 8-byte and the output data's
  *   base 16-byte aligned; every other call keeps `__data`. The `__sf` launch is the same.
  */
 export const losslessLaunchTuning = { dataAligned: false };

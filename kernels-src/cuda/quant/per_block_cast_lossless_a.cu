@@ -6,8 +6,8 @@
 // Symbol
 //   tk_per_block_cast_lossless__data_a   e2m1x2 codes → e4m3 codes, each times 2^(Ein − Eout) (exact)
 //
-// Accepted (the host checks, and falls back to `__data` otherwise): input block width ci ≥ 32 (as the kernels take
-// it), the codes' base 8-byte aligned and the output data's base 16-byte aligned. H % 32 == 0 as for every call.
+// Accepted (the host checks, and falls back to `__data` otherwise): input block width ci ≥ 16 (as the kernels take
+// it: a chunk then lies in one input block), the codes' base 8-byte aligned and the output data's base 16-byte aligned. H % 32 == 0 as for every call.
 //
 // Launch geometry: block.x 256, no shared memory, grid.x = min(ceilDiv(T · H, 8192), 8 · SMs). Grid-stride over
 // tiles of 8192 elements (a warp's 1024 per tile); __launch_bounds__(256, 8) holds registers to 32 so that the
