@@ -3,8 +3,8 @@
  * docs/perf-notes/perf11-lsl.md), in one process: the roofline's cases (bench/cases_more.ts): MXFP4 input (e2m1x2
  * codes with fp32 power-of-two scales [1, 32], made by perTokenCast from random bf16) → e4m3 [128, 128] with fp32
  * scales or packed UE8M0 (TMA-aligned column-major), 4096, 8192 and 16384 tokens × 7168. Settings:
- * - "main":   knob off (the default): `tk_per_block_cast_lossless__sf` then `__data`;
- * - "data_a": knob on: `__sf` then `__data_a`.
+ * - "main":   knob off: `tk_per_block_cast_lossless__sf` then `__data` (main's form before round 11);
+ * - "data_a": knob on (the default since round 11): `__sf` then `__data_a`.
  *
  * Each figure: 20 calls into preallocated outputs after a lead copy of 2 GiB, the median of 7 repetitions
  * (LeadTimer); the settings interleaved over 5 rounds, the median of the rounds printed. % is of the same run's

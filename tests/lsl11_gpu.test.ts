@@ -1,12 +1,13 @@
 /**
  * perBlockCastLossless's aligned data form (`tk_per_block_cast_lossless__data_a`, knob
- * `losslessLaunchTuning.dataAligned`; docs/perf-notes/perf11-lsl.md) against the CPU reference, byte for byte on the
- * whole allocations: input block widths ≥ 16 with power-of-two and other block rows, every input and output scale
- * layout, exponent bytes from 0 up (the output exponent's saturation at 0), noise in the fp32 scales' sign and
- * mantissa, 0 rows, tails of a warp's 1024 elements and of a block's 8192, codes at an 8-byte (not 16-byte) offset,
- * output views at a 16-byte offset, 2048 × 7168 against main's `__data` too. Every launch asserts which data
- * kernel ran, so a silent fallback fails; the cases the form leaves to `__data` (ci < 16, codes off 8 bytes, output
- * off 16 bytes) assert that fallback and its bytes. Skipped without a GPU.
+ * `losslessLaunchTuning.dataAligned`, on by default since round 11; docs/perf-notes/perf11-lsl.md) against the CPU
+ * reference, byte for byte on the whole allocations: input block widths ≥ 16 with power-of-two and other block rows,
+ * every input and output scale layout, exponent bytes from 0 up (the output exponent's saturation at 0), noise in the
+ * fp32 scales' sign and mantissa, 0 rows, tails of a warp's 1024 elements and of a block's 8192, codes at an 8-byte
+ * (not 16-byte) offset, output views at a 16-byte offset, 2048 × 7168 against main's `__data` (knob off) too, and
+ * the default taking `__data_a`. Every launch asserts which data kernel ran, so a silent fallback fails; the cases
+ * the form leaves to `__data` (ci < 16, codes off 8 bytes, output off 16 bytes) assert that fallback and its bytes.
+ * Skipped without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -116,7 +117,7 @@ gpuTest("perBlockCastLossless __data_a writes an output view at a 16-byte offset
   }
 });
 
-gpuTest("perBlockCastLossless __data_a = __data = reference at 2048 × 7168, MXFP4 [1, 32] → [128, 128] (seed 1105)", () => {
+gpuTest("perBlockCastLossless __data_a (the default) = __data = reference at 2048 × 7168, MXFP4 [1, 32] → [128, 128] (seed 1105)", () => {
   const x = randomFp4(rng(1105), 2048, 7168, [1, 32], "fp32-row", 110);
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   try {
@@ -127,6 +128,10 @@ gpuTest("perBlockCastLossless __data_a = __data = reference at 2048 × 7168, MXF
       assert.equal(lastLosslessDataKernel(), MAIN, `${name}: knob off`);
       const after = withKnob(true, () => perBlockCastLossless(dx, o));
       assert.equal(lastLosslessDataKernel(), NEW, `${name}: knob on`);
+      const byDefault = perBlockCastLossless(dx, o);
+      assert.equal(lastLosslessDataKernel(), NEW, `${name}: the default`);
+      assertBytesEqual(readAllocation(byDefault[0] as DeviceTensor), readAllocation(after[0] as DeviceTensor), `${name}: default`);
+      dispose(byDefault);
       assertBytesEqual(readAllocation(after[0] as DeviceTensor), readAllocation(before[0] as DeviceTensor), `${name}: __data_a against __data`);
       samePair(before, ref, `${name} __data`);
       samePair(after, ref, `${name} __data_a`);

@@ -52,12 +52,13 @@ const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 
 
 /**
  * Launch choices of {@link perBlockCastLossless} (docs/perf-notes/perf11-lsl.md). Same bytes either way.
- * - `dataAligned` (default false: main's `__data`): the data launch runs `tk_per_block_cast_lossless__data_a`
+ * - `dataAligned` (default true, since round 11's A/B): the data launch runs `tk_per_block_cast_lossless__data_a`
  *   (32 elements a thread, whole-sector 8-byte loads and 16-byte stores per warp instruction, no byte-wise
  *   fallback, a one-wave grid) where the input block width is ≥ 16, the codes' base is 8-byte and the output data's
- *   base 16-byte aligned; every other call keeps `__data`. The `__sf` launch is the same.
+ *   base 16-byte aligned; every other call runs `tk_per_block_cast_lossless__data`. false runs `__data` for every
+ *   call (the pre-round-11 form, kept for A/B). The `__sf` launch is the same.
  */
-export const losslessLaunchTuning = { dataAligned: false };
+export const losslessLaunchTuning = { dataAligned: true };
 
 let lastDataKernel = "";
 /** The symbol of the last data launch of {@link perBlockCastLossless} on a device ("" before any): for tests. */
