@@ -316,7 +316,11 @@ export function launchNormForward(
   const twoPass = regRows && vec16(x) && vec16(o.out) && (!r.w || (r.w as DeviceTensor).addr % 16 === 0);
   // (the aligned-only forms of the casts, `_br4a` / `_wr_resa`, where the views allow them)
   const aligned = () => !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
-  const form = bulkRows
+  // (round 11, normLaunchTuning.castRowForm: the aligned casts in `_tp16hr`'s geometry, norm_cast_tp16.cu)
+  const castRow = t.castRowForm && (bulkRows || wr) && aligned();
+  const form = castRow
+    ? (bulkRows ? "_tp16c" : "_tp16c_res")
+    : bulkRows
     ? (aligned() ? "_br4a" : "_br4")
     : twoPass
     ? "_tp16hr"
@@ -326,8 +330,8 @@ export function launchNormForward(
     ? (aligned() ? "_wr_resa" : "_wr_res")
     : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
-  const smem = bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
-  const fn = bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, t.bulkRowsCarveout) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
+  const smem = castRow ? 0 : bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
+  const fn = castRow ? kernelFunction(op, device, sym) : bulkRows ? kernelFunctionWithSmem(op, device, sym, smem, t.bulkRowsCarveout) : smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
   const P = teamThreads(H);
   const p = packet;
   p.u64(W.x, addr(x));
@@ -372,7 +376,8 @@ export function launchNormForward(
   // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
   // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default; _tp16hr: one block
   // of 512 threads per row, one block per row by default.
-  const oneRow = regRows || bulkRows;
+  // _tp16c / _tp16c_res: one block of 512 threads per row, one block per row by default.
+  const oneRow = regRows || bulkRows || castRow;
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
@@ -381,12 +386,12 @@ export function launchNormForward(
   // the previous kernel in the stream while `config.pdl` is set (read at every launch); every other form, and these
   // with `config.pdl` off, launch plainly (the two instructions then have no effect).
   const pdl = config.pdl && pdlForms.has(form);
-  p.setLaunch(fn, stream.handle, grid, twoPass ? 512 : oneRow ? 128 : NORM_BLOCK_THREADS, smem, pdl, device.index);
+  p.setLaunch(fn, stream.handle, grid, twoPass || castRow ? 512 : oneRow ? 128 : NORM_BLOCK_THREADS, smem, pdl, device.index);
   p.launch(op);
 }
 
 /** The forms of norm_forward.cu compiled with the griddepcontrol prologue (launched with PDL while config.pdl). */
-const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_wr_resa"]);
+const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_wr_resa", "_tp16c", "_tp16c_res"]);
 
 /**
  * The function handle and the PDL flag of the launch header the norm forward family (normForward,
