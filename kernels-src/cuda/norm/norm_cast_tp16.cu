@@ -85,6 +85,25 @@ struct NormCastTwoPass {
     return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, flags, p.hidden / kCastN};
   }
 
+  // Four packed bf16 pairs, w[k] = encode_bf16x2(v[2k], v[2k + 1]) exactly (`_tp16hr`'s encode_bf16x2_words4_mx,
+  // norm_forward.cu): a half is NaN in some word iff it is NaN in max.NaN of the four words, so the fix is taken in
+  // exactly the cases where encode_bf16x2 would change a half.
+  static TK_DEV void encode_bf16x2_words4_mx(const float (&v)[8], uint32_t (&w)[4]) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = encode_bf16x2_nan_unfixed(v[2 * k], v[2 * k + 1]);
+    uint32_t m;
+    asm("{\n\t.reg .b32 t0, t1;\n\t"
+        "max.NaN.bf16x2 t0, %1, %2;\n\t"
+        "max.NaN.bf16x2 t1, %3, %4;\n\t"
+        "max.NaN.bf16x2 %0, t0, t1;\n\t}"
+        : "=r"(m)
+        : "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+    if (((m & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) w[k] = bf16x2_fix_nan(w[k]);
+    }
+  }
+
   // s = RNbf16(x ⊕ r) for one piece, in place in xv (bf16 RNE, NaN as 0x7FC0: Chunk::set_all's bits).
   static TK_DEV void add_piece(uint32_t (&xv)[4], const uint32_t (&rv)[4]) {
     float s[8];
@@ -94,8 +113,7 @@ struct NormCastTwoPass {
       const float re = (e & 1) ? bf16_hi(rv[e / 2]) : bf16_lo(rv[e / 2]);
       s[e] = add_rn(xe, re);
     }
-#pragma unroll
-    for (int k = 0; k < 4; ++k) xv[k] = encode_bf16x2(s[2 * k], s[2 * k + 1]);
+    encode_bf16x2_words4_mx(s, xv);
   }
 
   // Step 4 and the cast of piece `piece` (held in xv) of row (b, t) = global row `row`. kBench: a weight and
