@@ -3,8 +3,9 @@
  * process: normForwardAndPerTokenCast (the roofline's case, bench/cases_norm.ts: bf16 → e4m3, groups of 128, packed
  * UE8M0 scales in the TMA-aligned layout, a weight, eps 1e-6) and addRmsnormForwardAndPerTokenCast (bench/
  * cases_more.ts: the same cast, the residual updated in place), 4096, 8192 and 16384 tokens × 7168. Settings:
- * - "main":  `normLaunchTuning.castRowForm = false`: `_e4m3_g128_br4a` / `_e4m3_g128_wr_resa`;
- * - "tp16c": `castRowForm = true`: `_e4m3_g128_tp16c` / `_e4m3_g128_tp16c_res`.
+ * - "main":   `normLaunchTuning.castRowForm = 0`: `_e4m3_g128_br4a` / `_e4m3_g128_wr_resa`;
+ * - "tp16c":  `castRowForm = 1`: `_e4m3_g128_tp16c` / `_e4m3_g128_tp16c_res` (the cast by pieces, 4 blocks per SM);
+ * - "tp16cc": `castRowForm = 2`: `_e4m3_g128_tp16cc` / `_e4m3_g128_tp16cc_res` (by chunks, 3 blocks per SM).
  * (`config.pdl` as the process has it: on by default, as the roofline runs.)
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy of 2 GiB, the median of 7
@@ -31,8 +32,9 @@ if (devices().length === 0) {
 const H = 7168;
 const ROUNDS = 5;
 const SETTINGS = [
-  { name: "main", on: false },
-  { name: "tp16c", on: true },
+  { name: "main", on: 0 },
+  { name: "tp16c", on: 1 },
+  { name: "tp16cc", on: 2 },
 ] as const;
 const SF = { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true } as const;
 
@@ -72,7 +74,7 @@ function report(op: string, tag: string, bytes: number, us: Map<string, number[]
     const v = med(s.name);
     const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
     const delta = s.name === "main" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
-    console.log(`${op} ${tag}\t${s.name.padEnd(6)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
+    console.log(`${op} ${tag}\t${s.name.padEnd(7)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
   }
 }
 

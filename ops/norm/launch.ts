@@ -89,14 +89,20 @@ export const normLaunchTuning = {
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**
-   * The fused casts in normForward's two-pass geometry (round 11, docs/perf-notes/perf11-ncast.md; default off =
-   * main's kernels): where `_e4m3_g<N>_br4a` would run, `tk_norm_forward__bf16_e4m3_g<N>_tp16c`, and where
-   * `_e4m3_g<N>_wr_resa` would run (the residual casts), `tk_norm_forward__bf16_e4m3_g<N>_tp16c_res`
-   * (kernels-src/cuda/norm/norm_cast_tp16.cu): one row per block of 512 threads, x (and s = x ⊕ residual) held in
-   * registers from its one load to the cast, `_tp16hr`'s pass 1 and tree, then step 4 and the cast per 8-element
-   * piece (a group = 4 or 16 adjacent threads); PDL. Same bits.
+   * The fused casts in normForward's two-pass geometry (round 11, docs/perf-notes/perf11-ncast.md;
+   * kernels-src/cuda/norm/norm_cast_tp16.cu): one row per block of 512 threads, x (and s = x ⊕ residual) held in
+   * registers from its one load to the cast, `_tp16hr`'s pass 1 and tree, then step 4 and the cast; PDL. Where
+   * `_e4m3_g<N>_br4a` would run (normForwardAndPerTokenCast, aligned views) and where `_e4m3_g<N>_wr_resa` would run
+   * (the residual casts, aligned views):
+   * - 0 (the default): main's kernels;
+   * - 1: `tk_norm_forward__bf16_e4m3_g<N>_tp16c` / `_tp16c_res`: the cast by 8-element pieces (each thread its two,
+   *   a group = N/8 adjacent threads), 32 registers on sm_90a = 4 blocks per SM;
+   * - 2: `tk_norm_forward__bf16_e4m3_g128_tp16cc` / `_tp16cc_res`: the cast by 16-element chunks (the chunk pass 1's
+   *   exchange gives each thread), half the scale work per element, 40 registers = 3 blocks per SM; groups of 128
+   *   only (groups of 32 keep main's kernels).
+   * Same bits in every setting.
    */
-  castRowForm: false,
+  castRowForm: 0 as 0 | 1 | 2,
   /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"

@@ -317,9 +317,11 @@ export function launchNormForward(
   // (the aligned-only forms of the casts, `_br4a` / `_wr_resa`, where the views allow them)
   const aligned = () => !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
   // (round 11, normLaunchTuning.castRowForm: the aligned casts in `_tp16hr`'s geometry, norm_cast_tp16.cu)
-  const castRow = t.castRowForm && (bulkRows || wr) && aligned();
+  // (1: `_tp16c[_res]`, by pieces; 2: `_tp16cc[_res]`, by chunks, groups of 128 only)
+  const rowForm = t.castRowForm === 2 ? (c?.numPerChannels === 128 ? "_tp16cc" : "") : t.castRowForm === 1 ? "_tp16c" : "";
+  const castRow = rowForm !== "" && (bulkRows || wr) && aligned();
   const form = castRow
-    ? (bulkRows ? "_tp16c" : "_tp16c_res")
+    ? (bulkRows ? rowForm : `${rowForm}_res`)
     : bulkRows
     ? (aligned() ? "_br4a" : "_br4")
     : twoPass
@@ -376,13 +378,13 @@ export function launchNormForward(
   // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
   // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default; _tp16hr: one block
   // of 512 threads per row, one block per row by default.
-  // _tp16c / _tp16c_res: one block of 512 threads per row, one block per row by default.
+  // _tp16c[c][_res]: one block of 512 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows || castRow;
   const rowsPerBlock = oneRow ? 1 : wr ? NORM_BLOCK_THREADS / 32 : NORM_BLOCK_THREADS / P;
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
   // PDL (docs/perf-notes/perf10-pdl.md): the kernels that issue griddepcontrol.launch_dependents first and
-  // griddepcontrol.wait before their first global access (`_tp16hr`, `_e4m3_g<N>_br4a`, `_e4m3_g<N>_wr_resa`) are launched as programmatic dependents of
+  // griddepcontrol.wait before their first global access (`_tp16hr`, `_e4m3_g<N>_br4a`, `_e4m3_g<N>_wr_resa`, `_e4m3_g<N>_tp16c[c][_res]`) are launched as programmatic dependents of
   // the previous kernel in the stream while `config.pdl` is set (read at every launch); every other form, and these
   // with `config.pdl` off, launch plainly (the two instructions then have no effect).
   const pdl = config.pdl && pdlForms.has(form);
@@ -391,7 +393,7 @@ export function launchNormForward(
 }
 
 /** The forms of norm_forward.cu compiled with the griddepcontrol prologue (launched with PDL while config.pdl). */
-const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_wr_resa", "_tp16c", "_tp16c_res"]);
+const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_wr_resa", "_tp16c", "_tp16c_res", "_tp16cc", "_tp16cc_res"]);
 
 /**
  * The function handle and the PDL flag of the launch header the norm forward family (normForward,
