@@ -255,8 +255,6 @@ struct NormCastTwoPass {
     const uint32_t H = p.hidden, pieces = H / 8;
     const uint32_t u = threadIdx.x, lane = u % kWarpSize, odd = u & 1;
     const bool live0 = u < pieces, live1 = u + kTcThreads < pieces;
-    // the thread's chunk after pass 1's exchange (k = u/2 even, 256 + u/2 odd), its pieces (own, received), whether
-    // it is live, and whether any chunk of the warp is (its even lanes' are the lowest: uniform over the warp)
     // kChunk: the thread's chunk after pass 1's exchange is k = po / 2 (u/2 even, 256 + u/2 odd), its pieces po (own)
     // and po ^ 1 (received); a warp has a live chunk iff its lane 0's is (uniform). Pieces: a warp has a live piece j
     // iff its lane 0's is.
