@@ -1,14 +1,13 @@
 /**
- * Round 11's fused casts in normForward's two-pass geometry (docs/perf-notes/perf11-ncast.md), behind
- * `normLaunchTuning.castRowForm`: 1 = `tk_norm_forward__bf16_e4m3_g<N>_tp16c` (normForwardAndPerTokenCast) and
- * `_tp16c_res` (the residual casts: addRmsnormForwardAndPerTokenCast, normForwardAndPerTokenCast with a residual), the
- * cast by pieces; 2 = `_e4m3_g128_tp16cc[_res]`, the cast by chunks (groups of 32 stay on main's kernels). Each form
- * against the CPU reference, byte for byte on every output allocation (data, sf, outBf16, rstd, residualOut), with
- * the kernel that ran checked after every device call (a silent fallback fails): groups of 32 and 128, every sf
- * layout, outBf16 or not, weight or not, outScale 1 / 0.3 / 3e38 / 1e-39, 2-D / 3-D, padded strides, one-chunk rows
- * and dead warps, 0 rows, grid caps (a block's later rows), NaN / ±Inf / subnormal / huge rows, the bench's
- * 3000 × 7168 with PDL on and off; unaligned views on main's `_br4` / `_wr_res`. Skipped, and counted as skipped,
- * without a GPU.
+ * Round 11's residual casts in normForward's two-pass geometry (docs/perf-notes/perf11-ncast.md):
+ * `tk_norm_forward__bf16_e4m3_g<N>_tp16c_res`, the default of addRmsnormForwardAndPerTokenCast and of
+ * normForwardAndPerTokenCast with a residual on aligned views (`normLaunchTuning.castRowForm` 1; 0 runs main's
+ * `_e4m3_g<N>_wr_resa`). Against the CPU reference, byte for byte on every output allocation (data, sf, outBf16, rstd,
+ * residualOut), with the kernel that ran checked after every device call (a silent fallback fails; without a residual
+ * main's `_br4a` still runs): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3 /
+ * 3e38 / 1e-39, 2-D / 3-D, padded strides, dead pieces and warps, 0 rows, grid caps (a block's later rows), NaN /
+ * ±Inf / subnormal / huge rows, the bench's 3000 × 7168 with PDL on and off; unaligned views on main's `_br4` /
+ * `_wr_res`; the knob at 0 on `_wr_resa`. Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -30,7 +29,7 @@ function fnOf(sym: string): number {
 }
 
 /** Runs f with the row forms from any row count, `castRowForm` = `form` and grid cap `blocks`; restores the knobs. */
-function withCastRow<T>(form: 0 | 1 | 2, blocks: number, f: () => T): T {
+function withCastRow<T>(form: 0 | 1, blocks: number, f: () => T): T {
   const t = normLaunchTuning;
   const prev = [t.castRowForm, t.castBulkRows, t.residualWarpRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] as const;
   t.castRowForm = form;
@@ -125,20 +124,17 @@ function compareOn(x: HostTensor, r: HostTensor | undefined, w: HostTensor | nul
 }
 
 /**
- * The kernel castRowForm `form` runs for groups of `npc` (aligned views; the residual casts from H > 256): form 1 the
- * pieces `_tp16c[_res]`, form 2 the chunks `_tp16cc[_res]` for groups of 128 and main's `_br4a` / `_wr_resa` for 32.
+ * The kernel the default (castRowForm 1) runs for groups of `npc` on aligned views: `_tp16c_res` with a residual (from
+ * H > 256), main's `_br4a` without.
  */
-function SYM(npc: number, res: boolean, form: 1 | 2): string {
-  const base = `tk_norm_forward__bf16_e4m3_g${npc}`;
-  if (form === 2 && npc !== 128) return `${base}${res ? "_wr_resa" : "_br4a"}`;
-  return `${base}_tp16c${form === 2 ? "c" : ""}${res ? "_res" : ""}`;
+function SYM(npc: number, res: boolean): string {
+  return `tk_norm_forward__bf16_e4m3_g${npc}${res ? "_tp16c_res" : "_br4a"}`;
 }
-const FORMS = [1, 2] as const;
 
-for (const form of FORMS) gpuTest(`castRowForm ${form}: normForwardAndPerTokenCast / residual casts by _e4m3_g<N>_tp16c[c][_res] = reference: groups of 32 and 128, every sf layout, outBf16, weight, outScale, 2-D / 3-D, padded strides, dead pieces and warps, grid caps (seed ${11101 + 100 * form})`, () => {
-  const rand = rng(11101 + 100 * form);
+gpuTest(`the residual casts by _e4m3_g<N>_tp16c_res (the plain cast by main's _br4a) = reference: groups of 32 and 128, every sf layout, outBf16, weight, outScale, 2-D / 3-D, padded strides, dead pieces and warps, grid caps (seed 11201)`, () => {
+  const rand = rng(11201);
   for (const blocks of [0, 1, 3]) {
-    withCastRow(form, blocks, () => {
+    withCastRow(1, blocks, () => {
       for (const H of [32, 64, 128, 288, 512, 544, 1056, 2048, 4096, 4224, 5120, 7168, 8192]) {
         for (const npc of [32, 128] as const) {
           if (H % npc) continue;
@@ -154,7 +150,7 @@ for (const form of FORMS) gpuTest(`castRowForm ${form}: normForwardAndPerTokenCa
               const r = res ? rows(rand, B, T, H, stride + (rand() < 0.5 ? 0 : 8)) : undefined;
               const w = weight ? moderate(rand, H) : null;
               // (the residual casts run the warp rows' slot from H > 256 only; below, main's team kernel)
-              const sym = res && H <= 256 ? null : SYM(npc, res, form);
+              const sym = res && H <= 256 ? null : SYM(npc, res);
               const label = `tp16c blocks/SM ${blocks} ${name} g${npc} B ${B} T ${T} H ${H} stride ${stride} res ${res} weight ${weight} outScale ${outScale} outBf16 ${withOutBf16}`;
               compareOn(x, r, w, outScale, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, sym, label);
             }
@@ -165,9 +161,10 @@ for (const form of FORMS) gpuTest(`castRowForm ${form}: normForwardAndPerTokenCa
   }
 });
 
-for (const form of FORMS) gpuTest(`castRowForm ${form}: addRmsnormForwardAndPerTokenCast by _e4m3_g<N>_tp16c[c]_res = reference, residual updated in place; 0 rows; unaligned views on _br4 / _wr_res (seed ${11102 + 100 * form})`, () => {
-  const rand = rng(11102 + 100 * form);
-  withCastRow(form, 0, () => {
+gpuTest(`addRmsnormForwardAndPerTokenCast by _e4m3_g<N>_tp16c_res (the default) = reference, residual updated in place; 0 rows; unaligned views on _br4 / _wr_res; castRowForm 0 on _wr_resa (seed 11202)`, () => {
+  const rand = rng(11202);
+  assert.equal(normLaunchTuning.castRowForm, 1, "castRowForm defaults to 1 (_tp16c_res)");
+  withCastRow(1, 0, () => {
     for (const H of [288, 1024, 7168, 8192]) {
       for (const npc of [32, 128] as const) {
         if (H % npc) continue;
@@ -176,14 +173,15 @@ for (const form of FORMS) gpuTest(`castRowForm ${form}: addRmsnormForwardAndPerT
           const r = rows(rand, 0, 17, H);
           const w = moderate(rand, H);
           const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: npc, ...sf } as const;
-          const [cd, cf] = addRmsnormForwardAndPerTokenCast(x, r, w, o);
+          // (upload first: the CPU call updates the host residual r in place)
           const dx = uploadView(x);
           const dr = uploadView(r);
           const dw = uploadView(w);
+          const [cd, cf] = addRmsnormForwardAndPerTokenCast(x, r, w, o);
           const [gd, gf] = addRmsnormForwardAndPerTokenCast(dx, dr, dw, o);
           const label = `addRmsnorm H ${H} g${npc} ${name}`;
           try {
-            assert.equal(normForwardLastLaunch().fn, fnOf(SYM(npc, true, form)), `${label}: ${SYM(npc, true, form)} ran`);
+            assert.equal(normForwardLastLaunch().fn, fnOf(SYM(npc, true)), `${label}: ${SYM(npc, true)} ran`);
             sameAllocation(gd, cd, `${label} data`);
             sameAllocation(gf, cf, `${label} sf`);
             sameAllocation(dr, r, `${label} residual`);
@@ -194,10 +192,10 @@ for (const form of FORMS) gpuTest(`castRowForm ${form}: addRmsnormForwardAndPerT
       }
     }
     // a block's later rows: grid capped at one block per SM, more rows than blocks
-    withCastRow(form, 1, () => {
+    withCastRow(1, 1, () => {
       for (const res of [false, true]) {
         const o = { fmt: "e4m3", numPerChannels: 128, withOutBf16: true, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true } as const;
-        compareOn(rows(rand, 0, 700, 1152), res ? rows(rand, 0, 700, 1152) : undefined, moderate(rand, 1152), 1, o, SYM(128, res, form), `grid cap 1/SM 700x1152 res ${res}`);
+        compareOn(rows(rand, 0, 700, 1152), res ? rows(rand, 0, 700, 1152) : undefined, moderate(rand, 1152), 1, o, SYM(128, res), `grid cap 1/SM 700x1152 res ${res}`);
       }
     });
     // 0 rows: no launch, empty outputs as the reference's
@@ -219,18 +217,20 @@ for (const form of FORMS) gpuTest(`castRowForm ${form}: addRmsnormForwardAndPerT
       compareOn(rows(rand, 0, 9, H), rows(rand, 0, 9, H), wu, 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_wr_res`, `residual, unaligned weight g${npc}`);
     }
   });
-  // knob off: main's aligned forms
+  // castRowForm 0: main's aligned forms
   withCastRow(0, 0, () => {
-    const o = { fmt: "e4m3", numPerChannels: 128, roundSf: true, usePackedUe8m0: true } as const;
-    compareOn(rows(rand, 0, 9, 1024), undefined, moderate(rand, 1024), 1, o, "tk_norm_forward__bf16_e4m3_g128_br4a", "knob off: _br4a");
-    compareOn(rows(rand, 0, 9, 1024), rows(rand, 0, 9, 1024), moderate(rand, 1024), 1, o, "tk_norm_forward__bf16_e4m3_g128_wr_resa", "knob off: _wr_resa");
+    for (const npc of [32, 128] as const) {
+      const o = { fmt: "e4m3", numPerChannels: npc, roundSf: true, usePackedUe8m0: true } as const;
+      compareOn(rows(rand, 0, 9, 1024), undefined, moderate(rand, 1024), 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_br4a`, `castRowForm 0 g${npc}: _br4a`);
+      compareOn(rows(rand, 0, 9, 1024), rows(rand, 0, 9, 1024), moderate(rand, 1024), 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_wr_resa`, `castRowForm 0 g${npc}: _wr_resa`);
+    }
   });
 });
 
-for (const form of FORMS) gpuTest(`castRowForm ${form}: _e4m3_g<N>_tp16c[c][_res] = reference on NaNs, ±Inf, ±0, subnormals, overflowing and subnormal outputs: special weight or none, outScale 1 / 3e38 / 1e-39, every sf layout (seed ${11103 + 100 * form})`, () => {
-  const rand = rng(11103 + 100 * form);
+gpuTest(`_e4m3_g<N>_tp16c_res = reference on NaNs, ±Inf, ±0, subnormals, overflowing and subnormal outputs: special weight or none, outScale 1 / 3e38 / 1e-39, every sf layout (seed 11203)`, () => {
+  const rand = rng(11203);
   const T = 10;
-  withCastRow(form, 0, () => {
+  withCastRow(1, 0, () => {
     for (const H of [640, 7168]) {
       for (const outScale of [1, 3e38, 1e-39]) {
         const x = specialRows(rand, T, H);
@@ -241,7 +241,7 @@ for (const form of FORMS) gpuTest(`castRowForm ${form}: _e4m3_g<N>_tp16c[c][_res
             for (const ww of [w, null]) {
               for (const res of [false, true]) {
                 const label = `special ${T}x${H} outScale ${outScale} g${npc} ${name} weight ${!!ww} res ${res}`;
-                compareOn(x, res ? r : undefined, ww, outScale, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, SYM(npc, res, form), label);
+                compareOn(x, res ? r : undefined, ww, outScale, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, SYM(npc, res), label);
               }
             }
           }
@@ -251,11 +251,11 @@ for (const form of FORMS) gpuTest(`castRowForm ${form}: _e4m3_g<N>_tp16c[c][_res
   });
 });
 
-for (const form of FORMS) gpuTest(`castRowForm ${form}: _e4m3_g128_tp16c[c][_res] at the bench's shape: 3000 × 7168, packed UE8M0 TMA-aligned sf, outBf16 on and off, PDL on and off (seed ${11104 + 100 * form})`, () => {
-  const rand = rng(11104 + 100 * form);
+gpuTest(`_e4m3_g128_tp16c_res at the bench's shape: 3000 × 7168, packed UE8M0 TMA-aligned sf, outBf16 on and off, PDL on and off (seed 11204)`, () => {
+  const rand = rng(11204);
   const saved = config.pdl;
   try {
-    withCastRow(form, 0, () => {
+    withCastRow(1, 0, () => {
       for (const pdl of [true, false]) {
         config.pdl = pdl;
         for (const res of [false, true]) {
@@ -263,7 +263,7 @@ for (const form of FORMS) gpuTest(`castRowForm ${form}: _e4m3_g128_tp16c[c][_res
             const x = rows(rand, 0, 3000, 7168);
             const r = res ? rows(rand, 0, 3000, 7168) : undefined;
             const o = { fmt: "e4m3", numPerChannels: 128, withOutBf16, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true } as const;
-            compareOn(x, r, moderate(rand, 7168), 1, o, SYM(128, res, form), `3000x7168 res ${res} outBf16 ${withOutBf16} pdl ${pdl}`);
+            compareOn(x, r, moderate(rand, 7168), 1, o, SYM(128, res), `3000x7168 res ${res} outBf16 ${withOutBf16} pdl ${pdl}`);
           }
         }
       }
