@@ -193,20 +193,22 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 
 /**
  * Runs f with the forward tuning knobs set (grid cap per SM; `warpRows`: the residual warp rows `_wr_res`, otherwise
- * the team kernels), then restores them. Without a residual the team kernels run either way (withRowForms tests the
+ * the team kernels; the residual casts on aligned views by main's `_wr_resa`, castRowForm 0: round 11's default
+ * `_tp16c_res` is tested in tests/ncast11_gpu.test.ts), then restores them. Without a residual the team kernels run either way (withRowForms tests the
  * register and bulk rows).
  */
 function withForwardTuning<T>(blocksPerSm: number, f: () => T, warpRows = false): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] as const;
+  const prev = [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows, t.castRowForm] as const;
   t.forwardBlocksPerSm = blocksPerSm;
+  t.castRowForm = 0;
   t.residualWarpRows = warpRows;
   t.forwardRegRows = t.castBulkRows = false;
   t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] = prev;
+    [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows, t.castRowForm] = prev;
   }
 }
 
@@ -765,7 +767,7 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = ref
   });
 });
 
-gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (_e4m3_g<N>_wr_resa, the default on aligned views) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views (x / residual stride H + 1, residual base +2 bytes, unaligned weight) on _e4m3_g<N>_wr_res; grid caps (seed 8903)", () => {
+gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (_e4m3_g<N>_wr_resa, on aligned views with castRowForm 0; the default _tp16c_res: ncast11_gpu.test.ts) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views (x / residual stride H + 1, residual base +2 bytes, unaligned weight) on _e4m3_g<N>_wr_res; grid caps (seed 8903)", () => {
   const rand = rng(8903);
   for (const blocks of [0, 3]) {
     withForwardTuning(blocks, () => {
