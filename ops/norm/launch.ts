@@ -100,6 +100,13 @@ export const normLaunchTuning = {
   backwardFoldWarps: 8 as 8 | 16,
   /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`; default off). Same bits. */
   backwardFoldPdl: false,
+  /**
+   * bf16 normBackward where `_b4swx_unit` runs (usesB4swx in ops/norm/norm_backward.ts): "off" (the default) keeps
+   * `_b4swx_unit`; "swd" runs `_b4swd_unit` (gradOut's copies by lane pairs in whole 32-byte sectors), "swc"
+   * `_b4swc_unit` (x, gradOut and xGrad by lane pairs in whole sectors; kernels-src/cuda/norm/norm_backward_sw.cu,
+   * docs/perf-notes/perf11-nbw.md). Same bits; every other launch is unaffected.
+   */
+  backwardForm: "off" as "off" | "swd" | "swc",
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

@@ -205,6 +205,20 @@ export function usesB4swx(
 }
 
 /**
+ * The rows kernel's form suffix of a bf16 launch: `_b4swx` where {@link usesB4swx}, or there the whole-sector form
+ * that {@link normLaunchTuning}.backwardForm asks for (`_b4swd`, `_b4swc`: outScale = 1 only, as `_b4swx`); `_b4`
+ * otherwise; "" for fp32. Exported for the GPU tests only (not re-exported by mod.ts).
+ */
+export function backwardRowsForm(
+  t: { x: Tensor; weight: Tensor | null; gradOut: Tensor; residualOutGrad: Tensor | null; xGrad: Tensor },
+  outScale: number,
+): "" | "_b4" | "_b4swx" | "_b4swd" | "_b4swc" {
+  if (!usesB4swx(t, outScale)) return t.x.dtype === "bf16" ? "_b4" : "";
+  const f = normLaunchTuning.backwardForm;
+  return f === "swd" ? "_b4swd" : f === "swc" ? "_b4swc" : "_b4swx";
+}
+
+/**
  * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4swx_unit` where
  * {@link usesB4swx}, else `_b4`, with 32 KiB of dynamic shared memory;
  * `_unit` for outScale = 1) over the
@@ -253,7 +267,8 @@ function launchNormBackward(
   const teams = NORM_BLOCK_THREADS / P;
   // outScale = 1 (after RN32, as the kernel sees it): the kernel without the dy ⊗ outScale multiplications
   // bf16: the four-blocks-per-SM form (_b4); _b4swx (outScale = 1 only) where its compiled-in launch conditions hold
-  const form = usesB4swx(t, outScale) ? "_b4swx" : t.x.dtype === "bf16" ? "_b4" : "";
+  // (_b4swd / _b4swc of norm_backward_sw.cu in its place when normLaunchTuning.backwardForm asks)
+  const form = backwardRowsForm(t, outScale);
   const sym = `tk_norm_backward__${t.x.dtype}${form}${Math.fround(outScale) === 1 ? "_unit" : ""}`;
   const smem = t.x.dtype === "bf16" ? BF16_ACC_SMEM : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
