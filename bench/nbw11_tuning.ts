@@ -1,9 +1,11 @@
 /**
  * normBackward's bf16 rows kernel: main's `_b4swx_unit` against the whole-sector forms of round 11, `_b4swd_unit`
- * (gradOut's copies by lane pairs in whole 32-byte sectors) and `_b4swc_unit` (x, gradOut and xGrad so), in one
- * process (kernels-src/cuda/norm/norm_backward_sw.cu, docs/perf-notes/perf11-nbw.md). The roofline's case
+ * (gradOut's copies in whole 128-byte lines: lane l copies bytes 512k + 16l of its warp's 1 KiB), `_b4swc_unit` (x,
+ * gradOut and xGrad so, exchanged between lanes by shuffles) and `_b4swcp_unit` (the three by lane pairs: whole
+ * 32-byte sectors, every other sector of a line), in one process (kernels-src/cuda/norm/norm_backward_sw.cu, docs/perf-notes/perf11-nbw.md). The roofline's case
  * (bench/cases_norm.ts: bf16 x, weight, gradOut, fp32 rstd and weightGrad, outputs preallocated) at 8192 and 16384
- * tokens × 7168, under `normLaunchTuning.backwardForm` "off" (main), "swd", "swc", then "off" again (drift check).
+ * tokens × 7168, under `normLaunchTuning.backwardForm` "off" (main), "swd", "swc", "swcp", then "off" again (drift
+ * check).
  *
  * Each figure: 20 calls on the default stream between two events after a 2-GiB lead copy (bench/common.ts
  * LeadTimer), the median of 7 repetitions; the settings interleaved over 3 rounds, the median of the rounds printed.
@@ -32,6 +34,7 @@ const SETTINGS: { name: string; form: Form }[] = [
   { name: "_b4swx (main)", form: "off" },
   { name: "_b4swd", form: "swd" },
   { name: "_b4swc", form: "swc" },
+  { name: "_b4swcp", form: "swcp" },
   { name: "_b4swx (drift)", form: "off" },
 ];
 

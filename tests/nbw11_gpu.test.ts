@@ -1,9 +1,9 @@
 /**
- * normBackward's whole-sector bf16 rows kernels `_b4swd_unit` and `_b4swc_unit` (kernels-src/cuda/norm/norm_backward_sw.cu,
- * normLaunchTuning.backwardForm "swd" / "swc"; docs/perf-notes/perf11-nbw.md) against the CPU reference, byte for
- * byte on every byte of xGrad and the weight gradient, and against main's `_b4swx_unit` on the bench's shape. The form
- * each launch takes is asserted (backwardRowsForm), so a silent fallback to `_b4swx` / `_b4` fails. Skipped, and
- * counted as skipped, without a GPU.
+ * normBackward's whole-sector bf16 rows kernels `_b4swd_unit`, `_b4swc_unit` and `_b4swcp_unit`
+ * (kernels-src/cuda/norm/norm_backward_sw.cu, normLaunchTuning.backwardForm "swd" / "swc" / "swcp";
+ * docs/perf-notes/perf11-nbw.md) against the CPU reference, byte for byte on every byte of xGrad and the weight
+ * gradient, and against main's `_b4swx_unit` on the bench's shape. The form each launch takes is asserted
+ * (backwardRowsForm), so a silent fallback to `_b4swx` / `_b4` fails. Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -16,8 +16,8 @@ import { backwardRowsForm } from "../ops/norm/norm_backward.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, uploadView } from "./gpu_util.ts";
 
-type Form = "swd" | "swc";
-const FORMS: readonly Form[] = ["swd", "swc"];
+type Form = "swd" | "swc" | "swcp";
+const FORMS: readonly Form[] = ["swd", "swc", "swcp"];
 
 /** Runs f with normLaunchTuning.backwardForm = form, then restores it. */
 function withForm<T>(form: "off" | Form, f: () => T): T {
@@ -105,7 +105,7 @@ function compareOn(
 }
 
 for (const form of FORMS) {
-  const sym = form === "swd" ? "_b4swd" : "_b4swc";
+  const sym = `_b4${form}`;
   gpuTest(
     `normBackward ${sym}_unit = reference: bf16, T ∈ 1 … 4001, H ∈ {4128, 5120, 7168, 8192}, strides H, H + 8 (${sym}), H + 4 (_b4), fp32 / bf16 gradients, accumulated (seed 1101)`,
     () => {
@@ -223,7 +223,7 @@ for (const form of FORMS) {
 }
 
 gpuTest(
-  "normBackward with 0 tokens under backwardForm swd / swc: no launch, an allocated weight gradient is +0",
+  "normBackward with 0 tokens under backwardForm swd / swc / swcp: no launch, an allocated weight gradient is +0",
   () => {
     for (const form of FORMS) {
       const x = uploadView(tensor(new Uint16Array(0), [0, 7168], "bf16"));
@@ -255,7 +255,7 @@ function tiled(b: HostTensor, T: number): HostTensor {
 // twice; every xGrad and weight gradient byte equal (no CPU reference at this size: the tests above tie the forms to it;
 // the rows are 2048 of randomInput's (huge, tiny, zero and rounding-tie rows among them), repeated in rotated orders).
 gpuTest(
-  "normBackward _b4swd / _b4swc: xGrad and weightGrad bit-identical to _b4swx and run to run, 16384 × 7168 bf16 (seed 1104)",
+  "normBackward _b4swd / _b4swc / _b4swcp: xGrad and weightGrad bit-identical to _b4swx and run to run, 16384 × 7168 bf16 (seed 1104)",
   () => {
     const rand = rng(1104);
     const T = 16384, H = 7168;
@@ -268,7 +268,7 @@ gpuTest(
       const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
       outs.push(["_b4swx", withForm("off", () => normBackward(x, w, dy, rstd))]);
       for (const form of FORMS) {
-        withForm(form, () => assert.equal(backwardRowsForm(common, 1), form === "swd" ? "_b4swd" : "_b4swc"));
+        withForm(form, () => assert.equal(backwardRowsForm(common, 1), `_b4${form}`));
         for (let r = 0; r < 2; r++) {
           outs.push([
             `${form} run ${r + 1}`,

@@ -102,11 +102,13 @@ export const normLaunchTuning = {
   backwardFoldPdl: false,
   /**
    * bf16 normBackward where `_b4swx_unit` runs (usesB4swx in ops/norm/norm_backward.ts): "off" (the default) keeps
-   * `_b4swx_unit`; "swd" runs `_b4swd_unit` (gradOut's copies by lane pairs in whole 32-byte sectors), "swc"
-   * `_b4swc_unit` (x, gradOut and xGrad by lane pairs in whole sectors; kernels-src/cuda/norm/norm_backward_sw.cu,
-   * docs/perf-notes/perf11-nbw.md). Same bits; every other launch is unaffected.
+   * `_b4swx_unit`; the whole-sector forms of kernels-src/cuda/norm/norm_backward_sw.cu (docs/perf-notes/perf11-nbw.md)
+   * replace it: "swd" `_b4swd_unit` (gradOut's copies by warp-ordered 16-byte lanes: 4 whole 128-byte lines per
+   * instruction), "swc" `_b4swc_unit` (x, gradOut and xGrad so, x and xGrad exchanged between lanes by shuffles),
+   * "swcp" `_b4swcp_unit` (all three by lane pairs: whole sectors, every other sector of 8 lines). Same bits; every
+   * other launch is unaffected.
    */
-  backwardForm: "off" as "off" | "swd" | "swc",
+  backwardForm: "off" as "off" | "swd" | "swc" | "swcp",
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

@@ -206,16 +206,16 @@ export function usesB4swx(
 
 /**
  * The rows kernel's form suffix of a bf16 launch: `_b4swx` where {@link usesB4swx}, or there the whole-sector form
- * that {@link normLaunchTuning}.backwardForm asks for (`_b4swd`, `_b4swc`: outScale = 1 only, as `_b4swx`); `_b4`
+ * that {@link normLaunchTuning}.backwardForm asks for (`_b4swd`, `_b4swc`, `_b4swcp`: outScale = 1 only, as `_b4swx`); `_b4`
  * otherwise; "" for fp32. Exported for the GPU tests only (not re-exported by mod.ts).
  */
 export function backwardRowsForm(
   t: { x: Tensor; weight: Tensor | null; gradOut: Tensor; residualOutGrad: Tensor | null; xGrad: Tensor },
   outScale: number,
-): "" | "_b4" | "_b4swx" | "_b4swd" | "_b4swc" {
+): "" | "_b4" | "_b4swx" | "_b4swd" | "_b4swc" | "_b4swcp" {
   if (!usesB4swx(t, outScale)) return t.x.dtype === "bf16" ? "_b4" : "";
   const f = normLaunchTuning.backwardForm;
-  return f === "swd" ? "_b4swd" : f === "swc" ? "_b4swc" : "_b4swx";
+  return f === "swd" || f === "swc" || f === "swcp" ? `_b4${f}` : "_b4swx";
 }
 
 /**

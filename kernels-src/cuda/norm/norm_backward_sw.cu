@@ -36,47 +36,64 @@ namespace {
 // Token slots of the weight-gradient reduction (spec D.3; norm_backward.cu kSlots).
 constexpr uint32_t kSwSlots = 512;
 
-// kPairX false (_b4swd): gradOut by pairs; x by the thread alone through L1 (as _b4swx: piece 1 can hit the sector
-// piece 0 brought), xGrad by the thread alone.
-// kPairX true (_b4swc): gradOut, x and xGrad by pairs; x past L1 (.L1::no_allocate: each sector is read once by one
-// instruction, nothing to hit later, and chunk 1's weight keeps L1 to itself).
-template <bool kPairX>
+// How a warp moves the 32 chunks (sectors) of its threads, 1 KiB of a row, in two 16-byte instructions:
+// - kOwn:  each thread its own chunk, piece s in instruction s: every instruction touches 32 sectors (8 lines) and
+//          uses half of each (main's _b4swx);
+// - kPair: lanes 2m, 2m + 1 together: in instruction k lane h = lane & 1 moves piece h of chunk 2m + k: 16 whole
+//          sectors per instruction, every other sector of 8 lines;
+// - kLine: the warp's 1 KiB in order: in instruction k lane l moves piece l & 1 of chunk 16k + l / 2, i.e. bytes
+//          512k + 16l: 16 whole sectors per instruction that fill 4 whole 128-byte lines.
+// gradOut lands in its owner's shared slot (a cp.async to any address: no exchange); x and xGrad cross between lanes
+// by shuffles in registers (kPair: 4 shuffles a chunk; kLine: 8, two per word), so that every thread computes its own
+// chunks' elements exactly as _b4swx does.
+enum class Move { kOwn, kPair, kLine };
+
+// kDy: gradOut's copies (kPair or kLine); kX: x's loads and xGrad's stores. kOwn x (_b4swd) goes through L1 as in
+// _b4swx (piece 1 can hit the sector piece 0 brought); whole-sector x past it (.L1::no_allocate: each sector is read
+// once by one instruction, nothing to hit later, and chunk 1's weight keeps L1 to itself).
+template <Move kDy, Move kX>
 TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
+  static_assert(kDy != Move::kOwn, "gradOut moves in whole sectors in every form of this file");
   using Chunk = RowChunk<Fmt::kBf16>;
   constexpr int kL = kRmsChunksPerThread;
   constexpr int kPieces = Chunk::kPieces;  // 2 pieces of 8 elements per chunk
   static_assert(kPieces == 2, "a bf16 chunk is one sector: two 16-byte pieces");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ float smem[2 * kRmsBlockThreads];  // the tree's cross-warp step, two buffers alternating by row
-  // gradOut slots [chunk][piece][thread] (16 KiB), piece 1 of thread u at column u ^ 1: the pair copies (lanes of
-  // one 8-lane phase write pieces 0 and 1 of neighbouring threads) and the owner reads are both conflict free
+  // gradOut slots [chunk][piece][thread] (16 KiB), piece 1 of thread v at column v ^ 1 (kPair) or v ^ 4 (kLine):
+  // the copies (an 8-lane phase writes pieces 0 and 1 of 4 threads) and the owner reads are both conflict free
   __shared__ __align__(16) uint8_t stage_buf[kL * kPieces * kRmsBlockThreads * kVecBytes];
   extern __shared__ float4 acc_smem[];  // the partials: [chunk][quad][thread] float4, 32 KiB
 
-  const uint32_t H = p.hidden, K = H / kRmsChunk;  // K even (H % 32 == 0): a pair's chunks are live together
+  const uint32_t H = p.hidden, K = H / kRmsChunk;
   const uint32_t T = p.num_tokens;
   const uint32_t slots = T < kSwSlots ? T : kSwSlots;
   RmsTeam team(kRmsBlockThreads, K);
   team.threads = kRmsBlockThreads, team.p = threadIdx.x, team.team = 0, team.teams = 1, team.nodes = 2 * kRmsBlockThreads;
-  const uint32_t u = threadIdx.x, h = u & 1, u0 = u & ~1u;
-  // The pair exchanges are made by every lane of the warp at once (full mask: they sit outside every branch, and
-  // the loop and the early return are block-uniform). A pair-only mask (3 << (lane & ~1)), which ptxas cannot prove
-  // warp-uniform, cost 264 more SASS instructions in _b4swc (sm_90a .text 23,424 against 19,200 bytes).
-  constexpr uint32_t pmask = kFullWarpMask;
+  const uint32_t u = threadIdx.x, lane = u % kWarpSize, h = u & 1, hi = (lane >> 4) & 1;
+  // The exchanges are made by every lane of the warp at once (full mask: they sit outside every branch, and the
+  // loop and the early return are block-uniform). A pair-only mask (3 << (lane & ~1)), which ptxas cannot prove
+  // warp-uniform, cost 264 more SASS instructions in the pair form (sm_90a .text 23,424 against 19,200 bytes).
+  constexpr uint32_t kMask = kFullWarpMask;
   uint32_t c[kL];
-  bool live[kL], plive[kL];  // own chunk i; the pair's chunks i (both live or both dead: u0 even, K even)
+  bool live[kL];
 #pragma unroll
   for (int i = 0; i < kL; ++i) {
     c[i] = u + i * kRmsBlockThreads;
-    live[i] = i == 0 || c[i] < K;
-    plive[i] = i == 0 || u0 + i * kRmsBlockThreads < K;
+    live[i] = i == 0 || c[i] < K;  // chunk 0 is always live (K > 256)
   }
+  // The thread moved by this lane in instruction k (kPair, kLine), and the piece: chunk i of that thread is
+  // mover(k) + 256 i, live where that is < K (its owner's condition).
+  auto mover = [&](uint32_t k, Move m) -> uint32_t {
+    return m == Move::kPair ? (u & ~1u) + k : (u - lane) + 16 * k + (lane >> 1);
+  };
   const uint32_t sigma = blockIdx.x;
   if (sigma >= slots) return;  // the whole block leaves together
   const uint32_t stage_base = smem_addr(stage_buf);
   // piece s of thread v's gradOut chunk i
   auto slot = [&](int i, uint32_t s, uint32_t v) {
-    return stage_base + ((i * kPieces + s) * kRmsBlockThreads + (v ^ s)) * kVecBytes;
+    const uint32_t col = kDy == Move::kPair ? v ^ s : v ^ (4 * s);
+    return stage_base + ((i * kPieces + s) * kRmsBlockThreads + col) * kVecBytes;
   };
   auto acc_at = [&](int i, int q) -> float4& { return acc_smem[(i * (kRmsChunk / 4) + q) * kRmsBlockThreads + u]; };
 #pragma unroll
@@ -101,34 +118,19 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
   for (uint32_t t = sigma; t < T; t += kSwSlots) {
     const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(t) * p.x_row_stride * 2;
     const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + static_cast<uint64_t>(t) * p.grad_out_row_stride * 2;
-    // gradOut by pairs: in copy k lane h copies piece h of chunk u0 + k (+ 256 i) into thread u0 + k's slot
+    // gradOut: in copy k this lane copies piece h of thread mover(k)'s chunk i into that thread's slot
 #pragma unroll
     for (int i = 0; i < kL; ++i)
-      if (plive[i])
 #pragma unroll
-        for (uint32_t k = 0; k < 2; ++k)
-          cp_async<kVecBytes>(slot(i, h, u0 + k), dyr + static_cast<uint64_t>(u0 + k + i * kRmsBlockThreads) * Chunk::kBytes + kVecBytes * h, true);
+      for (uint32_t k = 0; k < 2; ++k) {
+        const uint32_t v = mover(k, kDy), ci = v + i * kRmsBlockThreads;
+        if (i == 0 || ci < K) cp_async<kVecBytes>(slot(i, h, v), dyr + static_cast<uint64_t>(ci) * Chunk::kBytes + kVecBytes * h, true);
+      }
     cp_async_commit();
     Chunk xc[kL];
 #pragma unroll
     for (int i = 0; i < kL; ++i) {
-      if constexpr (kPairX) {
-        // r0: piece h of the pair's even chunk, r1: of its odd chunk (one whole sector per instruction); the even
-        // lane keeps r0 (its piece 0) and gets its piece 1 from the odd lane's r0; the odd lane keeps r1 (its
-        // piece 1) and gets its piece 0 from the even lane's r1
-        uint32_t r0[4] = {0, 0, 0, 0}, r1[4] = {0, 0, 0, 0};
-        if (plive[i]) {
-          const uint8_t* a = xr + static_cast<uint64_t>(u0 + i * kRmsBlockThreads) * Chunk::kBytes + kVecBytes * h;
-          ld_stream(a, r0);
-          ld_stream(a + Chunk::kBytes, r1);
-        }
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const uint32_t v = __shfl_xor_sync(pmask, h ? r0[k] : r1[k], 1);
-          xc[i].w[k] = h ? v : r0[k];
-          xc[i].w[4 + k] = h ? r1[k] : v;
-        }
-      } else {
+      if constexpr (kX == Move::kOwn) {
         xc[i].zero();
         if (live[i]) {
 #pragma unroll
@@ -139,11 +141,39 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
             for (int k = 0; k < 4; ++k) xc[i].w[4 * s + k] = q[k];
           }
         }
+      } else {
+        // r[k]: piece h of thread mover(k)'s chunk i (zeros for a dead chunk), one whole sector per instruction
+        uint32_t r[2][4];
+#pragma unroll
+        for (uint32_t k = 0; k < 2; ++k) {
+          const uint32_t ci = mover(k, kX) + i * kRmsBlockThreads;
+          r[k][0] = r[k][1] = r[k][2] = r[k][3] = 0;
+          if (i == 0 || ci < K) ld_stream(xr + static_cast<uint64_t>(ci) * Chunk::kBytes + kVecBytes * h, r[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if constexpr (kX == Move::kPair) {
+            // the even lane keeps r[0] (its piece 0) and gets its piece 1 from the odd lane's r[0]; the odd lane keeps
+            // r[1] (its piece 1) and gets its piece 0 from the even lane's r[1]
+            const uint32_t v = __shfl_xor_sync(kMask, h ? r[0][k] : r[1][k], 1);
+            xc[i].w[k] = h ? v : r[0][k];
+            xc[i].w[4 + k] = h ? r[1][k] : v;
+          } else {
+            // lane q holds piece q & 1 of chunk q / 2 (r[0]) and of chunk 16 + q / 2 (r[1]) of the warp. Round A:
+            // even lanes offer r[0], odd lanes r[1]; lane l < 16 takes its piece 0 from lane 2l, lane l ≥ 16 its
+            // piece 1 from lane 2l − 31. Round B: even lanes offer r[1], odd lanes r[0]; lane l < 16 takes its
+            // piece 1 from lane 2l + 1, lane l ≥ 16 its piece 0 from lane 2l − 32.
+            const uint32_t a = __shfl_sync(kMask, h ? r[1][k] : r[0][k], (2 * lane + hi) % kWarpSize);
+            const uint32_t b = __shfl_sync(kMask, h ? r[0][k] : r[1][k], (2 * lane + 1 - hi) % kWarpSize);
+            xc[i].w[k] = hi ? b : a;
+            xc[i].w[4 + k] = hi ? a : b;
+          }
+        }
       }
     }
     const float rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));
     cp_async_wait<0>();
-    __syncwarp();  // the pair lane's copies into this thread's slots have landed too
+    __syncwarp();  // the other lanes' copies into this thread's slots have landed too
 
     auto dy_piece = [&](int i, int s, uint32_t (&q)[4]) {
       q[0] = q[1] = q[2] = q[3] = 0;
@@ -209,30 +239,43 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
           acc_at(i, 2 * s + hq) = make_float4(a[0], a[1], a[2], a[3]);
           encode_bf16x2_words<2>(d, o[s] + 2 * hq);
         }
-        if constexpr (!kPairX) {
+        if constexpr (kX == Move::kOwn) {
           if (live[i]) st_v4(dxr + static_cast<uint64_t>(c[i]) * Chunk::kBytes + kVecBytes * s, o[s][0], o[s][1], o[s][2], o[s][3]);
         }
       }
-      if constexpr (kPairX) {
-        // the even lane sends its piece 1 and receives the odd lane's piece 0: then it holds piece 0 of the pair's
-        // two chunks, the odd lane piece 1 of both; one whole sector per store instruction
+      if constexpr (kX != Move::kOwn) {
+        // o[k] becomes piece h of thread mover(k)'s chunk i (the exchange of the loads, reversed), one whole sector
+        // per store instruction
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          const uint32_t v = __shfl_xor_sync(pmask, h ? o[0][k] : o[1][k], 1);
-          if (h) {
-            o[0][k] = v;
+          if constexpr (kX == Move::kPair) {
+            // the even lane sends its piece 1 and receives the odd lane's piece 0: then it holds piece 0 of the
+            // pair's two chunks, the odd lane piece 1 of both
+            const uint32_t v = __shfl_xor_sync(kMask, h ? o[0][k] : o[1][k], 1);
+            if (h) {
+              o[0][k] = v;
+            } else {
+              o[1][k] = v;
+            }
           } else {
-            o[1][k] = v;
+            // round A: lanes < 16 offer their piece 0, lanes ≥ 16 their piece 1; lane q takes piece h of chunk
+            // q / 2 (q even: for the first store) or of chunk 16 + q / 2 (q odd: the second) from lane q / 2 + 16h.
+            // Round B: the other pieces; lane q takes from lane q / 2 + 16(1 − h) the piece h of the chunk of its
+            // other store.
+            const uint32_t a = __shfl_sync(kMask, hi ? o[1][k] : o[0][k], (lane >> 1) + 16 * h);
+            const uint32_t b = __shfl_sync(kMask, hi ? o[0][k] : o[1][k], (lane >> 1) + 16 * (1 - h));
+            o[0][k] = h ? b : a;
+            o[1][k] = h ? a : b;
           }
         }
-        if (plive[i]) {
-          uint8_t* a = dxr + static_cast<uint64_t>(u0 + i * kRmsBlockThreads) * Chunk::kBytes + kVecBytes * h;
-          st_v4(a, o[0][0], o[0][1], o[0][2], o[0][3]);
-          st_v4(a + Chunk::kBytes, o[1][0], o[1][1], o[1][2], o[1][3]);
+#pragma unroll
+        for (uint32_t k = 0; k < 2; ++k) {
+          const uint32_t ci = mover(k, kX) + i * kRmsBlockThreads;
+          if (i == 0 || ci < K) st_v4(dxr + static_cast<uint64_t>(ci) * Chunk::kBytes + kVecBytes * h, o[k][0], o[k][1], o[k][2], o[k][3]);
         }
       }
     }
-    __syncwarp();  // the pair lane has read its slots before this thread's next copies refill them
+    __syncwarp();  // every lane has read its slots before the next row's copies refill them
   }
 
   uint8_t* ws = reinterpret_cast<uint8_t*>(p.workspace) + static_cast<uint64_t>(sigma) * H * 4;
@@ -253,9 +296,13 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
 
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
     tk_norm_backward__bf16_b4swd_unit(const __grid_constant__ NormBackwardParams p) {
-  tk::norm_backward_rows_sw<false>(p);
+  tk::norm_backward_rows_sw<tk::Move::kLine, tk::Move::kOwn>(p);
 }
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
     tk_norm_backward__bf16_b4swc_unit(const __grid_constant__ NormBackwardParams p) {
-  tk::norm_backward_rows_sw<true>(p);
+  tk::norm_backward_rows_sw<tk::Move::kLine, tk::Move::kLine>(p);
+}
+extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
+    tk_norm_backward__bf16_b4swcp_unit(const __grid_constant__ NormBackwardParams p) {
+  tk::norm_backward_rows_sw<tk::Move::kPair, tk::Move::kPair>(p);
 }
