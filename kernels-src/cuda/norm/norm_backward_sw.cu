@@ -1,12 +1,14 @@
 // RMSNorm backward (spec/norm-rope-rand.md §A.5, D.2, D.3), bf16 rows kernels that move rows in whole 32-byte sectors
-// (round 11, docs/perf-notes/perf11-nbw.md). Reached only through normLaunchTuning.backwardForm ("swd" / "swc") for
+// (round 11, docs/perf-notes/perf11-nbw.md). Reached only through normLaunchTuning.backwardForm ("swd" / "swc" / "swcp") for
 // the launches of norm_backward.cu's _b4swx_unit (a weight, no residualOutGrad, 16-byte aligned x, gradOut, xGrad
 // and weight, 4096 < H ≤ 8192, outScale = 1); the fold (tk_norm_backward_weight_grad[_w16]) is norm_backward.cu's.
 //
 // Symbols
-//   tk_norm_backward__bf16_b4swd_unit  _b4swx with gradOut's cp.async copies made by lane pairs in whole sectors
-//   tk_norm_backward__bf16_b4swc_unit  _b4swd with x loaded and xGrad stored by lane pairs in whole sectors too, the
-//                                      elements crossing between the pair's lanes by shuffles
+//   tk_norm_backward__bf16_b4swd_unit   _b4swx with gradOut's cp.async copies in whole sectors and lines (Move::kLine)
+//   tk_norm_backward__bf16_b4swc_unit   _b4swd with x loaded and xGrad stored so too, the elements crossing between
+//                                       lanes by shuffles (two a word)
+//   tk_norm_backward__bf16_b4swcp_unit  x, gradOut and xGrad by lane pairs (Move::kPair: whole sectors, every other
+//                                       sector of a line; one shuffle a word)
 //
 // Launch geometry: _b4swx's (norm_backward.cu): 256 threads, grid min(T, 512), block σ = slot σ, one team of P = 256,
 // 18 KiB static + 32 KiB dynamic shared memory (the weight-gradient partials), four blocks per SM (64 registers).
@@ -14,9 +16,9 @@
 // Why (Nsight Compute of _b4swx_unit, H200, 16384 × 7168, base clock: L2 84.6% busy, DRAM 55.5%, no L2 re-reads):
 // a thread owns 16-element chunks (32 bytes, one sector) and moves each by two 16-byte pieces, so a warp's 16-byte
 // instruction touches 32 sectors and uses half of each, and the next instruction asks for the other halves: every
-// sector of x, gradOut and xGrad is requested from L2 twice. Here the two lanes of a pair (2m, 2m + 1) move together:
-// in one instruction lane h = lane & 1 moves piece h of chunk 2m + k's sector, so a warp instruction covers 16 whole
-// sectors and each sector is requested once.
+// sector of x, gradOut and xGrad is requested from L2 twice. Here a warp's instruction moves 16 whole sectors (see
+// Move below): in the line order (kLine) they fill 4 whole 128-byte lines, in the pair order (kPair) every other
+// sector of 8 lines (whole sectors, but as many L2 requests as before if a request is one line's sectors).
 //
 // Bits: every thread computes the same elements of the same chunks, with _b4swx's operations in _b4swx's order
 // (xh = x ⊗ rstd, g = dy, gw = g ⊗ w, q = xh ⊗ gw, chunk_tree with its first step as the second half arrives, the
