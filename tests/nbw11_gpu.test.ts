@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { encodeBf16 } from "../core/dtype.ts";
 import { contiguousHost } from "../core/tensor.ts";
-import { DeviceTensor, type HostTensor, tensor } from "../mod.ts";
+import { DeviceTensor, type HostTensor, tensor, toDevice } from "../mod.ts";
+import { launchCount } from "../ffi/cuda.ts";
 import { normBackward, normForward } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { backwardRowsForm } from "../ops/norm/norm_backward.ts";
@@ -226,11 +227,13 @@ gpuTest(
   "normBackward with 0 tokens under backwardForm swd / swc / swcp: no launch, an allocated weight gradient is +0",
   () => {
     for (const form of FORMS) {
-      const x = uploadView(tensor(new Uint16Array(0), [0, 7168], "bf16"));
+      const x = toDevice(tensor(new Uint16Array(0), [0, 7168], "bf16"));
       const w = uploadView(moderate(rng(1), [7168]));
-      const rstd = uploadView(tensor(new Float32Array(0), [0], "fp32"));
+      const rstd = toDevice(tensor(new Float32Array(0), [0], "fp32"));
+      const n = launchCount();
       const [dx, wg] = withForm(form, () => normBackward(x, w, x, rstd, {}));
       try {
+        assert.equal(launchCount(), n, `${form}: no launch`);
         assert.deepEqual([...dx.shape], [0, 7168]);
         assert.ok(readAllocation(wg as DeviceTensor).every((b) => b === 0), `${form}: weightGrad +0`);
       } finally {

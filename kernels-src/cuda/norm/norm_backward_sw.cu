@@ -75,7 +75,8 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
   const uint32_t u = threadIdx.x, lane = u % kWarpSize, h = u & 1, hi = (lane >> 4) & 1;
   // The exchanges are made by every lane of the warp at once (full mask: they sit outside every branch, and the
   // loop and the early return are block-uniform). A pair-only mask (3 << (lane & ~1)), which ptxas cannot prove
-  // warp-uniform, cost 264 more SASS instructions in the pair form (sm_90a .text 23,424 against 19,200 bytes).
+  // warp-uniform, cost 264 more SASS instructions in a first build of the pair form (sm_90a .text 23,424 B against
+  // 19,200 B).
   constexpr uint32_t kMask = kFullWarpMask;
   uint32_t c[kL];
   bool live[kL];
@@ -84,8 +85,8 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
     c[i] = u + i * kRmsBlockThreads;
     live[i] = i == 0 || c[i] < K;  // chunk 0 is always live (K > 256)
   }
-  // The thread moved by this lane in instruction k (kPair, kLine), and the piece: chunk i of that thread is
-  // mover(k) + 256 i, live where that is < K (its owner's condition).
+  // The thread whose chunk this lane moves in instruction k (kPair, kLine); the lane moves piece h of it. Chunk i of
+  // that thread is mover(k) + 256 i, live where that is < K (its owner's condition).
   auto mover = [&](uint32_t k, Move m) -> uint32_t {
     return m == Move::kPair ? (u & ~1u) + k : (u - lane) + 16 * k + (lane >> 1);
   };
