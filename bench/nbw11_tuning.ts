@@ -1,17 +1,16 @@
 /**
- * normBackward's bf16 rows kernel: main's `_b4swx_unit` against the whole-sector forms of round 11, `_b4swd_unit`
- * (gradOut's copies in whole 128-byte lines: lane l copies bytes 512k + 16l of its warp's 1 KiB), `_b4swc_unit` (x,
- * gradOut and xGrad so, exchanged between lanes by shuffles) and `_b4swcp_unit` (the three by lane pairs: whole
- * 32-byte sectors, every other sector of a line), in one process (kernels-src/cuda/norm/norm_backward_sw.cu, docs/perf-notes/perf11-nbw.md). The roofline's case
- * (bench/cases_norm.ts: bf16 x, weight, gradOut, fp32 rstd and weightGrad, outputs preallocated) at 8192 and 16384
- * tokens × 7168, under `normLaunchTuning.backwardForm` "off" (main), "swd", "swc", "swcp", then "off" again (drift
- * check).
+ * normBackward's bf16 rows kernel: the default since round 11, `_b4swc_unit` (x, gradOut and xGrad moved in whole
+ * 128-byte lines: lane l moves bytes 512k + 16l of its warp's 1 KiB, x and xGrad exchanged between lanes by shuffles;
+ * kernels-src/cuda/norm/norm_backward_sw.cu, docs/perf-notes/perf11-nbw.md), against the kernel before it,
+ * `_b4swx_unit`, in one process. The roofline's case (bench/cases_norm.ts: bf16 x, weight, gradOut, fp32 rstd and
+ * weightGrad, outputs preallocated) at 8192 and 16384 tokens × 7168, under `normLaunchTuning.backwardForm` "swx",
+ * "swc" (the default), then "swx" again (drift check).
  *
  * Each figure: 20 calls on the default stream between two events after a 2-GiB lead copy (bench/common.ts
  * LeadTimer), the median of 7 repetitions; the settings interleaved over 3 rounds, the median of the rounds printed.
  * % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes) for the bytes bench/cases_norm.ts counts
  * (x, gradOut, xGrad, rstd, weight, weightGrad), as bench/roofline.ts does. After the timing, each setting's xGrad and
- * weightGrad (one more call each) are compared with main's byte for byte: a difference prints FAIL and exits 1.
+ * weightGrad (one more call each) are compared with `_b4swx`'s byte for byte: a difference prints FAIL and exits 1.
  *
  * `deno run -A --no-check bench/nbw11_tuning.ts` (or `bun bench/nbw11_tuning.ts`).
  * @module
@@ -31,11 +30,9 @@ const H = 7168;
 const ROUNDS = 3;
 type Form = typeof normLaunchTuning.backwardForm;
 const SETTINGS: { name: string; form: Form }[] = [
-  { name: "_b4swx (main)", form: "off" },
-  { name: "_b4swd", form: "swd" },
-  { name: "_b4swc", form: "swc" },
-  { name: "_b4swcp", form: "swcp" },
-  { name: "_b4swx (drift)", form: "off" },
+  { name: "_b4swx", form: "swx" },
+  { name: "_b4swc (default)", form: "swc" },
+  { name: "_b4swx (drift)", form: "swx" },
 ];
 
 const rt = deviceRuntime("bench");
@@ -77,9 +74,9 @@ try {
       const v = med(s.name);
       const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
       const delta = s === SETTINGS[0] ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
-      console.log(`normBackward ${T}x${H} bf16 weight, fp32 weightGrad\t${s.name.padEnd(15)}\t${v.toFixed(1)} µs\t${pct.toFixed(1)}%${delta}`);
+      console.log(`normBackward ${T}x${H} bf16 weight, fp32 weightGrad\t${s.name.padEnd(16)}\t${v.toFixed(1)} µs\t${pct.toFixed(1)}%${delta}`);
     }
-    // the outputs of each setting against main's
+    // the outputs of each setting against _b4swx's
     let ref: Uint8Array[] = [];
     for (const s of SETTINGS) {
       normLaunchTuning.backwardForm = s.form;
@@ -94,7 +91,7 @@ try {
         for (let j = 0; j < ref[k].length && bad < 0; j++) if (ref[k][j] !== got[k][j]) bad = j;
         if (bad >= 0 || got[k].length !== ref[k].length) {
           failures++;
-          console.log(`FAIL ${T}x${H} ${s.name}: ${name} differs from main's at byte ${bad} (0x${got[k][bad]?.toString(16)} vs 0x${ref[k][bad]?.toString(16)})`);
+          console.log(`FAIL ${T}x${H} ${s.name}: ${name} differs from _b4swx's at byte ${bad} (0x${got[k][bad]?.toString(16)} vs 0x${ref[k][bad]?.toString(16)})`);
         }
       });
     }
@@ -107,4 +104,4 @@ try {
   timer.dispose();
 }
 if (failures > 0) process.exit(1);
-console.log("bytes: every setting's xGrad and weightGrad equal main's");
+console.log("bytes: every setting's xGrad and weightGrad equal _b4swx's");

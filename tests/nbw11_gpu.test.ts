@@ -1,9 +1,9 @@
 /**
- * normBackward's whole-sector bf16 rows kernels `_b4swd_unit`, `_b4swc_unit` and `_b4swcp_unit`
- * (kernels-src/cuda/norm/norm_backward_sw.cu, normLaunchTuning.backwardForm "swd" / "swc" / "swcp";
- * docs/perf-notes/perf11-nbw.md) against the CPU reference, byte for byte on every byte of xGrad and the weight
- * gradient, and against main's `_b4swx_unit` on the bench's shape. The form each launch takes is asserted
- * (backwardRowsForm), so a silent fallback to `_b4swx` / `_b4` fails. Skipped, and counted as skipped, without a GPU.
+ * normBackward's whole-line bf16 rows kernel `_b4swc_unit` (kernels-src/cuda/norm/norm_backward_sw.cu, the default
+ * normLaunchTuning.backwardForm "swc"; docs/perf-notes/perf11-nbw.md) against the CPU reference, byte for byte on
+ * every byte of xGrad and the weight gradient, and against `_b4swx_unit` (backwardForm "swx", the kernel before
+ * round 11) on the bench's shape. The form each launch takes is asserted (backwardRowsForm), so a silent fallback to
+ * `_b4swx` / `_b4` fails. Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -17,11 +17,12 @@ import { backwardRowsForm } from "../ops/norm/norm_backward.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, uploadView } from "./gpu_util.ts";
 
-type Form = "swd" | "swc" | "swcp";
-const FORMS: readonly Form[] = ["swd", "swc", "swcp"];
+type Form = typeof normLaunchTuning.backwardForm;
+// the forms of norm_backward_sw.cu (round 11 measured _b4swd and _b4swcp too; both lost to _b4swc and were removed)
+const FORMS: readonly Form[] = ["swc"];
 
 /** Runs f with normLaunchTuning.backwardForm = form, then restores it. */
-function withForm<T>(form: "off" | Form, f: () => T): T {
+function withForm<T>(form: Form, f: () => T): T {
   const prev = normLaunchTuning.backwardForm;
   normLaunchTuning.backwardForm = form;
   try {
@@ -215,7 +216,11 @@ for (const form of FORMS) {
           assert.equal(backwardRowsForm({ ...common, x: x4, gradOut: x4, xGrad: x4, weight: w4 }, 1), "_b4");
           assert.equal(backwardRowsForm({ ...common, x: xf, gradOut: xf, xGrad: xf }, 1), "");
         });
-        assert.equal(backwardRowsForm({ x, weight: w, gradOut: x, residualOutGrad: null, xGrad: x }, 1), "_b4swx");
+        // the default is _b4swc; "swx" keeps the kernel before round 11 reachable
+        assert.equal(normLaunchTuning.backwardForm, "swc");
+        assert.equal(backwardRowsForm({ x, weight: w, gradOut: x, residualOutGrad: null, xGrad: x }, 1), "_b4swc");
+        withForm("swx", () =>
+          assert.equal(backwardRowsForm({ x, weight: w, gradOut: x, residualOutGrad: null, xGrad: x }, 1), "_b4swx"));
       } finally {
         dispose(x, x4, xf, w, w4);
       }
@@ -224,7 +229,7 @@ for (const form of FORMS) {
 }
 
 gpuTest(
-  "normBackward with 0 tokens under backwardForm swd / swc / swcp: no launch, an allocated weight gradient is +0",
+  "normBackward with 0 tokens under backwardForm swc: no launch, an allocated weight gradient is +0",
   () => {
     for (const form of FORMS) {
       const x = toDevice(tensor(new Uint16Array(0), [0, 7168], "bf16"));
@@ -254,11 +259,11 @@ function tiled(b: HostTensor, T: number): HostTensor {
   return tensor(out, [T, H], "bf16");
 }
 
-// The bench's shape (bench/cases_norm.ts: 16384 × 7168, fresh allocations): main's _b4swx_unit, then each new form
-// twice; every xGrad and weight gradient byte equal (no CPU reference at this size: the tests above tie the forms to it;
+// The bench's shape (bench/cases_norm.ts: 16384 × 7168, fresh allocations): _b4swx_unit (backwardForm "swx"), then
+// each form of norm_backward_sw.cu twice; every xGrad and weight gradient byte equal (no CPU reference at this size: the tests above tie the forms to it;
 // the rows are 2048 of randomInput's (huge, tiny, zero and rounding-tie rows among them), repeated in rotated orders).
 gpuTest(
-  "normBackward _b4swd / _b4swc / _b4swcp: xGrad and weightGrad bit-identical to _b4swx and run to run, 16384 × 7168 bf16 (seed 1104)",
+  "normBackward _b4swc: xGrad and weightGrad bit-identical to _b4swx and run to run, 16384 × 7168 bf16 (seed 1104)",
   () => {
     const rand = rng(1104);
     const T = 16384, H = 7168;
@@ -269,7 +274,8 @@ gpuTest(
     const outs: [string, ReturnType<typeof normBackward>][] = [];
     try {
       const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
-      outs.push(["_b4swx", withForm("off", () => normBackward(x, w, dy, rstd))]);
+      withForm("swx", () => assert.equal(backwardRowsForm(common, 1), "_b4swx"));
+      outs.push(["_b4swx", withForm("swx", () => normBackward(x, w, dy, rstd))]);
       for (const form of FORMS) {
         withForm(form, () => assert.equal(backwardRowsForm(common, 1), `_b4${form}`));
         for (let r = 0; r < 2; r++) {

@@ -101,14 +101,14 @@ export const normLaunchTuning = {
   /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`; default off). Same bits. */
   backwardFoldPdl: false,
   /**
-   * bf16 normBackward where `_b4swx_unit` runs (usesB4swx in ops/norm/norm_backward.ts): "off" (the default) keeps
-   * `_b4swx_unit`; the whole-sector forms of kernels-src/cuda/norm/norm_backward_sw.cu (docs/perf-notes/perf11-nbw.md)
-   * replace it: "swd" `_b4swd_unit` (gradOut's copies by warp-ordered 16-byte lanes: 4 whole 128-byte lines per
-   * instruction), "swc" `_b4swc_unit` (x, gradOut and xGrad so, x and xGrad exchanged between lanes by shuffles),
-   * "swcp" `_b4swcp_unit` (all three by lane pairs: whole sectors, every other sector of 8 lines). Same bits; every
-   * other launch is unaffected.
+   * bf16 normBackward's rows kernel where usesB4swx (ops/norm/norm_backward.ts) holds: "swc" (the default)
+   * `_b4swc_unit` of kernels-src/cuda/norm/norm_backward_sw.cu (x, gradOut and xGrad moved by warp-ordered 16-byte
+   * lanes, 4 whole 128-byte lines per instruction, x and xGrad exchanged between lanes by shuffles; H200: 67.1% of
+   * copy at 8192 × 7168, 72.2% at 16384, against 63.0 / 68.5% for `_b4swx`; docs/perf-notes/perf11-nbw.md), or "swx"
+   * `_b4swx_unit` of norm_backward.cu (main's kernel before round 11, kept for A/B). Same bits; every other launch is
+   * unaffected.
    */
-  backwardForm: "off" as "off" | "swd" | "swc" | "swcp",
+  backwardForm: "swc" as "swc" | "swx",
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */
