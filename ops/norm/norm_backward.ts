@@ -191,7 +191,7 @@ function aligned16(t: Tensor, rows: number, bytes: number): boolean {
  * under {@link normLaunchTuning}.backwardForm "swx"; see {@link backwardRowsForm}): a bf16 launch of the four-block
  * form with a weight, no residualOutGrad, outScale = 1 (after RN32), 4096 < H ≤ 8192 (one team of 256 threads a
  * block, a tree of 512 nodes) and 16-byte aligned x, gradOut, xGrad and weight views. Otherwise `_b4` (same bits).
- * `_b4swx_unit` is `_b4` so compiled with the thread's first weight chunk in registers and x through L1 (H200,
+ * `_b4swx_unit` is `_b4` with them compiled in, the thread's first weight chunk in registers and x through L1 (H200,
  * 16384 × 7168: 67.7% of copy against 59.0% for `_b4`; docs/perf-notes/perf8-nbw.md). Exported for the GPU tests
  * only (not re-exported by mod.ts).
  */
