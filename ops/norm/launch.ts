@@ -115,6 +115,15 @@ export const normLaunchTuning = {
   backwardFoldWarps: 8 as 8 | 16,
   /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`; default off). Same bits. */
   backwardFoldPdl: false,
+  /**
+   * bf16 normBackward's rows kernel where usesB4swx (ops/norm/norm_backward.ts) holds: "swc" (the default)
+   * `_b4swc_unit` of kernels-src/cuda/norm/norm_backward_sw.cu (x, gradOut and xGrad moved by warp-ordered 16-byte
+   * lanes, 4 whole 128-byte lines per instruction, x and xGrad exchanged between lanes by shuffles; H200: 67.1% of
+   * copy at 8192 × 7168, 72.2% at 16384, against 63.0 / 68.5% for `_b4swx`; docs/perf-notes/perf11-nbw.md), or "swx"
+   * `_b4swx_unit` of norm_backward.cu (main's kernel before round 11, kept for A/B). Same bits; every other launch is
+   * unaffected.
+   */
+  backwardForm: "swc" as "swc" | "swx",
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */
