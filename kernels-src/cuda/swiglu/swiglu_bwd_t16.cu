@@ -23,7 +23,8 @@
 //     reference's order; the halving tree is 4 xor shuffles (P_l += P_{l+32}, +16, +8, +4: lanes xor 8, 4, 2, 1)
 //     and 2 in-lane steps.
 //   - Group of 128 = the 16 lanes × 2 slots × 4 columns of one step, in the gate half (group b) and in the up half
-//     (group H/128 + b): amax by a 16-lane butterfly, one sf_and_inv for each half a step (as main's kOneInv).
+//     (group H/128 + b): both amaxes by one 16-lane butterfly that splits the team after its first exchange, and
+//     one sf_and_inv a lane-step (lanes 0–7 the gate group's, 8–15 the up group's), exchanged by one shuffle.
 //   - Results parked: a slot's 8 binary32 results go to the thread's own shared-memory slots as soon as they are
 //     computed (with the bf16 stores), and are read back only for the encode after the group's amax, shuffles and
 //     divisions, so no value register is live across the reduction; only the two running maxima are.
@@ -62,10 +63,10 @@ constexpr int kT16Team = 16;                         // lanes per row
 constexpr int kT16Cols = 4;                          // columns a lane takes per slot
 constexpr int kT16Step = 128;                        // columns of a step = one group of 128
 constexpr int kT16RowsPerWarp = kWarpSize / kT16Team;  // 2
-// 4 CTAs per SM on sm_90 (≤ 64 registers, no spills: 32 warps per SM against main's 16); 2 on sm_100, whose code
-// spills at 64 (24 bytes) and at 80 (20 bytes) registers and takes 110 without a bound.
+// 4 CTAs per SM on sm_90 (≤ 64 registers, no spills: 32 warps per SM against main's 16); 3 on sm_100 (80
+// registers, no spills), whose code spills 16 bytes at 64.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-constexpr int kT16MinBlocks = 2;
+constexpr int kT16MinBlocks = 3;
 #else
 constexpr int kT16MinBlocks = 4;
 #endif
@@ -251,25 +252,27 @@ TK_DEV void backward_t16(const SwigluParams& p) {
           st_shared(smem_addr(sm.park[s][1][t]), pu);
         }
       }
-      // The group's amax (gate half: group b, up half: H/128 + b) over the team, its (sf, inv) once a step; padding
-      // rows: values 0, inv 0 (codes 0x00) and their sf entries written 0.
-      amx = group_max<kT16Team>(amx);
-      amu = group_max<kT16Team>(amu);
-      float ix = 0.0f, iu = 0.0f;
-      const bool owner = r == 0;
+      // The two groups of the step (gate half: sf column b, up half: H/128 + b) in one butterfly: after the xor-8
+      // exchange lanes r < 8 hold the gate group's partial maximum and lanes r ≥ 8 the up group's, xor 4, 2, 1
+      // finish each inside its half (max is exact and order independent). Each half then computes its group's
+      // (sf, inv) once (§2.3: sf_and_inv, two divisions), its first lane stores the sf entry, and one more shuffle
+      // gives every lane the other group's inv: 5 shuffles and 1 sf_and_inv a lane-step instead of 8 and 2.
+      // Padding rows: values 0, inv 0 (codes 0x00) and their sf entries written 0.
+      const bool up_half = r >= kT16Team / 2;
+      float am = max_num(up_half ? amu : amx, __shfl_xor_sync(kFullWarpMask, up_half ? amx : amu, kT16Team / 2));
+      am = group_max<kT16Team / 2>(am);
+      const uint32_t k = up_half ? steps + b : b;
+      const bool owner = r % (kT16Team / 2) == 0;
+      float inv = 0.0f;
       if (real) {
-        const ScaleAndInv sx = sf_and_inv(amx, p.amax_clamp, kE4m3Max, p.sf_flags);
-        const ScaleAndInv sy = sf_and_inv(amu, p.amax_clamp, kE4m3Max, p.sf_flags);
-        if (owner) {
-          sf_out.store(row, b, sx.stored);
-          sf_out.store(row, steps + b, sy.stored);
-        }
-        ix = sx.inv;
-        iu = sy.inv;
+        const ScaleAndInv si = sf_and_inv(am, p.amax_clamp, kE4m3Max, p.sf_flags);
+        if (owner) sf_out.store(row, k, si.stored);
+        inv = si.inv;
       } else if (pad && owner) {
-        sf_out.store(row, b, 0);
-        sf_out.store(row, steps + b, 0);
+        sf_out.store(row, k, 0);
       }
+      const float other = __shfl_xor_sync(kFullWarpMask, inv, kT16Team / 2);
+      const float ix = up_half ? other : inv, iu = up_half ? inv : other;
       if (inside) {
 #pragma unroll
         for (int s = 0; s < 2; ++s) {
