@@ -9,8 +9,8 @@
 //                                            otherwise); any sf layout, with or without weights and scale.
 //
 // Launch geometry: block.x 256, no dynamic shared memory, grid.x min(ceilDiv(T, 16), 8 · SMs) (any grid.x ≥ 1 is
-// correct: grid-stride over row pairs by whole warps). Static shared memory 36.25 KiB: the staged inputs of two
-// steps (20 KiB), the parked results of a step (16 KiB) and the 2^(j/32) table of expf_cr_n (256 bytes).
+// correct: grid-stride over row pairs by whole warps). Static shared memory 34.25 KiB: the staged inputs of two
+// steps (18 KiB), the parked results of a step (16 KiB) and the 2^(j/32) table of expf_cr_n (256 bytes).
 //
 // Why a second form: main's kernel (8 lanes a row, 16 gates a lane per step) holds 116 registers, so only 2 CTAs
 // (16 warps) fit an SM, and its step is a chain of long binary64 / reciprocal latencies that 4 warps per scheduler
@@ -28,8 +28,11 @@
 //   - Results parked: a slot's 8 binary32 results go to the thread's own shared-memory slots as soon as they are
 //     computed (with the bf16 stores), and are read back only for the encode after the group's amax, shuffles and
 //     divisions, so no value register is live across the reduction; only the two running maxima are.
-//   - Inputs staged: step b + 1's gate / up codes, dy and the two x scales are copied into the thread's own
-//     shared-memory slots by cp.async while step b is computed (as main's BwdStage), without registers.
+//   - Inputs staged: step b + 1's gate / up codes, dy and the two x scales of a row are copied into its team's
+//     shared-memory stage by cp.async while step b is computed (as main's BwdStage, without registers), in whole
+//     16-byte pieces by the team (3 copies a lane-step instead of 8 of 4–8 bytes into the lane's own slots); a warp
+//     barrier after the wait makes the other lanes' pieces visible, one before each copy keeps the parity being
+//     overwritten from being read still.
 // Each element's operations and their order are main's (backward<kE4m3, kBf16, kBf16, 128> with kLateUp and
 // kFastRecip): gate decode × scale, expf_cr_n (table fast path, binary64), 1 + e, recip_rn_n, the FMA-corrected
 // silu (weights only), gx, gu, the weight partial; then the amax (max is exact and order independent), §2.3, the
@@ -114,14 +117,18 @@ TK_DEV float t16_row_weight(const SwigluParams& p, uint64_t t) {
   return (p.flags & kT16Scale) ? mul_rn(w, p.scale) : w;
 }
 
-// Per CTA: a step's inputs staged two steps deep ([step parity][slot][thread]; one field's array over the threads,
-// so that a warp's accesses to a field are consecutive) and a step's results parked ([slot][gx / gu][thread]).
+// A team's step as staged, 576 bytes: the row's 128 gate codes, 128 up codes, 128 dy (bf16), then the fp32 bits of
+// the gate group's and the up group's x scale (one group each: both slots of the step) in a word per lane, of which
+// lanes 2–15 copy nothing (zeros: a 4-byte copy by every lane, predicated by its size, where a branch around two
+// lanes' copies made ptxas spill at 64 registers).
+struct T16Step {
+  static constexpr uint32_t kUp = 128, kDy = 256, kScales = 512;  // byte offsets
+  uint32_t w[(kScales + 4 * kT16Team) / 4];
+};
+// Per CTA: each team's step staged two steps deep ([warp][step parity][team]) and a step's results parked
+// ([slot][gx / gu][thread]: one field's array over the threads, so that a warp's accesses are consecutive).
 struct T16Smem {
-  uint32_t d[2][2][kT16Threads][2];  // dy, 4 bf16
-  uint32_t g[2][2][kT16Threads];     // 4 gate codes, e4m3
-  uint32_t u[2][2][kT16Threads];     // 4 up codes
-  uint32_t sg[2][kT16Threads];       // fp32 bits of the step's gate-group x scale (both slots: one group)
-  uint32_t su[2][kT16Threads];       // of the up group's
+  T16Step in[kT16Threads / kWarpSize][2][kT16RowsPerWarp];
   uint32_t park[2][2][kT16Threads][4];
 };
 
@@ -146,43 +153,46 @@ TK_DEV void backward_t16(const SwigluParams& p) {
   const uint64_t T = p.num_tokens;
 
   for (uint64_t row0 = warp * kT16RowsPerWarp; row0 < T; row0 += warps * kT16RowsPerWarp) {
-    const uint64_t row = row0 + lane / kT16Team;
+    const uint64_t row = row0 + lane / kT16Team;  // < 2^32: T is a uint32
     const bool inside = row < T;
     const bool real = inside && t16_row_is_real(p, static_cast<int64_t>(row));
     const bool pad = inside && !real;
     const float w = real ? t16_row_weight(p, row) : 1.0f;
-    const uint64_t rr = real ? row : 0;  // a dead slot's source stays inside row 0 (nothing is read)
-    const uint8_t* xr = x + rr * 2 * H;
-    const uint8_t* dyr = dy + rr * H * 2;
-    const float* sfr = reinterpret_cast<const float*>(p.x_sf) + rr * sf_cols;
+    const uint32_t rr = real ? static_cast<uint32_t>(row) : 0u;  // a dead slot's source stays inside row 0 (nothing is read)
     uint8_t* orow = gout + row * 2 * H * 2;
     uint8_t* drow = data + row * 2 * H;
     float part[kT16Cols];  // P_l for l = 4r + i (§8.5)
 #pragma unroll
     for (int i = 0; i < kT16Cols; ++i) part[i] = 0.0f;
 
-    // Step b's inputs into the stage; a step past the row (b = steps) or a row that is not real stages zeros.
+    // Step b's inputs into the team's stage: the team copies the row's 512 bytes of the step in 16-byte pieces, two a
+    // lane (lane r: the gate codes' piece r, or for r ≥ 8 the up codes' piece r − 8, and dy's piece r), and lanes 0
+    // and 1 the two scales; a lane then reads its columns from there (after a warp barrier: the pieces are other
+    // lanes' copies). A step past the row (b = steps) or a row that is not real stages zeros. The barrier first:
+    // the parity written here was read by every lane of the team two steps ago (or by the previous row).
+    const uint32_t st_base = smem_addr(&sm.in[t / kWarpSize][0][lane / kT16Team]);
+    constexpr uint32_t kParity = sizeof(T16Step) * kT16RowsPerWarp;  // bytes between the two parities of a team
+    // This lane's sources at step 0; a step advances them by 128 codes, 256 bytes of dy and one scale.
+    const uint8_t* xs = x + static_cast<uint64_t>(rr) * 2 * H + (r < 8 ? 16 * r : H + 16 * (r - 8));
+    const uint8_t* ds = dy + static_cast<uint64_t>(rr) * H * 2 + 16 * r;
+    const float* ss = reinterpret_cast<const float*>(p.x_sf) + static_cast<uint64_t>(rr) * sf_cols + (r == 0 ? 0 : steps);
     const auto stage_step = [&](uint32_t b) {
-      const uint32_t q = b & 1;
+      __syncwarp();
+      const uint32_t dst = st_base + (b & 1) * kParity + 16 * r;
       const bool live = real && b < steps;
       const uint32_t bl = live ? b : 0;
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        const uint32_t col = bl * kT16Step + s * (kT16Step / 2) + kT16Cols * r;
-        cp_async<4>(smem_addr(&sm.g[q][s][t]), xr + col, live);
-        cp_async<4>(smem_addr(&sm.u[q][s][t]), xr + H + col, live);
-        cp_async<8>(smem_addr(sm.d[q][s][t]), dyr + 2ull * col, live);
-      }
-      cp_async<4>(smem_addr(&sm.sg[q][t]), sfr + bl, live);
-      cp_async<4>(smem_addr(&sm.su[q][t]), sfr + steps + bl, live);
+      cp_async<16>(dst, xs + bl * kT16Step, live);
+      cp_async<16>(dst + T16Step::kDy, ds + bl * (2 * kT16Step), live);
+      cp_async<4>(dst - 12 * r + T16Step::kScales, ss + bl, live && r < 2);
       cp_async_commit();
     };
 
     stage_step(0);
     for (uint32_t b = 0; b < steps; ++b) {
       stage_step(b + 1);
-      cp_async_wait<1>();  // step b's group has landed (this thread's own slots: no barrier)
-      const uint32_t q = b & 1;
+      cp_async_wait<1>();  // step b's group of this lane has landed
+      __syncwarp();        // and those of the team's other lanes
+      const uint32_t in = st_base + (b & 1) * kParity;
       float amx = 0.0f, amu = 0.0f;  // maximumNumber of {0} ∪ {|v|} over the lane's gx / gu of the step
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
@@ -193,8 +203,8 @@ TK_DEV void backward_t16(const SwigluParams& p) {
         if (real) {
           // the gate's part, the exponentials, then the up and dy part (main's kLateUp order of independent work)
           uint32_t gw[1], sgw[1];
-          ld_shared(smem_addr(&sm.g[q][s][t]), gw);
-          ld_shared(smem_addr(&sm.sg[q][t]), sgw);
+          ld_shared(in + s * (kT16Step / 2) + kT16Cols * r, gw);
+          ld_shared(in + T16Step::kScales, sgw);
           float g[kT16Cols], xn[kT16Cols], e[kT16Cols], tmp[kT16Cols], sgm[kT16Cols];
           decode_chunk<Fmt::kE4m3, kT16Cols>(gw, g);
           const float sg = u2f(sgw[0]);
@@ -205,9 +215,9 @@ TK_DEV void backward_t16(const SwigluParams& p) {
           }
           expf_cr_n<kT16Cols>(xn, e, exp_tab);
           uint32_t uw[1], dw[2], suw[1];
-          ld_shared(smem_addr(&sm.u[q][s][t]), uw);
-          ld_shared(smem_addr(sm.d[q][s][t]), dw);
-          ld_shared(smem_addr(&sm.su[q][t]), suw);
+          ld_shared(in + T16Step::kUp + s * (kT16Step / 2) + kT16Cols * r, uw);
+          ld_shared(in + T16Step::kDy + 2 * (s * (kT16Step / 2) + kT16Cols * r), dw);
+          ld_shared(in + T16Step::kScales + 4, suw);
           float u[kT16Cols], d[kT16Cols];
           decode_chunk<Fmt::kE4m3, kT16Cols>(uw, u);
           decode_chunk<Fmt::kBf16, kT16Cols>(dw, d);
