@@ -105,7 +105,9 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * are multiples of 256 bytes); forward bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3
  * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
  * of 128 bytes). The no-clamp form (`_an`, or forward__bf16_e4m3_g128's `_anl`) where it is built and the launch
- * has no clamp (then there are no counters either), else `_a` where it is built. Exported for the GPU tests only.
+ * has no clamp (then there are no counters either), else `_a` where it is built. swigluBackwardAndPerTokenCast's
+ * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16` only while
+ * {@link swigluLaunchTuning}.backwardCastForm is "team16" (team16Suffix). Exported for the GPU tests only.
  */
 export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_t16" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
