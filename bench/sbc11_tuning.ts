@@ -2,8 +2,8 @@
  * swigluBackwardAndPerTokenCast by main's kernel and by the 16-lane team form (docs/perf-notes/perf11-sbc.md), in one
  * process: the roofline's case (bench/cases_swiglu.ts: e4m3 x + fp32 scales, bf16 dy → bf16 xGrad + e4m3 groups of
  * 128 + weightGrad, 64 experts, alignment 128, row weights), 8192 and 16384 tokens × 7168. Settings:
- * - "main":   `swigluLaunchTuning.backwardCastForm = "main"` (the default): `tk_swiglu_backward__e4m3_bf16_g128`;
- * - "team16": `"team16"`: `tk_swiglu_backward__e4m3_bf16_g128_t16`.
+ * - "main":   `swigluLaunchTuning.backwardCastForm = "main"`: `tk_swiglu_backward__e4m3_bf16_g128`;
+ * - "team16": `"team16"` (the default since round 11): `tk_swiglu_backward__e4m3_bf16_g128_t16`.
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy of 2 GiB, the median of 7
  * repetitions (LeadTimer); the settings interleaved over 5 rounds, the median of the rounds printed. % is of the same

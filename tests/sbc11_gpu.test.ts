@@ -5,7 +5,7 @@
  * against the CPU reference over small, odd and wide shapes, 0 rows, psum with padding rows, weights and scale, random
  * e4m3 codes (NaN codes included) with scales from 2^-4 to 2^20 (e^(-g) overflowing, tmp = +Inf, the reciprocal's
  * fallback) and dy with NaN / ±Inf; x as an aligned view inside a larger storage. At the bench's 16384 × 7168 it is
- * compared with main's kernel (knob off), byte for byte. Every launch asserts the kernel sent; the launches the form
+ * compared with main's kernel (knob "main"), byte for byte. The form is the default; the test sets the knob anyway. Every launch asserts the kernel sent; the launches the form
  * does not serve (clamp, recompute, fp32 dy, groups of 32, views off 16 bytes) must take main's kernels. Skipped
  * without a GPU.
  * @module
@@ -31,10 +31,10 @@ function fnOf(sym: string): number {
   return kernelFunction("test", { kind: "cuda", index: 0 }, sym);
 }
 
-/** Runs `f` with the team form selected, restoring the knob. */
-function withTeam16<R>(f: () => R): R {
+/** Runs `f` with `form` selected, restoring the knob. */
+function withForm<R>(form: "main" | "team16", f: () => R): R {
   const saved = swigluLaunchTuning.backwardCastForm;
-  swigluLaunchTuning.backwardCastForm = "team16";
+  swigluLaunchTuning.backwardCastForm = form;
   try {
     return f();
   } finally {
@@ -142,7 +142,7 @@ gpuTest("the team16 form equals the CPU reference on every byte: shapes, 0 rows,
         const label = `T=${T} H=${H} ${JSON.stringify(c)} ${JSON.stringify(sfo)} x+${q.offset}`;
         const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
         const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
-        const gpu = withTeam16(() => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
+        const gpu = withForm("team16", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
         if (T > 0) assert.equal(swigluLastLaunch().fn, t16, `${label}: kernel`); // 0 rows may launch nothing
         sameOutputs(gpu, cpu, label);
         dispose(gpu);
@@ -176,16 +176,19 @@ gpuTest("the team16 knob leaves clamp, recompute, fp32 dy, groups of 32 and view
     const o = { fmt: "e4m3", numPerChannels: 128, ...co, ...extra } as const;
     const dx = uploadView(hx), ds = uploadView(hs), dd = uploadView(hdy);
     const cpu = swigluBackwardAndPerTokenCast([hx, hs], hdy, o as never);
-    const gpu = withTeam16(() => swigluBackwardAndPerTokenCast([dx, ds], dd, { ...o, ...dco } as never));
+    const gpu = withForm("team16", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { ...o, ...dco } as never));
     assert.equal(swigluLastLaunch().fn, fnOf(sym), `${label}: kernel ${sym}`);
     sameOutputs(gpu, cpu, label);
     dispose(gpu, dx, ds, dd);
   }
-  // and with the knob off the form never runs
+  // the form is the default, and "main" selects main's kernel
   const dx = uploadView(q), ds = uploadView(qsf), dd = uploadView(dy);
-  const g = swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco });
-  assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "knob off: main's kernel");
-  dispose(g, dx, ds, dd, Object.values(dco));
+  const d = swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco });
+  assert.equal(swigluLastLaunch().fn, fnOf(T16), "default: the team16 kernel");
+  const g = withForm("main", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco }));
+  assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "knob \"main\": main's kernel");
+  sameOutputs(d, g, "default vs main");
+  dispose(d, g, dx, ds, dd, Object.values(dco));
 });
 
 gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) the team16 form writes main's kernel's bytes", () => {
@@ -209,9 +212,9 @@ gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) the t
     tokenAlignment: A,
     topkWeights: uploadView(tensor(Float32Array.from({ length: T }, () => Math.fround(rand())), [T], "fp32")),
   } as const;
-  const base = swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o);
+  const base = withForm("main", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
   assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "main's kernel");
-  const team = withTeam16(() => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
+  const team = withForm("team16", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
   assert.equal(swigluLastLaunch().fn, fnOf(T16), "team16 kernel");
   sameOutputs(team, base, "16384 x 7168");
   dispose(base, team, dq, dqsf, ddy, o.psumNumTokensPerExpert, o.topkWeights);

@@ -1,6 +1,7 @@
 // swigluBackwardAndPerTokenCast, e4m3 x (fp32 x scales, groups of 128), bf16 dy → bf16 xGrad + e4m3 groups of
 // 128 + weightGrad (spec/quant.md §8.5, the cast of §2.3): the 16-lane team form (round 11,
-// docs/perf-notes/perf11-sbc.md), an A/B candidate behind swigluLaunchTuning.backwardCastForm = "team16".
+// docs/perf-notes/perf11-sbc.md), the default form (swigluLaunchTuning.backwardCastForm = "team16";
+// "main" selects swiglu.cu's kernel).
 //
 // Symbol
 //   tk_swiglu_backward__e4m3_bf16_g128_t16   the same bytes as tk_swiglu_backward__e4m3_bf16_g128 (swiglu.cu) for
@@ -38,9 +39,7 @@
 // silu (weights only), gx, gu, the weight partial; then the amax (max is exact and order independent), §2.3, the
 // e4m3 encode of v · inv.
 //
-// The psum search and the row weight below are swiglu.cu's (row_is_real, check_psum, row_weight), repeated here
-// only so that swiglu.cu's cubin stays byte-identical while this form is an A/B candidate; if it lands they move
-// to a shared header.
+// The psum search, the psum contract check and the row weight are swiglu.cu's (swiglu_rows.cuh).
 #include "../common/chunk.cuh"
 #include "../common/codec.cuh"
 #include "../common/error_word.cuh"
@@ -52,14 +51,10 @@
 #include "../common/reduce.cuh"
 #include "../common/scale.cuh"
 #include "../generated/swiglu_params.h"
+#include "swiglu_rows.cuh"
 
 namespace tk {
 namespace {
-
-// SWIGLU_FLAG of ops/quant/swiglu.params.ts (the bits this form reads; clamp and recompute launches fall back).
-enum T16Flag : uint32_t { kT16Weights = 1, kT16Scale = 2 };
-// Condition bits of the error word (swiglu.cu's SwigluFault, registered in ops/quant/swiglu_launch.ts).
-enum T16Fault : uint32_t { kT16PsumBelowStart = 1, kT16PsumBeyondRows = 2 };
 
 constexpr int kT16Threads = 256;
 constexpr int kT16Team = 16;                         // lanes per row
@@ -73,49 +68,6 @@ constexpr int kT16MinBlocks = 3;
 #else
 constexpr int kT16MinBlocks = 4;
 #endif
-
-TK_DEV int64_t t16_align_up(int32_t v, uint32_t a) {
-  if (v < 0) return 0;
-  const uint32_t q = static_cast<uint32_t>(v) / a;
-  const uint32_t r = static_cast<uint32_t>(v) - q * a;
-  return static_cast<int64_t>(q) * a + (r ? a : 0u);
-}
-
-TK_DEV int32_t t16_psum_at(const SwigluParams& p, uint32_t e) {
-  return static_cast<int32_t>(ld_u32(reinterpret_cast<const uint8_t*>(p.psum) + 4ull * e));
-}
-
-// Whether row t (< T) is real (§8.1): binary search of the first e with psum[e] > t.
-TK_DEV bool t16_row_is_real(const SwigluParams& p, int64_t t) {
-  if (p.num_experts == 0) return true;
-  uint32_t lo = 0, hi = p.num_experts;
-  while (lo < hi) {
-    const uint32_t mid = (lo + hi) / 2;
-    if (t16_psum_at(p, mid) > t) hi = mid;
-    else lo = mid + 1;
-  }
-  if (lo == p.num_experts) return false;
-  const int64_t start = lo == 0 ? 0 : t16_align_up(t16_psum_at(p, lo - 1), p.token_alignment);
-  return t >= start;
-}
-
-// §11.2 contract of psum, checked by block 0 (one report per broken condition).
-TK_DEV void t16_check_psum(const SwigluParams& p) {
-  if (blockIdx.x != 0 || p.num_experts == 0) return;
-  for (uint32_t e = threadIdx.x; e < p.num_experts; e += blockDim.x) {
-    const int64_t end = t16_psum_at(p, e);
-    const int64_t start = e == 0 ? 0 : t16_align_up(t16_psum_at(p, e - 1), p.token_alignment);
-    if (end < start) report_fault(p.error_word, p.op_id, kT16PsumBelowStart);
-    if (end > static_cast<int64_t>(p.num_tokens)) report_fault(p.error_word, p.op_id, kT16PsumBeyondRows);
-  }
-}
-
-// Row weight w (§8.2): topkWeights[t], times fl32(routedScalingFactor) if given; 1 without weights.
-TK_DEV float t16_row_weight(const SwigluParams& p, uint64_t t) {
-  if (!(p.flags & kT16Weights)) return 1.0f;
-  const float w = u2f(ld_u32(reinterpret_cast<const uint8_t*>(p.weights) + 4 * t));
-  return (p.flags & kT16Scale) ? mul_rn(w, p.scale) : w;
-}
 
 // A team's step as staged, 576 bytes: the row's 128 gate codes, 128 up codes, 128 dy (bf16), then the fp32 bits of
 // the gate group's and the up group's x scale (one group each: both slots of the step) in a word per lane, of which
@@ -135,7 +87,7 @@ struct T16Smem {
 TK_DEV void backward_t16(const SwigluParams& p) {
   __shared__ __align__(16) T16Smem sm;
   __shared__ double exp_tab[kExp2TableSize];
-  t16_check_psum(p);
+  check_psum(p);
   fill_exp2_table(exp_tab);
   __syncthreads();
 
@@ -145,7 +97,7 @@ TK_DEV void backward_t16(const SwigluParams& p) {
   const uint8_t* dy = reinterpret_cast<const uint8_t*>(p.dy);
   uint8_t* gout = reinterpret_cast<uint8_t*>(p.out);
   uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
-  const bool weighted = p.flags & kT16Weights;
+  const bool weighted = p.flags & kHasWeights;
   const SfOut sf_out{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.sf_flags, sf_cols};
   const uint32_t t = threadIdx.x, lane = t % kWarpSize, r = lane % kT16Team;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * (blockDim.x / kWarpSize);
@@ -155,9 +107,9 @@ TK_DEV void backward_t16(const SwigluParams& p) {
   for (uint64_t row0 = warp * kT16RowsPerWarp; row0 < T; row0 += warps * kT16RowsPerWarp) {
     const uint64_t row = row0 + lane / kT16Team;  // < 2^32: T is a uint32
     const bool inside = row < T;
-    const bool real = inside && t16_row_is_real(p, static_cast<int64_t>(row));
+    const bool real = inside && row_is_real(p, static_cast<int64_t>(row));
     const bool pad = inside && !real;
-    const float w = real ? t16_row_weight(p, row) : 1.0f;
+    const float w = real ? row_weight(p, row) : 1.0f;
     const uint32_t rr = real ? static_cast<uint32_t>(row) : 0u;  // a dead slot's source stays inside row 0 (nothing is read)
     uint8_t* orow = gout + row * 2 * H * 2;
     uint8_t* drow = data + row * 2 * H;
@@ -317,7 +269,7 @@ TK_DEV void backward_t16(const SwigluParams& p) {
         for (int i = 0; i < step; ++i) part[i] = add_rn(part[i], part[i + step]);
       if (r == 0 && inside) {
         float acc = real ? part[0] : 0.0f;
-        if (real && (p.flags & kT16Scale)) acc = mul_rn(acc, p.scale);
+        if (real && (p.flags & kHasScale)) acc = mul_rn(acc, p.scale);
         st_u32(reinterpret_cast<uint8_t*>(p.weight_grad) + 4 * row, f2u(canonical_nan(acc)));
       }
     }
