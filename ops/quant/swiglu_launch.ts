@@ -34,6 +34,22 @@ const FORWARD_PARTS = 3;
 /** Column parts of the lean cast form `_anl` (kFwdLeanParts of swiglu.cu: 4 CTAs per SM on sm_90a). */
 const FORWARD_LEAN_PARTS = 4;
 
+/** Rows a block of the 16-lane team form `_t16` works on at once (swiglu_bwd_t16.cu). */
+const T16_ROWS_PER_BLOCK = THREADS / 16;
+
+/**
+ * A/B knobs of the SwiGLU launches (bench/sbc11_tuning.ts); the kernels write the same bytes in every setting.
+ * - `backwardCastForm`: swigluBackwardAndPerTokenCast with bf16 dy and groups of 128 by the 16-lane team form
+ *   `tk_swiglu_backward__e4m3_bf16_g128_t16` ("team16", the default: kernels-src/cuda/swiglu/swiglu_bwd_t16.cu,
+ *   docs/perf-notes/perf11-sbc.md: 64 registers and 4 CTAs per SM on sm_90a against main's 116 and 2; measured on
+ *   the H200 at 16384 × 7168: 54.6% of copy against 46.3%) where its conditions hold (see {@link swigluFormSuffix}),
+ *   or by swiglu.cu's kernel `tk_swiglu_backward__e4m3_bf16_g128` ("main", kept for A/B). Main's kernel serves every
+ *   launch the team form does not take in either setting.
+ */
+export const swigluLaunchTuning = {
+  backwardCastForm: "team16" as "main" | "team16",
+};
+
 const packet = new LaunchPacket(SwigluParams);
 const W = packet.w;
 
@@ -90,9 +106,12 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * are multiples of 256 bytes); forward bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3
  * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
  * of 128 bytes). The no-clamp form (`_an`, or forward__bf16_e4m3_g128's `_anl`) where it is built and the launch
- * has no clamp (then there are no counters either), else `_a` where it is built. Exported for the GPU tests only.
+ * has no clamp (then there are no counters either), else `_a` where it is built. swigluBackwardAndPerTokenCast's
+ * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16` while
+ * {@link swigluLaunchTuning}.backwardCastForm is "team16" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_t16" {
+  if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const built = ALIGNED_FORMS.get(a.symbol);
   if (!built) return "";
   const noClamp = built.find((f) => f !== "_a");
@@ -110,6 +129,17 @@ export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
     return "";
   }
   return form;
+}
+
+/**
+ * `_t16` (swigluLaunchTuning.backwardCastForm = "team16", the default) where the 16-lane team form's conditions hold: no clamp,
+ * no recompute (so no actOut), x, dy, xGrad and the e4m3 data 16-byte aligned; "" (main's kernel) otherwise.
+ */
+function team16Suffix(a: SwigluLaunch): "" | "_t16" {
+  if (swigluLaunchTuning.backwardCastForm !== "team16" || a.op !== "swigluBackwardAndPerTokenCast") return "";
+  if (a.clamp !== null || a.recompute || a.actOut || a.counts) return "";
+  const a16 = (t: Tensor | null | undefined) => !!t && addr(t) % 16 === 0;
+  return a16(a.x) && a16(a.dy) && a16(a.out) && a16(a.data) ? "_t16" : "";
 }
 
 /** Enqueues one kernel of swiglu.cu on `stream`. 0 rows (and no sf padding rows) launch nothing. */
@@ -154,12 +184,13 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
-  const grid = Math.max(1, Math.min(Math.ceil(a.tokens / ROWS_PER_BLOCK) * parts, 8 * parts * config.getNumSms(device)));
+  const rowsPerBlock = form === "_t16" ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
+  const grid = Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
   // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`) are compiled with the
   // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.
-  p.setLaunch(fn, stream.handle, grid, THREADS, 0, config.pdl && form !== "", device.index);
+  p.setLaunch(fn, stream.handle, grid, THREADS, 0, config.pdl && form !== "" && form !== "_t16", device.index);
   p.launch(op);
 }
 
