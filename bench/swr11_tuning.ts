@@ -87,8 +87,7 @@ async function realBytes(t: DeviceTensor, mask: Uint8Array): Promise<Uint8Array>
 }
 
 /** Every setting's outputs of one call against main's (real rows). */
-async function compare(T: number, random: boolean): Promise<void> {
-  const c = inputs(T, random);
+async function compare(T: number, random: boolean, c: ReturnType<typeof inputs>): Promise<void> {
   for (const op of OPS) {
     let ref: Uint8Array[] | null = null;
     for (const s of SETTINGS) {
@@ -112,11 +111,12 @@ async function compare(T: number, random: boolean): Promise<void> {
     }
   }
   Object.assign(swigluLaunchTuning, saved);
-  for (const t of [c.x, c.w, c.ps]) t.dispose();
 }
 
 try {
-  await compare(4096, true);
+  const r = inputs(4096, true);
+  await compare(4096, true, r);
+  for (const t of [r.x, r.w, r.ps]) t.dispose();
   for (const T of [8192, 16384]) {
     const c = inputs(T, false);
     const y = empty([T, H], "bf16", { device: 0 }) as DeviceTensor;
@@ -147,8 +147,8 @@ try {
       }
     }
     y.dispose();
+    await compare(T, false, c);
     for (const t of [c.x, c.w, c.ps]) t.dispose();
-    await compare(T, false);
   }
 } finally {
   Object.assign(swigluLaunchTuning, saved);
