@@ -7,7 +7,7 @@
 //   tk_swiglu_forward__bf16_bf16_anr          swigluForward, bf16 x and out, H = 7168
 //   tk_swiglu_forward__bf16_e4m3_g128_anr     swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168
 //   tk_swiglu_forward__bf16_e4m3_g128_anr2    the same at 2 blocks per SM (no spills; A/B, see kRowMinBlocks)
-// Both under `_an`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and hence
+// All under `_an`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and hence
 // no counters), with programmatic dependent launch as swiglu.cu's kFormPdl (launched with the attribute while
 // config.pdl is set).
 //
@@ -20,13 +20,13 @@
 // lanes owns one group of 128 output columns (56 teams = 448 threads cover H = 7168): lane r of team q takes the
 // chunks of 8 columns at 128q + 8r and 128q + 64 + 8r (gate and up: the same columns of both halves), as a step of
 // swiglu.cu's forward does. So a group of 128 is one team, its amax one xor butterfly of 3 shuffles, and its scale
-// and inverse (sf_and_inv: two IEEE divisions) are computed once per group. The row's expert test (the psum search:
-// ~7 dependent loads) and weight of the block's next row are read while the current row's 4 loads are in flight,
-// so they never stand between a row's loads and its arithmetic; a row's whole input is loaded before any of it is
+// and inverse (sf_and_inv: two IEEE divisions) are computed once per group. A row's weight is loaded with its 4 loads,
+// and the expert test of the block's next row (the psum search: ~7 dependent loads) runs while they are in flight,
+// so neither stands between a row's loads and its arithmetic; a row's whole input is loaded before any of it is
 // computed (16 registers of raw words), and the warps of the SM (3 × 14) hide the load latency of each other.
 // Why rows instead of swiglu.cu's units of 4 rows × a part of the columns: no per-unit prologue (psum search, weight,
 // first loads before the first step), one group per thread-team per row (no second sf_and_inv, no prefetch
-// registers: the ≤ 48 registers of 3 CTAs of 448 threads per SM), and the psum search off the critical path.
+// registers: the ≤ 40 registers of 3 CTAs of 448 threads per SM), and the psum search off the critical path.
 #include "../common/bf16_gate_tables.h"
 #include "../common/chunk.cuh"
 #include "../common/codec.cuh"
