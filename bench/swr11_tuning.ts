@@ -14,7 +14,7 @@
  * of the rounds printed. % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes) for the bytes
  * bench/roofline.ts counts for the op (real rows of x and the weights read, the real rows' outputs written); Δ is the
  * time against main's. The outputs of every setting (real rows: the forward leaves padding rows unwritten) are
- * compared with main's, on the roofline's input and on random bf16 rows at 4096 tokens: a difference prints FAIL.
+ * compared with main's, on the roofline's input and on random bf16 rows at 8192 tokens: a difference prints FAIL.
  *
  * `deno run -A --no-check bench/swr11_tuning.ts` (or `bun bench/swr11_tuning.ts`).
  * @module
@@ -114,8 +114,8 @@ async function compare(T: number, random: boolean, c: ReturnType<typeof inputs>)
 }
 
 try {
-  const r = inputs(4096, true);
-  await compare(4096, true, r);
+  const r = inputs(8192, true);
+  await compare(8192, true, r);
   for (const t of [r.x, r.w, r.ps]) t.dispose();
   for (const T of [8192, 16384]) {
     const c = inputs(T, false);
