@@ -62,6 +62,9 @@ It measures, in one process:
      applyRotary "64/192 out of place"      the same rotation returned as a new [T, 128, 64] tensor:
                                             same bytes
      applyRotary "[T,128,64] in place"      a contiguous [T, 128, 64] query: same bytes (hidden: 128·64)
+     applyRotary "… neg_ only (access pattern)"
+                                            x.neg_() on the same 64-of-192 view (and the contiguous query):
+                                            what the access pattern alone reaches, x's bytes only: T·128·64·2·2
      perChannelCastAndTranspose "bf16→e4m3 [128,1]"
                                             perChannelCast's codes transposed to [H, T] (moved as uint8,
                                             .t().contiguous()), fp32 sf [T/128, H]: 2TH + TH + (T/128)H4
@@ -393,6 +396,12 @@ def rope_in_place(x, cache, pos):
     return (x,)
 
 
+def strided_neg_in_place(x, cache, pos):
+    """The access pattern alone: x's elements negated in place (x [T, heads, 64], any view; cache, pos unused)."""
+    x.neg_()
+    return (x,)
+
+
 def rope_out_of_place(x, cache, pos):
     """x [T, heads, 64] view -> a new contiguous rotated [T, heads, 64] tensor of x's dtype."""
     return (_rope_rotated(x, cache, pos).flatten(-2).to(x.dtype),)
@@ -721,6 +730,12 @@ def op_cases():
                shape=lambda t: (t, ROPE_HEADS * ROPE_QK)),
         OpCase("applyRotary", "[T,128,64] in place", rope_in_place, _in_rope_contig, _rope_bytes,
                shape=lambda t: (t, ROPE_HEADS * ROPE_D)),
+        # the bound of the access pattern: an in-place elementwise pass over the same 64 of 192 dims (and over the
+        # contiguous [T,128,64]), counting only x's read and write (T·128·64·2·2)
+        OpCase("applyRotary", "64/192 in place: neg_ only (access pattern)", strided_neg_in_place, _in_rope_view,
+               lambda t, h: t * ROPE_HEADS * ROPE_D * 2 * 2, shape=lambda t: (t, ROPE_HEADS * ROPE_QK)),
+        OpCase("applyRotary", "[T,128,64] in place: neg_ only (access pattern)", strided_neg_in_place,
+               _in_rope_contig, lambda t, h: t * ROPE_HEADS * ROPE_D * 2 * 2, shape=lambda t: (t, ROPE_HEADS * ROPE_D)),
         OpCase("perChannelCastAndTranspose", "bf16→e4m3 [128,1]", per_channel_cast_and_transpose_128, bf16_in,
                lambda t, h: 2 * t * h + t * h + (t // 128) * h * 4),
         OpCase("swigluForwardAndPerChannelCastAndTranspose", "bf16 → e4m3 [H, T], 128 tokens per scale",

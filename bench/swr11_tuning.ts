@@ -1,27 +1,24 @@
 /**
- * The SwiGLU forward's row forms against main's forms, in one process (docs/perf-notes/perf11-swr.md): the roofline
- * cases of swigluForwardAndPerTokenCast (bench/cases_swiglu.ts: bf16 → e4m3, groups of 128, fp32 sf) and
- * swigluForward (bench/cases_more.ts: bf16 → bf16), 8192 and 16384 tokens × H = 7168, psum over 64 experts
- * (alignment 128), row weights, no clamp. Settings (swigluLaunchTuning, restored at the end):
- * - "main":     rowForm off: main's `_anl` (cast) and `_an` (bf16);
- * - "anr w1":   rowForm on, rowWaves 1: `_anr`, a grid of one wave (3 blocks of 448 threads per SM);
- * - "anr w2":   rowWaves 2;
- * - "anr w4":   rowWaves 4;
- * - "anr2 w1":  the cast's 2-blocks-per-SM build `_anr2` (no spills), one wave (swigluForward: the same as anr w1).
+ * swigluForwardAndPerTokenCast's row form against main's lean cast form, in one process
+ * (docs/perf-notes/perf11-swr.md): the roofline case (bench/cases_swiglu.ts: bf16 → e4m3, groups of 128, fp32 sf),
+ * 8192 and 16384 tokens × H = 7168, psum over 64 experts (alignment 128), row weights, no clamp. Settings
+ * (swigluLaunchTuning.rowForm, restored at the end):
+ * - "main": rowForm off: the lean cast form `_anl` (main's before perf11-swr);
+ * - "anr2": rowForm on (the default): the row form `_anr2`, a grid of one wave (2 blocks of 448 threads per SM).
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy of 2 GiB (LeadTimer of
  * bench/common.ts), the median of 7 repetitions; the settings interleaved over 5 rounds (rotated order), the median
  * of the rounds printed. % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes) for the bytes
  * bench/roofline.ts counts for the op (real rows of x and the weights read, the real rows' outputs written); Δ is the
- * time against main's. The outputs of every setting (real rows: the forward leaves padding rows unwritten) are
+ * time against main's. The outputs of both settings (real rows: the forward leaves padding rows unwritten) are
  * compared with main's, on the roofline's input and on random bf16 rows at 8192 tokens: a difference prints FAIL.
  *
  * `deno run -A --no-check bench/swr11_tuning.ts` (or `bun bench/swr11_tuning.ts`).
  * @module
  */
 import process from "node:process";
-import { type DeviceTensor, devices, swigluForward, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
-import { deviceRuntime, empty, type HostTensor, tensor, toDevice } from "../core/tensor.ts";
+import { type DeviceTensor, devices, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
+import { deviceRuntime, type HostTensor, tensor, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
@@ -36,15 +33,12 @@ const H = 7168;
 const E = 64;
 const A = 128;
 const ROUNDS = 5;
-type Tuning = typeof swigluLaunchTuning;
+type Tuning = Partial<typeof swigluLaunchTuning>;
 const SETTINGS: readonly { name: string; t: Tuning }[] = [
-  { name: "main", t: { rowForm: false, rowWaves: 1, rowCastCtasPerSm: 3 } },
-  { name: "anr w1", t: { rowForm: true, rowWaves: 1, rowCastCtasPerSm: 3 } },
-  { name: "anr w2", t: { rowForm: true, rowWaves: 2, rowCastCtasPerSm: 3 } },
-  { name: "anr w4", t: { rowForm: true, rowWaves: 4, rowCastCtasPerSm: 3 } },
-  { name: "anr2 w1", t: { rowForm: true, rowWaves: 1, rowCastCtasPerSm: 2 } },
+  { name: "main", t: { rowForm: false } },
+  { name: "anr2", t: { rowForm: true } },
 ];
-const OPS = ["swigluForwardAndPerTokenCast", "swigluForward"] as const;
+const OPS = ["swigluForwardAndPerTokenCast"] as const;
 
 const stream = deviceRuntime("bench").defaultStream(DEV);
 const timer = new LeadTimer();
@@ -68,12 +62,8 @@ function inputs(T: number, random: boolean) {
 }
 
 /** One call of `op` under the current tuning; its outputs. */
-function call(op: (typeof OPS)[number], c: ReturnType<typeof inputs>, y: DeviceTensor): DeviceTensor[] {
+function call(_op: (typeof OPS)[number], c: ReturnType<typeof inputs>): DeviceTensor[] {
   const common = { psumNumTokensPerExpert: c.ps, tokenAlignment: A, topkWeights: c.w } as const;
-  if (op === "swigluForward") {
-    swigluForward(c.x, { fmt: "bf16", out: y, ...common });
-    return [];
-  }
   const [d, s] = swigluForwardAndPerTokenCast(c.x, { fmt: "e4m3", numPerChannels: 128, ...common });
   return [d as DeviceTensor, s as DeviceTensor];
 }
@@ -92,10 +82,9 @@ async function compare(T: number, random: boolean, c: ReturnType<typeof inputs>)
     let ref: Uint8Array[] | null = null;
     for (const s of SETTINGS) {
       Object.assign(swigluLaunchTuning, s.t);
-      const y = empty([T, H], "bf16", { device: 0 }) as DeviceTensor;
-      const outs = call(op, c, y);
-      const got = await Promise.all((op === "swigluForward" ? [y] : outs).map((t) => realBytes(t, c.mask)));
-      for (const t of [y, ...outs]) t.dispose();
+      const outs = call(op, c);
+      const got = await Promise.all(outs.map((t) => realBytes(t, c.mask)));
+      for (const t of outs) t.dispose();
       if (ref === null) {
         ref = got;
         continue;
@@ -119,7 +108,6 @@ try {
   for (const t of [r.x, r.w, r.ps]) t.dispose();
   for (const T of [8192, 16384]) {
     const c = inputs(T, false);
-    const y = empty([T, H], "bf16", { device: 0 }) as DeviceTensor;
     for (const op of OPS) {
       const us = new Map<string, number[]>();
       for (let round = 0; round < ROUNDS; round++) {
@@ -127,16 +115,14 @@ try {
           const s = SETTINGS[(i + round) % SETTINGS.length];
           Object.assign(swigluLaunchTuning, s.t);
           const v = timer.timeUs(stream, () => {
-            for (const t of call(op, c, y)) t.dispose();
+            for (const t of call(op, c)) t.dispose();
           });
           us.set(s.name, [...(us.get(s.name) ?? []), v]);
         }
       }
       Object.assign(swigluLaunchTuning, saved);
-      // bench/roofline.ts's bytes: cases_swiglu.ts (cast) and cases_more.ts (bf16)
-      const bytes = op === "swigluForward"
-        ? c.real * (2 * H * 2 + 4) + c.real * H * 2
-        : c.real * (2 * H * 2 + 4) + c.real * (H + (H / 128) * 4);
+      // bench/roofline.ts's bytes (cases_swiglu.ts)
+      const bytes = c.real * (2 * H * 2 + 4) + c.real * (H + (H / 128) * 4);
       const med = (name: string) => us.get(name)!.sort((a, b) => a - b)[ROUNDS >> 1];
       const base = med("main");
       for (const s of SETTINGS) {
@@ -146,7 +132,6 @@ try {
         console.log(`${op} ${T}x${H} 64 experts, weights\t${s.name.padEnd(8)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
       }
     }
-    y.dispose();
     await compare(T, false, c);
     for (const t of [c.x, c.w, c.ps]) t.dispose();
   }
@@ -159,4 +144,4 @@ if (failures > 0) {
   console.log(`${failures} FAIL`);
   process.exit(1);
 }
-console.log("swr11_tuning: every setting's outputs equal main's");
+console.log("swr11_tuning: anr2's outputs equal main's");

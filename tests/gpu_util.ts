@@ -9,6 +9,7 @@ import { encodeBf16 } from "../core/dtype.ts";
 import { deviceRuntime, DeviceStorage, DeviceTensor, HostTensor, type Quantized, type Tensor, tensor, toDevice } from "../core/tensor.ts";
 import assert from "node:assert/strict";
 import { config } from "../core/config.ts";
+import { toColMajor } from "./golden.ts";
 import { assertBytesEqual } from "./harness.ts";
 
 /** Uploads the storage span of a host view and rebuilds the same view (shape, strides, offset) on the device. */
@@ -138,4 +139,33 @@ export function withPdl<R>(on: boolean, f: () => R): R {
   if (r instanceof Promise) return r.finally(() => (config.pdl = saved)) as R;
   config.pdl = saved;
   return r;
+}
+
+/**
+ * Random e2m1x2 codes `[T, H/2]` (from byte `offset` of their buffer; the bytes before it zero) and power-of-two
+ * input scales of blocks `bs` whose exponent bytes lie in [lo, lo + 11], so perBlockCastLossless is always exact;
+ * fp32 scales carry sign and mantissa noise the op must ignore (spec/quant.md §10).
+ */
+export function randomFp4(rand: () => number, T: number, H: number, bs: readonly [number, number], layout: "fp32-row" | "fp32-col" | "packed-row" | "packed-col", lo: number, offset = 0): Quantized {
+  const codes = new Uint8Array((T * H) / 2).map(() => Math.floor(rand() * 256));
+  let data = tensor(codes, [T, H / 2], "e2m1x2");
+  if (offset > 0) {
+    const buf = new Uint8Array(offset + codes.length);
+    buf.set(codes, offset);
+    data = new HostTensor(buf, "e2m1x2", [T, H / 2], [H / 2, 1], offset);
+  }
+  const nbm = Math.ceil(T / bs[0]);
+  const nbk = Math.ceil(H / bs[1]);
+  const e = () => lo + Math.floor(rand() * 12);
+  let sf: HostTensor;
+  if (layout.startsWith("packed")) {
+    const cols = Math.ceil(nbk / 4);
+    const w = new Int32Array(nbm * cols);
+    for (let m = 0; m < nbm; m++) for (let k = 0; k < nbk; k++) w[m * cols + (k >> 2)] |= e() << (8 * (k & 3));
+    sf = tensor(w, [nbm, cols], "int32");
+  } else {
+    const u = new Uint32Array(nbm * nbk).map(() => (e() << 23) | (rand() < 0.3 ? Math.floor(rand() * 0x7fffff) : 0) | (rand() < 0.1 ? 0x80000000 : 0));
+    sf = tensor(new Float32Array(u.buffer), [nbm, nbk], "fp32");
+  }
+  return [data, layout.endsWith("col") ? toColMajor(sf) : sf];
 }

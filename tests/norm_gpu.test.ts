@@ -23,7 +23,7 @@ import {
   type NormForwardOptions,
 } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
-import { usesB4swx } from "../ops/norm/norm_backward.ts";
+import { backwardRowsForm, usesB4swx } from "../ops/norm/norm_backward.ts";
 import { castViewsAligned } from "../ops/norm/norm_forward.ts";
 import { loadGolden } from "./golden.ts";
 import { refuses } from "./refuses.ts";
@@ -193,20 +193,22 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 
 /**
  * Runs f with the forward tuning knobs set (grid cap per SM; `warpRows`: the residual warp rows `_wr_res`, otherwise
- * the team kernels), then restores them. Without a residual the team kernels run either way (withRowForms tests the
+ * the team kernels; the residual casts on aligned views by main's `_wr_resa`, castRowForm 0: round 11's default
+ * `_tp16c_res` is tested in tests/ncast11_gpu.test.ts), then restores them. Without a residual the team kernels run either way (withRowForms tests the
  * register and bulk rows).
  */
 function withForwardTuning<T>(blocksPerSm: number, f: () => T, warpRows = false): T {
   const t = normLaunchTuning;
-  const prev = [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] as const;
+  const prev = [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows, t.castRowForm] as const;
   t.forwardBlocksPerSm = blocksPerSm;
+  t.castRowForm = 0;
   t.residualWarpRows = warpRows;
   t.forwardRegRows = t.castBulkRows = false;
   t.forwardWarpRowsMinRowsPerSm = 0; // warp rows for any row count when asked for (the tests' shapes are small)
   try {
     return f();
   } finally {
-    [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows] = prev;
+    [t.forwardBlocksPerSm, t.residualWarpRows, t.forwardWarpRowsMinRowsPerSm, t.forwardRegRows, t.castBulkRows, t.castRowForm] = prev;
   }
 }
 
@@ -765,7 +767,7 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = ref
   });
 });
 
-gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (_e4m3_g<N>_wr_resa, the default on aligned views) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views (x / residual stride H + 1, residual base +2 bytes, unaligned weight) on _e4m3_g<N>_wr_res; grid caps (seed 8903)", () => {
+gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (_e4m3_g<N>_wr_resa, on aligned views with castRowForm 0; the default _tp16c_res: ncast11_gpu.test.ts) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views (x / residual stride H + 1, residual base +2 bytes, unaligned weight) on _e4m3_g<N>_wr_res; grid caps (seed 8903)", () => {
   const rand = rng(8903);
   for (const blocks of [0, 3]) {
     withForwardTuning(blocks, () => {
@@ -901,18 +903,19 @@ for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread"
   });
 }
 
-// `_b4swx_unit`, the default bf16 rows kernel where its compiled-in launch conditions hold (a weight, no
-// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md, perf8-nbw.md), and `_b4_unit` / `_b4`
-// elsewhere: both must give the reference's bytes, under each prefetch setting (read by the `_b4` fallbacks only).
+// `_b4swc_unit`, the default bf16 rows kernel where its compiled-in launch conditions hold (a weight, no
+// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md, perf8-nbw.md, perf11-nbw.md), or
+// `_b4swx_unit` there under backwardForm "swx" (the third setting), and `_b4_unit` / `_b4` elsewhere: each must give
+// the reference's bytes, under each prefetch setting (read by the `_b4` fallbacks only).
 // H = 4128: 258 chunks, so most threads own one live chunk (chunk 1 dead); strides H + 8 (aligned), H + 4 (8-byte
 // rows: `_b4`);
 // T spans 1 … 4001 (one row per slot, partial slots, several rows per slot); fp32 and bf16 gradients, accumulated
 // or not. (~70 M elements of CPU reference per setting: keep it small, the device waits.)
-for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["thread", 16, false]] as const) {
-  gpuTest(`normBackward _b4swx and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9601)`, () => {
+for (const [prefetch, fold, pdl, form] of [["off", 8, false, "swc"], ["bulk", 16, true, "swc"], ["thread", 16, false, "swx"]] as const) {
+  gpuTest(`normBackward _b4${form} and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9601)`, () => {
     const rand = rng(9601);
-    withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
-      // _b4swx is picked for the common launch, and not for the fallbacks
+    withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl, backwardForm: form }, () => {
+      // _b4swc (or _b4swx under "swx") is picked for the common launch, and not for the fallbacks
       const xs = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 8));
       const xu = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 4));
       const x4 = uploadView(rows(rand, 0, 3, 4096, "bf16"));
@@ -922,6 +925,8 @@ for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["th
       try {
         const common = { x: xs, weight: ws, gradOut: xs, residualOutGrad: null, xGrad: dxs };
         assert.equal(usesB4swx(common, 1), true);
+        assert.equal(backwardRowsForm(common, 1), `_b4${form}`);
+        assert.equal(backwardRowsForm(common, 0.3), "_b4");
         assert.equal(usesB4swx(common, 0.3), false);
         assert.equal(usesB4swx({ ...common, residualOutGrad: xs }, 1), false);
         assert.equal(usesB4swx({ ...common, weight: null }, 1), false);
@@ -956,10 +961,11 @@ for (const [prefetch, fold, pdl] of [["off", 8, false], ["bulk", 16, true], ["th
   });
 }
 
-// `_b4swx_unit`'s xGrad and weight gradient are the same bits run to run and as its `_b4_unit` fallback's on a launch
-// where every one of the 512 slots walks 8 rows (the default twice, then the same gradOut values in a view whose
-// 8-byte row stride forces `_b4_unit`; no CPU reference: the test above ties both to it).
-gpuTest("normBackward _b4swx: xGrad and weightGrad bit-identical run to run and to _b4_unit, 4096 × 7168 bf16 (seed 9603)", () => {
+// `_b4swc_unit`'s xGrad and weight gradient are the same bits run to run, as `_b4swx_unit`'s (backwardForm "swx")
+// and as its `_b4_unit` fallback's on a launch where every one of the 512 slots walks 8 rows (the default twice,
+// `_b4swx`, then the same gradOut values in a view whose 8-byte row stride forces `_b4_unit`; no CPU reference: the
+// test above ties all three to it).
+gpuTest("normBackward _b4swc: xGrad and weightGrad bit-identical run to run, to _b4swx and to _b4_unit, 4096 × 7168 bf16 (seed 9603)", () => {
   const rand = rng(9603);
   const T = 4096, H = 7168, S = H + 4;
   const x = uploadView(randomInput(rand, T, H, "bf16"));
@@ -973,9 +979,12 @@ gpuTest("normBackward _b4swx: xGrad and weightGrad bit-identical run to run and 
   const outs: [string, ReturnType<typeof normBackward>][] = [];
   try {
     const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
-    assert.equal(usesB4swx(common, 1), true);
-    assert.equal(usesB4swx({ ...common, gradOut: dyu }, 1), false);
-    outs.push(["_b4swx", normBackward(x, w, dy, rstd)], ["_b4swx", normBackward(x, w, dy, rstd)], ["_b4_unit", normBackward(x, w, dyu, rstd)]);
+    assert.equal(backwardRowsForm(common, 1), "_b4swc");
+    assert.equal(withBwdTuning({ backwardForm: "swx" }, () => backwardRowsForm(common, 1)), "_b4swx");
+    assert.equal(backwardRowsForm({ ...common, gradOut: dyu }, 1), "_b4");
+    outs.push(["_b4swc", normBackward(x, w, dy, rstd)], ["_b4swc", normBackward(x, w, dy, rstd)]);
+    outs.push(["_b4swx", withBwdTuning({ backwardForm: "swx" }, () => normBackward(x, w, dy, rstd))]);
+    outs.push(["_b4_unit", normBackward(x, w, dyu, rstd)]);
     const rx = readAllocation(outs[0][1][0] as DeviceTensor), rw = readAllocation(outs[0][1][1] as DeviceTensor);
     outs.slice(1).forEach(([form, [gx, gw]], i) => {
       assertBytesEqual(readAllocation(gx as DeviceTensor), rx, `${form} (run ${i + 2}) xGrad`);

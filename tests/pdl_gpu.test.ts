@@ -3,7 +3,8 @@
  * griddepcontrol.launch_dependents first and griddepcontrol.wait before their first access to memory another grid may
  * write, and the launches that carry the PDL attribute while `config.pdl` is set (measured faster on the H200):
  *   normForward `_tp16hr`; normForwardAndPerTokenCast `_e4m3_g<N>_br4a`; addRmsnormForwardAndPerTokenCast (and
- *   normForwardAndPerTokenCast with a residual) `_e4m3_g<N>_wr_resa`; SwiGLU's aligned-only forms (swigluForward
+ *   normForwardAndPerTokenCast with a residual) `_e4m3_g<N>_tp16c_res` (round 11's default; with
+ *   normLaunchTuning.castRowForm 0 `_e4m3_g<N>_wr_resa`); SwiGLU's aligned-only forms (swigluForward
  *   `_a` / `_an`, swigluForwardAndPerTokenCast `_g128_anl`, swigluBackward `_a`); castBack / perTokenCastBack's
  *   segmented kernel `tk_cast_back_seg__e4m3_bf16`; perBlockCastWithSfOnly (every `tk_per_block_cast__*`).
  * Never with the attribute: the element casts (cast, stochasticCast: their PDL forms lost and were not landed),
@@ -41,6 +42,7 @@ import {
 import { config } from "../core/config.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { kernelFunction } from "../ffi/cuda.ts";
+import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { normForwardLastLaunch } from "../ops/norm/norm_forward.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { swigluLastLaunch } from "../ops/quant/swiglu_launch.ts";
@@ -101,13 +103,13 @@ const FULL = [4001, 7168] as const;
 
 /**
  * Which launches carry the PDL attribute. With config.pdl on: normForward on aligned views (`_tp16hr`), the norm
- * casts on aligned views (`_br4a`, `_wr_resa`), SwiGLU's aligned-only forms (`_a`, `_an`, `_g128_anl`), castBack /
+ * casts on aligned views (`_br4a`, `_tp16c_res`; `_wr_resa` with castRowForm 0), SwiGLU's aligned-only forms (`_a`, `_an`, `_g128_anl`), castBack /
  * perTokenCastBack e4m3 → bf16 with H / 8 ≥ 256 (the segmented kernel), perBlockCastWithSfOnly. Never: their
  * fallbacks (unaligned views: `_rr4_l2`, `_br4`, `_wr_res`, SwiGLU's main kernels; castBack's row teams), the
  * element casts (`tk_cast__bf16_e4m3_a` / `_sr_a` and the unaligned ones), perBlockCast and
  * perBlockCastWithPrecomputedSf; nothing with config.pdl off.
  */
-gpuTest("PDL selection: _tp16hr, _br4a, _wr_resa, SwiGLU's aligned forms (_g128_anl included), castBack's segmented kernel and perBlockCastWithSfOnly carry the PDL attribute while config.pdl is set; their fallbacks, the element casts, perBlockCast, perBlockCastWithPrecomputedSf and every launch with config.pdl off do not (seed 10001)", async () => {
+gpuTest("PDL selection: _tp16hr, _br4a, _tp16c_res, _wr_resa, SwiGLU's aligned forms (_g128_anl included), castBack's segmented kernel and perBlockCastWithSfOnly carry the PDL attribute while config.pdl is set; their fallbacks, the element casts, perBlockCast, perBlockCastWithPrecomputedSf and every launch with config.pdl off do not (seed 10001)", async () => {
   const rand = rng(10001);
   const H = 512;
   const x = randomInput(rand, ROWS, H, "bf16");
@@ -141,7 +143,15 @@ gpuTest("PDL selection: _tp16hr, _br4a, _wr_resa, SwiGLU's aligned forms (_g128_
           assert.equal(normForwardLastLaunch().pdl, false, `${tag}: cast ${npc} unaligned (_br4), plain`);
           const dr = uploadView(res);
           outs.push(addRmsnormForwardAndPerTokenCast(dx, dr, dw, o), dr);
-          assert.equal(normForwardLastLaunch().pdl, on, `${tag}: addRmsnorm ${npc} aligned (_wr_resa)`);
+          assert.deepEqual(normForwardLastLaunch(), { fn: fnOf(`tk_norm_forward__bf16_e4m3_g${npc}_tp16c_res`), pdl: on }, `${tag}: addRmsnorm ${npc} aligned (_tp16c_res, the default)`);
+          normLaunchTuning.castRowForm = 0;
+          try {
+            const dr0 = uploadView(res);
+            outs.push(addRmsnormForwardAndPerTokenCast(dx, dr0, dw, o), dr0);
+            assert.deepEqual(normForwardLastLaunch(), { fn: fnOf(`tk_norm_forward__bf16_e4m3_g${npc}_wr_resa`), pdl: on }, `${tag}: addRmsnorm ${npc} aligned, castRowForm 0 (_wr_resa)`);
+          } finally {
+            normLaunchTuning.castRowForm = 1;
+          }
           const dru = uploadView(offAlignment(res));
           outs.push(addRmsnormForwardAndPerTokenCast(dx, dru, dw, o), dru);
           assert.equal(normForwardLastLaunch().pdl, false, `${tag}: addRmsnorm ${npc} residual off alignment (_wr_res), plain`);
@@ -206,12 +216,12 @@ gpuTest("PDL selection: _tp16hr, _br4a, _wr_resa, SwiGLU's aligned forms (_g128_
  * Bytes = CPU reference with config.pdl on and off (each CPU reference computed once, the device op run with
  * config.pdl on, then off) for every PDL launch: normForward `_tp16hr` (weight or not, outScale 1 / 0.3, padded
  * strides, H with dead pieces), the norm casts `_br4a` (groups of 32 / 128, fp32 and packed sf, outBf16) and
- * `_wr_resa` (addRmsnorm, residual updated in place), SwiGLU forward `_a` / `_an`, forward+cast `_g128_anl` and
- * backward `_a` with a psum layout (padding rows), weights, clamp; castBack / perTokenCastBack's segmented kernel
+ * `_tp16c_res` (addRmsnorm, residual updated in place; round 11's default, `_wr_resa` with castRowForm 0), SwiGLU forward `_a` / `_an`, forward+cast `_g128_anl` (`_g128_anr2`
+ * at 7168) and backward `_a` with a psum layout (padding rows), weights, clamp; castBack / perTokenCastBack's segmented kernel
  * (per-token and 128 × 128 blocks); perBlockCastWithSfOnly (bf16 and fp32, 128 × 128 and 32 × 32 blocks, fp32 and
  * packed sf). The option matrix at small sizes, one case per op at 4001 × 7168 (4096 × 7168 for the per-block ones).
  */
-gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, normForwardAndPerTokenCast _br4a, addRmsnormForwardAndPerTokenCast _wr_resa, SwiGLU forward / forward+cast _anl / backward aligned forms, castBack's segmented kernel, perBlockCastWithSfOnly (seed 10002)", async () => {
+gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, normForwardAndPerTokenCast _br4a, addRmsnormForwardAndPerTokenCast _tp16c_res, SwiGLU forward / forward+cast _anl, _anr2 / backward aligned forms, castBack's segmented kernel, perBlockCastWithSfOnly (seed 10002)", async () => {
   const rand = rng(10002);
   /** Runs the device op `f` with config.pdl on, then off; `check` compares (and disposes) its result. */
   const both = async <R>(f: () => R, check: (r: R, tag: string) => void, pdlOf: () => boolean, label: string) => {
@@ -244,7 +254,7 @@ gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, 
         dispose(dx, dw);
       }
     }
-    // normForwardAndPerTokenCast (_br4a) and addRmsnormForwardAndPerTokenCast (_wr_resa)
+    // normForwardAndPerTokenCast (_br4a) and addRmsnormForwardAndPerTokenCast (_tp16c_res)
     for (const npc of full ? [128] as const : [32, 128] as const) {
       if (H % npc !== 0) continue; // the casts' groups divide the hidden size
       const layouts = full ? [["packed", PACKED] as const] : [...SF_LAYOUTS_FP32.slice(0, 1), ["packed", PACKED] as const];
@@ -280,7 +290,7 @@ gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, 
       }
     }
     // SwiGLU aligned forms (H a multiple of 128 for the cast); at full size one case a form: the clamp (forward
-    // `_a`, backward `_a`) and no clamp (forward+cast `_anl`)
+    // `_a`, backward `_a`) and no clamp (forward+cast `_anl`; `_anr2` at H = 7168)
     const Hs = H === 528 ? 512 : H;
     for (const clamp of [false, true]) {
       const A = 16;
@@ -303,7 +313,9 @@ gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, 
       if (!clamp) {
         const [cd] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...PACKED, ...co });
         await both(() => swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...PACKED, ...dco }), ([gd, gs], t) => {
-          assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anl"), `${t} forward+cast _anl`);
+          // H = 7168: the row form `_anr2` (swigluLaunchTuning.rowForm, the default; perf11-swr), else `_anl`
+          const form = Hs === 7168 ? "_anr2" : "_anl";
+          assert.equal(swigluLastLaunch().fn, fnOf(`tk_swiglu_forward__bf16_e4m3_g128${form}`), `${t} forward+cast ${form}`);
           sameRows(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), real, Hs, `${t} forward+cast data`);
           dispose(gd, gs);
         }, swPdl, `${label} forward+cast`);

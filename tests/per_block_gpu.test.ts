@@ -26,7 +26,7 @@ import {
 } from "../mod.ts";
 import { asCodes, caseName, checkQuantized, loadGolden, opOptions, toColMajor } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomFp4, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
 /** The scale layouts of the per-block casts: fp32 and packed UE8M0 (no E4M3 scales). */
 const SF_CONFIGS = SF_LAYOUTS_FP32;
@@ -254,26 +254,6 @@ gpuTest("perBlockCast kernel = every legal quant_per_block_cast vector", () => {
 });
 
 // ---- perBlockCastLossless ----------------------------------------------------------------------------------------
-
-/** Random e2m1x2 codes and power-of-two input scales whose exponent bytes lie in [lo, lo + 11] (always exact). */
-function randomFp4(rand: () => number, T: number, H: number, bs: [number, number], layout: "fp32-row" | "fp32-col" | "packed-row" | "packed-col", lo: number): Quantized {
-  const data = tensor(new Uint8Array((T * H) / 2).map(() => Math.floor(rand() * 256)), [T, H / 2], "e2m1x2");
-  const nbm = Math.ceil(T / bs[0]);
-  const nbk = Math.ceil(H / bs[1]);
-  const e = () => lo + Math.floor(rand() * 12);
-  let sf: HostTensor;
-  if (layout.startsWith("packed")) {
-    const cols = Math.ceil(nbk / 4);
-    const w = new Int32Array(nbm * cols);
-    for (let m = 0; m < nbm; m++) for (let k = 0; k < nbk; k++) w[m * cols + (k >> 2)] |= e() << (8 * (k & 3));
-    sf = tensor(w, [nbm, cols], "int32");
-  } else {
-    // the exponent field carries the scale; sign and mantissa bits are noise the op must ignore (§10)
-    const u = new Uint32Array(nbm * nbk).map(() => (e() << 23) | (rand() < 0.3 ? Math.floor(rand() * 0x7fffff) : 0) | (rand() < 0.1 ? 0x80000000 : 0));
-    sf = tensor(new Float32Array(u.buffer), [nbm, nbk], "fp32");
-  }
-  return [data, layout.endsWith("col") ? toColMajor(sf) : sf];
-}
 
 const LOSSLESS_CASES: [[number, number], [number, number]][] = [
   [[1, 32], [128, 128]],

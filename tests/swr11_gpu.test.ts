@@ -1,13 +1,13 @@
 /**
- * The row forms of the SwiGLU forward (`_anr`, `_anr2`: kernels-src/cuda/swiglu/swiglu_rows.cu,
- * docs/perf-notes/perf11-swr.md) against the CPU reference and main's forms (`_an`, `_anl`), byte for byte, with
- * `swigluLaunchTuning.rowForm` set (restored afterwards): H = 7168 (the only hidden size they are built for) with
+ * The row form of swigluForwardAndPerTokenCast (`_anr2`: kernels-src/cuda/swiglu/swiglu_rows.cu,
+ * docs/perf-notes/perf11-swr.md; the default at H = 7168) against the CPU reference and the lean cast form `_anl`
+ * (`swigluLaunchTuning.rowForm` off, restored afterwards), byte for byte: H = 7168 (the only hidden size it is built for) with
  * T = 0, 1, 5, 37 and more rows than a grid of one wave (each block then walks several rows), random bf16 rows of
  * every kind tests/gpu_util.ts randomInput makes (huge, tiny, ±0, rounding ties) and random values with NaN / ±Inf,
  * the cast's edge groups (all NaN, ±0 only, one +Inf, subnormal products, overflow), psum layouts with padding rows
- * and alignments, weights with and without the scaling factor, every sf layout, a strided bf16 out; which kernel
- * launched is asserted after every call (a silent fallback fails). Then the cases the row forms do not take (another
- * H, a clamp, x off its alignment) run main's kernels. Skipped, and counted as skipped, without a GPU.
+ * and alignments, weights with and without the scaling factor, every sf layout; which kernel launched is asserted
+ * after every call (a silent fallback fails). Then the cases the row form does not take (another H, a clamp, x off
+ * its alignment) run `_anl` or main's kernels, and swigluForward keeps its `_an`. Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -22,13 +22,11 @@ import { dispose, randomInput, readAllocation, storageBytes, uploadView } from "
 const SEED = Number(Date.now() % 1_000_000);
 const H = 7168;
 
-type Tuning = typeof swigluLaunchTuning;
-/** The settings compared: main's forms (knob off), the row forms at 1 and 2 waves, the cast's 2-CTA build. */
+type Tuning = Partial<typeof swigluLaunchTuning>;
+/** The settings compared: the lean cast form `_anl` (knob off) and the row form `_anr2` (the default). */
 const SETTINGS: readonly { name: string; t: Tuning }[] = [
-  { name: "main", t: { rowForm: false, rowWaves: 1, rowCastCtasPerSm: 3 } },
-  { name: "anr w1", t: { rowForm: true, rowWaves: 1, rowCastCtasPerSm: 3 } },
-  { name: "anr w2", t: { rowForm: true, rowWaves: 2, rowCastCtasPerSm: 3 } },
-  { name: "anr2 w1", t: { rowForm: true, rowWaves: 1, rowCastCtasPerSm: 2 } },
+  { name: "anl", t: { rowForm: false } },
+  { name: "anr2", t: { rowForm: true } },
 ];
 
 /** Runs `f` under the tuning `t`, restoring the previous values however `f` ends. */
@@ -46,11 +44,9 @@ function fnOf(sym: string): number {
   return kernelFunction("test", { kind: "cuda", index: 0 }, sym);
 }
 
-/** The kernel a setting must launch for an aligned, unclamped call at H = 7168. */
-function expectedSymbol(cast: boolean, s: Tuning): string {
-  if (!s.rowForm) return cast ? "tk_swiglu_forward__bf16_e4m3_g128_anl" : "tk_swiglu_forward__bf16_bf16_an";
-  if (!cast) return "tk_swiglu_forward__bf16_bf16_anr";
-  return s.rowCastCtasPerSm === 2 ? "tk_swiglu_forward__bf16_e4m3_g128_anr2" : "tk_swiglu_forward__bf16_e4m3_g128_anr";
+/** The cast kernel a setting must launch for an aligned, unclamped call at H = 7168. */
+function expectedSymbol(s: Tuning): string {
+  return s.rowForm ? "tk_swiglu_forward__bf16_e4m3_g128_anr2" : "tk_swiglu_forward__bf16_e4m3_g128_anl";
 }
 
 /** A bf16 [T, 2H] input: random values with NaN, ±Inf and ±0 (kind 0), gpu_util's row kinds (1), or edge groups (2). */
@@ -140,7 +136,7 @@ function realSf(b: Uint8Array, ref: HostTensor, real: Uint8Array): Uint8Array {
 
 const SF_OPTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }];
 
-gpuTest("the row forms (_anr, _anr2) equal the CPU reference and main's forms byte for byte at H = 7168", () => {
+gpuTest("the row form _anr2 equals the CPU reference and _anl byte for byte at H = 7168", () => {
   const seed = SEED;
   console.log(`swr11 row forms seed ${seed}`);
   const rand = rng(seed);
@@ -155,33 +151,6 @@ gpuTest("the row forms (_anr, _anr2) equal the CPU reference and main's forms by
       const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
       const dx = uploadView(x), dco = onDevice(co);
       const tag = `T=${T} ${JSON.stringify(o)} A=${A} input kind ${kind}`;
-      // swigluForward, contiguous out and a strided out (row stride H + 8: 16-byte rows, still the row form's case)
-      const cpu = swigluForward(x, { fmt: "bf16", ...co }) as HostTensor;
-      const want = realRows(storageBytes(cpu), real, 2 * H);
-      const wideStride = H + 8;
-      const fill = new Uint16Array(Math.max(0, T * wideStride)).fill(0x3f80);
-      const wantWide = T === 0 ? new Uint8Array(0) : realRows(
-        storageBytes(swigluForward(x, { fmt: "bf16", ...co, out: new HostTensor(fill.slice(), "bf16", [T, H], [wideStride, 1], 0) }) as HostTensor),
-        real,
-        2 * wideStride,
-      );
-      for (const s of SETTINGS) {
-        withTuning(s.t, () => {
-          const label = `swigluForward ${s.name} ${tag}`;
-          const g = swigluForward(dx, { fmt: "bf16", ...dco }) as DeviceTensor;
-          if (T > 0) assert.equal(swigluLastLaunch().fn, fnOf(expectedSymbol(false, s.t)), `${label}: kernel`);
-          assertBytesEqual(realRows(readAllocation(g), real, 2 * H), want, label);
-          dispose(g);
-          calls++;
-          if (T === 0) return; // (no empty strided view)
-          const dw = uploadView(new HostTensor(fill.slice(), "bf16", [T, H], [wideStride, 1], 0));
-          swigluForward(dx, { fmt: "bf16", ...dco, out: dw });
-          if (T > 0) assert.equal(swigluLastLaunch().fn, fnOf(expectedSymbol(false, s.t)), `${label} strided out: kernel`);
-          assertBytesEqual(realRows(readAllocation(dw), real, 2 * wideStride), wantWide, `${label} strided out`);
-          dispose(dw);
-          calls++;
-        });
-      }
       // swigluForwardAndPerTokenCast, every sf layout
       for (const sfo of SF_OPTS) {
         const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...co });
@@ -191,7 +160,7 @@ gpuTest("the row forms (_anr, _anr2) equal the CPU reference and main's forms by
           withTuning(s.t, () => {
             const label = `swigluForwardAndPerTokenCast ${s.name} ${JSON.stringify(sfo)} ${tag}`;
             const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...dco });
-            if (T > 0) assert.equal(swigluLastLaunch().fn, fnOf(expectedSymbol(true, s.t)), `${label}: kernel`);
+            if (T > 0) assert.equal(swigluLastLaunch().fn, fnOf(expectedSymbol(s.t)), `${label}: kernel`);
             assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), wantD, `${label} data`);
             assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), wantS, `${label} sf`);
             dispose(gd, gs);
@@ -205,9 +174,9 @@ gpuTest("the row forms (_anr, _anr2) equal the CPU reference and main's forms by
   assert.ok(calls > 0);
 });
 
-gpuTest("with the row forms on, the cases they do not take run main's kernels (other H, clamp, x off alignment)", () => {
+gpuTest("with the row form on (the default), the cases it does not take run _anl or main's kernels (other H, clamp, x off alignment); swigluForward keeps _an", () => {
   const rand = rng(SEED + 1);
-  withTuning({ rowForm: true, rowWaves: 1, rowCastCtasPerSm: 3 }, () => {
+  withTuning({ rowForm: true }, () => {
     // another hidden size: `_an` / `_anl`
     const x1 = tensor(Uint16Array.from({ length: 9 * 2 * 1024 }, () => encodeBf16(Math.fround(rand() * 8 - 4))), [9, 2048], "bf16");
     const d1 = uploadView(x1);
@@ -227,6 +196,13 @@ gpuTest("with the row forms on, the cases they do not take run main's kernels (o
     const [c2, s2] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128, clampValue: 7 });
     assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "clamp: main's cast kernel");
     dispose(f2, c2, s2);
+    // H = 7168 without a clamp: the cast's row form, swigluForward's `_an` (no row form)
+    const f3 = swigluForward(d2, { fmt: "bf16" }) as DeviceTensor;
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_an"), "H = 7168 forward: _an");
+    assertBytesEqual(readAllocation(f3), storageBytes(swigluForward(x2, { fmt: "bf16" }) as HostTensor), "H = 7168 forward");
+    const [c3, s3] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128 });
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anr2"), "H = 7168 cast: _anr2");
+    dispose(f3, c3, s3);
     // x one element off its 16-byte alignment: main's kernels
     const src = x2.data as Uint16Array;
     const pad = new Uint16Array(src.length + 1);
@@ -235,7 +211,9 @@ gpuTest("with the row forms on, the cases they do not take run main's kernels (o
     const fu = swigluForward(du, { fmt: "bf16" }) as DeviceTensor;
     assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16"), "x off alignment: main's kernel");
     assertBytesEqual(readAllocation(fu), storageBytes(swigluForward(x2, { fmt: "bf16" }) as HostTensor), "x off alignment forward");
-    dispose(d2, du, fu);
+    const [cu, su] = swigluForwardAndPerTokenCast(du, { fmt: "e4m3", numPerChannels: 128 });
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "x off alignment: main's cast kernel");
+    dispose(d2, du, fu, cu, su);
   });
-  assert.equal(swigluLaunchTuning.rowForm, false, "the knob is restored");
+  assert.equal(swigluLaunchTuning.rowForm, true, "the knob is restored (default on)");
 });

@@ -31,7 +31,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   `_e4m3_g<N>_wr` (48.4% against the team kernel's 50.6% and the bulk rows' 72.6%), were reachable by knobs only
  *   and were removed with their knobs `forwardWarpRows` and `castWarpRows`.)
  *   Where the casts run and every view allows 16-byte accesses (x, residual, residualOut: bases and strides; the
- *   weight, data, outBf16) they run `tk_norm_forward__bf16_e4m3_g<N>_wr_resa`: the same kernel compiled for aligned
+ *   weight, data, outBf16) they run `tk_norm_forward__bf16_e4m3_g<N>_tp16c_res` by default (`castRowForm` below), and
+ *   with `castRowForm` 0 `tk_norm_forward__bf16_e4m3_g<N>_wr_resa`: the same kernel compiled for aligned
  *   views only (pass 2's weight without its if-converted 16 narrow loads a chunk; sm_90a 96 registers instead of 125,
  *   still 2 blocks = 16 rows per SM; same launch geometry and bits). H200, addRmsnormForwardAndPerTokenCast 8192 /
  *   16384 × 7168: 70.4 / 76.1% of copy against `_e4m3_g<N>_wr_res`'s 65.1 / 68.3% (2026-12-01,
@@ -89,6 +90,20 @@ export const normLaunchTuning = {
   bulkRowsCarveout: 85,
   warpRowsSmemPad: 0,
   /**
+   * The residual casts (addRmsnormForwardAndPerTokenCast, normForwardAndPerTokenCast with a residual) where
+   * `_e4m3_g<N>_wr_resa` would run (bf16, H > 256, every view 16-byte aligned; round 11,
+   * docs/perf-notes/perf11-ncast.md):
+   * - 1 (the default): `tk_norm_forward__bf16_e4m3_g<N>_tp16c_res` (kernels-src/cuda/norm/norm_cast_tp16.cu, N ∈
+   *   {32, 128}): normForward's two-pass geometry (`_tp16hr`: one row per block of 512 threads, 32 registers on
+   *   sm_90a = 4 blocks per SM), s = x ⊕ residual written to residualOut and kept in registers (not read back from L2),
+   *   the cast by 8-element pieces; PDL. H200, addRmsnormForwardAndPerTokenCast 4096 / 8192 / 16384 × 7168 (groups
+   *   of 128, packed UE8M0): 85.6 / 90.3 / 92.7% of copy against `_wr_resa`'s 68.9 / 72.3 / 75.9% (2026-12-02);
+   * - 0: main's `_e4m3_g<N>_wr_resa` (kept for A/B).
+   * Same bits in both settings. (The same geometry without a residual, in place of `_e4m3_g<N>_br4a`, lost: 51.6–55.7%
+   * against 63.0–77.5%, as did a cast by whole chunks; both were removed.)
+   */
+  castRowForm: 1 as 0 | 1,
+  /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
    * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.
@@ -100,6 +115,15 @@ export const normLaunchTuning = {
   backwardFoldWarps: 8 as 8 | 16,
   /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`; default off). Same bits. */
   backwardFoldPdl: false,
+  /**
+   * bf16 normBackward's rows kernel where usesB4swx (ops/norm/norm_backward.ts) holds: "swc" (the default)
+   * `_b4swc_unit` of kernels-src/cuda/norm/norm_backward_sw.cu (x, gradOut and xGrad moved by warp-ordered 16-byte
+   * lanes, 4 whole 128-byte lines per instruction, x and xGrad exchanged between lanes by shuffles; H200: 67.1% of
+   * copy at 8192 × 7168, 72.2% at 16384, against 63.0 / 68.5% for `_b4swx`; docs/perf-notes/perf11-nbw.md), or "swx"
+   * `_b4swx_unit` of norm_backward.cu (main's kernel before round 11, kept for A/B). Same bits; every other launch is
+   * unaffected.
+   */
+  backwardForm: "swc" as "swc" | "swx",
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

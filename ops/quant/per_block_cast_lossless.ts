@@ -1,7 +1,8 @@
 /**
  * `perBlockCastLossless`: exact FP4 → FP8 re-blocking (spec/API.md §3.1; numerics and legal arguments:
  * spec/quant.md §10, §11). Checks, then dispatch to the CPU reference (`per_block_cast_lossless.ref.ts`) or the
- * CUDA kernels (`kernels-src/cuda/quant/per_block_cast_lossless.cu`).
+ * CUDA kernels (`kernels-src/cuda/quant/per_block_cast_lossless.cu`; the aligned data form behind
+ * {@link losslessLaunchTuning}: `per_block_cast_lossless_a.cu`).
  * @module
  */
 import { type OpOptions, place } from "../../core/backend.ts";
@@ -46,6 +47,24 @@ const OP_ID_LOSSLESS = registerOpId(7, "perBlockCastLossless", {
 /** per_block_cast_lossless.cu's launch table. */
 const PL = { threads: 256, warpsPerBlock: 8, sfBlocksPerSm: 4, dataBlocksPerSm: 8, elemsPerChunk: 16, chunksPerStep: 2 };
 const packet = new LaunchPacket(PerBlockCastLosslessParams);
+/** per_block_cast_lossless_a.cu's launch table: 8192 elements a block per step, 8 blocks per SM resident (one wave). */
+const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 16, xAlign: 8, dataAlign: 16 };
+
+/**
+ * Launch choices of {@link perBlockCastLossless} (docs/perf-notes/perf11-lsl.md). Same bytes either way.
+ * - `dataAligned` (default true, since round 11's A/B): the data launch runs `tk_per_block_cast_lossless__data_a`
+ *   (32 elements a thread, whole-sector 8-byte loads and 16-byte stores per warp instruction, no byte-wise
+ *   fallback, a one-wave grid) where the input block width is ≥ 16, the codes' base is 8-byte and the output data's
+ *   base 16-byte aligned; every other call runs `tk_per_block_cast_lossless__data`. false runs `__data` for every
+ *   call (the pre-round-11 form, kept for A/B). The `__sf` launch is the same.
+ */
+export const losslessLaunchTuning = { dataAligned: true };
+
+let lastDataKernel = "";
+/** The symbol of the last data launch of {@link perBlockCastLossless} on a device ("" before any): for tests. */
+export function lastLosslessDataKernel(): string {
+  return lastDataKernel;
+}
 
 /**
  * Block sizes as the kernels take them (u32, column sizes powers of two) with the same block grid: a block at
@@ -87,9 +106,18 @@ function launchLossless(op: string, device: Device, stream: Stream, data: Tensor
   const sfGrid = Math.max(1, Math.min(Math.ceil((g.nbm * g.nbk) / PL.warpsPerBlock), PL.sfBlocksPerSm * sms));
   p.setLaunch(kernelFunction(op, device, "tk_per_block_cast_lossless__sf"), stream.handle, sfGrid, PL.threads, 0, false, device.index);
   p.launch(op);
+  const xAddr = (data as DeviceTensor).addr, outAddr = (out as DeviceTensor).addr;
+  if (losslessLaunchTuning.dataAligned && ci >= PLA.minInBlockCols && xAddr % PLA.xAlign === 0 && outAddr % PLA.dataAlign === 0) {
+    const grid = Math.max(1, Math.min(Math.ceil((a.T * a.H) / PLA.elemsPerTile), PLA.blocksPerSm * sms));
+    lastDataKernel = "tk_per_block_cast_lossless__data_a";
+    p.setLaunch(kernelFunction(op, device, lastDataKernel), stream.handle, grid, PLA.threads, 0, false, device.index);
+    p.launch(op);
+    return;
+  }
   const chunks = (a.T * a.H) / PL.elemsPerChunk;
   const dataGrid = Math.max(1, Math.min(Math.ceil(chunks / (PL.threads * PL.chunksPerStep)), PL.dataBlocksPerSm * sms));
-  p.setLaunch(kernelFunction(op, device, "tk_per_block_cast_lossless__data"), stream.handle, dataGrid, PL.threads, 0, false, device.index);
+  lastDataKernel = "tk_per_block_cast_lossless__data";
+  p.setLaunch(kernelFunction(op, device, lastDataKernel), stream.handle, dataGrid, PL.threads, 0, false, device.index);
   p.launch(op);
 }
 

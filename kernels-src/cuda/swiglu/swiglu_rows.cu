@@ -1,19 +1,16 @@
-// SwiGLU forward by whole rows (spec/quant.md §8.1–§8.4): the row forms `_anr` of swigluForward (bf16 → bf16) and
+// SwiGLU forward and per-token cast by whole rows (spec/quant.md §8.1–§8.4): the row form `_anr2` of
 // swigluForwardAndPerTokenCast (bf16 → e4m3, groups of 128), for H = 7168 only (docs/perf-notes/perf11-swr.md).
-// A/B form behind swigluLaunchTuning.rowForm (ops/quant/swiglu_launch.ts, off by default); the same bytes as
-// swiglu.cu's `_an` / `_anl`, which serve every other launch.
+// The default where swiglu.cu's lean cast form `_anl` would run with H = 7168 (swigluLaunchTuning.rowForm,
+// ops/quant/swiglu_launch.ts; false selects `_anl` for A/B); the same bytes as `_anl`, which serves every other launch.
 //
-// Symbols
-//   tk_swiglu_forward__bf16_bf16_anr          swigluForward, bf16 x and out, H = 7168
-//   tk_swiglu_forward__bf16_e4m3_g128_anr     swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168
-//   tk_swiglu_forward__bf16_e4m3_g128_anr2    the same at 2 blocks per SM (no spills; A/B, see kRowMinBlocks)
-// All under `_an`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and hence
-// no counters), with programmatic dependent launch as swiglu.cu's kFormPdl (launched with the attribute while
+// Symbol
+//   tk_swiglu_forward__bf16_e4m3_g128_anr2    swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168
+// Under `_anl`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and hence no
+// counters), with programmatic dependent launch as swiglu.cu's kFormPdl (launched with the attribute while
 // config.pdl is set).
 //
-// Launch geometry (ops/quant/swiglu_launch.ts follows it; any grid.x ≥ 1 is correct, the kernels are grid-stride):
-//   block.x = kRowThreads = 448, no dynamic shared memory, grid.x = min(T, rowWaves · B · SMs), B = 3
-//   (kRowMinBlocks; 2 for `_anr2`)
+// Launch geometry (ops/quant/swiglu_launch.ts follows it; any grid.x ≥ 1 is correct, the kernel is grid-stride):
+//   block.x = kRowThreads = 448, no dynamic shared memory, grid.x = min(T, 2 · SMs) (one wave, kRowMinBlocks = 2)
 //   Static shared memory: 34 KiB, the silu table of common/silu_bf16.cuh (copied by each CTA once).
 //
 // Work split: one row per block at a time, the block walks rows blockIdx.x, + gridDim.x, … A team of 8 adjacent
@@ -23,10 +20,12 @@
 // and inverse (sf_and_inv: two IEEE divisions) are computed once per group. A row's weight is loaded with its 4 loads,
 // and the expert test of the block's next row (the psum search: ~7 dependent loads) runs while they are in flight,
 // so neither stands between a row's loads and its arithmetic; a row's whole input is loaded before any of it is
-// computed (16 registers of raw words), and the warps of the SM (3 × 14) hide the load latency of each other.
+// computed (16 registers of raw words), and the warps of the SM (2 × 14) hide the load latency of each other.
 // Why rows instead of swiglu.cu's units of 4 rows × a part of the columns: no per-unit prologue (psum search, weight,
 // first loads before the first step), one group per thread-team per row (no second sf_and_inv, no prefetch
-// registers: the ≤ 40 registers of 3 CTAs of 448 threads per SM), and the psum search off the critical path.
+// registers), and the psum search off the critical path. Measured on the H200 (2026-12-02): 85.5% of copy at
+// 16384 × 7168 against `_anl`'s 81.2%; the 3-CTA build (≤ 40 registers, spills) and a bf16-output row form were
+// slower and were removed (docs/perf-notes/perf11-swr.md).
 #include "../common/bf16_gate_tables.h"
 #include "../common/chunk.cuh"
 #include "../common/codec.cuh"
@@ -39,77 +38,39 @@
 #include "../common/scale.cuh"
 #include "../common/silu_bf16.cuh"
 #include "../generated/swiglu_params.h"
+#include "swiglu_rows.cuh"
 
 namespace tk {
 namespace {
 
-// SWIGLU_FLAG of ops/quant/swiglu.params.ts (swiglu.cu's SwigluFlag; no clamp in these forms)
-enum RowSwigluFlag : uint32_t { kRowHasWeights = 1, kRowHasScale = 2 };
-// Condition bits of the error word (swiglu.cu's SwigluFault; registered in ops/quant/swiglu_launch.ts)
-enum RowSwigluFault : uint32_t { kRowPsumBelowStart = 1, kRowPsumBeyondRows = 2 };
-
-constexpr uint32_t kRowHidden = 7168;  // H: the only hidden size of these forms (ROW_HIDDEN of swiglu_launch.ts)
+constexpr uint32_t kRowHidden = 7168;  // H: the only hidden size of this form (ROW_HIDDEN of swiglu_launch.ts)
 constexpr int kRowTeam = 8;            // lanes per group of 128 columns
 constexpr int kRowChunk = 8;           // columns per chunk (16 bytes of bf16)
 constexpr int kRowGroup = 128;
 constexpr int kRowThreads = kRowHidden / kRowGroup * kRowTeam;  // 448 (ROW_THREADS of swiglu_launch.ts)
 static_assert(kRowThreads % kWarpSize == 0, "whole warps");
-// Resident blocks per SM the registers are sized for (ROW_CTAS_PER_SM of swiglu_launch.ts): 3 × 448 threads, 42
-// warps per SM, ≤ 40 registers (a quarter of the register file serves 11 warps: 16384 / (11 · 32) = 46, rounded
-// down to a multiple of 8). The bf16 form fits without spills; the cast form spills 32 bytes on sm_90a (64 on
-// sm_100a), most of them around the calls of the divisions' slow path in sf_and_inv (without its divisions it
-// spills 8; it needs 54 registers unbounded), so it is also built at 2 blocks per SM (`_anr2`, 28 warps, no
-// spills) for the A/B (swigluLaunchTuning.rowCastCtasPerSm).
-constexpr int kRowMinBlocks = 3;
-constexpr int kRowMinBlocks2 = 2;
+// Resident blocks per SM (ROW_CTAS_PER_SM of swiglu_launch.ts): 2 × 448 threads, 28 warps per SM, no spills
+// (at 3 blocks per SM, ≤ 40 registers, the form spilled 32 bytes on sm_90a around the slow path of sf_and_inv's
+// divisions, and measured slower).
+constexpr int kRowMinBlocks = 2;
 
 TK_DEV void row_pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 TK_DEV void row_pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
-// align(v, a) for v ≥ 0 in 32-bit division; a negative v (only in a psum that breaks §11.2) gives 0. As swiglu.cu.
-TK_DEV int64_t row_align_up(int32_t v, uint32_t a) {
-  if (v < 0) return 0;
-  const uint32_t q = static_cast<uint32_t>(v) / a;
-  const uint32_t r = static_cast<uint32_t>(v) - q * a;
-  return static_cast<int64_t>(q) * a + (r ? a : 0u);
-}
-
-TK_DEV int32_t row_psum_at(const SwigluParams& p, uint32_t e) {
-  return static_cast<int32_t>(ld_u32(reinterpret_cast<const uint8_t*>(p.psum) + 4ull * e));
-}
-
-// Whether row t (< T) is real (§8.1): binary search of the first e with psum[e] > t (reads only [0, E)). swiglu.cu's
-// row_is_real with the row 32-bit (T < 2^32): psum[e] > t as int64 is psum[e] ≥ 0 and psum[e] > t unsigned.
+// Whether row t (< T) is real (§8.1): binary search of the first e with psum[e] > t (reads only [0, E)).
+// swiglu_rows.cuh's row_is_real with the row 32-bit (T < 2^32): psum[e] > t as int64 is psum[e] ≥ 0 and psum[e] > t unsigned.
 TK_DEV bool row_real(const SwigluParams& p, uint32_t t) {
   if (p.num_experts == 0) return true;
   uint32_t lo = 0, hi = p.num_experts;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    const int32_t v = row_psum_at(p, mid);
+    const int32_t v = psum_at(p, mid);
     if (v >= 0 && static_cast<uint32_t>(v) > t) hi = mid;
     else lo = mid + 1;
   }
   if (lo == p.num_experts) return false;
-  const int64_t start = lo == 0 ? 0 : row_align_up(row_psum_at(p, lo - 1), p.token_alignment);
+  const int64_t start = lo == 0 ? 0 : align_up(psum_at(p, lo - 1), p.token_alignment);
   return static_cast<int64_t>(t) >= start;
-}
-
-// §11.2 contract of psum, checked by block 0 (the same reports as swiglu.cu's check_psum).
-TK_DEV void row_check_psum(const SwigluParams& p) {
-  if (blockIdx.x != 0 || p.num_experts == 0) return;
-  for (uint32_t e = threadIdx.x; e < p.num_experts; e += blockDim.x) {
-    const int64_t end = row_psum_at(p, e);
-    const int64_t start = e == 0 ? 0 : row_align_up(row_psum_at(p, e - 1), p.token_alignment);
-    if (end < start) report_fault(p.error_word, p.op_id, kRowPsumBelowStart);
-    if (end > static_cast<int64_t>(p.num_tokens)) report_fault(p.error_word, p.op_id, kRowPsumBeyondRows);
-  }
-}
-
-// Row weight w (§8.2): topkWeights[t], times fl32(routedScalingFactor) if given; 1 without weights.
-TK_DEV float row_w(const SwigluParams& p, uint64_t t) {
-  if (!(p.flags & kRowHasWeights)) return 1.0f;
-  const float w = u2f(ld_u32(reinterpret_cast<const uint8_t*>(p.weights) + 4 * t));
-  return (p.flags & kRowHasScale) ? mul_rn(w, p.scale) : w;
 }
 
 // The e4m3 cast's scale tensor (swiglu.cu's make_sf_out): H / 128 scale columns.
@@ -146,23 +107,21 @@ TK_DEV void row_chunk_values(const float* table, const uint32_t (&gw)[4], const 
   }
 }
 
-// kCast: e4m3 codes of groups of 128 + sf (swigluForwardAndPerTokenCast), else bf16 out (swigluForward).
-template <bool kCast>
-TK_DEV void forward_rows(const SwigluParams& p) {
+// e4m3 codes of groups of 128 + sf (swigluForwardAndPerTokenCast).
+TK_DEV void forward_rows_cast(const SwigluParams& p) {
   row_pdl_launch_dependents();
   __shared__ __align__(16) float table[kExpNegBf16TableSize];
   copy_bf16_gate_table(table, kSiluBf16Table);  // the module's constant table: no grid writes it
   __syncthreads();
   row_pdl_wait();  // from here on memory another grid may write (psum, x, weights, the outputs, the error word)
-  row_check_psum(p);
+  check_psum(p);
 
   constexpr uint32_t H = kRowHidden;
   const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
   const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
   const uint32_t T = p.num_tokens;
   // Pointers and strides are formed from the parameters (constant bank) where they are used, and rows are 32-bit
-  // (T < 2^32): at 40 registers (3 CTAs of 448 threads per SM: 11 warps per register-file quarter) every register
-  // held across the row loop is one the 16 raw words and the next row's search compete for.
+  // (T < 2^32): every register held across the row loop is one the 16 raw words and the next row's search compete for.
   uint32_t row = blockIdx.x;
   bool real = row < T && row_real(p, row);
   for (; row < T; row += gridDim.x) {
@@ -175,66 +134,48 @@ TK_DEV void forward_rows(const SwigluParams& p) {
         ld_stream(xr + 2 * (H + 64 * s), uw[s]);
       }
     }
-    const float w = real ? row_w(p, row) : 1.0f;  // in flight with the row's loads
+    const float w = real ? row_weight(p, row) : 1.0f;  // in flight with the row's loads
     // the next row's state while this row's loads are in flight (block-uniform: no divergence)
     const uint32_t next = row + gridDim.x;
     const bool real_next = next < T && row_real(p, next);
     if (real) {  // padding rows (§8.1) get nothing written, as in swiglu.cu's forward
       float v[2][kRowChunk];
 #pragma unroll
-      for (int s = 0; s < 2; ++s) row_chunk_values(table, gw[s], uw[s], p.flags & kRowHasWeights, w, v[s]);
-      if constexpr (kCast) {
-        // The group's amax is the maximumNumber of {0} ∪ {|v|} over its 128 values, as in swiglu.cu's `_anl`:
-        // one max tree with fabsf folded into the max's operands, then the team's butterfly; max is exact and
-        // order independent, and the max with 0 leaves 0 (never NaN) for an all-NaN group, as main's chains from 0.
-        float m[kRowChunk];
+      for (int s = 0; s < 2; ++s) row_chunk_values(table, gw[s], uw[s], p.flags & kHasWeights, w, v[s]);
+      // The group's amax is the maximumNumber of {0} ∪ {|v|} over its 128 values, as in swiglu.cu's `_anl`:
+      // one max tree with fabsf folded into the max's operands, then the team's butterfly; max is exact and
+      // order independent, and the max with 0 leaves 0 (never NaN) for an all-NaN group, as main's chains from 0.
+      float m[kRowChunk];
 #pragma unroll
-        for (int i = 0; i < kRowChunk; ++i) m[i] = max_num(fabsf(v[0][i]), fabsf(v[1][i]));
+      for (int i = 0; i < kRowChunk; ++i) m[i] = max_num(fabsf(v[0][i]), fabsf(v[1][i]));
 #pragma unroll
-        for (int h = kRowChunk / 2; h >= 1; h /= 2)
+      for (int h = kRowChunk / 2; h >= 1; h /= 2)
 #pragma unroll
-          for (int i = 0; i < h; ++i) m[i] = max_num(m[i], m[i + h]);
-        const float amax = group_max<kRowTeam>(max_num(m[0], 0.0f));
-        const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kE4m3Max, p.sf_flags);
-        uint8_t* const outr = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(row) * H + c0;
+        for (int i = 0; i < h; ++i) m[i] = max_num(m[i], m[i + h]);
+      const float amax = group_max<kRowTeam>(max_num(m[0], 0.0f));
+      const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kE4m3Max, p.sf_flags);
+      uint8_t* const outr = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(row) * H + c0;
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          float sc[kRowChunk];
+      for (int s = 0; s < 2; ++s) {
+        float sc[kRowChunk];
 #pragma unroll
-          for (int i = 0; i < kRowChunk; ++i) sc[i] = mul_rn(v[s][i], si.inv);
-          uint32_t o[2];
-          encode_chunk<Fmt::kE4m3, kRowChunk>(sc, o);
-          st_v2(outr + 64 * s, o[0], o[1]);
-        }
-        // after the codes: the sf's address arithmetic then does not compete with the 16 values for registers
-        if (r == 0) row_sf_out(p).store(row, q, si.stored);
-      } else {
-        uint8_t* const outr = reinterpret_cast<uint8_t*>(p.out) + static_cast<uint64_t>(row) * p.out_row_stride * 2 + 2 * c0;
-#pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          uint32_t o[4];
-          encode_bf16x2_words<4>(v[s], o);  // = encode_bf16x2 per word (store8's), NaN fixed only when present
-          st_v4(outr + 2 * 64 * s, o[0], o[1], o[2], o[3]);
-        }
+        for (int i = 0; i < kRowChunk; ++i) sc[i] = mul_rn(v[s][i], si.inv);
+        uint32_t o[2];
+        encode_chunk<Fmt::kE4m3, kRowChunk>(sc, o);
+        st_v2(outr + 64 * s, o[0], o[1]);
       }
+      // after the codes: the sf's address arithmetic then does not compete with the 16 values for registers
+      if (r == 0) row_sf_out(p).store(row, q, si.stored);
     }
     real = real_next;
   }
-  if constexpr (kCast) row_sf_out(p).zero_padding_rows(p.num_tokens, p.sf_rows);
+  row_sf_out(p).zero_padding_rows(p.num_tokens, p.sf_rows);
 }
 
 }  // namespace
 }  // namespace tk
 
-extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_bf16_anr(
+extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anr2(
     const __grid_constant__ SwigluParams p) {
-  tk::forward_rows<false>(p);
-}
-extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anr(
-    const __grid_constant__ SwigluParams p) {
-  tk::forward_rows<true>(p);
-}
-extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks2) tk_swiglu_forward__bf16_e4m3_g128_anr2(
-    const __grid_constant__ SwigluParams p) {
-  tk::forward_rows<true>(p);
+  tk::forward_rows_cast(p);
 }

@@ -1,0 +1,297 @@
+/**
+ * normBackward's whole-line bf16 rows kernel `_b4swc_unit` (kernels-src/cuda/norm/norm_backward_sw.cu, the default
+ * normLaunchTuning.backwardForm "swc"; docs/perf-notes/perf11-nbw.md) against the CPU reference, byte for byte on
+ * every byte of xGrad and the weight gradient, and against `_b4swx_unit` (backwardForm "swx", the kernel before
+ * round 11) on the bench's shape. The form each launch takes is asserted (backwardRowsForm), so a silent fallback to
+ * `_b4swx` / `_b4` fails. Skipped, and counted as skipped, without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { encodeBf16 } from "../core/dtype.ts";
+import { contiguousHost } from "../core/tensor.ts";
+import { DeviceTensor, type HostTensor, tensor, toDevice } from "../mod.ts";
+import { launchCount } from "../ffi/cuda.ts";
+import { normBackward, normForward } from "../ops/norm/mod.ts";
+import { normLaunchTuning } from "../ops/norm/launch.ts";
+import { backwardRowsForm } from "../ops/norm/norm_backward.ts";
+import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, uploadView } from "./gpu_util.ts";
+
+type Form = typeof normLaunchTuning.backwardForm;
+// the forms of norm_backward_sw.cu (round 11 measured _b4swd and _b4swcp too; both lost to _b4swc and were removed)
+const FORMS: readonly Form[] = ["swc"];
+
+/** Runs f with normLaunchTuning.backwardForm = form, then restores it. */
+function withForm<T>(form: Form, f: () => T): T {
+  const prev = normLaunchTuning.backwardForm;
+  normLaunchTuning.backwardForm = form;
+  try {
+    return f();
+  } finally {
+    normLaunchTuning.backwardForm = prev;
+  }
+}
+
+/** Moderate bf16 values (|v| ≤ 4): weights, gradients. */
+function moderate(rand: () => number, shape: number[]): HostTensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return tensor(new Uint16Array(n).map(() => encodeBf16(Math.fround((rand() * 2 - 1) * 4))), shape, "bf16");
+}
+
+/** bf16 `[T, H]` rows with NaNs (several payloads), ±Inf, ±0, subnormals and huge values mixed into moderate ones. */
+function specialRows(rand: () => number, T: number, H: number): HostTensor {
+  const nans = [0x7fc0, 0xffc1, 0x7f81, 0xffff];
+  const specials = [0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x807f, 0x7f7f, 0xff7f];
+  const b = new Uint16Array(T * H).map(() => {
+    const r = rand();
+    if (r < 0.02) return nans[Math.floor(rand() * 4)];
+    if (r < 0.06) return specials[Math.floor(rand() * specials.length)];
+    return encodeBf16(Math.fround((rand() * 2 - 1) * 4));
+  });
+  return tensor(b, [T, H], "bf16");
+}
+
+/** A moderate weight with a NaN, ±Inf, ±0, a subnormal and a huge value in its first columns. */
+function specialWeight(rand: () => number, H: number): HostTensor {
+  const w = moderate(rand, [H]);
+  [0x7fc1, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x7f7f].forEach((v, k) => ((w.data as Uint16Array)[2 * k + 1] = v));
+  return w;
+}
+
+interface Case {
+  T: number;
+  H: number;
+  stride: number;
+  wgDtype: "fp32" | "bf16";
+  accumulate: boolean;
+}
+
+/**
+ * normBackward of the host inputs on the CPU and on the device under `form`, compared byte for byte; asserts the rows
+ * kernel the device launch takes (`want`).
+ */
+function compareOn(
+  form: Form,
+  x: HostTensor,
+  w: HostTensor,
+  dy: HostTensor,
+  wg0: HostTensor | undefined,
+  c: Omit<Case, "T" | "H" | "stride">,
+  want: string,
+  label: string,
+): void {
+  const [, rstd] = normForward(x, w, { eps: 1e-6 });
+  const o = { weightGradDtype: c.wgDtype, accumulateWeightGrad: c.accumulate };
+  const hwg = wg0 ? contiguousHost(wg0) : undefined;
+  const [cx, cw] = normBackward(x, w, dy, rstd, { ...o, out: hwg ? { weightGrad: hwg } : undefined });
+  const dwg = wg0 ? uploadView(wg0) : undefined;
+  const d = [uploadView(x), uploadView(w), uploadView(dy), uploadView(rstd as HostTensor)] as const;
+  const [T, H] = x.shape;
+  const dxg = uploadView(tensor(new Uint16Array(T * H), [T, H], "bf16"));
+  let gw: unknown = null;
+  try {
+    withForm(form, () => {
+      assert.equal(
+        backwardRowsForm({ x: d[0], weight: d[1], gradOut: d[2], residualOutGrad: null, xGrad: dxg }, 1),
+        want,
+        `${label}: rows kernel`,
+      );
+      gw =
+        normBackward(d[0], d[1], d[2], d[3], { ...o, out: dwg ? { xGrad: dxg, weightGrad: dwg } : { xGrad: dxg } })[1];
+    });
+    sameAllocation(dxg, cx, `${label} xGrad`);
+    sameAllocation(gw, cw, `${label} weightGrad`);
+  } finally {
+    dispose(dxg, dwg ? null : gw, dwg, d);
+  }
+}
+
+for (const form of FORMS) {
+  const sym = `_b4${form}`;
+  gpuTest(
+    `normBackward ${sym}_unit = reference: bf16, T ∈ 1 … 4001, H ∈ {4128, 5120, 7168, 8192}, strides H, H + 8 (${sym}), H + 4 (_b4), fp32 / bf16 gradients, accumulated (seed 1101)`,
+    () => {
+      const rand = rng(1101);
+      const shapes = [
+        [1, 7168],
+        [2, 4128],
+        [3, 8192],
+        [40, 5120],
+        [511, 4128],
+        [512, 7168],
+        [513, 8192],
+        [1100, 7168],
+        [1025, 4128],
+        [1100, 6144],
+      ];
+      shapes.forEach(([T, H], si) => {
+        ([["fp32", false], ["fp32", true], ["bf16", true]] as const).forEach(([wgDtype, accumulate], gi) => {
+          const pad = [0, 8, 4][(si + gi) % 3]; // each shape under every stride once
+          const stride = H + pad;
+          const x = randomInput(rand, T, H, "bf16", stride);
+          const dy = randomInput(rand, T, H, "bf16", stride);
+          const w = moderate(rand, [H]);
+          const wg0 = accumulate
+            ? (wgDtype === "bf16"
+              ? moderate(rand, [H])
+              : tensor(new Float32Array(H).map(() => Math.fround(rand() * 2 - 1)), [H], "fp32"))
+            : undefined;
+          // a 1-row view's stride is not used (aligned16 ignores it): the form still applies
+          const want = pad === 4 && T > 1 ? "_b4" : sym;
+          compareOn(
+            form,
+            x,
+            w,
+            dy,
+            wg0,
+            { wgDtype, accumulate },
+            want,
+            `${form} ${T}x${H} stride ${stride} ${wgDtype}${accumulate ? " accumulated" : ""}`,
+          );
+        });
+      });
+      // full slots: 4001 rows (7 or 8 a slot)
+      const x = randomInput(rand, 4001, 7168, "bf16");
+      compareOn(
+        form,
+        x,
+        moderate(rand, [7168]),
+        randomInput(rand, 4001, 7168, "bf16"),
+        undefined,
+        { wgDtype: "fp32", accumulate: false },
+        sym,
+        `${form} 4001x7168`,
+      );
+    },
+  );
+
+  gpuTest(
+    `normBackward ${sym}_unit = reference on NaN payloads, ±Inf, ±0, subnormals and overflow in x, gradOut and the weight (seed 1102)`,
+    () => {
+      const rand = rng(1102);
+      for (const H of [4128, 7168, 8192]) {
+        for (const T of [10, 600]) {
+          const x = specialRows(rand, T, H), dy = specialRows(rand, T, H), w = specialWeight(rand, H);
+          compareOn(
+            form,
+            x,
+            w,
+            dy,
+            undefined,
+            { wgDtype: "fp32", accumulate: false },
+            sym,
+            `${form} special ${T}x${H}`,
+          );
+          compareOn(
+            form,
+            x,
+            w,
+            dy,
+            moderate(rand, [H]),
+            { wgDtype: "bf16", accumulate: true },
+            sym,
+            `${form} special ${T}x${H} bf16 accumulated`,
+          );
+        }
+      }
+    },
+  );
+
+  gpuTest(
+    `normBackward ${sym}_unit falls back where _b4swx does not apply: residualOutGrad, outScale 0.3, no weight, H = 4096, fp32 (seed 1103)`,
+    () => {
+      const rand = rng(1103);
+      const x = uploadView(randomInput(rand, 3, 7168, "bf16"));
+      const x4 = uploadView(randomInput(rand, 3, 4096, "bf16"));
+      const xf = uploadView(randomInput(rand, 3, 7168, "fp32"));
+      const w = uploadView(moderate(rand, [7168]));
+      const w4 = uploadView(moderate(rand, [4096]));
+      try {
+        withForm(form, () => {
+          const common = { x, weight: w, gradOut: x, residualOutGrad: null, xGrad: x };
+          assert.equal(backwardRowsForm(common, 1), sym);
+          assert.equal(backwardRowsForm(common, 0.3), "_b4");
+          assert.equal(backwardRowsForm({ ...common, residualOutGrad: x }, 1), "_b4");
+          assert.equal(backwardRowsForm({ ...common, weight: null }, 1), "_b4");
+          assert.equal(backwardRowsForm({ ...common, x: x4, gradOut: x4, xGrad: x4, weight: w4 }, 1), "_b4");
+          assert.equal(backwardRowsForm({ ...common, x: xf, gradOut: xf, xGrad: xf }, 1), "");
+        });
+        // the default is _b4swc; "swx" keeps the kernel before round 11 reachable
+        assert.equal(normLaunchTuning.backwardForm, "swc");
+        assert.equal(backwardRowsForm({ x, weight: w, gradOut: x, residualOutGrad: null, xGrad: x }, 1), "_b4swc");
+        withForm("swx", () =>
+          assert.equal(backwardRowsForm({ x, weight: w, gradOut: x, residualOutGrad: null, xGrad: x }, 1), "_b4swx"));
+      } finally {
+        dispose(x, x4, xf, w, w4);
+      }
+    },
+  );
+}
+
+gpuTest(
+  "normBackward with 0 tokens under backwardForm swc: no launch, an allocated weight gradient is +0",
+  () => {
+    for (const form of FORMS) {
+      const x = toDevice(tensor(new Uint16Array(0), [0, 7168], "bf16"));
+      const w = uploadView(moderate(rng(1), [7168]));
+      const rstd = toDevice(tensor(new Float32Array(0), [0], "fp32"));
+      const n = launchCount();
+      const [dx, wg] = withForm(form, () => normBackward(x, w, x, rstd, {}));
+      try {
+        assert.equal(launchCount(), n, `${form}: no launch`);
+        assert.deepEqual([...dx.shape], [0, 7168]);
+        assert.ok(readAllocation(wg as DeviceTensor).every((b) => b === 0), `${form}: weightGrad +0`);
+      } finally {
+        dispose(x, w, rstd, dx, wg);
+      }
+    }
+  },
+);
+
+/** `T` rows made of a bf16 `[R, H]` block's rows, tile k in a rotated order (row r of tile k = row (r + 311k) mod R). */
+function tiled(b: HostTensor, T: number): HostTensor {
+  const [R, H] = b.shape;
+  const src = b.data as Uint16Array, out = new Uint16Array(T * H);
+  for (let t = 0; t < T; t++) {
+    const r = (t + 311 * Math.floor(t / R)) % R;
+    out.set(src.subarray(r * H, (r + 1) * H), t * H);
+  }
+  return tensor(out, [T, H], "bf16");
+}
+
+// The bench's shape (bench/cases_norm.ts: 16384 × 7168, fresh allocations): _b4swx_unit (backwardForm "swx"), then
+// each form of norm_backward_sw.cu twice; every xGrad and weight gradient byte equal (no CPU reference at this size: the tests above tie the forms to it;
+// the rows are 2048 of randomInput's (huge, tiny, zero and rounding-tie rows among them), repeated in rotated orders).
+gpuTest(
+  "normBackward _b4swc: xGrad and weightGrad bit-identical to _b4swx and run to run, 16384 × 7168 bf16 (seed 1104)",
+  () => {
+    const rand = rng(1104);
+    const T = 16384, H = 7168;
+    const x = uploadView(tiled(randomInput(rand, 2048, H, "bf16"), T));
+    const w = uploadView(moderate(rand, [H]));
+    const dy = uploadView(tiled(moderate(rand, [2048, H]), T));
+    const [fo, rstd] = normForward(x, w, { eps: 1e-6 });
+    const outs: [string, ReturnType<typeof normBackward>][] = [];
+    try {
+      const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
+      withForm("swx", () => assert.equal(backwardRowsForm(common, 1), "_b4swx"));
+      outs.push(["_b4swx", withForm("swx", () => normBackward(x, w, dy, rstd))]);
+      for (const form of FORMS) {
+        withForm(form, () => assert.equal(backwardRowsForm(common, 1), `_b4${form}`));
+        for (let r = 0; r < 2; r++) {
+          outs.push([
+            `${form} run ${r + 1}`,
+            withForm(form, () => normBackward(x, w, dy, rstd)),
+          ]);
+        }
+      }
+      const rx = readAllocation(outs[0][1][0] as DeviceTensor), rw = readAllocation(outs[0][1][1] as DeviceTensor);
+      for (const [label, [gx, gw]] of outs.slice(1)) {
+        assertBytesEqual(readAllocation(gx as DeviceTensor), rx, `${label} xGrad`);
+        assertBytesEqual(readAllocation(gw as DeviceTensor), rw, `${label} weightGrad`);
+      }
+    } finally {
+      dispose(x, w, dy, fo, rstd, outs.map(([, o]) => o));
+    }
+  },
+);

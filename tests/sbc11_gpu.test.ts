@@ -1,0 +1,221 @@
+/**
+ * The 16-lane team form of swigluBackwardAndPerTokenCast (`tk_swiglu_backward__e4m3_bf16_g128_t16`,
+ * kernels-src/cuda/swiglu/swiglu_bwd_t16.cu, docs/perf-notes/perf11-sbc.md), with `swigluLaunchTuning.backwardCastForm
+ * = "team16"`: every output byte (xGrad, the e4m3 data, the sf in every layout, weightGrad; padding rows included)
+ * against the CPU reference over small, odd and wide shapes, 0 rows, psum with padding rows, weights and scale, random
+ * e4m3 codes (NaN codes included) with scales from 2^-4 to 2^20 (e^(-g) overflowing, tmp = +Inf, the reciprocal's
+ * fallback) and dy with NaN / ±Inf; x as an aligned view inside a larger storage. At the bench's 16384 × 7168 it is
+ * compared with main's kernel (knob "main"), byte for byte. The form is the default; the test sets the knob anyway. Every launch asserts the kernel sent; the launches the form
+ * does not serve (clamp, recompute, fp32 dy, groups of 32, views off 16 bytes) must take main's kernels. Skipped
+ * without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { type DeviceTensor, HostTensor, swigluBackwardAndPerTokenCast, type Tensor, tensor } from "../mod.ts";
+import { encodeBf16 } from "../core/dtype.ts";
+import { kernelFunction } from "../ffi/cuda.ts";
+import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
+import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+
+const SEED = Number(Date.now() % 1_000_000);
+const T16 = "tk_swiglu_backward__e4m3_bf16_g128_t16";
+const MAIN = "tk_swiglu_backward__e4m3_bf16_g128";
+const SF_LAYOUTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, {
+  useTmaAlignedColMajorSf: true,
+  roundSf: true,
+  usePackedUe8m0: true,
+}] as const;
+
+function fnOf(sym: string): number {
+  return kernelFunction("test", { kind: "cuda", index: 0 }, sym);
+}
+
+/** Runs `f` with `form` selected, restoring the knob. */
+function withForm<R>(form: "main" | "team16", f: () => R): R {
+  const saved = swigluLaunchTuning.backwardCastForm;
+  swigluLaunchTuning.backwardCastForm = form;
+  try {
+    return f();
+  } finally {
+    swigluLaunchTuning.backwardCastForm = saved;
+  }
+}
+
+/** [T, 2H] e4m3 codes (every pattern, NaN codes 0x7f / 0xff included) as a view `offset` bytes into its storage. */
+function randomCodes(rand: () => number, T: number, W: number, offset = 0): HostTensor {
+  const words = new Uint32Array(Math.ceil((offset + T * W) / 4));
+  for (let i = 0; i < words.length; i++) words[i] = Math.floor(rand() * 2 ** 32);
+  return new HostTensor(new Uint8Array(words.buffer, 0, offset + T * W), "e4m3", [T, W], [W, 1], offset);
+}
+
+/** fp32 x scales per group of 128: 2^-4 … 2^4, and rows of 2^20 (gates up to ~4.7e8: e^(-g) overflows, tmp = +Inf). */
+function randomScales(rand: () => number, T: number, n: number): HostTensor {
+  const v = new Float32Array(T * n);
+  for (let t = 0; t < T; t++) for (let k = 0; k < n; k++) v[t * n + k] = t % 7 === 3 ? 2 ** 20 : Math.fround(2 ** (rand() * 8 - 4));
+  return tensor(v, [T, n], "fp32");
+}
+
+/** [T, H] bf16 dy: mixed magnitudes with ±0, NaN and ±Inf. */
+function randomDy(rand: () => number, T: number, H: number): HostTensor {
+  const b = new Uint16Array(T * H);
+  for (let i = 0; i < b.length; i++) {
+    const r = rand();
+    const v = r < 0.002 ? NaN : r < 0.004 ? Infinity : r < 0.006 ? -Infinity : r < 0.02 ? 0 : r < 0.03 ? -0 : (rand() * 2 - 1) * [1, 4, 1e-3, 100][i % 4];
+    b[i] = encodeBf16(v);
+  }
+  return tensor(b, [T, H], "bf16");
+}
+
+/** [T, H] bf16 dy from raw patterns, quickly: |v| in 2^-16 … 2^16 mostly, 1% any pattern (NaN, ±Inf, subnormals). */
+function rawDy(rand: () => number, T: number, H: number): HostTensor {
+  const b = new Uint16Array(T * H);
+  for (let i = 0; i < b.length; i++) {
+    const r = rand();
+    b[i] = r < 0.01 ? Math.floor(rand() * 65536) : ((r < 0.505 ? 0x8000 : 0) | (0x3780 + Math.floor(rand() * 0x1000)));
+  }
+  return tensor(b, [T, H], "bf16");
+}
+
+/**
+ * Prefix sums of E experts over T rows, keeping the §11.2 contract: expert e < E − 1 fills a random part (maybe none)
+ * of its aligned span [e·S, (e + 1)·S), S = A·⌊T / (A·E)⌋, the last one of [(E − 1)·S, T); the rest are padding rows.
+ */
+function spanPsum(rand: () => number, T: number, E: number, A: number): HostTensor {
+  const S = A * Math.floor(T / (A * E));
+  const p = Int32Array.from({ length: E }, (_, e) => e * S + Math.floor(rand() * ((e === E - 1 ? T - e * S : S) + 1)));
+  return tensor(p, [E], "int32");
+}
+
+interface Case {
+  psum?: boolean;
+  weights?: boolean;
+  scale?: boolean;
+}
+const CASES: Case[] = [{}, { psum: true }, { weights: true, scale: true }, { psum: true, weights: true }, { psum: true, weights: true, scale: true }];
+
+function options(rand: () => number, T: number, c: Case) {
+  const A = [1, 4, 16][Math.floor(rand() * 3)];
+  return {
+    psumNumTokensPerExpert: c.psum && T > 0 ? spanPsum(rand, T, 5, A) : undefined,
+    tokenAlignment: A,
+    topkWeights: c.weights ? tensor(Float32Array.from({ length: T }, () => Math.fround(rand() * 2)), [T], "fp32") : undefined,
+    routedScalingFactor: c.scale ? 1.5 : undefined,
+  };
+}
+
+function onDevice<O extends Record<string, unknown>>(o: O): O {
+  const r: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) r[k] = v instanceof HostTensor ? uploadView(v) : v;
+  return r as O;
+}
+
+/** The four outputs of one call, device vs host (or device vs device), every byte of each allocation. */
+function sameOutputs(g: [Tensor, [Tensor, Tensor], Tensor | null, Tensor | null], c: typeof g, label: string): void {
+  const bytes = (t: Tensor) => (t instanceof HostTensor ? storageBytes(t) : readAllocation(t as DeviceTensor));
+  const pairs: [Tensor | null, Tensor | null, string][] = [[g[0], c[0], "xGrad"], [g[1][0], c[1][0], "xGradQ"], [g[1][1], c[1][1], "xGradSf"], [
+    g[2],
+    c[2],
+    "weightGrad",
+  ], [g[3], c[3], "actOut"]];
+  for (const [gg, cc, name] of pairs) {
+    assert.equal(gg === null, cc === null, `${label} ${name} presence`);
+    if (gg && cc) assertBytesEqual(bytes(gg), bytes(cc), `${label} ${name}`);
+  }
+}
+
+gpuTest("the team16 form equals the CPU reference on every byte: shapes, 0 rows, psum, weights, every sf layout, extreme inputs", () => {
+  const seed = SEED + 11;
+  console.log(`sbc11 seed ${seed}`);
+  const rand = rng(seed);
+  const t16 = fnOf(T16);
+  const shapes: [number, number][] = [[0, 128], [1, 128], [2, 256], [37, 384], [67, 1024], [7, 7168]];
+  for (const [T, H] of shapes) {
+    for (const c of CASES) {
+      const q = randomCodes(rand, T, 2 * H, 16 * Math.floor(rand() * 3)); // 0, 16 or 32 bytes into its storage
+      const qsf = randomScales(rand, T, (2 * H) / 128);
+      const dy = randomDy(rand, T, H);
+      const co = options(rand, T, c);
+      const dco = onDevice(co);
+      const dq = uploadView(q), dqsf = uploadView(qsf), ddy = uploadView(dy);
+      for (const sfo of SF_LAYOUTS) {
+        const label = `T=${T} H=${H} ${JSON.stringify(c)} ${JSON.stringify(sfo)} x+${q.offset}`;
+        const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
+        const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
+        const gpu = withForm("team16", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
+        if (T > 0) assert.equal(swigluLastLaunch().fn, t16, `${label}: kernel`); // 0 rows may launch nothing
+        sameOutputs(gpu, cpu, label);
+        dispose(gpu);
+      }
+      dispose(dq, dqsf, ddy, Object.values(dco));
+    }
+  }
+});
+
+gpuTest("the team16 knob leaves clamp, recompute, fp32 dy, groups of 32 and views off 16 bytes to main's kernels (same bytes as the CPU)", () => {
+  const seed = SEED + 12;
+  console.log(`sbc11 fallback seed ${seed}`);
+  const rand = rng(seed);
+  const T = 37, H = 256;
+  const q = randomCodes(rand, T, 2 * H);
+  const qOff = randomCodes(rand, T, 2 * H, 8); // 8 bytes into its storage: the form needs 16
+  const qsf = randomScales(rand, T, (2 * H) / 128);
+  const qsf32 = randomScales(rand, T, (2 * H) / 32);
+  const dy = randomDy(rand, T, H);
+  const dyF = tensor(Float32Array.from({ length: T * H }, () => Math.fround(rand() * 2 - 1)), [T, H], "fp32");
+  const co = options(rand, T, { psum: true, weights: true });
+  const dco = onDevice(co);
+  const runs: [string, string, HostTensor, HostTensor, HostTensor, Record<string, unknown>][] = [
+    ["clamp", MAIN, q, qsf, dy, { clampValue: 7 }],
+    ["recompute", MAIN, q, qsf, dy, { doRecompute: true }],
+    ["fp32 dy", "tk_swiglu_backward__e4m3_fp32_g128", q, qsf, dyF, {}],
+    ["groups of 32", "tk_swiglu_backward__e4m3_bf16_g32", q, qsf32, dy, { numPerChannels: 32 }],
+    ["x off 16 bytes", MAIN, qOff, qsf, dy, {}],
+  ];
+  for (const [label, sym, hx, hs, hdy, extra] of runs) {
+    const o = { fmt: "e4m3", numPerChannels: 128, ...co, ...extra } as const;
+    const dx = uploadView(hx), ds = uploadView(hs), dd = uploadView(hdy);
+    const cpu = swigluBackwardAndPerTokenCast([hx, hs], hdy, o as never);
+    const gpu = withForm("team16", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { ...o, ...dco } as never));
+    assert.equal(swigluLastLaunch().fn, fnOf(sym), `${label}: kernel ${sym}`);
+    sameOutputs(gpu, cpu, label);
+    dispose(gpu, dx, ds, dd);
+  }
+  // the form is the default, and "main" selects main's kernel
+  const dx = uploadView(q), ds = uploadView(qsf), dd = uploadView(dy);
+  const d = swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco });
+  assert.equal(swigluLastLaunch().fn, fnOf(T16), "default: the team16 kernel");
+  const g = withForm("main", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco }));
+  assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "knob \"main\": main's kernel");
+  sameOutputs(d, g, "default vs main");
+  dispose(d, g, dx, ds, dd, Object.values(dco));
+});
+
+gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) the team16 form writes main's kernel's bytes", () => {
+  const seed = SEED + 13;
+  console.log(`sbc11 full-size seed ${seed}`);
+  const rand = rng(seed);
+  const T = 16384, H = 7168, E = 64, A = 128;
+  const p = new Int32Array(E);
+  let start = 0;
+  for (let e = 0; e < E; e++) {
+    p[e] = start + Math.floor(T / E) - 1 - Math.floor(rand() * 8); // one or more padding rows per expert
+    start = Math.ceil(p[e] / A) * A;
+  }
+  const dq = uploadView(randomCodes(rand, T, 2 * H));
+  const dqsf = uploadView(randomScales(rand, T, (2 * H) / 128));
+  const ddy = uploadView(rawDy(rand, T, H));
+  const o = {
+    fmt: "e4m3",
+    numPerChannels: 128,
+    psumNumTokensPerExpert: uploadView(tensor(p, [E], "int32")),
+    tokenAlignment: A,
+    topkWeights: uploadView(tensor(Float32Array.from({ length: T }, () => Math.fround(rand())), [T], "fp32")),
+  } as const;
+  const base = withForm("main", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
+  assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "main's kernel");
+  const team = withForm("team16", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
+  assert.equal(swigluLastLaunch().fn, fnOf(T16), "team16 kernel");
+  sameOutputs(team, base, "16384 x 7168");
+  dispose(base, team, dq, dqsf, ddy, o.psumNumTokensPerExpert, o.topkWeights);
+});
