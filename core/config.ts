@@ -92,7 +92,8 @@ export class Config {
    * - normForward on aligned views (`_tp16hr`); normForwardAndPerTokenCast e4m3 on aligned views (`_br4a`; with a
    *   residual `_wr_resa`) and addRmsnormForwardAndPerTokenCast e4m3 on aligned views (`_wr_resa`);
    * - swigluForward bf16 → bf16, swigluForwardAndPerTokenCast bf16 → e4m3 with groups of 128 without a clamp and
-   *   swigluBackward bf16 → bf16, where their aligned-only forms run (`_a`, `_an`, `_g128_anl`, backward `_a`);
+   *   swigluBackward bf16 → bf16, where their aligned-only forms run (`_a`, `_an`, `_g128_anl`, `_g128_anr2` at
+   *   H = 7168, backward `_a`);
    * - castBack / perTokenCastBack e4m3 → bf16 with H / 8 ≥ 256 (the segmented kernel);
    * - perBlockCastWithSfOnly (not perBlockCast nor perBlockCastWithPrecomputedSf, which run the same kernels
    *   plainly; docs/perf-notes/perf10-pdl.md);

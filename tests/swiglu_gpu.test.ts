@@ -26,7 +26,8 @@ import { deviceRuntime } from "../core/tensor.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { expf } from "../ops/quant/expf.ref.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
-import { launchExpfCheck, type SwigluLaunch, swigluFormSuffix } from "../ops/quant/swiglu_launch.ts";
+import { launchExpfCheck, type SwigluLaunch, swigluFormSuffix, swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
+import { kernelFunction } from "../ffi/cuda.ts";
 import { asCodes, caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes, maskExcludedRows, swigluCaseOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
@@ -632,17 +633,29 @@ gpuTest("the aligned-only forms at full size, and main's kernels for views off a
   const dx2 = uploadView(x2), ddy2 = uploadView(dy2), dco2 = onDevice(co2);
   {
     // full size (the roofline shape), psum layout with padding rows, weights, no clamp: forward `_an`,
-    // forward+cast `_anl` (perf10-swc), backward `_a`
+    // forward+cast the row form `_anr2` (the default at H = 7168, perf11-swr) and `_anl` with
+    // swigluLaunchTuning.rowForm off (perf10-swc), backward `_a`
     const label = "full size";
     const fwd = swigluForward(x2, { fmt: "bf16", ...co2 }) as HostTensor;
     const gpu = swigluForward(dx2, { fmt: "bf16", ...dco2 }) as DeviceTensor;
     sameRows(readAllocation(gpu), storageBytes(fwd), real2, H2 * 2, `${label} forward`);
     dispose(gpu);
     const cast = swigluForwardAndPerTokenCast(x2, { fmt: "e4m3", numPerChannels: 128, ...co2 });
-    const [gd, gs] = swigluForwardAndPerTokenCast(dx2, { fmt: "e4m3", numPerChannels: 128, ...dco2 });
-    sameRows(readAllocation(gd as DeviceTensor), storageBytes(cast[0] as HostTensor), real2, H2, `${label} forward+cast data`);
-    sameSfRows(readAllocation(gs as DeviceTensor), cast[1] as HostTensor, real2, `${label} forward+cast`);
-    dispose(gd, gs);
+    for (const rowForm of [true, false]) {
+      const form = rowForm ? "_anr2" : "_anl";
+      const saved = swigluLaunchTuning.rowForm;
+      swigluLaunchTuning.rowForm = rowForm;
+      try {
+        const [gd, gs] = swigluForwardAndPerTokenCast(dx2, { fmt: "e4m3", numPerChannels: 128, ...dco2 });
+        const want = kernelFunction("test", { kind: "cuda", index: 0 }, `tk_swiglu_forward__bf16_e4m3_g128${form}`);
+        assert.equal(swigluLastLaunch().fn, want, `${label} forward+cast: ${form} ran`);
+        sameRows(readAllocation(gd as DeviceTensor), storageBytes(cast[0] as HostTensor), real2, H2, `${label} forward+cast ${form} data`);
+        sameSfRows(readAllocation(gs as DeviceTensor), cast[1] as HostTensor, real2, `${label} forward+cast ${form}`);
+        dispose(gd, gs);
+      } finally {
+        swigluLaunchTuning.rowForm = saved;
+      }
+    }
     const bwd = swigluBackward(x2, dy2, { fmt: "bf16", ...co2 });
     const g = swigluBackward(dx2, ddy2, { fmt: "bf16", ...dco2 });
     for (let i = 0; i < 2; i++) assertBytesEqual(readAllocation(g[i] as DeviceTensor), storageBytes(bwd[i] as HostTensor), `${label} backward output ${i}`);

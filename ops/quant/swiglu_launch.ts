@@ -34,20 +34,33 @@ const FORWARD_PARTS = 3;
 /** Column parts of the lean cast form `_anl` (kFwdLeanParts of swiglu.cu: 4 CTAs per SM on sm_90a). */
 const FORWARD_LEAN_PARTS = 4;
 
+/** The cast's row form `_anr2` (kernels-src/cuda/swiglu/swiglu_rows.cu): the one hidden size it is built for (kRowHidden). */
+const ROW_HIDDEN = 7168;
+/** Threads of a row-form block (kRowThreads): 56 teams of 8 lanes, one group of 128 output columns each. */
+const ROW_THREADS = 448;
+/** Resident row-form blocks per SM (kRowMinBlocks: 2); the grid is one wave of them, min(T, 2 · SMs). */
+const ROW_CTAS_PER_SM = 2;
 /** Rows a block of the 16-lane team form `_t16` works on at once (swiglu_bwd_t16.cu). */
 const T16_ROWS_PER_BLOCK = THREADS / 16;
 
 /**
- * A/B knobs of the SwiGLU launches (bench/sbc11_tuning.ts); the kernels write the same bytes in every setting.
+ * A/B knobs of the SwiGLU launches (bench/sbc11_tuning.ts, bench/swr11_tuning.ts); the kernels write the same bytes
+ * in every setting.
  * - `backwardCastForm`: swigluBackwardAndPerTokenCast with bf16 dy and groups of 128 by the 16-lane team form
  *   `tk_swiglu_backward__e4m3_bf16_g128_t16` ("team16", the default: kernels-src/cuda/swiglu/swiglu_bwd_t16.cu,
  *   docs/perf-notes/perf11-sbc.md: 64 registers and 4 CTAs per SM on sm_90a against main's 116 and 2; measured on
  *   the H200 at 16384 × 7168: 54.6% of copy against 46.3%) where its conditions hold (see {@link swigluFormSuffix}),
  *   or by swiglu.cu's kernel `tk_swiglu_backward__e4m3_bf16_g128` ("main", kept for A/B). Main's kernel serves every
  *   launch the team form does not take in either setting.
+ * - `rowForm`: swigluForwardAndPerTokenCast with H = 7168 by the row form `tk_swiglu_forward__bf16_e4m3_g128_anr2`
+ *   (true, the default: kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf11-swr.md: one row per
+ *   448-thread block, 2 CTAs per SM, a grid of one wave; measured on the H200 at 16384 × 7168: 85.5% of copy against
+ *   81.2%) where the lean cast form `_anl` would run, or by `_anl` (false, kept for A/B). `_anl` (or main's kernel)
+ *   serves every launch the row form does not take in either setting.
  */
 export const swigluLaunchTuning = {
   backwardCastForm: "team16" as "main" | "team16",
+  rowForm: true,
 };
 
 const packet = new LaunchPacket(SwigluParams);
@@ -106,12 +119,19 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * are multiples of 256 bytes); forward bf16 out: base and row stride multiples of 16 bytes; forward cast: the e4m3
  * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
  * of 128 bytes). The no-clamp form (`_an`, or forward__bf16_e4m3_g128's `_anl`) where it is built and the launch
- * has no clamp (then there are no counters either), else `_a` where it is built. swigluBackwardAndPerTokenCast's
+ * has no clamp (then there are no counters either), else `_a` where it is built. Where forward__bf16_e4m3_g128's
+ * `_anl` would run with H = 7168, the row form `_anr2` instead while {@link swigluLaunchTuning}.rowForm is set (the
+ * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md). swigluBackwardAndPerTokenCast's
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16` while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_t16" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_t16" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
+  const f = alignedSuffix(a);
+  return f === "_anl" && swigluLaunchTuning.rowForm && a.hidden === ROW_HIDDEN ? "_anr2" : f;
+}
+
+function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
   const built = ALIGNED_FORMS.get(a.symbol);
   if (!built) return "";
   const noClamp = built.find((f) => f !== "_a");
@@ -184,13 +204,16 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
+  const rows = form === "_anr2";
   const rowsPerBlock = form === "_t16" ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
-  const grid = Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
-  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`) are compiled with the
+  const grid = rows
+    ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))
+    : Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`) are compiled with the
   // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.
-  p.setLaunch(fn, stream.handle, grid, THREADS, 0, config.pdl && form !== "" && form !== "_t16", device.index);
+  p.setLaunch(fn, stream.handle, grid, rows ? ROW_THREADS : THREADS, 0, config.pdl && form !== "" && form !== "_t16", device.index);
   p.launch(op);
 }
 

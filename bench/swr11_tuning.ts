@@ -1,0 +1,147 @@
+/**
+ * swigluForwardAndPerTokenCast's row form against main's lean cast form, in one process
+ * (docs/perf-notes/perf11-swr.md): the roofline case (bench/cases_swiglu.ts: bf16 → e4m3, groups of 128, fp32 sf),
+ * 8192 and 16384 tokens × H = 7168, psum over 64 experts (alignment 128), row weights, no clamp. Settings
+ * (swigluLaunchTuning.rowForm, restored at the end):
+ * - "main": rowForm off: the lean cast form `_anl` (main's before perf11-swr);
+ * - "anr2": rowForm on (the default): the row form `_anr2`, a grid of one wave (2 blocks of 448 threads per SM).
+ *
+ * Each figure: 20 calls on the default stream between two events after a lead copy of 2 GiB (LeadTimer of
+ * bench/common.ts), the median of 7 repetitions; the settings interleaved over 5 rounds (rotated order), the median
+ * of the rounds printed. % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes) for the bytes
+ * bench/roofline.ts counts for the op (real rows of x and the weights read, the real rows' outputs written); Δ is the
+ * time against main's. The outputs of both settings (real rows: the forward leaves padding rows unwritten) are
+ * compared with main's, on the roofline's input and on random bf16 rows at 8192 tokens: a difference prints FAIL.
+ *
+ * `deno run -A --no-check bench/swr11_tuning.ts` (or `bun bench/swr11_tuning.ts`).
+ * @module
+ */
+import process from "node:process";
+import { type DeviceTensor, devices, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
+import { deviceRuntime, type HostTensor, tensor, toDevice } from "../core/tensor.ts";
+import { syncAndCheck } from "../ffi/cuda.ts";
+import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
+import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
+import { copyRateGBs, DEV, LeadTimer, randomBf16Host } from "./common.ts";
+import { psumFor } from "./cases_swiglu.ts";
+
+if (devices().length === 0) {
+  console.log("swr11_tuning needs a CUDA device; none found");
+  process.exit(0);
+}
+const H = 7168;
+const E = 64;
+const A = 128;
+const ROUNDS = 5;
+type Tuning = Partial<typeof swigluLaunchTuning>;
+const SETTINGS: readonly { name: string; t: Tuning }[] = [
+  { name: "main", t: { rowForm: false } },
+  { name: "anr2", t: { rowForm: true } },
+];
+const OPS = ["swigluForwardAndPerTokenCast"] as const;
+
+const stream = deviceRuntime("bench").defaultStream(DEV);
+const timer = new LeadTimer();
+const copy = copyRateGBs(2 ** 30);
+console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
+const saved = { ...swigluLaunchTuning };
+let failures = 0;
+
+/** The case's device inputs; `x` the roofline's bf16 pattern, or random rows. */
+function inputs(T: number, random: boolean) {
+  const { psum, real } = psumFor(T);
+  const hx = random ? randomBf16Host(T, 2 * H, T + 7) : tensor(new Uint16Array(T * 2 * H).map((_, i) => 0x3f00 + (i % 97)), [T, 2 * H], "bf16");
+  const ps = tensor(psum, [E], "int32");
+  return {
+    real,
+    mask: swigluRealRows("bench", T, ps, A),
+    x: toDevice(hx) as DeviceTensor,
+    w: toDevice(tensor(new Float32Array(T).fill(0.25), [T], "fp32")) as DeviceTensor,
+    ps: toDevice(ps) as DeviceTensor,
+  };
+}
+
+/** One call of `op` under the current tuning; its outputs. */
+function call(_op: (typeof OPS)[number], c: ReturnType<typeof inputs>): DeviceTensor[] {
+  const common = { psumNumTokensPerExpert: c.ps, tokenAlignment: A, topkWeights: c.w } as const;
+  const [d, s] = swigluForwardAndPerTokenCast(c.x, { fmt: "e4m3", numPerChannels: 128, ...common });
+  return [d as DeviceTensor, s as DeviceTensor];
+}
+
+async function realBytes(t: DeviceTensor, mask: Uint8Array): Promise<Uint8Array> {
+  const h = (await toHost(t)) as HostTensor;
+  const b = new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
+  const row = b.length / mask.length;
+  for (let r = 0; r < mask.length; r++) if (!mask[r]) b.fill(0, r * row, (r + 1) * row);
+  return b;
+}
+
+/** Every setting's outputs of one call against main's (real rows). */
+async function compare(T: number, random: boolean, c: ReturnType<typeof inputs>): Promise<void> {
+  for (const op of OPS) {
+    let ref: Uint8Array[] | null = null;
+    for (const s of SETTINGS) {
+      Object.assign(swigluLaunchTuning, s.t);
+      const outs = call(op, c);
+      const got = await Promise.all(outs.map((t) => realBytes(t, c.mask)));
+      for (const t of outs) t.dispose();
+      if (ref === null) {
+        ref = got;
+        continue;
+      }
+      for (let k = 0; k < got.length; k++) {
+        let bad = -1;
+        for (let j = 0; j < ref[k].length && bad < 0; j++) if (ref[k][j] !== got[k][j]) bad = j;
+        if (bad >= 0 || got[k].length !== ref[k].length) {
+          failures++;
+          console.log(`FAIL ${op} ${T}x${H} ${random ? "random" : "roofline"} input, ${s.name}: output ${k} differs from main's at byte ${bad}`);
+        }
+      }
+    }
+  }
+  Object.assign(swigluLaunchTuning, saved);
+}
+
+try {
+  const r = inputs(8192, true);
+  await compare(8192, true, r);
+  for (const t of [r.x, r.w, r.ps]) t.dispose();
+  for (const T of [8192, 16384]) {
+    const c = inputs(T, false);
+    for (const op of OPS) {
+      const us = new Map<string, number[]>();
+      for (let round = 0; round < ROUNDS; round++) {
+        for (let i = 0; i < SETTINGS.length; i++) {
+          const s = SETTINGS[(i + round) % SETTINGS.length];
+          Object.assign(swigluLaunchTuning, s.t);
+          const v = timer.timeUs(stream, () => {
+            for (const t of call(op, c)) t.dispose();
+          });
+          us.set(s.name, [...(us.get(s.name) ?? []), v]);
+        }
+      }
+      Object.assign(swigluLaunchTuning, saved);
+      // bench/roofline.ts's bytes (cases_swiglu.ts)
+      const bytes = c.real * (2 * H * 2 + 4) + c.real * (H + (H / 128) * 4);
+      const med = (name: string) => us.get(name)!.sort((a, b) => a - b)[ROUNDS >> 1];
+      const base = med("main");
+      for (const s of SETTINGS) {
+        const v = med(s.name);
+        const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
+        const delta = s.name === "main" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
+        console.log(`${op} ${T}x${H} 64 experts, weights\t${s.name.padEnd(8)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
+      }
+    }
+    await compare(T, false, c);
+    for (const t of [c.x, c.w, c.ps]) t.dispose();
+  }
+} finally {
+  Object.assign(swigluLaunchTuning, saved);
+  syncAndCheck(0, stream.handle);
+  timer.dispose();
+}
+if (failures > 0) {
+  console.log(`${failures} FAIL`);
+  process.exit(1);
+}
+console.log("swr11_tuning: anr2's outputs equal main's");

@@ -1,0 +1,181 @@
+// SwiGLU forward and per-token cast by whole rows (spec/quant.md §8.1–§8.4): the row form `_anr2` of
+// swigluForwardAndPerTokenCast (bf16 → e4m3, groups of 128), for H = 7168 only (docs/perf-notes/perf11-swr.md).
+// The default where swiglu.cu's lean cast form `_anl` would run with H = 7168 (swigluLaunchTuning.rowForm,
+// ops/quant/swiglu_launch.ts; false selects `_anl` for A/B); the same bytes as `_anl`, which serves every other launch.
+//
+// Symbol
+//   tk_swiglu_forward__bf16_e4m3_g128_anr2    swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168
+// Under `_anl`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and hence no
+// counters), with programmatic dependent launch as swiglu.cu's kFormPdl (launched with the attribute while
+// config.pdl is set).
+//
+// Launch geometry (ops/quant/swiglu_launch.ts follows it; any grid.x ≥ 1 is correct, the kernel is grid-stride):
+//   block.x = kRowThreads = 448, no dynamic shared memory, grid.x = min(T, 2 · SMs) (one wave, kRowMinBlocks = 2)
+//   Static shared memory: 34 KiB, the silu table of common/silu_bf16.cuh (copied by each CTA once).
+//
+// Work split: one row per block at a time, the block walks rows blockIdx.x, + gridDim.x, … A team of 8 adjacent
+// lanes owns one group of 128 output columns (56 teams = 448 threads cover H = 7168): lane r of team q takes the
+// chunks of 8 columns at 128q + 8r and 128q + 64 + 8r (gate and up: the same columns of both halves), as a step of
+// swiglu.cu's forward does. So a group of 128 is one team, its amax one xor butterfly of 3 shuffles, and its scale
+// and inverse (sf_and_inv: two IEEE divisions) are computed once per group. A row's weight is loaded with its 4 loads,
+// and the expert test of the block's next row (the psum search: ~7 dependent loads) runs while they are in flight,
+// so neither stands between a row's loads and its arithmetic; a row's whole input is loaded before any of it is
+// computed (16 registers of raw words), and the warps of the SM (2 × 14) hide the load latency of each other.
+// Why rows instead of swiglu.cu's units of 4 rows × a part of the columns: no per-unit prologue (psum search, weight,
+// first loads before the first step), one group per thread-team per row (no second sf_and_inv, no prefetch
+// registers), and the psum search off the critical path. Measured on the H200 (2026-12-02): 85.5% of copy at
+// 16384 × 7168 against `_anl`'s 81.2%; the 3-CTA build (≤ 40 registers, spills) and a bf16-output row form were
+// slower and were removed (docs/perf-notes/perf11-swr.md).
+#include "../common/bf16_gate_tables.h"
+#include "../common/chunk.cuh"
+#include "../common/codec.cuh"
+#include "../common/error_word.cuh"
+#include "../common/expf_bf16.cuh"
+#include "../common/fp.cuh"
+#include "../common/hw.cuh"
+#include "../common/ldst.cuh"
+#include "../common/reduce.cuh"
+#include "../common/scale.cuh"
+#include "../common/silu_bf16.cuh"
+#include "../generated/swiglu_params.h"
+#include "swiglu_rows.cuh"
+
+namespace tk {
+namespace {
+
+constexpr uint32_t kRowHidden = 7168;  // H: the only hidden size of this form (ROW_HIDDEN of swiglu_launch.ts)
+constexpr int kRowTeam = 8;            // lanes per group of 128 columns
+constexpr int kRowChunk = 8;           // columns per chunk (16 bytes of bf16)
+constexpr int kRowGroup = 128;
+constexpr int kRowThreads = kRowHidden / kRowGroup * kRowTeam;  // 448 (ROW_THREADS of swiglu_launch.ts)
+static_assert(kRowThreads % kWarpSize == 0, "whole warps");
+// Resident blocks per SM (ROW_CTAS_PER_SM of swiglu_launch.ts): 2 × 448 threads, 28 warps per SM, no spills
+// (at 3 blocks per SM, ≤ 40 registers, the form spilled 32 bytes on sm_90a around the slow path of sf_and_inv's
+// divisions, and measured slower).
+constexpr int kRowMinBlocks = 2;
+
+TK_DEV void row_pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+TK_DEV void row_pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+// Whether row t (< T) is real (§8.1): binary search of the first e with psum[e] > t (reads only [0, E)).
+// swiglu_rows.cuh's row_is_real with the row 32-bit (T < 2^32): psum[e] > t as int64 is psum[e] ≥ 0 and psum[e] > t unsigned.
+TK_DEV bool row_real(const SwigluParams& p, uint32_t t) {
+  if (p.num_experts == 0) return true;
+  uint32_t lo = 0, hi = p.num_experts;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    const int32_t v = psum_at(p, mid);
+    if (v >= 0 && static_cast<uint32_t>(v) > t) hi = mid;
+    else lo = mid + 1;
+  }
+  if (lo == p.num_experts) return false;
+  const int64_t start = lo == 0 ? 0 : align_up(psum_at(p, lo - 1), p.token_alignment);
+  return static_cast<int64_t>(t) >= start;
+}
+
+// The e4m3 cast's scale tensor (swiglu.cu's make_sf_out): H / 128 scale columns.
+TK_DEV SfOut row_sf_out(const SwigluParams& p) {
+  return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, p.sf_flags, kRowHidden / kRowGroup};
+}
+
+// The 8 values of one chunk (§8.3: silu(g) · u, then · w): swiglu.cu's forward for bf16 x without a clamp,
+// operation for operation (the silu entries first, the exact fix-ups of common/silu_bf16.cuh only when a gate of
+// the chunk lies outside the table's window). One chunk at a time, so that a chunk's raw words are dead once its
+// values exist: the lane's 16 raw words and 16 values are never all live at once (the 40 registers).
+TK_DEV void row_chunk_values(const float* table, const uint32_t (&gw)[4], const uint32_t (&uw)[4], bool weighted,
+                             float w, float (&v)[kRowChunk]) {
+  uint32_t outside = 0;
+#pragma unroll
+  for (int k = 0; k < kRowChunk / 2; ++k) {
+    const Bf16x2Offsets o = exp_neg_bf16x2_offsets(gw[k]);
+    v[2 * k] = bf16_table_at(table, o.lo);
+    v[2 * k + 1] = bf16_table_at(table, o.hi);
+    outside |= o.outside;
+  }
+  if (outside != 0) {
+#pragma unroll
+    for (int i = 0; i < kRowChunk; ++i) {
+      const float g = element<Fmt::kBf16>(gw, i);
+      v[i] = silu_bf16_fix(g, v[i], silu_bf16_outside(f2u(g) >> 16));
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kRowChunk; ++i) v[i] = mul_rn(v[i], element<Fmt::kBf16>(uw, i));
+  if (weighted) {
+#pragma unroll
+    for (int i = 0; i < kRowChunk; ++i) v[i] = mul_rn(v[i], w);
+  }
+}
+
+// e4m3 codes of groups of 128 + sf (swigluForwardAndPerTokenCast).
+TK_DEV void forward_rows_cast(const SwigluParams& p) {
+  row_pdl_launch_dependents();
+  __shared__ __align__(16) float table[kExpNegBf16TableSize];
+  copy_bf16_gate_table(table, kSiluBf16Table);  // the module's constant table: no grid writes it
+  __syncthreads();
+  row_pdl_wait();  // from here on memory another grid may write (psum, x, weights, the outputs, the error word)
+  check_psum(p);
+
+  constexpr uint32_t H = kRowHidden;
+  const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
+  const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
+  const uint32_t T = p.num_tokens;
+  // Pointers and strides are formed from the parameters (constant bank) where they are used, and rows are 32-bit
+  // (T < 2^32): every register held across the row loop is one the 16 raw words and the next row's search compete for.
+  uint32_t row = blockIdx.x;
+  bool real = row < T && row_real(p, row);
+  for (; row < T; row += gridDim.x) {
+    uint32_t gw[2][4], uw[2][4];
+    if (real) {
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(row) * (4 * H) + 2 * c0;
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        ld_stream(xr + 2 * 64 * s, gw[s]);
+        ld_stream(xr + 2 * (H + 64 * s), uw[s]);
+      }
+    }
+    const float w = real ? row_weight(p, row) : 1.0f;  // in flight with the row's loads
+    // the next row's state while this row's loads are in flight (block-uniform: no divergence)
+    const uint32_t next = row + gridDim.x;
+    const bool real_next = next < T && row_real(p, next);
+    if (real) {  // padding rows (§8.1) get nothing written, as in swiglu.cu's forward
+      float v[2][kRowChunk];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) row_chunk_values(table, gw[s], uw[s], p.flags & kHasWeights, w, v[s]);
+      // The group's amax is the maximumNumber of {0} ∪ {|v|} over its 128 values, as in swiglu.cu's `_anl`:
+      // one max tree with fabsf folded into the max's operands, then the team's butterfly; max is exact and
+      // order independent, and the max with 0 leaves 0 (never NaN) for an all-NaN group, as main's chains from 0.
+      float m[kRowChunk];
+#pragma unroll
+      for (int i = 0; i < kRowChunk; ++i) m[i] = max_num(fabsf(v[0][i]), fabsf(v[1][i]));
+#pragma unroll
+      for (int h = kRowChunk / 2; h >= 1; h /= 2)
+#pragma unroll
+        for (int i = 0; i < h; ++i) m[i] = max_num(m[i], m[i + h]);
+      const float amax = group_max<kRowTeam>(max_num(m[0], 0.0f));
+      const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kE4m3Max, p.sf_flags);
+      uint8_t* const outr = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(row) * H + c0;
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        float sc[kRowChunk];
+#pragma unroll
+        for (int i = 0; i < kRowChunk; ++i) sc[i] = mul_rn(v[s][i], si.inv);
+        uint32_t o[2];
+        encode_chunk<Fmt::kE4m3, kRowChunk>(sc, o);
+        st_v2(outr + 64 * s, o[0], o[1]);
+      }
+      // after the codes: the sf's address arithmetic then does not compete with the 16 values for registers
+      if (r == 0) row_sf_out(p).store(row, q, si.stored);
+    }
+    real = real_next;
+  }
+  row_sf_out(p).zero_padding_rows(p.num_tokens, p.sf_rows);
+}
+
+}  // namespace
+}  // namespace tk
+
+extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anr2(
+    const __grid_constant__ SwigluParams p) {
+  tk::forward_rows_cast(p);
+}

@@ -1,0 +1,219 @@
+/**
+ * The row form of swigluForwardAndPerTokenCast (`_anr2`: kernels-src/cuda/swiglu/swiglu_rows.cu,
+ * docs/perf-notes/perf11-swr.md; the default at H = 7168) against the CPU reference and the lean cast form `_anl`
+ * (`swigluLaunchTuning.rowForm` off, restored afterwards), byte for byte: H = 7168 (the only hidden size it is built for) with
+ * T = 0, 1, 5, 37 and more rows than a grid of one wave (each block then walks several rows), random bf16 rows of
+ * every kind tests/gpu_util.ts randomInput makes (huge, tiny, ±0, rounding ties) and random values with NaN / ±Inf,
+ * the cast's edge groups (all NaN, ±0 only, one +Inf, subnormal products, overflow), psum layouts with padding rows
+ * and alignments, weights with and without the scaling factor, every sf layout; which kernel launched is asserted
+ * after every call (a silent fallback fails). Then the cases the row form does not take (another H, a clamp, x off
+ * its alignment) run `_anl` or main's kernels, and swigluForward keeps its `_an`. Skipped, and counted as skipped, without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { type DeviceTensor, HostTensor, swigluForward, swigluForwardAndPerTokenCast, tensor } from "../mod.ts";
+import { encodeBf16 } from "../core/dtype.ts";
+import { kernelFunction } from "../ffi/cuda.ts";
+import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
+import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
+import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { dispose, randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+
+const SEED = Number(Date.now() % 1_000_000);
+const H = 7168;
+
+type Tuning = Partial<typeof swigluLaunchTuning>;
+/** The settings compared: the lean cast form `_anl` (knob off) and the row form `_anr2` (the default). */
+const SETTINGS: readonly { name: string; t: Tuning }[] = [
+  { name: "anl", t: { rowForm: false } },
+  { name: "anr2", t: { rowForm: true } },
+];
+
+/** Runs `f` under the tuning `t`, restoring the previous values however `f` ends. */
+function withTuning<R>(t: Tuning, f: () => R): R {
+  const saved = { ...swigluLaunchTuning };
+  Object.assign(swigluLaunchTuning, t);
+  try {
+    return f();
+  } finally {
+    Object.assign(swigluLaunchTuning, saved);
+  }
+}
+
+function fnOf(sym: string): number {
+  return kernelFunction("test", { kind: "cuda", index: 0 }, sym);
+}
+
+/** The cast kernel a setting must launch for an aligned, unclamped call at H = 7168. */
+function expectedSymbol(s: Tuning): string {
+  return s.rowForm ? "tk_swiglu_forward__bf16_e4m3_g128_anr2" : "tk_swiglu_forward__bf16_e4m3_g128_anl";
+}
+
+/** A bf16 [T, 2H] input: random values with NaN, ±Inf and ±0 (kind 0), gpu_util's row kinds (1), or edge groups (2). */
+function inputX(rand: () => number, T: number, kind: number): HostTensor {
+  if (kind === 1) return randomInput(rand, T, 2 * H, "bf16");
+  const b = new Uint16Array(T * 2 * H);
+  const NAN = 0x7fc0, INF = 0x7f80, TINY = 0x0080, HUGE = 0x7f00;
+  for (let t = 0; t < T; t++) {
+    for (let j = 0; j < H; j++) {
+      const r = () => {
+        const v = rand();
+        if (kind === 0 && v < 0.002) return NAN;
+        if (kind === 0 && v < 0.004) return INF;
+        if (kind === 0 && v < 0.006) return 0xff80;
+        return encodeBf16(Math.fround((rand() * 2 - 1) * [1, 4, 20, 300, 1e-3][j % 5]));
+      };
+      let g = r(), u = r();
+      if (kind === 2) {
+        const e = (t * (H / 128) + (j >> 7)) % 8;
+        if (e === 1) g = NAN; // the whole group NaN: amax 0, the clamp's scale
+        else if (e === 2) [g, u] = [0, rand() < 0.5 ? 0x8000 : 0]; // ±0 only
+        else if (e === 3 && j % 128 === 37) u = INF; // amax +Inf (the divisions' slow paths)
+        else if (e === 4) [g, u] = [0x3f80, TINY ^ (rand() < 0.5 ? 0x8000 : 0)]; // subnormal products
+        else if (e === 5) [g, u] = [HUGE, HUGE]; // overflow to +Inf, a gate outside the silu window
+        else if (e === 6 && j % 128 === 5) g = NAN; // one NaN among finite values
+        else if (e === 7 && j % 128 === 127) u = encodeBf16(-1000); // the amax at the last column, negative
+      }
+      b[t * 2 * H + j] = g;
+      b[t * 2 * H + H + j] = u;
+    }
+  }
+  return tensor(b, [T, 2 * H], "bf16");
+}
+
+function randomPsum(rand: () => number, T: number, E: number, A: number): HostTensor {
+  const p = new Int32Array(E);
+  let start = 0;
+  for (let e = 0; e < E; e++) {
+    const cap = e === E - 1 ? T : Math.floor(T / A) * A;
+    const room = Math.max(0, cap - start);
+    const n = rand() < 0.2 ? 0 : Math.floor(rand() * Math.min(room, Math.ceil((2 * T) / E) + 1));
+    p[e] = start + n;
+    start = Math.ceil(p[e] / A) * A;
+  }
+  return tensor(p, [E], "int32");
+}
+
+interface Opts {
+  psum?: boolean;
+  weights?: boolean;
+  scale?: boolean;
+}
+const OPTS: readonly Opts[] = [{}, { psum: true }, { weights: true }, { weights: true, scale: true }, { psum: true, weights: true, scale: true }];
+
+function options(rand: () => number, T: number, o: Opts, A: number) {
+  return {
+    psumNumTokensPerExpert: o.psum && T > 0 ? randomPsum(rand, T, 7, A) : undefined,
+    tokenAlignment: A,
+    topkWeights: o.weights ? tensor(Float32Array.from({ length: T }, () => Math.fround(rand() * 2)), [T], "fp32") : undefined,
+    routedScalingFactor: o.scale ? 1.5 : undefined,
+  };
+}
+
+function onDevice<T extends Record<string, unknown>>(o: T): T {
+  const r: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) r[k] = v instanceof HostTensor ? uploadView(v) : v;
+  return r as T;
+}
+
+/** The bytes of rows `real` of a [T, rowBytes] allocation, padding rows zeroed (the forward leaves them unwritten). */
+function realRows(b: Uint8Array, real: Uint8Array, rowBytes: number): Uint8Array {
+  const c = b.slice();
+  for (let t = 0; t < real.length; t++) if (!real[t]) c.fill(0, t * rowBytes, (t + 1) * rowBytes);
+  return c;
+}
+
+/** The sf storage of rows `real` (4-byte elements, strides of `ref`), other rows zeroed; the padding rows kept. */
+function realSf(b: Uint8Array, ref: HostTensor, real: Uint8Array): Uint8Array {
+  const c = b.slice();
+  const [s0, s1] = ref.strides;
+  for (let t = 0; t < real.length; t++) {
+    if (real[t]) continue;
+    for (let k = 0; k < ref.shape[1]; k++) c.fill(0, 4 * (t * s0 + k * s1), 4 * (t * s0 + k * s1) + 4);
+  }
+  return c;
+}
+
+const SF_OPTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }];
+
+gpuTest("the row form _anr2 equals the CPU reference and _anl byte for byte at H = 7168", () => {
+  const seed = SEED;
+  console.log(`swr11 row forms seed ${seed}`);
+  const rand = rng(seed);
+  let calls = 0;
+  for (const T of [0, 1, 5, 37, 900]) {
+    for (const o of OPTS) {
+      if (T === 900 && !(o.psum === o.weights)) continue; // the large case (CPU time): no options, and all of them
+      const A = [1, 4, 16, 128][Math.floor(rand() * 4)];
+      const kind = T === 0 ? 0 : Math.floor(rand() * 3);
+      const x = inputX(rand, T, kind);
+      const co = options(rand, T, o, A);
+      const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
+      const dx = uploadView(x), dco = onDevice(co);
+      const tag = `T=${T} ${JSON.stringify(o)} A=${A} input kind ${kind}`;
+      // swigluForwardAndPerTokenCast, every sf layout
+      for (const sfo of SF_OPTS) {
+        const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...co });
+        const wantD = realRows(storageBytes(cd as HostTensor), real, H);
+        const wantS = realSf(storageBytes(cs as HostTensor), cs as HostTensor, real);
+        for (const s of SETTINGS) {
+          withTuning(s.t, () => {
+            const label = `swigluForwardAndPerTokenCast ${s.name} ${JSON.stringify(sfo)} ${tag}`;
+            const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...dco });
+            if (T > 0) assert.equal(swigluLastLaunch().fn, fnOf(expectedSymbol(s.t)), `${label}: kernel`);
+            assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), wantD, `${label} data`);
+            assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), wantS, `${label} sf`);
+            dispose(gd, gs);
+            calls++;
+          });
+        }
+      }
+      dispose(dx, Object.values(dco));
+    }
+  }
+  assert.ok(calls > 0);
+});
+
+gpuTest("with the row form on (the default), the cases it does not take run _anl or main's kernels (other H, clamp, x off alignment); swigluForward keeps _an", () => {
+  const rand = rng(SEED + 1);
+  withTuning({ rowForm: true }, () => {
+    // another hidden size: `_an` / `_anl`
+    const x1 = tensor(Uint16Array.from({ length: 9 * 2 * 1024 }, () => encodeBf16(Math.fround(rand() * 8 - 4))), [9, 2048], "bf16");
+    const d1 = uploadView(x1);
+    const f1 = swigluForward(d1, { fmt: "bf16" }) as DeviceTensor;
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_an"), "H = 1024: _an");
+    assertBytesEqual(readAllocation(f1), storageBytes(swigluForward(x1, { fmt: "bf16" }) as HostTensor), "H = 1024 forward");
+    const [c1, s1] = swigluForwardAndPerTokenCast(d1, { fmt: "e4m3", numPerChannels: 128 });
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anl"), "H = 1024: _anl");
+    assertBytesEqual(readAllocation(c1 as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x1, { fmt: "e4m3", numPerChannels: 128 })[0] as HostTensor), "H = 1024 cast");
+    dispose(d1, f1, c1, s1);
+    // H = 7168 with a clamp: main's kernels
+    const x2 = inputX(rand, 3, 0);
+    const d2 = uploadView(x2);
+    const f2 = swigluForward(d2, { fmt: "bf16", clampValue: 7 }) as DeviceTensor;
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_a"), "clamp: _a");
+    assertBytesEqual(readAllocation(f2), storageBytes(swigluForward(x2, { fmt: "bf16", clampValue: 7 }) as HostTensor), "clamp forward");
+    const [c2, s2] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128, clampValue: 7 });
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "clamp: main's cast kernel");
+    dispose(f2, c2, s2);
+    // H = 7168 without a clamp: the cast's row form, swigluForward's `_an` (no row form)
+    const f3 = swigluForward(d2, { fmt: "bf16" }) as DeviceTensor;
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_an"), "H = 7168 forward: _an");
+    assertBytesEqual(readAllocation(f3), storageBytes(swigluForward(x2, { fmt: "bf16" }) as HostTensor), "H = 7168 forward");
+    const [c3, s3] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128 });
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anr2"), "H = 7168 cast: _anr2");
+    dispose(f3, c3, s3);
+    // x one element off its 16-byte alignment: main's kernels
+    const src = x2.data as Uint16Array;
+    const pad = new Uint16Array(src.length + 1);
+    pad.set(src, 1);
+    const du = uploadView(new HostTensor(pad, "bf16", x2.shape, x2.strides, 1));
+    const fu = swigluForward(du, { fmt: "bf16" }) as DeviceTensor;
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16"), "x off alignment: main's kernel");
+    assertBytesEqual(readAllocation(fu), storageBytes(swigluForward(x2, { fmt: "bf16" }) as HostTensor), "x off alignment forward");
+    const [cu, su] = swigluForwardAndPerTokenCast(du, { fmt: "e4m3", numPerChannels: 128 });
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "x off alignment: main's cast kernel");
+    dispose(d2, du, fu, cu, su);
+  });
+  assert.equal(swigluLaunchTuning.rowForm, true, "the knob is restored (default on)");
+});
