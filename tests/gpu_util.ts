@@ -84,6 +84,41 @@ export function sameAllocation(gpu: unknown, expected: unknown, label: string): 
   assertBytesEqual(readAllocation(gpu as DeviceTensor), want, label);
 }
 
+/** Expert prefix sums over T rows with random counts (some empty), alignment A. */
+export function randomPsum(rand: () => number, T: number, E: number, A: number): HostTensor {
+  const p = new Int32Array(E);
+  let start = 0;
+  for (let e = 0; e < E; e++) {
+    // Every expert but the last ends at most at the last multiple of A within T, so the next aligned start stays
+    // ≤ T and the psum keeps the §11.2 contract (psum[e] ≥ start_e, psum[E−1] ≤ T) for any T and A.
+    const cap = e === E - 1 ? T : Math.floor(T / A) * A;
+    const room = Math.max(0, cap - start);
+    const n = rand() < 0.2 ? 0 : Math.floor(rand() * Math.min(room, Math.ceil((2 * T) / E) + 1));
+    p[e] = start + n;
+    start = Math.ceil(p[e] / A) * A;
+  }
+  return tensor(p, [E], "int32");
+}
+
+/** normForwardAndPerTokenCast's outputs: [[data, sf], outBf16 or null, rstd, residualOut]. */
+type NormCastOutputs = readonly [readonly [unknown, { readonly strides: ArrayLike<number> }], unknown, unknown, unknown];
+
+/**
+ * The device outputs of normForwardAndPerTokenCast against the expected ones (the CPU's), byte for byte: data, the
+ * scales and their strides, outBf16 (or its absence), rstd, and residualOut where a residual was given.
+ */
+export function sameNormCastOutputs(got: NormCastOutputs, want: NormCastOutputs, residual: boolean, label: string): void {
+  const [[gd, gf], gb, gr, gs] = got;
+  const [[cd, cf], cb, cr, cs] = want;
+  sameAllocation(gd, cd, `${label} data`);
+  sameAllocation(gf, cf, `${label} sf`);
+  assert.deepEqual([...Array.from(gf.strides)], [...Array.from(cf.strides)], `${label} sf strides`);
+  if (cb) sameAllocation(gb, cb, `${label} outBf16`);
+  else assert.equal(gb, null);
+  sameAllocation(gr, cr, `${label} rstd`);
+  if (residual) sameAllocation(gs, cs, `${label} residualOut`);
+}
+
 /** Disposes every device tensor among the arguments (arrays at any depth); host tensors and nulls are skipped. */
 export function dispose(...ts: unknown[]): void {
   for (const t of ts.flat(Infinity)) if (t instanceof DeviceTensor) t.dispose();

@@ -19,7 +19,7 @@ import { addRmsnormForwardAndPerTokenCast, normForwardAndPerTokenCast, type Norm
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { normForwardLastLaunch } from "../ops/norm/norm_forward.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, sameAllocation, SF_LAYOUTS_FP32, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, sameAllocation, sameNormCastOutputs, SF_LAYOUTS_FP32, uploadView } from "./gpu_util.ts";
 
 type CastOpts = Omit<NormForwardAndPerTokenCastOptions, "eps" | "outScale" | "residual">;
 
@@ -113,13 +113,7 @@ function compareOn(x: HostTensor, r: HostTensor | undefined, w: HostTensor | nul
       const pdlForm = /_(br4a|wr_resa|tp16c_res)$/.test(sym);
       assert.equal(last.pdl, config.pdl && pdlForm, `${label}: PDL ${pdlForm ? "as config.pdl" : "off (a plain form)"}`);
     }
-    sameAllocation(gd, cd, `${label} data`);
-    sameAllocation(gf, cf, `${label} sf`);
-    assert.deepEqual([...gf.strides], [...cf.strides], `${label} sf strides`);
-    if (cb) sameAllocation(gb, cb, `${label} outBf16`);
-    else assert.equal(gb, null);
-    sameAllocation(gr, cr, `${label} rstd`);
-    if (r) sameAllocation(gs, cs, `${label} residualOut`);
+    sameNormCastOutputs([[gd, gf], gb, gr, gs], [[cd, cf], cb, cr, cs], !!r, label);
   } finally {
     dispose(gd, gf, gb, gr, r ? gs : null, dx, dr, dw);
   }

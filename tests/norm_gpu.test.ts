@@ -28,7 +28,7 @@ import { castViewsAligned } from "../ops/norm/norm_forward.ts";
 import { loadGolden } from "./golden.ts";
 import { refuses } from "./refuses.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, sameNormCastOutputs, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
 type Dt = "fp32" | "bf16";
 
@@ -500,13 +500,7 @@ function compareCastOn(
   const dw = w ? uploadView(w) : null;
   const [[gd, gf], gb, gr, gs] = normForwardAndPerTokenCast(dx, dw, { ...opts, residual: dr });
   try {
-    sameAllocation(gd, cd, `${label} data`);
-    sameAllocation(gf, cf, `${label} sf`);
-    assert.deepEqual([...gf.strides], [...cf.strides], `${label} sf strides`);
-    if (cb) sameAllocation(gb, cb, `${label} outBf16`);
-    else assert.equal(gb, null);
-    sameAllocation(gr, cr, `${label} rstd`);
-    if (r) sameAllocation(gs, cs, `${label} residualOut`);
+    sameNormCastOutputs([[gd, gf], gb, gr, gs], [[cd, cf], cb, cr, cs], !!r, label);
     // the fused identity on the device itself: perTokenCast of the device normForward output
     const [n] = normForward(dx, dw, { eps: 1e-6, outScale: c.outScale, residual: dr });
     const n2 = c.B ? (n as DeviceTensor).view([c.B * c.T, c.H]) : n;

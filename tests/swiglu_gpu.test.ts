@@ -30,7 +30,7 @@ import { launchExpfCheck, type SwigluLaunch, swigluFormSuffix, swigluLastLaunch,
 import { kernelFunction } from "../ffi/cuda.ts";
 import { asCodes, caseName, type GoldenCase, type GoldenFile, loadGolden, logicalBytes, maskExcludedRows, swigluCaseOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomPsum, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 const SEED = Number(Date.now() % 1_000_000);
 
@@ -46,22 +46,6 @@ function randomX(rand: () => number, T: number, W: number, dtype: "fp32" | "bf16
   const b = new Uint16Array(v.length);
   for (let i = 0; i < v.length; i++) b[i] = encodeBf16(v[i]);
   return tensor(b, [T, W], "bf16");
-}
-
-/** Expert prefix sums over T rows with random counts (some empty), alignment A. */
-function randomPsum(rand: () => number, T: number, E: number, A: number): HostTensor {
-  const p = new Int32Array(E);
-  let start = 0;
-  for (let e = 0; e < E; e++) {
-    // Every expert but the last ends at most at the last multiple of A within T, so the next aligned start stays
-    // ≤ T and the psum keeps the §11.2 contract (psum[e] ≥ start_e, psum[E−1] ≤ T) for any T and A.
-    const cap = e === E - 1 ? T : Math.floor(T / A) * A;
-    const room = Math.max(0, cap - start);
-    const n = rand() < 0.2 ? 0 : Math.floor(rand() * Math.min(room, Math.ceil((2 * T) / E) + 1));
-    p[e] = start + n;
-    start = Math.ceil(p[e] / A) * A;
-  }
-  return tensor(p, [E], "int32");
 }
 
 function weights(rand: () => number, T: number): HostTensor {

@@ -17,7 +17,7 @@ import { kernelFunction } from "../ffi/cuda.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, randomPsum, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 const SEED = Number(Date.now() % 1_000_000);
 const H = 7168;
@@ -79,19 +79,6 @@ function inputX(rand: () => number, T: number, kind: number): HostTensor {
     }
   }
   return tensor(b, [T, 2 * H], "bf16");
-}
-
-function randomPsum(rand: () => number, T: number, E: number, A: number): HostTensor {
-  const p = new Int32Array(E);
-  let start = 0;
-  for (let e = 0; e < E; e++) {
-    const cap = e === E - 1 ? T : Math.floor(T / A) * A;
-    const room = Math.max(0, cap - start);
-    const n = rand() < 0.2 ? 0 : Math.floor(rand() * Math.min(room, Math.ceil((2 * T) / E) + 1));
-    p[e] = start + n;
-    start = Math.ceil(p[e] / A) * A;
-  }
-  return tensor(p, [E], "int32");
 }
 
 interface Opts {

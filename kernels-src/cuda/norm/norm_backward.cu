@@ -59,6 +59,7 @@
 #include "../common/ldst.cuh"
 #include "../common/rms_tree.cuh"
 #include "../generated/norm_params.h"
+#include "norm_backward_rows.cuh"
 
 namespace tk {
 namespace {
@@ -521,10 +522,7 @@ TK_DEV void norm_backward_rows_wreg(const NormBackwardParams& p) {
   const uint32_t stage_base = smem_addr(stage_buf) + threadIdx.x * kVecBytes;
   auto slot = [&](int i, int s) { return stage_base + (i * kPieces + s) * kRmsBlockThreads * kVecBytes; };
   auto acc_at = [&](int i, int q) -> float4& { return acc_smem[(i * (kRmsChunk / 4) + q) * kRmsBlockThreads + threadIdx.x]; };
-#pragma unroll
-  for (int i = 0; i < kL; ++i)
-#pragma unroll
-    for (int q = 0; q < kRmsChunk / 4; ++q) acc_at(i, q) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  bwd_rows_zero_partials<kL>(acc_at);
 
   // the weight's first kWRegs chunks, once (zeros for a dead chunk, whose products are never used); a later chunk
   // by piece through L1 where it is used, as _b4
@@ -607,10 +605,7 @@ TK_DEV void norm_backward_rows_wreg(const NormBackwardParams& p) {
     const float m = div_rn(dot, static_cast<float>(H));
     // Recompute xh and gw below instead of keeping 2 × 32 values alive across the reduction: hide x's words from
     // the optimizer so it cannot reuse the first pass's values (the weight's words stay as they are: loaded once).
-#pragma unroll
-    for (int i = 0; i < kL; ++i)
-#pragma unroll
-      for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xc[i].w[k]));
+    bwd_rows_hide(xc);
 
     // pass 2: d = (gw ⊖ xh ⊗ m) ⊗ rstd, RNx by pairs, one 16-byte piece of xGrad per half chunk; A ⊕= xh ⊗ g
     uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + static_cast<uint64_t>(t) * H * 2;
@@ -649,16 +644,7 @@ TK_DEV void norm_backward_rows_wreg(const NormBackwardParams& p) {
   }
 
   uint8_t* ws = reinterpret_cast<uint8_t*>(p.workspace) + static_cast<uint64_t>(sigma) * H * 4;
-#pragma unroll
-  for (int i = 0; i < kL; ++i) {
-    if (live[i]) {
-#pragma unroll
-      for (int q = 0; q < kRmsChunk / 4; ++q) {
-        const float4 v = acc_at(i, q);
-        st_v4(ws + static_cast<uint64_t>(c[i]) * kRmsChunk * 4 + kVecBytes * q, f2u(v.x), f2u(v.y), f2u(v.z), f2u(v.w));
-      }
-    }
-  }
+  bwd_rows_store_partials(ws, c, live, acc_at);
 }
 
 // Node (σ, kD) of the slot fold: the sum over slots σ + kD·i folded by halving; leaves (kD = 512) are A_σ,j.

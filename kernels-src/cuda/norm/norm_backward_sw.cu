@@ -29,6 +29,7 @@
 #include "../common/ldst.cuh"
 #include "../common/rms_tree.cuh"
 #include "../generated/norm_params.h"
+#include "norm_backward_rows.cuh"
 
 namespace tk {
 namespace {
@@ -86,10 +87,7 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
     return stage_base + ((i * kPieces + s) * kRmsBlockThreads + col) * kVecBytes;
   };
   auto acc_at = [&](int i, int q) -> float4& { return acc_smem[(i * (kRmsChunk / 4) + q) * kRmsBlockThreads + u]; };
-#pragma unroll
-  for (int i = 0; i < kL; ++i)
-#pragma unroll
-    for (int q = 0; q < kRmsChunk / 4; ++q) acc_at(i, q) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  bwd_rows_zero_partials<kL>(acc_at);
 
   // chunk 0's weight once, in registers; chunk 1's by piece through L1 where it is used (as _b4swx)
   const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight);
@@ -176,10 +174,7 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
     const float dot = team.template reduce<false, true>(cs[0], cs[1], smem + ((t / kSwSlots) & 1) * kRmsBlockThreads);
     const float m = div_rn(dot, static_cast<float>(H));
     // recompute xh and gw in pass 2 (hide x's words from the optimizer, as _b4swx)
-#pragma unroll
-    for (int i = 0; i < kL; ++i)
-#pragma unroll
-      for (int k = 0; k < Chunk::kWords; ++k) asm volatile("" : "+r"(xc[i].w[k]));
+    bwd_rows_hide(xc);
 
     // pass 2: d = (gw ⊖ xh ⊗ m) ⊗ rstd, RNx by pairs; A ⊕= xh ⊗ g
     uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + static_cast<uint64_t>(t) * H * 2;
@@ -231,16 +226,7 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
   }
 
   uint8_t* ws = reinterpret_cast<uint8_t*>(p.workspace) + static_cast<uint64_t>(sigma) * H * 4;
-#pragma unroll
-  for (int i = 0; i < kL; ++i) {
-    if (live[i]) {
-#pragma unroll
-      for (int q = 0; q < kRmsChunk / 4; ++q) {
-        const float4 v = acc_at(i, q);
-        st_v4(ws + static_cast<uint64_t>(c[i]) * kRmsChunk * 4 + kVecBytes * q, f2u(v.x), f2u(v.y), f2u(v.z), f2u(v.w));
-      }
-    }
-  }
+  bwd_rows_store_partials(ws, c, live, acc_at);
 }
 
 }  // namespace

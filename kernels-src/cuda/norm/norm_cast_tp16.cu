@@ -39,6 +39,7 @@
 #include "../common/rms_tree.cuh"
 #include "../common/scale.cuh"
 #include "../generated/norm_params.h"
+#include "norm_rows.cuh"
 
 namespace tk {
 namespace {
@@ -55,26 +56,11 @@ constexpr int kTcMinBlocks = 3;
 constexpr int kTcMinBlocks = 4;
 #endif
 
-TK_DEV void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-TK_DEV void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-
 TK_DEV uint64_t l2_policy_last() {
   uint64_t pol;
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
   return pol;
 }
-// the weight: through L1, kept in L2
-TK_DEV void ld_keep_pol(const void* ptr, uint64_t pol, uint32_t (&w)[4]) {
-  asm volatile("ld.global.nc.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-               : "l"(ptr), "l"(pol));
-}
-
-// Element offset of row (b, t) of a row tensor.
-TK_DEV uint64_t row_offset(uint64_t b, uint64_t t, uint64_t batch_stride, uint64_t row_stride) {
-  return b * batch_stride + t * row_stride;
-}
-
 template <int kCastN>
 struct NormCastTwoPassRes {
   static constexpr int kEb = 2;
@@ -84,25 +70,6 @@ struct NormCastTwoPassRes {
 
   TK_DEV SfOut sf_out(uint32_t flags) const {
     return SfOut{reinterpret_cast<uint8_t*>(p.sf), p.sf_stride0, p.sf_stride1, flags, p.hidden / kCastN};
-  }
-
-  // Four packed bf16 pairs, w[k] = encode_bf16x2(v[2k], v[2k + 1]) exactly (`_tp16hr`'s encode_bf16x2_words4_mx,
-  // norm_forward.cu): a half is NaN in some word iff it is NaN in max.NaN of the four words, so the fix is taken in
-  // exactly the cases where encode_bf16x2 would change a half.
-  static TK_DEV void encode_bf16x2_words4_mx(const float (&v)[8], uint32_t (&w)[4]) {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) w[k] = encode_bf16x2_nan_unfixed(v[2 * k], v[2 * k + 1]);
-    uint32_t m;
-    asm("{\n\t.reg .b32 t0, t1;\n\t"
-        "max.NaN.bf16x2 t0, %1, %2;\n\t"
-        "max.NaN.bf16x2 t1, %3, %4;\n\t"
-        "max.NaN.bf16x2 %0, t0, t1;\n\t}"
-        : "=r"(m)
-        : "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
-    if (((m & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) w[k] = bf16x2_fix_nan(w[k]);
-    }
   }
 
   // s = RNbf16(x ⊕ r) for one piece, in place in xv (bf16 RNE, NaN as 0x7FC0: Chunk::set_all's bits).
