@@ -3,7 +3,8 @@
  * in one process: addRmsnormForwardAndPerTokenCast (bench/cases_more.ts: bf16 → e4m3, groups of 128, packed UE8M0
  * scales in the TMA-aligned layout, a weight, eps 1e-6, the residual updated in place), 4096, 8192 and 16384 tokens ×
  * 7168. Settings:
- * - "main":  `normLaunchTuning.castRowForm = 0`: `_e4m3_g128_wr_resa`;
+ * - "main":  `normLaunchTuning.castRowForm = 0`: the warp rows `_e4m3_g128_wr_res` (round 11's A/B timed
+ *   `_e4m3_g128_wr_resa`, the same compiled for aligned views only, since removed from the package);
  * - "tp16c": `castRowForm = 1` (the default): `_e4m3_g128_tp16c_res` (4 blocks of 512 threads per SM).
  * (`config.pdl` as the process has it: on by default, as the roofline runs. normForwardAndPerTokenCast is not
  * affected by the knob: its row forms lost to `_br4a` and were removed.)

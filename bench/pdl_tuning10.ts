@@ -2,7 +2,7 @@
  * A/B of programmatic dependent launch (docs/perf-notes/perf10-pdl.md) in one process, on the launches that carry
  * the PDL attribute since round 10: the roofline's cases (bench/cases_norm.ts, cases_swiglu.ts, cases_more.ts; the
  * same calls, shapes and bytes as bench/roofline.ts) of normForward (`_tp16hr`), normForwardAndPerTokenCast
- * (`_e4m3_g128_br4a`), addRmsnormForwardAndPerTokenCast (`_e4m3_g128_wr_resa`), swigluForward (`_an`),
+ * (`_e4m3_g128_br4a`), addRmsnormForwardAndPerTokenCast (`_e4m3_g128_wr_resa` then; `_tp16c_res` since round 11), swigluForward (`_an`),
  * swigluForwardAndPerTokenCast (`_e4m3_g128_anl`) and swigluBackward (`_a`), and (bench/cases_elem.ts,
  * cases_per_block.ts, cases_more.ts) castBack e4m3 → bf16 ([128, 128] and [1, 128]) and perTokenCastBack e4m3 → bf16
  * (`tk_cast_back_seg__e4m3_bf16`), and perBlockCastWithSfOnly bf16 → e4m3 128 × 128, at 8192 and 16384 tokens × 7168,

@@ -90,7 +90,7 @@ export class Config {
    *   `_g128_sr_wu` kernel);
    * - perTokenCastAndCastBack bf16 → e4m3 with groups of 128 on aligned rows of H ≤ 8192 (its `_r1` kernel);
    * - normForward on aligned views (`_tp16hr`); normForwardAndPerTokenCast e4m3 on aligned views (`_br4a`; with a
-   *   residual `_wr_resa`) and addRmsnormForwardAndPerTokenCast e4m3 on aligned views (`_wr_resa`);
+   *   residual `_tp16c_res`) and addRmsnormForwardAndPerTokenCast e4m3 on aligned views (`_tp16c_res`);
    * - swigluForward bf16 → bf16, swigluForwardAndPerTokenCast bf16 → e4m3 with groups of 128 without a clamp and
    *   swigluBackward bf16 → bf16, where their aligned-only forms run (`_a`, `_an`, `_g128_anl`, `_g128_anr2` at
    *   H = 7168, backward `_a`);

@@ -193,7 +193,7 @@ gpuTest("normForward: the grid (config.numSms 1, 7 and the device's) does not ch
 
 /**
  * Runs f with the forward tuning knobs set (grid cap per SM; `warpRows`: the residual warp rows `_wr_res`, otherwise
- * the team kernels; the residual casts on aligned views by main's `_wr_resa`, castRowForm 0: round 11's default
+ * the team kernels; the residual casts on aligned views by the warp rows `_wr_res`, castRowForm 0: round 11's default
  * `_tp16c_res` is tested in tests/ncast11_gpu.test.ts), then restores them. Without a residual the team kernels run either way (withRowForms tests the
  * register and bulk rows).
  */
@@ -250,7 +250,7 @@ function compareResidualForms(rand: () => number, H: number, tag: string): void 
   }
 }
 
-gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res; the casts on these aligned views _e4m3_g<N>_wr_resa) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, in place, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
+gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res; with castRowForm 0 on aligned views too) = reference: every chunk count per lane, weight or not, outScale, 2-D / 3-D, in place, padded and unaligned strides, unaligned weight, grid caps (seed 7801)", () => {
   const rand = rng(7801);
   // residualOut new, in place into residual or x; padded and unaligned strides; the casts. H > 256: N = 32 … 512
   // chunks, J = 1 … 16 per lane, with dead chunks (272, 528, 7168) and without
@@ -761,24 +761,24 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4a) = ref
   });
 });
 
-gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp rows (_e4m3_g<N>_wr_resa, on aligned views with castRowForm 0; the default _tp16c_res: ncast11_gpu.test.ts) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views (x / residual stride H + 1, residual base +2 bytes, unaligned weight) on _e4m3_g<N>_wr_res; grid caps (seed 8903)", () => {
+gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by the warp rows on aligned views (_e4m3_g<N>_wr_res with castRowForm 0; the default _tp16c_res: ncast11_gpu.test.ts) = reference: groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale, 2-D / 3-D, padded strides, residual updated in place, dead chunks; unaligned views (x / residual stride H + 1, residual base +2 bytes, unaligned weight) on _e4m3_g<N>_wr_res; grid caps (seed 8903)", () => {
   const rand = rng(8903);
   for (const blocks of [0, 3]) {
     withForwardTuning(blocks, () => {
       for (const H of [288, 528, 1024, 2048, 4096, 7168, 8192]) {
-        const tag = `wr_resa blocks/SM ${blocks} H ${H}`;
+        const tag = `wr_res blocks/SM ${blocks} H ${H}`;
         for (const npc of [32, 128] as const) {
           if (H % npc) continue;
           for (const [name, sf] of SF_CONFIGS) {
             // normForwardAndPerTokenCast with a residual takes strided rows: aligned (H, padded by 16-byte multiples:
-            // _wr_resa) or, one case in four, stride H + 1 (_wr_res)
+            // _wr_res) or, one case in four, stride H + 1 (_wr_res)
             const B = rand() < 0.3 ? 2 : 0;
             const u = rand();
             const stride = u < 0.25 ? H + 1 : H + (u < 0.625 ? 0 : 8 * Math.ceil(rand() * 8));
             const c: FwdCase = { B, T: B ? 5 : 17, H, dtype: "bf16", weight: rand() < 0.7, residual: true, outScale: rand() < 0.5 ? 1 : 0.3, stride };
             compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, `${tag} cast ${name} ${npc} ${JSON.stringify(c)}`);
           }
-          // addRmsnorm (x and residual contiguous, residual updated in place): aligned (_wr_resa), then the residual
+          // addRmsnorm (x and residual contiguous, residual updated in place): aligned (_wr_res with castRowForm 0), then the residual
           // a contiguous view at element offset 1 of its storage (base +2 bytes: _wr_res)
           for (const offset of [0, 1]) {
             const x = rows(rand, 0, 17, H, "bf16");
@@ -811,7 +811,7 @@ gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp 
           const w = specialWeight(rand, H, "bf16");
           for (const npc of [32, 128] as const) {
             for (const ww of [w, null]) {
-              compareCastOn(x, r, ww, { B: 0, T: 10, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: rand() < 0.5 }, `wr_resa blocks/SM ${blocks} special H ${H} outScale ${outScale} ${npc} weight ${!!ww}`);
+              compareCastOn(x, r, ww, { B: 0, T: 10, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: rand() < 0.5 }, `wr_res blocks/SM ${blocks} special H ${H} outScale ${outScale} ${npc} weight ${!!ww}`);
             }
           }
         }
@@ -820,7 +820,7 @@ gpuTest("addRmsnormForwardAndPerTokenCast and the residual cast by aligned warp 
   }
   withForwardTuning(0, () => {
     const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: true, outScale: 1, stride: 7168 };
-    compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_resa cast 3000x7168`);
+    compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `wr_res cast 3000x7168`);
   }, true);
 });
 

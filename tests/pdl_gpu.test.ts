@@ -4,7 +4,7 @@
  * write, and the launches that carry the PDL attribute while `config.pdl` is set (measured faster on the H200):
  *   normForward `_tp16hr`; normForwardAndPerTokenCast `_e4m3_g<N>_br4a`; addRmsnormForwardAndPerTokenCast (and
  *   normForwardAndPerTokenCast with a residual) `_e4m3_g<N>_tp16c_res` (round 11's default; with
- *   normLaunchTuning.castRowForm 0 `_e4m3_g<N>_wr_resa`); SwiGLU's aligned-only forms (swigluForward
+ *   normLaunchTuning.castRowForm 0: the plain `_e4m3_g<N>_wr_res`); SwiGLU's aligned-only forms (swigluForward
  *   `_a` / `_an`, swigluForwardAndPerTokenCast `_g128_anl`, swigluBackward `_a`); castBack / perTokenCastBack's
  *   segmented kernel `tk_cast_back_seg__e4m3_bf16`; perBlockCastWithSfOnly (every `tk_per_block_cast__*`).
  * Never with the attribute: the element casts (cast, stochasticCast: their PDL forms lost and were not landed),
@@ -103,13 +103,13 @@ const FULL = [4001, 7168] as const;
 
 /**
  * Which launches carry the PDL attribute. With config.pdl on: normForward on aligned views (`_tp16hr`), the norm
- * casts on aligned views (`_br4a`, `_tp16c_res`; `_wr_resa` with castRowForm 0), SwiGLU's aligned-only forms (`_a`, `_an`, `_g128_anl`), castBack /
+ * casts on aligned views (`_br4a`, `_tp16c_res`; `_wr_res`, plain, with castRowForm 0), SwiGLU's aligned-only forms (`_a`, `_an`, `_g128_anl`), castBack /
  * perTokenCastBack e4m3 → bf16 with H / 8 ≥ 256 (the segmented kernel), perBlockCastWithSfOnly. Never: their
  * fallbacks (unaligned views: `_rr4_l2`, `_br4`, `_wr_res`, SwiGLU's main kernels; castBack's row teams), the
  * element casts (`tk_cast__bf16_e4m3_a` / `_sr_a` and the unaligned ones), perBlockCast and
  * perBlockCastWithPrecomputedSf; nothing with config.pdl off.
  */
-gpuTest("PDL selection: _tp16hr, _br4a, _tp16c_res, _wr_resa, SwiGLU's aligned forms (_g128_anl included), castBack's segmented kernel and perBlockCastWithSfOnly carry the PDL attribute while config.pdl is set; their fallbacks, the element casts, perBlockCast, perBlockCastWithPrecomputedSf and every launch with config.pdl off do not (seed 10001)", async () => {
+gpuTest("PDL selection: _tp16hr, _br4a, _tp16c_res, SwiGLU's aligned forms (_g128_anl included), castBack's segmented kernel and perBlockCastWithSfOnly carry the PDL attribute while config.pdl is set; their fallbacks, the element casts, perBlockCast, perBlockCastWithPrecomputedSf and every launch with config.pdl off do not (seed 10001)", async () => {
   const rand = rng(10001);
   const H = 512;
   const x = randomInput(rand, ROWS, H, "bf16");
@@ -148,7 +148,7 @@ gpuTest("PDL selection: _tp16hr, _br4a, _tp16c_res, _wr_resa, SwiGLU's aligned f
           try {
             const dr0 = uploadView(res);
             outs.push(addRmsnormForwardAndPerTokenCast(dx, dr0, dw, o), dr0);
-            assert.deepEqual(normForwardLastLaunch(), { fn: fnOf(`tk_norm_forward__bf16_e4m3_g${npc}_wr_resa`), pdl: on }, `${tag}: addRmsnorm ${npc} aligned, castRowForm 0 (_wr_resa)`);
+            assert.deepEqual(normForwardLastLaunch(), { fn: fnOf(`tk_norm_forward__bf16_e4m3_g${npc}_wr_res`), pdl: false }, `${tag}: addRmsnorm ${npc} aligned, castRowForm 0 (_wr_res, plain)`);
           } finally {
             normLaunchTuning.castRowForm = 1;
           }
@@ -216,7 +216,7 @@ gpuTest("PDL selection: _tp16hr, _br4a, _tp16c_res, _wr_resa, SwiGLU's aligned f
  * Bytes = CPU reference with config.pdl on and off (each CPU reference computed once, the device op run with
  * config.pdl on, then off) for every PDL launch: normForward `_tp16hr` (weight or not, outScale 1 / 0.3, padded
  * strides, H with dead pieces), the norm casts `_br4a` (groups of 32 / 128, fp32 and packed sf, outBf16) and
- * `_tp16c_res` (addRmsnorm, residual updated in place; round 11's default, `_wr_resa` with castRowForm 0), SwiGLU forward `_a` / `_an`, forward+cast `_g128_anl` (`_g128_anr2`
+ * `_tp16c_res` (addRmsnorm, residual updated in place; round 11's default, `_wr_res`, plain, with castRowForm 0), SwiGLU forward `_a` / `_an`, forward+cast `_g128_anl` (`_g128_anr2`
  * at 7168) and backward `_a` with a psum layout (padding rows), weights, clamp; castBack / perTokenCastBack's segmented kernel
  * (per-token and 128 × 128 blocks); perBlockCastWithSfOnly (bf16 and fp32, 128 × 128 and 32 × 32 blocks, fp32 and
  * packed sf). The option matrix at small sizes, one case per op at 4001 × 7168 (4096 × 7168 for the per-block ones).

@@ -31,8 +31,8 @@ export const NORM_BLOCK_THREADS = 256;
  *   `_e4m3_g<N>_wr` (48.4% against the team kernel's 50.6% and the bulk rows' 72.6%), were reachable by knobs only
  *   and were removed with their knobs `forwardWarpRows` and `castWarpRows`.)
  *   Where the casts run and every view allows 16-byte accesses (x, residual, residualOut: bases and strides; the
- *   weight, data, outBf16) they run `tk_norm_forward__bf16_e4m3_g<N>_tp16c_res` by default (`castRowForm` below), and
- *   with `castRowForm` 0 `tk_norm_forward__bf16_e4m3_g<N>_wr_resa`: the same kernel compiled for aligned
+ *   weight, data, outBf16) they run `tk_norm_forward__bf16_e4m3_g<N>_tp16c_res` by default (`castRowForm` below).
+ *   Until round 11 they ran `tk_norm_forward__bf16_e4m3_g<N>_wr_resa` (removed from the package then): `_wr_res` compiled for aligned
  *   views only (pass 2's weight without its if-converted 16 narrow loads a chunk; sm_90a 96 registers instead of 125,
  *   still 2 blocks = 16 rows per SM; same launch geometry and bits). H200, addRmsnormForwardAndPerTokenCast 8192 /
  *   16384 × 7168: 70.4 / 76.1% of copy against `_e4m3_g<N>_wr_res`'s 65.1 / 68.3% (2026-12-01,
@@ -91,14 +91,15 @@ export const normLaunchTuning = {
   warpRowsSmemPad: 0,
   /**
    * The residual casts (addRmsnormForwardAndPerTokenCast, normForwardAndPerTokenCast with a residual) where
-   * `_e4m3_g<N>_wr_resa` would run (bf16, H > 256, every view 16-byte aligned; round 11,
+   * every view allows 16-byte accesses (bf16, H > 256; round 11,
    * docs/perf-notes/perf11-ncast.md):
    * - 1 (the default): `tk_norm_forward__bf16_e4m3_g<N>_tp16c_res` (kernels-src/cuda/norm/norm_cast_tp16.cu, N ∈
    *   {32, 128}): normForward's two-pass geometry (`_tp16hr`: one row per block of 512 threads, 32 registers on
    *   sm_90a = 4 blocks per SM), s = x ⊕ residual written to residualOut and kept in registers (not read back from L2),
    *   the cast by 8-element pieces; PDL. H200, addRmsnormForwardAndPerTokenCast 4096 / 8192 / 16384 × 7168 (groups
    *   of 128, packed UE8M0): 85.6 / 90.3 / 92.7% of copy against `_wr_resa`'s 68.9 / 72.3 / 75.9% (2026-12-02);
-   * - 0: main's `_e4m3_g<N>_wr_resa` (kept for A/B).
+   * - 0: the warp rows `_e4m3_g<N>_wr_res` (for A/B; `_wr_resa`, the same compiled for aligned views only and timed
+   *   above, was removed from the package: −0.57 MB).
    * Same bits in both settings. (The same geometry without a residual, in place of `_e4m3_g<N>_br4a`, lost: 51.6–55.7%
    * against 63.0–77.5%, as did a cast by whole chunks; both were removed.)
    */

@@ -258,8 +258,8 @@ function vec16(t: Tensor | null): boolean {
 }
 
 /**
- * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4a`, `_e4m3_g<N>_tp16c_res` (or
- * `_e4m3_g<N>_wr_resa` with normLaunchTuning.castRowForm 0), the defaults wherever `_e4m3_g<N>_br4` /
+ * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4a`, `_e4m3_g<N>_tp16c_res`; with
+ * normLaunchTuning.castRowForm 0 the residual casts stay on `_e4m3_g<N>_wr_res`), the defaults wherever `_e4m3_g<N>_br4` /
  * `_e4m3_g<N>_wr_res` would run on such views): the bases and row / batch strides of the bf16
  * rows (x, and residual and residualOut when given), the weight, data and outBf16 at multiples of 16 bytes (data and
  * outBf16 are contiguous with H a multiple of 16, so their rows follow their bases).
@@ -309,17 +309,17 @@ export function launchNormForward(
   // compiled for aligned views only, where the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
-  // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block; the casts'
-  // `_wr_resa` compiled for aligned views only, where the views allow it; on such views the casts run
-  // `_e4m3_g<N>_tp16c_res` by default, below)
+  // H > 256 (N ≥ 32), with a residual, plain or cast: one warp per row (`_wr_res`, 8 rows per block; on views that
+  // allow 16-byte accesses the casts run `_e4m3_g<N>_tp16c_res` by default, below)
   const wr = rowsForm && !!r.residual && H > 256 && t.residualWarpRows;
   // the register-rows case on views that allow 16-byte accesses (x, out, the weight): one block of 512 threads per
   // row, two passes, x held in registers between them (`_tp16hr`); other views keep `_rr4_l2`
   const twoPass = regRows && vec16(x) && vec16(o.out) && (!r.w || (r.w as DeviceTensor).addr % 16 === 0);
-  // (the aligned-only forms of the casts, `_br4a` / `_wr_resa`, where the views allow them)
+  // (the aligned-only forms of the casts, `_br4a` / `_tp16c_res`, where the views allow them)
   const aligned = () => !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
   // (round 11, normLaunchTuning.castRowForm 1, the default: the residual casts on aligned views in `_tp16hr`'s
-  // geometry, `_e4m3_g<N>_tp16c_res` (norm_cast_tp16.cu), where `_wr_resa` would run; 0: `_wr_resa`)
+  // geometry, `_e4m3_g<N>_tp16c_res` (norm_cast_tp16.cu); 0: `_wr_res` (its aligned-only compile `_wr_resa` was
+  // removed from the package in round 11))
   const castRow = t.castRowForm === 1 && wr && aligned();
   const form = castRow
     ? "_tp16c_res"
@@ -330,7 +330,7 @@ export function launchNormForward(
     : regRows
     ? "_rr4_l2"
     : wr
-    ? (aligned() ? "_wr_resa" : "_wr_res")
+    ? "_wr_res"
     : "";
   const sym = (c ? `tk_norm_forward__${x.dtype}_e4m3_g${c.numPerChannels}` : `tk_norm_forward__${x.dtype}`) + form;
   const smem = castRow ? 0 : bulkRows ? 2 * H : wr ? normLaunchTuning.warpRowsSmemPad : 0;
@@ -385,7 +385,7 @@ export function launchNormForward(
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
   // PDL (docs/perf-notes/perf10-pdl.md): the kernels that issue griddepcontrol.launch_dependents first and
-  // griddepcontrol.wait before their first global access (`_tp16hr`, `_e4m3_g<N>_br4a`, `_e4m3_g<N>_wr_resa`, `_e4m3_g<N>_tp16c_res`) are launched as programmatic dependents of
+  // griddepcontrol.wait before their first global access (`_tp16hr`, `_e4m3_g<N>_br4a`, `_e4m3_g<N>_tp16c_res`) are launched as programmatic dependents of
   // the previous kernel in the stream while `config.pdl` is set (read at every launch); every other form, and these
   // with `config.pdl` off, launch plainly (the two instructions then have no effect).
   const pdl = config.pdl && pdlForms.has(form);
@@ -394,7 +394,7 @@ export function launchNormForward(
 }
 
 /** The forms of norm_forward.cu compiled with the griddepcontrol prologue (launched with PDL while config.pdl). */
-const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_wr_resa", "_tp16c_res"]);
+const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_tp16c_res"]);
 
 /**
  * The function handle and the PDL flag of the launch header the norm forward family (normForward,

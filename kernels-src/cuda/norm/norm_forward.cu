@@ -1481,15 +1481,9 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlo
   }
 TK_NORM_FORWARD_CAST_WR_RES(32)
 TK_NORM_FORWARD_CAST_WR_RES(128)
-// The same compiled for aligned views only (NormForwardWarpRows kAligned), at the launch bound of `_wr_res` (2
-// blocks = 16 rows per SM): the host's default for the casts where every view allows 16-byte accesses.
-#define TK_NORM_FORWARD_CAST_WR_RESA(n)                                                                   \
-  extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kWrMinBlocks)                    \
-      tk_norm_forward__bf16_e4m3_g##n##_wr_resa(const __grid_constant__ NormForwardParams p) {            \
-    tk::NormForwardWarpRows<n, true, true, true>(p).run();                                                      \
-  }
-TK_NORM_FORWARD_CAST_WR_RESA(32)
-TK_NORM_FORWARD_CAST_WR_RESA(128)
+// (The same compiled for aligned views only, `_e4m3_g<N>_wr_resa` (kAligned, kPdl; rounds 9–10), was the default on
+// aligned views until round 11's `_e4m3_g<N>_tp16c_res` (norm_cast_tp16.cu) replaced it there, 75.9 → 92.7% of copy;
+// it was then removed from the package (−0.5 MB): normLaunchTuning.castRowForm 0 runs `_wr_res`.)
 // Register rows (bf16, any H; normLaunchTuning.forwardRegRows): one block of W warps per row, the row held in
 // registers (NormForwardRegRows). Its cast forms (_e4m3_g<N>_rr4, 60.6% of copy) gave way to the bulk rows' (72.9%)
 // and are not instantiated.
