@@ -27,7 +27,7 @@ if (devices().length === 0) {
 const H = 7168;
 const ROUNDS = 5;
 const SETTINGS: readonly { name: string; on: boolean }[] = [
-  { name: "main", on: false },
+  { name: "wu", on: false },
   { name: "sr12", on: true },
 ];
 
@@ -84,11 +84,11 @@ try {
     // bench/cases_elem.ts's bytes
     const bytes = 3 * T * H + 4 * T * (H / 128);
     const med = (name: string) => us.get(name)!.sort((a, b) => a - b)[ROUNDS >> 1];
-    const base = med("main");
+    const base = med("wu");
     for (const s of SETTINGS) {
       const v = med(s.name);
       const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
-      const delta = s.name === "main" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
+      const delta = s.name === "wu" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
       console.log(`perTokenCast bf16→e4m3 128 SR ${T}x${H}\t${s.name.padEnd(6)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
     }
     for (const t of [x, data, sf]) t.dispose();

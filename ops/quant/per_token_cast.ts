@@ -224,11 +224,12 @@ const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor
 
 /**
  * Launch choices of perTokenCast that tests and benches may flip (restore them after use).
- * - `srScaledEncode` (default off until measured): where "wu" would run, `_g128_sr_wu12` instead
+ * - `srScaledEncode` (default on since round 12): where "wu" would run, `_g128_sr_wu12` instead
  *   (per_token_cast_sr12.cu: the same warp units and hash, the §7.3 e4m3 rounding in a domain scaled by 2^-120, ~3
- *   fewer instructions per value; docs/perf-notes/perf12-sr.md). Same bytes.
+ *   fewer instructions per value; docs/perf-notes/perf12-sr.md). Same bytes. Measured on the H200 (interleaved A/B,
+ *   bench/sr12_tuning.ts): 75.0 → 90.4% of copy at 16384 × 7168, 72.5 → 86.2% at 8192. Off: `_g128_sr_wu`.
  */
-export const perTokenLaunchTuning = { srScaledEncode: false };
+export const perTokenLaunchTuning = { srScaledEncode: true };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
