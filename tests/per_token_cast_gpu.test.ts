@@ -769,7 +769,7 @@ gpuTest("perTokenCast PDL selection: config.pdl on (the default) runs _g128_pdl 
         dispose(perTokenCast(x, { fmt: "e2m1", numPerChannels: 128 }));
         expect(`${label} e2m1`, "bf16_e2m1_g128_u4", false);
         dispose(perTokenCast(x, { ...fp32, stochasticCast: true }));
-        expect(`${label} stochasticCast`, "bf16_e4m3_g128_sr_wu", on);
+        expect(`${label} stochasticCast`, "bf16_e4m3_g128_sr_wu12", on);
         dispose(perTokenCastWithSfOnly(x, fp32));
         expect(`${label} sf only`, "bf16_e4m3_g128_sor4_a", false);
       });
@@ -1032,7 +1032,7 @@ gpuTest("perTokenCast stochasticCast = reference through _g128_sr_wu and _g128_s
       const savedClamp = config.amaxClamp["e4m3/e4m3sf"];
       if (what.includes("inv +Inf")) config.amaxClamp["e4m3/e4m3sf"] = 448 * 2 ** -126;
       try {
-        for (const [x, kernel] of [[x0, "bf16_e4m3_g128_sr_wu"], [off, "bf16_e4m3_g128_sr"]] as const) {
+        for (const [x, kernel] of [[x0, "bf16_e4m3_g128_sr_wu12"], [off, "bf16_e4m3_g128_sr"]] as const) {
           const dx = uploadView(x);
           try {
             for (const [name, sfo] of SF_LAYOUTS) {
@@ -1082,7 +1082,7 @@ gpuTest("perTokenCast stochasticCast = reference through _g128_sr_wu and _g128_s
               samePair(perTokenCast(dx, o), c, label);
               if (T > 0) {
                 const l = perTokenLastLaunch();
-                assert.equal(l.fn, ptcFn(aligned ? "bf16_e4m3_g128_sr_wu" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
+                assert.equal(l.fn, ptcFn(aligned ? "bf16_e4m3_g128_sr_wu12" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
                 assert.equal(l.pdl, aligned && on, `${label}: PDL attribute`);
               }
               samePair(perTokenCast(dx, o), c, `${label} (again)`);
@@ -1108,7 +1108,7 @@ gpuTest("perTokenCast stochasticCast = reference through _g128_sr_wu and _g128_s
         const [, s] = perTokenCast(dx, { ...o, out: { data } });
         const label = `_sr_wu data offset ${dataOff} ${name}`;
         try {
-          assert.equal(perTokenLastLaunch().fn, ptcFn(dataOff === 16 ? "bf16_e4m3_g128_sr_wu" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
+          assert.equal(perTokenLastLaunch().fn, ptcFn(dataOff === 16 ? "bf16_e4m3_g128_sr_wu12" : "bf16_e4m3_g128_sr"), `${label}: symbol`);
           assertBytesEqual(logicalBytes(await toHost(data)), logicalBytes(cd as HostTensor), label);
           sameAllocation(s, cs, `${label} sf`);
         } finally {

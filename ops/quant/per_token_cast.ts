@@ -219,8 +219,17 @@ const fnCache: number[][] = [];
  *   perf10-ptsr.md): 62.3 → 76.1% of copy at 16384 × 7168 (fp32 sf), 60.1 → 73.3% at 8192. Any other
  *   stochasticCast view runs `…_sr`, without the attribute; both give the same bytes.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu";
-const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor4_a: 4, pdl: 5, pkl_pdl: 6, wu: 7 };
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu" | "wu12";
+const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor4_a: 4, pdl: 5, pkl_pdl: 6, wu: 7, wu12: 8 };
+
+/**
+ * Launch choices of perTokenCast that tests and benches may flip (restore them after use).
+ * - `srScaledEncode` (default on since round 12): where "wu" would run, `_g128_sr_wu12` instead
+ *   (per_token_cast_sr12.cu: the same warp units and hash, the §7.3 e4m3 rounding in a domain scaled by 2^-120, ~3
+ *   fewer instructions per value; docs/perf-notes/perf12-sr.md). Same bytes. Measured on the H200 (interleaved A/B,
+ *   bench/sr12_tuning.ts): 75.0 → 90.4% of copy at 16384 × 7168, 72.5 → 86.2% at 8192. Off: `_g128_sr_wu`.
+ */
+export const perTokenLaunchTuning = { srScaledEncode: true };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
@@ -234,7 +243,10 @@ const WU_CHUNKS = 128;
 function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned: boolean, pdl: boolean): Form {
   const n = a.numPerChannels;
   // with stochasticCast, `aligned` also covers the data output (launchPerToken)
-  if (sr) return aligned && mode === PER_TOKEN_MODE.cast && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128 ? "wu" : "";
+  if (sr) {
+    if (!(aligned && mode === PER_TOKEN_MODE.cast && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128)) return "";
+    return perTokenLaunchTuning.srScaledEncode ? "wu12" : "wu";
+  }
   if ((inDtype !== "fp32" && inDtype !== "bf16") || GROUP_INDEX[n] === undefined) return "";
   if (mode === PER_TOKEN_MODE.sfOnly) {
     if (a.rule.fmt !== "e4m3" || (n !== 32 && n !== 128)) return "";
@@ -255,7 +267,7 @@ function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n
   // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
   // kernel
   const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 8 + FORM_INDEX[form];
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 9 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
@@ -302,6 +314,7 @@ interface Replay {
   clamp: number;
   /** config.pdl at the launch */
   pdl: boolean;
+  sr12: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -329,7 +342,8 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if (out !== undefined && ((out.data ?? null) !== m.outData || (out.sf ?? null) !== m.outSf)) return false;
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
-  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl;
+  return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
+    perTokenLaunchTuning.srScaledEncode === m.sr12;
 }
 
 function launchPerToken(
@@ -378,10 +392,10 @@ function launchPerToken(
   p.u32(W.op_id, OP_ID.perTokenCast);
   // `_g128_sr_wu`: ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
   // 8 · SMs as the `_g<N>` kernels
-  const grid = form === "wu"
+  const grid = form === "wu" || form === "wu12"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
-  const pdlLaunch = form === "pdl" || form === "pkl_pdl" || (form === "wu" && config.pdl);
+  const pdlLaunch = form === "pdl" || form === "pkl_pdl" || ((form === "wu" || form === "wu12") && config.pdl);
   p.setLaunch(fn, stream.handle, grid, PT.threads, 0, pdlLaunch, device.index);
   p.launch(op);
 }
@@ -531,6 +545,7 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         clampKey: a.rule.e4m3Sf ? (a.rule.fmt === "e4m3" ? "e4m3/e4m3sf" : "e2m1/e4m3sf") : a.rule.fmt,
         clamp: a.rule.clamp,
         pdl: config.pdl,
+        sr12: perTokenLaunchTuning.srScaledEncode,
         device: pl.device,
         streamObj: stream,
         d: dg,

@@ -126,6 +126,12 @@
 #include "../common/work.cuh"
 #include "../generated/quant_params.h"
 
+// A file that includes this one may swap the stochastic chunk encoder of step() (same signature as
+// encode_chunk_sr) and keep the kernels below out of its image (per_token_cast_sr12.cu)
+#ifndef TK_PTC_SR_ENCODE
+#define TK_PTC_SR_ENCODE encode_chunk_sr
+#endif
+
 namespace tk {
 namespace {
 
@@ -459,7 +465,7 @@ struct GroupCast {
               for (int i = 0; i < S::kSubElems; ++i) v[b * S::kSubElems + i] = mul_rn(v[b * S::kSubElems + i], f);
             }
             if constexpr (kSr) {
-              encode_chunk_sr<kOut, S::kVec>(v, o, c[u] * S::kVec);
+              TK_PTC_SR_ENCODE<kOut, S::kVec>(v, o, c[u] * S::kVec);
             } else if constexpr (kFastE2m1) {
               encode_e2m1_fast<S::kVec>(v, o);
             } else {
@@ -721,6 +727,7 @@ __device__ __forceinline__ void cast_rows(const PerTokenCastParams& p) {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_PTC_NO_KERNELS
 #define TK_PER_TOKEN_CAST_GROUP_AS(in, IN, out, OUT, n, sr, SR)                                        \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
       tk_per_token_cast__##in##_##out##_g##n##sr(const __grid_constant__ PerTokenCastParams p) {      \
@@ -819,3 +826,4 @@ TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)
 TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(bf16, kBf16, e2m1, kE2m1)
+#endif  // TK_PTC_NO_KERNELS
