@@ -18,11 +18,11 @@ const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3"]);
 
 /**
  * Launch choices of the element casts that tests and benches may flip (restore them after use).
- * - `srScaledEncode` (default off until measured): where `tk_cast__bf16_e4m3_sr_a` would run, `…_sr_a12` instead
- *   (cast_sr12.cu: the same kernel with §7.3's e4m3 rounding done on rz(v·2^-120), 3 fewer instructions per value, as
- *   perTokenCast's `_g128_sr_wu12`; docs/perf-notes/perf13-csr.md). Same bytes.
+ * - `srScaledEncode` (default on; the A/B of round 13 decides whether it stays): where `tk_cast__bf16_e4m3_sr_a`
+ *   would run, `…_sr_a12` instead (cast_sr12.cu: the same kernel with §7.3's e4m3 rounding done on rz(v·2^-120), 3
+ *   fewer instructions per value, as perTokenCast's `_g128_sr_wu12`; docs/perf-notes/perf13-csr.md). Same bytes.
  */
-export const castLaunchTuning = { srScaledEncode: false };
+export const castLaunchTuning = { srScaledEncode: true };
 
 const packet = new LaunchPacket(CastParams);
 const W = packet.w;
