@@ -16,6 +16,15 @@ import { CastParams } from "./elem.params.ts";
  */
 const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3"]);
 
+/**
+ * Launch choices of the element casts that tests and benches may flip (restore them after use).
+ * - `srScaledEncode` (default on since round 13): where `tk_cast__bf16_e4m3_sr_a` would run, `…_sr_a12` instead
+ *   (cast_sr12.cu: the same kernel with §7.3's e4m3 rounding done on rz(v·2^-120), 3 fewer instructions per value, as
+ *   perTokenCast's `_g128_sr_wu12`; docs/perf-notes/perf13-csr.md). Same bytes. Interleaved A/B on the H200
+ *   (bench/csr13_tuning.ts): 86.7 → 88.9% of copy at 16384 × 7168, 83.1 → 85.2% at 8192. Off: `_sr_a`.
+ */
+export const castLaunchTuning = { srScaledEncode: true };
+
 const packet = new LaunchPacket(CastParams);
 const W = packet.w;
 const THREADS = 256;
@@ -49,13 +58,16 @@ export function alignedForm(x: Tensor, out: Tensor): boolean {
 
 /**
  * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`, or their `_a`
- * forms (see {@link alignedForm}). grid.x = max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32
- * sources, 4 otherwise. Nothing for 0 elements.
+ * forms (see {@link alignedForm}; `_sr_a12` of cast_sr12.cu for `_sr_a` under {@link castLaunchTuning}).
+ * grid.x = max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32 sources, 4 otherwise. Nothing for 0
+ * elements.
  */
 export function launchElementCast(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor, sr: boolean, idxBase: number): void {
   const n = x.numel;
   if (n === 0) return;
-  const fn = kernelFunction(op, device, `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}${alignedForm(x, out) ? "_a" : ""}`);
+  const a = alignedForm(x, out);
+  const sr12 = sr && a && castLaunchTuning.srScaledEncode;
+  const fn = kernelFunction(op, device, `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}${a ? "_a" : ""}${sr12 ? "12" : ""}`);
   const u = x.dtype === "fp32" ? 2 : 4;
   const grid = Math.max(1, Math.min(Math.ceil(Math.ceil(n / CHUNK) / (THREADS * u)), 4 * config.getNumSms(device)));
   const p = packet;

@@ -29,6 +29,12 @@
 #include "../common/stochastic.cuh"
 #include "../generated/elem_params.h"
 
+// A file that includes this one may swap the e4m3 quad encoder of the stochastic chunks (same signature as
+// sr_encode_e4m3_quads) and keep the kernels below out of its image (cast_sr12.cu)
+#ifndef TK_CAST_SR_E4M3_QUADS
+#define TK_CAST_SR_E4M3_QUADS sr_encode_e4m3_quads
+#endif
+
 namespace tk {
 namespace {
 
@@ -74,7 +80,7 @@ struct ElemCast {
 #pragma unroll
         for (int h = 0; h < kChunk / 4; ++h)
           r0[h] = sr_mix(b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3], idx_base + static_cast<uint32_t>(first / 4 + h)).r0;
-        sr_encode_e4m3_quads<kChunk / 4>(b, r0, o);
+        TK_CAST_SR_E4M3_QUADS<kChunk / 4>(b, r0, o);
       } else if constexpr (kSr) {
 #pragma unroll
         for (int h = 0; h < kChunk / 4; ++h) {
@@ -175,6 +181,7 @@ struct ElemCast {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_CAST_NO_KERNELS
 #define TK_CAST(in, IN, out, OUT)                                                                               \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)                                              \
       tk_cast__##in##_##out(const __grid_constant__ CastParams p) {                                             \
@@ -212,3 +219,4 @@ TK_CAST_SR(bf16, kBf16, e4m3, kE4m3)
 TK_CAST_SR(fp16, kFp16, e4m3, kE4m3)
 TK_CAST_A(bf16, kBf16, e4m3, kE4m3)
 TK_CAST_SR_A(bf16, kBf16, e4m3, kE4m3)
+#endif  // TK_CAST_NO_KERNELS

@@ -1,0 +1,97 @@
+/**
+ * stochasticCast bf16 → e4m3 (the roofline case of bench/cases_elem.ts), cast.cu's `tk_cast__bf16_e4m3_sr_a` against
+ * `tk_cast__bf16_e4m3_sr_a12` (cast_sr12.cu: §7.3's rounding in a domain scaled by 2^-120, as perTokenCast's
+ * `_g128_sr_wu12`; docs/perf-notes/perf13-csr.md), in one process, 8192 and 16384 × 7168. Settings
+ * (castLaunchTuning.srScaledEncode, restored at the end): "sr_a" off, "sr_a12" on.
+ *
+ * Each figure: 20 calls on the default stream between two events after a lead copy (LeadTimer of bench/common.ts),
+ * the median of 7 repetitions; the settings interleaved over 5 rounds (rotated order), the median of the rounds
+ * printed. % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes) for 3 bytes a value (bench/cases_elem.ts).
+ * Both settings' outputs are compared on random bf16 values with NaN, ±Inf, ±0 and subnormals written in, at each
+ * size: a difference prints FAIL.
+ *
+ * `deno run -A --no-check bench/csr13_tuning.ts` (or `bun bench/csr13_tuning.ts`).
+ * @module
+ */
+import process from "node:process";
+import { type DeviceTensor, devices, empty, stochasticCast, toHost } from "../mod.ts";
+import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
+import { syncAndCheck } from "../ffi/cuda.ts";
+import { castLaunchTuning } from "../ops/quant/elem_launch.ts";
+import { copyRateGBs, DEV, LeadTimer, randomBf16Host } from "./common.ts";
+
+if (devices().length === 0) {
+  console.log("csr13_tuning needs a CUDA device; none found");
+  process.exit(0);
+}
+const H = 7168;
+const ROUNDS = 5;
+const SETTINGS: readonly { name: string; on: boolean }[] = [
+  { name: "sr_a", on: false },
+  { name: "sr_a12", on: true },
+];
+
+const stream = deviceRuntime("bench").defaultStream(DEV);
+const timer = new LeadTimer();
+const copy = copyRateGBs(2 ** 30);
+console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
+const saved = castLaunchTuning.srScaledEncode;
+let failures = 0;
+
+try {
+  for (const T of [8192, 16384]) {
+    const hx = randomBf16Host(T, H, T + 13);
+    const d16 = hx.data as Uint16Array;
+    const sp = [0x7fc0, 0x7f80, 0xff80, 0x8000, 0x0001, 0x8033, 0x0080, 0x3c80];
+    for (let i = 5; i < d16.length; i += 9973) d16[i] = sp[i % sp.length];
+    const x = toDevice(hx) as DeviceTensor;
+    const y = empty([T, H], "e4m3", { device: 0 }) as DeviceTensor;
+    const o = { dtype: "e4m3", seed: 7n, out: y } as const;
+    let ref: Uint8Array | null = null;
+    for (const s of SETTINGS) {
+      castLaunchTuning.srScaledEncode = s.on;
+      stochasticCast(x, o);
+      const h = (await toHost(y)) as HostTensor;
+      const got = new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
+      if (ref === null) {
+        ref = got;
+        continue;
+      }
+      let bad = -1;
+      for (let j = 0; j < ref.length && bad < 0; j++) if (ref[j] !== got[j]) bad = j;
+      if (bad >= 0) {
+        failures++;
+        console.log(`FAIL stochasticCast ${T}x${H} ${s.name}: differs from sr_a's at byte ${bad} (${got[bad]} vs ${ref[bad]})`);
+      }
+    }
+    const us = new Map<string, number[]>();
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = 0; i < SETTINGS.length; i++) {
+        const s = SETTINGS[(i + round) % SETTINGS.length];
+        castLaunchTuning.srScaledEncode = s.on;
+        const v = timer.timeUs(stream, () => void stochasticCast(x, o));
+        us.set(s.name, [...(us.get(s.name) ?? []), v]);
+      }
+    }
+    castLaunchTuning.srScaledEncode = saved;
+    const bytes = 3 * T * H;
+    const med = (name: string) => us.get(name)!.sort((a, b) => a - b)[ROUNDS >> 1];
+    const base = med("sr_a");
+    for (const s of SETTINGS) {
+      const v = med(s.name);
+      const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
+      const delta = s.name === "sr_a" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
+      console.log(`stochasticCast bf16→e4m3 SR ${T}x${H}\t${s.name.padEnd(6)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
+    }
+    for (const t of [x, y]) t.dispose();
+  }
+} finally {
+  castLaunchTuning.srScaledEncode = saved;
+  syncAndCheck(0, stream.handle);
+  timer.dispose();
+}
+if (failures > 0) {
+  console.log(`${failures} FAIL`);
+  process.exit(1);
+}
+console.log("csr13_tuning: sr_a12's outputs equal sr_a's");

@@ -1,0 +1,134 @@
+/**
+ * GPU test of `tk_cast__bf16_e4m3_sr_a12` (cast_sr12.cu, castLaunchTuning.srScaledEncode; docs/perf-notes/
+ * perf13-csr.md): stochasticCast bf16 → e4m3 with §7.3's rounding done on rz(v·2^-120), against the CPU reference
+ * (stochastic.ref.ts) byte for byte and against cast.cu's `_sr_a` with the knob off: every one of the 65536 bf16
+ * patterns (NaNs as the one pattern the CPU reference keeps) under 24 different quad hashes each, every tail length,
+ * three (seed, offset) pairs, views on and off a chunk boundary (off it the knob never applies: the plain `_sr`), the
+ * `cast(…, { stochasticRounding })` form, 0 elements, and 4001 × 7168. The symbol of every launch is asserted
+ * (elementCastLastLaunch), so a silent fallback fails. Skips without a GPU, as the other GPU tests.
+ */
+import assert from "node:assert/strict";
+import { cast, type DeviceTensor, HostTensor, stochasticCast, type Tensor, zeros } from "../mod.ts";
+import { encodeBf16 } from "../core/dtype.ts";
+import { kernelFunction } from "../ffi/cuda.ts";
+import { castLaunchTuning, elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
+import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { dispose, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+
+function castFn(suffix: string): number {
+  return kernelFunction("test", { kind: "cuda", index: 0 }, `tk_cast__bf16_e4m3${suffix}`);
+}
+
+/** bf16 storage of n + pad elements: every pattern in order (copies = whole sweeps, shuffled within a sweep), then random. */
+function bf16Elements(rand: () => number, n: number, pad: number, sweeps = 0): HostTensor {
+  const total = n + pad;
+  const d = new Uint16Array(total);
+  let i = 0;
+  for (let s = 0; s < sweeps && i + 65536 <= total; s++, i += 65536) {
+    const perm = new Uint16Array(65536);
+    for (let k = 0; k < 65536; k++) perm[k] = k;
+    for (let k = 65535; k > 0; k--) {
+      const j = Math.floor(rand() * (k + 1));
+      const t = perm[k];
+      perm[k] = perm[j];
+      perm[j] = t;
+    }
+    d.set(perm, i);
+  }
+  for (; i < total; i++) {
+    const r = rand();
+    d[i] = r < 0.5 ? Math.floor(rand() * 65536) : encodeBf16(Math.fround((rand() * 2 - 1) * 2 ** (rand() * 40 - 30)));
+  }
+  // NaNs: the one pattern the CPU reference keeps (as tests/elem_gpu.test.ts)
+  for (let k = 0; k < total; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
+  return new HostTensor(d, "bf16", [n], [1], pad);
+}
+
+/** SR bf16 → e4m3 of x on the device with the knob `on`, the symbol asserted, bytes equal to the CPU reference's. */
+function compareSr(x: HostTensor, label: string, seed: bigint, offset: bigint, aligned: boolean): void {
+  const cpu = stochasticCast(x, { dtype: "e4m3", seed, offset }) as HostTensor;
+  const dx = uploadView(x);
+  const saved = castLaunchTuning.srScaledEncode;
+  try {
+    for (const on of [true, false]) {
+      castLaunchTuning.srScaledEncode = on;
+      const gpu = stochasticCast(dx, { dtype: "e4m3", seed, offset });
+      try {
+        if (x.numel > 0) {
+          const want = aligned ? (on ? "_sr_a12" : "_sr_a") : "_sr";
+          assert.equal(elementCastLastLaunch().fn, castFn(want), `${label} knob ${on}: symbol ${want}`);
+        }
+        sameAllocation(gpu, cpu, `${label} knob ${on}`);
+      } finally {
+        dispose(gpu);
+      }
+      if (x.numel === 0 || x.shape.length !== 1) continue;
+      // into an out view one element into a larger allocation: off a chunk boundary, the plain `_sr`
+      const backing = zeros([x.numel + 1], "e4m3", { device: 0 }) as DeviceTensor;
+      const outView = backing.slice(0, 1, x.numel + 1);
+      try {
+        assert.equal(stochasticCast(dx, { dtype: "e4m3", seed, offset, out: outView }), outView, `${label}: returns out`);
+        assert.equal(elementCastLastLaunch().fn, castFn("_sr"), `${label} knob ${on} out +1: symbol _sr`);
+        const all = readAllocation(backing);
+        assert.equal(all[0], 0, `${label}: out view: the element before it was written`);
+        assertBytesEqual(all.subarray(1), storageBytes(cpu), `${label} knob ${on} (out view at +1 element)`);
+      } finally {
+        dispose(outView, backing);
+      }
+    }
+  } finally {
+    castLaunchTuning.srScaledEncode = saved;
+    dispose(dx);
+  }
+}
+
+const SIZES = [4, 8, 12, 40, 1000, 1004, 4099 * 4, 65536 + 36, 1048576 + 4];
+const SEEDS: readonly (readonly [bigint, bigint])[] = [[0n, 0n], [12345n, 4n], [0xffffffffn, 0x1_0000_0004n]];
+
+gpuTest("stochasticCast bf16 → e4m3 through _sr_a12 (castLaunchTuning.srScaledEncode) = reference = _sr_a: every bf16 pattern under 24 hashes, every tail, seeds and offsets, views on and off a chunk boundary, 0 elements (seeds 13101, 13102)", () => {
+  const saved = castLaunchTuning.srScaledEncode;
+  try {
+    // every bf16 pattern, 8 shuffled sweeps × 3 (seed, offset) pairs: each pattern meets 24 quad hashes
+    const rand = rng(13101);
+    const all = bf16Elements(rand, 8 * 65536, 0, 8);
+    for (const [s, off] of SEEDS) compareSr(all, `every pattern seed ${s} offset ${off}`, s, off, true);
+    const r2 = rng(13102);
+    for (const n of SIZES) {
+      // pad 0 and 8: on a chunk boundary (_sr_a12 with the knob); pad 1 and 4: off it (_sr, either way)
+      for (const pad of [0, 8, 1, 4]) {
+        const x = bf16Elements(r2, n, pad, n >= 65536 ? 1 : 0);
+        for (const [s, off] of n > 100000 ? SEEDS.slice(1, 2) : SEEDS) compareSr(x, `n=${n} +${pad} seed ${s} offset ${off}`, s, off, pad % 8 === 0);
+      }
+    }
+    compareSr(bf16Elements(r2, 0, 0), "0 elements", 0n, 0n, true);
+    // the cast option form and a multi-dimensional view
+    const m = bf16Elements(r2, 6 * 5 * 8, 0).view([6, 5, 8]) as HostTensor;
+    const cpu = cast(m, { dtype: "e4m3", stochasticRounding: true, seed: 3n }) as HostTensor;
+    const dm = uploadView(m);
+    castLaunchTuning.srScaledEncode = true;
+    const gpu = cast(dm, { dtype: "e4m3", stochasticRounding: true, seed: 3n }) as Tensor;
+    assert.equal(elementCastLastLaunch().fn, castFn("_sr_a12"), "cast SR [6, 5, 8]: symbol");
+    sameAllocation(gpu, cpu, "cast SR [6, 5, 8]");
+    assert.equal(elementCastLastLaunch().pdl, false, "no PDL attribute");
+    dispose(gpu, dm);
+  } finally {
+    castLaunchTuning.srScaledEncode = saved;
+  }
+});
+
+gpuTest("stochasticCast bf16 → e4m3 through _sr_a12 = reference at full size, 4001 × 7168, with e4m3 subnormal-range values, grid points and saturation (seed 13103)", () => {
+  const rand = rng(13103);
+  const x = bf16Elements(rand, 4001 * 7168, 0);
+  const d = x.data as Uint16Array;
+  // the scaled rounding's branches: magnitudes below 2^-6 (binary32 subnormals after the 2^-120 scaling), e4m3 grid
+  // points and the bf16 just below them, 448 and beyond, ±0, ±Inf
+  const edges: number[] = [0, -0, 448, -448, 464, 480, Infinity, -Infinity];
+  for (let e = -10; e <= 8; e++) for (let m = 0; m < 8; m++) edges.push((1 + m / 8) * 2 ** e, -(1 + m / 8) * 2 ** e);
+  for (let k = 0; k < d.length; k += 7) {
+    const v = edges[Math.floor(rand() * edges.length)];
+    const b = encodeBf16(v);
+    d[k] = rand() < 0.5 || !(Number.isFinite(v) && v !== 0) ? b : b - 1;
+  }
+  for (let k = 0; k < d.length; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
+  compareSr(x.view([4001, 7168]) as HostTensor, "4001x7168", 99n, 0n, true);
+});
