@@ -170,12 +170,12 @@ gpuTest("PDL selection: _tp16hr, _br4a, _tp16c_res, SwiGLU's aligned forms (_g12
         assert.deepEqual(swigluLastLaunch(), { fn: fnOf("tk_swiglu_backward__bf16_bf16_a"), pdl: on }, `${tag}: swigluBackward _a`);
         outs.push(swigluBackward(dsxu, sdy, { fmt: "bf16" }));
         assert.deepEqual(swigluLastLaunch(), { fn: fnOf("tk_swiglu_backward__bf16_bf16"), pdl: false }, `${tag}: swigluBackward unaligned, plain`);
-        // the element casts: never the attribute (aligned `_a` / `_sr_a` or not)
+        // the element casts: never the attribute (aligned `_a` / `_sr_a12` or not)
         for (const [dv, al] of [[dcx, true], [dcxu, false]] as const) {
           outs.push(cast(dv, { dtype: "e4m3" }));
           assert.deepEqual(elementCastLastLaunch(), { fn: fnOf(`tk_cast__bf16_e4m3${al ? "_a" : ""}`), pdl: false }, `${tag}: cast aligned ${al}, plain`);
           outs.push(cast(dv, { dtype: "e4m3", stochasticRounding: true, seed: 3n }));
-          assert.deepEqual(elementCastLastLaunch(), { fn: fnOf(`tk_cast__bf16_e4m3_sr${al ? "_a" : ""}`), pdl: false }, `${tag}: SR cast aligned ${al}, plain`);
+          assert.deepEqual(elementCastLastLaunch(), { fn: fnOf(`tk_cast__bf16_e4m3_sr${al ? "_a12" : ""}`), pdl: false }, `${tag}: SR cast aligned ${al}, plain`);
         }
         // castBack / perTokenCastBack: the segmented kernel (H = 2048) with the attribute, the row teams (H = 512)
         // without; perBlockCast (their 128 × 128 input) without

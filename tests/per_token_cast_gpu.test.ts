@@ -1011,7 +1011,7 @@ function nanQuadRows(T: number, H: number): HostTensor {
  * 16-byte offset `_g128_sr_wu`; specials and SR edge values; config.pdl on and off (the PDL attribute follows it on
  * `_g128_sr_wu`, never on `_g128_sr`); every call twice (the replay path keeps the form).
  */
-gpuTest("perTokenCast stochasticCast = reference through _g128_sr_wu and _g128_sr: NaN quads of every pattern, inv = +Inf, bf16 → e4m3 groups of 128, every sf layout, tails, 0 rows, 4001 × 7168, strided and 16-byte-offset views, unaligned views and outputs, specials, PDL on / off, replay (seeds 10101, 10102)", async () => {
+gpuTest("perTokenCast stochasticCast = reference through _g128_sr_wu12 (perTokenLaunchTuning.srScaledEncode, the default) and _g128_sr: NaN quads of every pattern, inv = +Inf, bf16 → e4m3 groups of 128, every sf layout, tails, 0 rows, 4001 × 7168, strided and 16-byte-offset views, unaligned views and outputs, specials, PDL on / off, replay (seeds 10101, 10102)", async () => {
   {
     const early: [string, HostTensor, { roundSf?: true; useE4m3Sf?: true }][] = [
       ["1x64 specials (seed 10101)", withSrEdges(withSpecials(randomInput(rng(10101), 1, 64, "bf16", 64))), {}],

@@ -1,7 +1,8 @@
 // The scaled-domain e4m3 stochastic encode of kernels-src/cuda/quant/per_token_cast_sr12.cu against §7.3's
 // pattern form (sr_encode_8bit, itself checked against the general form by tools/sr_encode_check.cpp): for every
 // non-NaN binary32 pattern u (all 2^32 with --all, else a stride plus every pattern near the e4m3 grid) and every
-// R, encode_e4m3(sr12 value) == sr_encode_8bit<kE4m3>(u, R). The device's __fmul_rz(v, 2^-120) is a multiply under
+// R, encode_e4m3(sr12 value) == sr_encode_8bit<kE4m3>(u, R) (every pair: tools/sr12_all_check.cpp; --all here
+// takes hours: 2^40 pairs with two mode switches each). The device's __fmul_rz(v, 2^-120) is a multiply under
 // FE_TOWARDZERO here (x86 SSE keeps subnormals: no FTZ/DAZ).
 //   g++ -O2 -ffp-contract=off -frounding-math -std=c++17 -Ikernels-src/cuda -o /tmp/sr12_check tools/sr12_check.cpp
 #include <cfenv>
