@@ -26,13 +26,14 @@ import {
 } from "../mod.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { guardSelftest } from "../ops/runtime/guard_selftest.ts";
-import { kernelFunction, launchCount } from "../ffi/cuda.ts";
+import { launchCount } from "../ffi/cuda.ts";
 import { config } from "../core/config.ts";
 import { deviceRuntime } from "../core/tensor.ts";
 import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
 import { caseInput, caseName, checkQuantized, loadGolden, logicalBytes, opOptions } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, samePair, SF_LAYOUTS, storageBytes, up, uploadView, withPdl } from "./gpu_util.ts";
+import { nanQuadRows, ptcFn, withSpecials, withSrEdges } from "./per_token_rows.ts";
 
 const SF_CONFIGS = SF_LAYOUTS;
 const TOKENS = [0, 1, 33, 257];
@@ -579,30 +580,6 @@ gpuTest("perTokenCastBack and castBack kernels = reference with the default L2 h
   }
 });
 
-/**
- * `x` with NaN, ±Inf, ±0 and subnormals written into a few rows (quant.md: NaN ignored by the amax, an infinite amax
- * gives an infinite scale), so that the `_sor4` and `_pkl` kernels (and the sf-only `_g<N>` / `_u4` kernels of the
- * forms not built as `_sor4`) meet every special in the group reduction.
- */
-function withSpecials(x: HostTensor): HostTensor {
-  const [T, H] = x.shape;
-  const s0 = x.strides[0];
-  const f32 = x.dtype === "fp32";
-  const sp = f32 ? [NaN, Infinity, -Infinity, -0, 1e-45, -3e-39] : [0x7fc0, 0x7f80, 0xff80, 0x8000, 0x0001, 0x8033];
-  const d = x.data as Float32Array | Uint16Array;
-  for (let t = 0; t < T; t += 3) {
-    const kind = (t / 3) % 4; // 0: one NaN in a group, 1: +Inf, 2: a whole group NaN, 3: subnormals and −0 only
-    for (let j = 0; j < H; j++) {
-      const i = x.offset + t * s0 + j;
-      if (kind === 0 && j % 97 === 5) d[i] = sp[0];
-      else if (kind === 1 && j % 131 === 7) d[i] = sp[(j & 1) + 1];
-      else if (kind === 2 && j < 128) d[i] = sp[0];
-      else if (kind === 3) d[i] = sp[3 + (j % 3)];
-    }
-  }
-  return x;
-}
-
 gpuTest("perTokenCastWithSfOnly kernels (_sor4: e4m3, groups 32 and 128; _g<N> / _u4 in mode 1 otherwise) = reference: every sf layout, fp32/bf16 → e4m3/e2m1, groups 16–128, tails, strided and unaligned rows, 0 rows, specials (seed 7001)", () => {
   const rand = rng(7001);
   // [T, H, row stride, element offset]: 0 rows; one 64-wide row; unaligned stride (element loads); T % 4 ≠ 0 under
@@ -729,11 +706,6 @@ gpuTest("perTokenCastWithSfOnly _g128_sor4_a (aligned bf16 views) = reference: b
 });
 
 // ---- programmatic dependent launch (config.pdl; docs/perf-notes/perf9-pdl.md) ------------------------------------
-
-/** The function handle of a per_token_cast.cu symbol on device 0. */
-function ptcFn(suffix: string): number {
-  return kernelFunction("test", { kind: "cuda", index: 0 }, `tk_per_token_cast__${suffix}`);
-}
 
 /**
  * Which symbol each launch takes and whether it carries the PDL attribute: config.pdl on (the default):
@@ -950,53 +922,6 @@ gpuTest("perTokenCast with PDL right after a kernel (perTokenCastBack) or a copy
 });
 
 // ---- perTokenCast with stochasticCast: _g128_sr_wu (perTokenLaunchTuning.srWarpUnits; docs/perf-notes/perf10-ptsr.md)
-
-/**
- * `x` with values that reach every branch of the stochastic e4m3 encode once scaled by the group's inverse: ±0, bf16
- * subnormals, values whose scaled magnitude falls in the e4m3 subnormal range (below 2^-6: the rz-FMA low term),
- * exactly at the e4m3 grid and just below the next one (the carry of the random bits into the exponent), the group
- * maximum (448 after scaling: saturation), and groups of tiny values only (scales at the amax clamp). Rows t ≡ 1
- * (mod 3); withSpecials (NaN, ±Inf: the per-chunk NaN probe's fallback) writes rows t ≡ 0 (mod 3).
- */
-function withSrEdges(x: HostTensor): HostTensor {
-  const [T, H] = x.shape;
-  const s0 = x.strides[0];
-  const d = x.data as Uint16Array;
-  const edges = [0x0000, 0x8000, 0x0001, 0x807f, 0x3a80, 0xba81, 0x3c00, 0x3bff, 0xbdff, 0x3e00, 0x4000, 0xc3df, 0x0400];
-  for (let t = 1; t < T; t += 3) {
-    for (let j = 0; j < H; j++) {
-      const i = x.offset + t * s0 + j;
-      if (Math.floor(t / 3) % 2 === 1 && j % 256 < 128) d[i] = 0x0080 + (j % 7); // a group of tiny normals: sf at the clamp
-      else if (j % 5 === 0) d[i] = edges[(j / 5 + t) % edges.length];
-    }
-  }
-  return x;
-}
-
-/**
- * bf16 rows of ordinary values with NaNs of several patterns (quiet 0x7FC0, 0xFFC0, 0x7FE5; signalling, with
- * payloads, 0xFFA5, 0x7F81, 0xFF81) at every position of a quad, next to finite values, ±0 and subnormals: the hash
- * of a quad holding a NaN product and other values (§7.4 hashes a NaN product as the canonical 0x7FFFFFFF the GPU's
- * multiply gives, whatever x's NaN pattern: stochastic.ref.ts productBits). Found by the first GPU run of
- * `_g128_sr_wu` (a 1 × 64 row of withSpecials, byte 7: 0x6C against a reference that hashed x's quieted NaN).
- */
-function nanQuadRows(T: number, H: number): HostTensor {
-  const rand = rng(10109);
-  const x = randomInput(rand, T, H, "bf16");
-  const d = x.data as Uint16Array;
-  const nans = [0x7fc0, 0xffc0, 0x7fe5, 0xffa5, 0x7f81, 0xff81];
-  const others = [0x0000, 0x8000, 0x0001, 0x8033, 0x3f80, 0xc2f0];
-  for (let t = 0; t < T; t++) {
-    for (let j = 0; j < H; j += 4) {
-      const q = t * (H / 4) + j / 4;
-      if (q % 3 === 2) continue; // some quads without NaN
-      d[t * H + j + (q % 4)] = nans[q % nans.length];
-      if (q % 5 === 0) d[t * H + j + ((q + 1) % 4)] = nans[(q + 1) % nans.length];
-      if (q % 7 === 0) d[t * H + j + ((q + 2) % 4)] = others[q % others.length];
-    }
-  }
-  return x;
-}
 
 /**
  * perTokenCast bf16 → e4m3 with stochasticCast = the CPU reference (stochastic.ref.ts) through both kernels:

@@ -216,11 +216,26 @@ TK_HD float sr_e4m3_value(uint32_t u, uint32_t R) {
 }
 
 #if defined(__CUDACC__)
+// ---- §7.3's e4m3 rounding in a domain scaled by 2^-120 (docs/perf-notes/perf12-sr.md) --------------------------
+// sr_e4m3_value forms t = max(|v|, rz(|v|/2 + 2^-7)) + R·2^12 − K + sign (K = 2^-7's pattern): the max() and the rz
+// FMA build the 2^-9 quantum of the e4m3 subnormals out of a binary32 normal. s = rz(v · 2^-120) (signed) does the
+// same with the binary32 subnormals: for |v| ≥ 2^-6 the product is exact and its pattern is bits(|v|) − K; for
+// |v| < 2^-6 it is a binary32 subnormal whose pattern is ⌊|v|·2^29⌋, which is p − K there as well (p = 2^-7 + |v|/2
+// truncated on the 2^-30 grid). So t = bits(s) + R·2^12 is the same integer (the sign rides in bit 31: no carry
+// reaches it) for every non-NaN v but ±Inf, where t differs and both y saturate to ±448 in the conversion.
+// tools/sr12_all_check.cpp proves the two forms' codes equal for every pattern and every R on the host. Per value:
+// FMUL.RZ, byte of r0, IMAD, LOP3, FMUL (and half an F2FP) instead of sr_e4m3_value's eight.
+TK_DEV float sr12_e4m3_value(float v, uint32_t R) {
+  const uint32_t t = f2u(__fmul_rz(v, 0x1p-120f)) + R * 4096u;
+  return mul_rn(u2f(t & 0xfff00000u), 0x1p120f);
+}
+
 // kQuads quads of §7.3 e4m3 codes from binary32 patterns u; element 4q + i takes byte i of r0[q] (§7.4); four
 // codes per word, the first in the low byte. A group without NaN takes sr_e4m3_value and the conversion (~6 integer
 // operations per element); a group with one takes sr_encode_8bit per element (NaN → 0x7F, sign dropped). The probe
-// is a sum of |v| on the FP32 pipe: NaN exactly when some v is (every term is ≥ +0: no Inf − Inf).
-template <int kQuads>
+// is a sum of |v| on the FP32 pipe: NaN exactly when some v is (every term is ≥ +0: no Inf − Inf). kScaled: the
+// NaN-free path takes sr12_e4m3_value instead (same codes, fewer instructions).
+template <int kQuads, bool kScaled = false>
 TK_DEV void sr_encode_e4m3_quads(const uint32_t (&u)[4 * kQuads], const uint32_t (&r0)[kQuads],
                                  uint32_t (&out)[kQuads]) {
   // pairwise, so that the branch waits for log2(4·kQuads) dependent adds, not 4·kQuads − 1
@@ -236,7 +251,10 @@ TK_DEV void sr_encode_e4m3_quads(const uint32_t (&u)[4 * kQuads], const uint32_t
     for (int q = 0; q < kQuads; ++q) {
       float y[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) y[i] = sr_e4m3_value(u[4 * q + i], __byte_perm(r0[q], 0u, 0x4440u + i));
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t R = __byte_perm(r0[q], 0u, 0x4440u + i);
+        y[i] = kScaled ? sr12_e4m3_value(u2f(u[4 * q + i]), R) : sr_e4m3_value(u[4 * q + i], R);
+      }
       out[q] = encode_e4m3x4(y[0], y[1], y[2], y[3]);
     }
   } else {
@@ -249,47 +267,11 @@ TK_DEV void sr_encode_e4m3_quads(const uint32_t (&u)[4 * kQuads], const uint32_t
   }
 }
 
-// ---- §7.3's e4m3 rounding in a domain scaled by 2^-120 (docs/perf-notes/perf12-sr.md) --------------------------
-// sr_e4m3_value forms t = max(|v|, rz(|v|/2 + 2^-7)) + R·2^12 − K + sign (K = 2^-7's pattern): the max() and the rz
-// FMA build the 2^-9 quantum of the e4m3 subnormals out of a binary32 normal. s = rz(v · 2^-120) (signed) does the
-// same with the binary32 subnormals: for |v| ≥ 2^-6 the product is exact and its pattern is bits(|v|) − K; for
-// |v| < 2^-6 it is a binary32 subnormal whose pattern is ⌊|v|·2^29⌋, which is p − K there as well (p = 2^-7 + |v|/2
-// truncated on the 2^-30 grid). So t = bits(s) + R·2^12 is the same integer (the sign rides in bit 31: no carry
-// reaches it) for every non-NaN v but ±Inf, where t differs and both y saturate to ±448 in the conversion.
-// tools/sr12_check.cpp compares the two forms' codes over binary32 patterns and every R on the host. Per value:
-// FMUL.RZ, byte of r0, IMAD, LOP3, FMUL (and half an F2FP) instead of sr_e4m3_value's eight.
-TK_DEV float sr12_e4m3_value(float v, uint32_t R) {
-  const uint32_t t = f2u(__fmul_rz(v, 0x1p-120f)) + R * 4096u;
-  return mul_rn(u2f(t & 0xfff00000u), 0x1p120f);
-}
-
-// sr_encode_e4m3_quads with sr12_e4m3_value on the NaN-free path (same probe, same fallback, same codes)
+// sr_encode_e4m3_quads on the scaled-domain path (the encoder hook of per_token_cast_sr12.cu and cast_sr12.cu)
 template <int kQuads>
 TK_DEV void sr12_encode_e4m3_quads(const uint32_t (&u)[4 * kQuads], const uint32_t (&r0)[kQuads],
                                    uint32_t (&out)[kQuads]) {
-  float probe[4 * kQuads];
-#pragma unroll
-  for (int i = 0; i < 4 * kQuads; ++i) probe[i] = fabsf(u2f(u[i]));
-#pragma unroll
-  for (int n = 2 * kQuads; n >= 1; n /= 2)
-#pragma unroll
-    for (int i = 0; i < n; ++i) probe[i] = add_rn(probe[i], probe[i + n]);
-  if (probe[0] == probe[0]) {
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q) {
-      float y[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) y[i] = sr12_e4m3_value(u2f(u[4 * q + i]), __byte_perm(r0[q], 0u, 0x4440u + i));
-      out[q] = encode_e4m3x4(y[0], y[1], y[2], y[3]);
-    }
-  } else {
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q) {
-      out[q] = 0;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) out[q] |= sr_encode_8bit<SrTarget::kE4m3>(u[4 * q + i], (r0[q] >> (8 * i)) & 0xffu) << (8 * i);
-    }
-  }
+  sr_encode_e4m3_quads<kQuads, true>(u, r0, out);
 }
 #endif
 
