@@ -104,6 +104,37 @@ export class LeadTimer {
   }
 }
 
+/**
+ * The interleaved A/B of the tuning scripts (bench/sr12_tuning.ts, csr13_tuning.ts): `rounds` rounds, each timing
+ * every setting once with {@link LeadTimer} after `apply(setting)`, the order rotated by one each round; the median
+ * of each setting's rounds (µs a call), by name.
+ */
+export function interleavedMedians<S extends { name: string }>(
+  timer: LeadTimer,
+  stream: Stream,
+  settings: readonly S[],
+  rounds: number,
+  apply: (s: S) => void,
+  run: () => void,
+): Map<string, number> {
+  const us = new Map<string, number[]>();
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < settings.length; i++) {
+      const s = settings[(i + round) % settings.length];
+      apply(s);
+      us.set(s.name, [...(us.get(s.name) ?? []), timer.timeUs(stream, run)]);
+    }
+  }
+  return new Map([...us].map(([k, v]) => [k, v.sort((a, b) => a - b)[rounds >> 1]]));
+}
+
+/** The first index at which two byte arrays differ (-1 when equal; the shorter length when one is a prefix). */
+export function firstDifference(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+
 /** Device-to-device copy rate (GB/s, read + write counted) on a buffer of `bytes`. */
 export function copyRateGBs(bytes: number): { us: number; gbps: number } {
   const src = empty([bytes], "uint8", { device: 0 }) as DeviceTensor;

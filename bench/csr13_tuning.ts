@@ -18,7 +18,7 @@ import { type DeviceTensor, devices, empty, stochasticCast, toHost } from "../mo
 import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { castLaunchTuning } from "../ops/quant/elem_launch.ts";
-import { copyRateGBs, DEV, LeadTimer, randomBf16Host } from "./common.ts";
+import { copyRateGBs, DEV, firstDifference, interleavedMedians, LeadTimer, randomBf16Host } from "./common.ts";
 
 if (devices().length === 0) {
   console.log("csr13_tuning needs a CUDA device; none found");
@@ -57,28 +57,18 @@ try {
         ref = got;
         continue;
       }
-      let bad = -1;
-      for (let j = 0; j < ref.length && bad < 0; j++) if (ref[j] !== got[j]) bad = j;
+      const bad = firstDifference(got, ref);
       if (bad >= 0) {
         failures++;
         console.log(`FAIL stochasticCast ${T}x${H} ${s.name}: differs from sr_a's at byte ${bad} (${got[bad]} vs ${ref[bad]})`);
       }
     }
-    const us = new Map<string, number[]>();
-    for (let round = 0; round < ROUNDS; round++) {
-      for (let i = 0; i < SETTINGS.length; i++) {
-        const s = SETTINGS[(i + round) % SETTINGS.length];
-        castLaunchTuning.srScaledEncode = s.on;
-        const v = timer.timeUs(stream, () => void stochasticCast(x, o));
-        us.set(s.name, [...(us.get(s.name) ?? []), v]);
-      }
-    }
+    const med = interleavedMedians(timer, stream, SETTINGS, ROUNDS, (s) => void (castLaunchTuning.srScaledEncode = s.on), () => void stochasticCast(x, o));
     castLaunchTuning.srScaledEncode = saved;
     const bytes = 3 * T * H;
-    const med = (name: string) => us.get(name)!.sort((a, b) => a - b)[ROUNDS >> 1];
-    const base = med("sr_a");
+    const base = med.get("sr_a")!;
     for (const s of SETTINGS) {
-      const v = med(s.name);
+      const v = med.get(s.name)!;
       const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
       const delta = s.name === "sr_a" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
       console.log(`stochasticCast bf16→e4m3 SR ${T}x${H}\t${s.name.padEnd(6)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);

@@ -18,7 +18,7 @@ import { type DeviceTensor, devices, empty, perTokenCast, toHost } from "../mod.
 import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
-import { copyRateGBs, DEV, LeadTimer, randomBf16Host } from "./common.ts";
+import { copyRateGBs, DEV, firstDifference, interleavedMedians, LeadTimer, randomBf16Host } from "./common.ts";
 
 if (devices().length === 0) {
   console.log("sr12_tuning needs a CUDA device; none found");
@@ -63,30 +63,20 @@ try {
         continue;
       }
       for (let k = 0; k < 2; k++) {
-        let bad = -1;
-        for (let j = 0; j < ref[k].length && bad < 0; j++) if (ref[k][j] !== got[k][j]) bad = j;
+        const bad = firstDifference(got[k], ref[k]);
         if (bad >= 0) {
           failures++;
           console.log(`FAIL perTokenCast SR ${T}x${H} ${s.name}: ${k === 0 ? "data" : "sf"} differs from main's at byte ${bad} (${got[k][bad]} vs ${ref[k][bad]})`);
         }
       }
     }
-    const us = new Map<string, number[]>();
-    for (let round = 0; round < ROUNDS; round++) {
-      for (let i = 0; i < SETTINGS.length; i++) {
-        const s = SETTINGS[(i + round) % SETTINGS.length];
-        perTokenLaunchTuning.srScaledEncode = s.on;
-        const v = timer.timeUs(stream, () => void perTokenCast(x, o));
-        us.set(s.name, [...(us.get(s.name) ?? []), v]);
-      }
-    }
+    const med = interleavedMedians(timer, stream, SETTINGS, ROUNDS, (s) => void (perTokenLaunchTuning.srScaledEncode = s.on), () => void perTokenCast(x, o));
     perTokenLaunchTuning.srScaledEncode = saved;
     // bench/cases_elem.ts's bytes
     const bytes = 3 * T * H + 4 * T * (H / 128);
-    const med = (name: string) => us.get(name)!.sort((a, b) => a - b)[ROUNDS >> 1];
-    const base = med("wu");
+    const base = med.get("wu")!;
     for (const s of SETTINGS) {
-      const v = med(s.name);
+      const v = med.get(s.name)!;
       const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
       const delta = s.name === "wu" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
       console.log(`perTokenCast bf16→e4m3 128 SR ${T}x${H}\t${s.name.padEnd(6)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
