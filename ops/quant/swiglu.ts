@@ -210,7 +210,8 @@ export function swigluForward(x: Tensor, options: SwigluForwardOptions): Tensor 
  * SwiGLU forward fused with a per-token e4m3 cast (spec/quant.md §8.4): the binary32 value of
  * {@link swigluForward}, cast per row in groups of `numPerChannels` (32 or 128, `H % numPerChannels == 0`) exactly
  * as `perTokenCast` would (e4m3 clamp table, sf layout from the options; `useE4m3Sf` is not available). Returns
- * `[data e4m3 [T, H], sf]`. Entries of padding rows are unspecified (§8.4; here the cast of a row of +0).
+ * `[data e4m3 [T, H], sf]`. Entries of padding rows are unspecified (§8.4; here the cast of a row of +0). The op
+ * allocates its outputs: an `out` option is refused (`VALUE`), never ignored.
  *
  * @example
  * ```ts
@@ -225,6 +226,9 @@ export function swigluForwardAndPerTokenCast(x: Tensor, options: SwigluForwardAn
   const op = "swigluForwardAndPerTokenCast";
   checkOptions(op, options, CAST_KEYS);
   if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
+  // `out` is a common option key, so checkOptions lets it through; this op allocates its outputs, so an `out` would
+  // otherwise be ignored silently (as in swigluBackwardAndPerTokenCast, refuse it).
+  if ((options as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", "is not supported: the op allocates its outputs");
   oneOf(op, "fmt", options.fmt, ["e4m3"] as const);
   const sfo = checkSfOptions(op, options);
   if (sfo.e4m3Sf) throw new TkError(op, "useE4m3Sf", "VALUE", "is not available for the SwiGLU casts");
