@@ -59,6 +59,8 @@ export {
   normForwardAndPerTokenCast,
   type NormForwardAndPerTokenCastOptions,
   type NormForwardOptions,
+  rmsnormForwardAndPerTokenCast,
+  type RmsnormForwardAndPerTokenCastOptions,
 } from "./ops/norm/mod.ts";
 export { randn, type RandnDType, randnLike, type RandnLikeOptions, type RandnOptions, setSeed } from "./ops/rand/mod.ts";
 export { applyRotary, type ApplyRotaryOptions } from "./ops/transform/mod.ts";

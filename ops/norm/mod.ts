@@ -1,7 +1,8 @@
 /**
  * The RMSNorm family (`jsr:@tk/kernels/norm`): `normForward`, `normForwardAndPerTokenCast`,
- * `addRmsnormForwardAndPerTokenCast` and `normBackward`, with a bit-exact CPU reference (spec/norm-rope-rand.md
- * Part A and D), and CUDA kernels that give the same bytes (`kernels-src/cuda/norm/`).
+ * `addRmsnormForwardAndPerTokenCast`, `normBackward` and the deprecated alias `rmsnormForwardAndPerTokenCast`, with
+ * a bit-exact CPU reference (spec/norm-rope-rand.md Part A and D), and CUDA kernels that give the same bytes
+ * (`kernels-src/cuda/norm/`).
  *
  * @example
  * ```ts
@@ -22,6 +23,8 @@ export {
   type NormCastSfOptions,
   normForwardAndPerTokenCast,
   type NormForwardAndPerTokenCastOptions,
+  rmsnormForwardAndPerTokenCast,
+  type RmsnormForwardAndPerTokenCastOptions,
 } from "./norm_forward_and_per_token_cast.ts";
 // The types the signatures above refer to, so that this entry point documents on its own.
 export type { Backend, OpOptions } from "../../core/backend.ts";

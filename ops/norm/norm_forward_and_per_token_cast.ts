@@ -10,8 +10,9 @@ import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, oneOf, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
 import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
-import { deviceEmptyStrided, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
+import { DeviceTensor, deviceEmptyStrided, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
 import type { PerTokenArgs } from "../quant/per_token_cast.ref.ts";
+import { perTokenCast } from "../quant/per_token_cast.ts";
 import { amaxClampFor } from "../quant/scale.ref.ts";
 import { sfGeometry, type SfLayout } from "../quant/sf_layout.ts";
 import { checkSfOptions } from "../quant/sf_options.ts";
@@ -62,7 +63,18 @@ export interface AddRmsnormForwardAndPerTokenCastOptions extends OpOptions, Norm
   numPerChannels: 32 | 128;
 }
 
+/** Options of {@link rmsnormForwardAndPerTokenCast} (the deprecated alias). */
+export interface RmsnormForwardAndPerTokenCastOptions extends OpOptions, NormCastSfOptions {
+  /** Added to the mean square before the square root; required, finite, ≥ 0 (rounded to binary32). */
+  eps: number;
+  /** Target format: FP8 E4M3 only. */
+  fmt: "e4m3";
+  /** Channels per scale: 128, or the whole row (the hidden size). */
+  numPerChannels: number;
+}
+
 const SF_KEYS = ["fmt", "numPerChannels", "useTmaAlignedColMajorSf", "roundSf", "usePackedUe8m0"];
+const ALIAS_KEYS = ["eps", ...SF_KEYS];
 const KEYS = ["eps", "residual", "outScale", "withOutBf16", ...SF_KEYS];
 const ADD_KEYS = ["eps", ...SF_KEYS];
 const OUT_KEYS = ["data", "sf", "outBf16", "rstd", "residualOut"];
@@ -287,4 +299,62 @@ export function addRmsnormForwardAndPerTokenCast(
   }
   const opts: NormForwardAndPerTokenCastOptions = { ...options, residual: r, out: { residualOut: r } };
   return fusedCast(op, xt, w, opts)[0];
+}
+
+/**
+ * **Deprecated** (TileKernels' earlier 2.x entry point; use {@link normForwardAndPerTokenCast}): RMSNorm of the rows
+ * of a 2-D contiguous `x` `[T, H]` (fp32 or bf16, `H` a multiple of 128) with a required `weight`, then the per-token
+ * e4m3 cast of the output rounded to `x.dtype`, in groups of 128 channels or of the whole row
+ * (`numPerChannels = H`). Exactly `perTokenCast(normForward(x, weight, { eps })[0], { fmt: "e4m3", numPerChannels,
+ * …SfOptions })` byte for byte (spec/norm-rope-rand.md D.5: the new numerics, not the `9375f83` kernel's). Returns
+ * `[data, sf]`.
+ *
+ * Device inputs: with 128 channels, the fused kernel of {@link normForwardAndPerTokenCast}; with the whole row,
+ * {@link normForward} then `perTokenCast` on the same stream (the normalized rows live in a temporary buffer,
+ * released in stream order). Host inputs run the CPU reference unless `backend` / `TK_BACKEND` says `"cuda"`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { rmsnormForwardAndPerTokenCast } from "./mod.ts";
+ * import { tensor } from "../../core/tensor.ts";
+ * const x = tensor(new Float32Array(256).fill(2), [1, 256], "fp32");
+ * const weight = tensor(new Float32Array(256).fill(1), [256], "fp32");
+ * const [data, sf] = rmsnormForwardAndPerTokenCast(x, weight, { eps: 0, fmt: "e4m3", numPerChannels: 256 });
+ * assert.deepEqual(sf.shape, [1, 1]); // one scale for the whole row
+ * assert.equal((sf as { data: Float32Array }).data[0], Math.fround(1 / 448)); // every normalized value is 1
+ * assert.equal((data as { data: Uint8Array }).data[0], 0x7e);
+ * ```
+ */
+export function rmsnormForwardAndPerTokenCast(x: Tensor, weight: Tensor, options: RmsnormForwardAndPerTokenCastOptions): Quantized {
+  const op = "rmsnormForwardAndPerTokenCast";
+  checkOptions(op, options, ALIAS_KEYS);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "eps, fmt and numPerChannels are required");
+  if ((options as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", "is not supported: the op allocates its outputs");
+  const xt = checkTensor(op, "x", x, ["fp32", "bf16"], 2);
+  if (!xt.isContiguous()) throw new TkError(op, "x", "LAYOUT", `must be contiguous, got strides [${xt.strides.join(", ")}]`);
+  const H = xt.shape[1];
+  if (H % 128 !== 0) throw new TkError(op, "x", "SHAPE", `hidden size must be a multiple of 128 (got ${H})`);
+  if (weight === null || weight === undefined) throw new TkError(op, "weight", "VALUE", `is required (got ${String(weight)})`);
+  oneOf(op, "fmt", options.fmt, ["e4m3"] as const);
+  const N = options.numPerChannels;
+  if (N !== 128 && N !== H) throw new TkError(op, "numPerChannels", "VALUE", `must be 128 or the hidden size ${H} (got ${String(N)})`);
+  const sf: NormCastSfOptions = {
+    useTmaAlignedColMajorSf: options.useTmaAlignedColMajorSf,
+    roundSf: options.roundSf,
+    usePackedUe8m0: options.usePackedUe8m0,
+  };
+  const common = { backend: options.backend, stream: options.stream };
+  if (N === 128) return fusedCast(op, xt, weight, { eps: options.eps, fmt: "e4m3", numPerChannels: 128, ...sf, ...common })[0];
+  // The whole row: every argument of both steps is checked here first, under this op's name (the norm's by
+  // resolveNorm, the cast's options by checkSfOptions; the cast's input is the norm's own output), so neither step
+  // can refuse after the first one ran.
+  checkSfOptions(op, sf);
+  const r = resolveNorm(op, xt, weight, { eps: options.eps });
+  const pl = place(op, options.backend, xt, r.w);
+  checkCudaHidden(op, pl.backend, H);
+  const [normalized, rstd] = normForward(xt, weight, { eps: options.eps, ...common });
+  const q = perTokenCast(normalized, { fmt: "e4m3", numPerChannels: H, ...sf, ...common });
+  for (const t of [normalized, rstd]) if (t instanceof DeviceTensor) t.dispose();
+  return q;
 }
