@@ -7,6 +7,7 @@
 import { type ParamsLayout, paramsHeader } from "../core/params.ts";
 import { NormBackwardParams } from "../ops/norm/norm_backward.params.ts";
 import { NormForwardParams } from "../ops/norm/norm_forward.params.ts";
+import { MegaMoeSfParams } from "../ops/norm/mega_moe_sf.params.ts";
 import { CastBackParams } from "../ops/quant/cast_back.params.ts";
 import { PerTokenCastParams } from "../ops/quant/per_token_cast.params.ts";
 import { PerChannelCastParams, TransposeWeightSfParams } from "../ops/quant/per_channel_cast.params.ts";
@@ -37,6 +38,7 @@ export const GENERATED_HEADERS: readonly GeneratedHeader[] = [
   { path: "kernels-src/cuda/generated/swiglu_params.h", from: "ops/quant/swiglu.params.ts", layouts: [SwigluParams] },
   { path: "kernels-src/cuda/generated/swiglu_per_channel_params.h", from: "ops/quant/swiglu_per_channel.params.ts", layouts: [SwigluPerChannelParams] },
   { path: "kernels-src/cuda/generated/cast_block_params.h", from: "ops/quant/cast_block.params.ts", layouts: [CastBlockParams] },
+  { path: "kernels-src/cuda/generated/mega_moe_params.h", from: "ops/norm/mega_moe_sf.params.ts", layouts: [MegaMoeSfParams] },
   // one line per family header, e.g. kernels-src/cuda/generated/<family>_params.h
 ];
 

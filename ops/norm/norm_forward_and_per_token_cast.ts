@@ -9,16 +9,17 @@
 import { type OpOptions, place } from "../../core/backend.ts";
 import { checkOptions, checkOutTensor, checkTensor, oneOf, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
-import { onHost, resultToDevice, runOnDeviceStaged } from "../../core/stage.ts";
+import { onHost, resultToDevice, runOnDeviceStaged, writeBackSpan } from "../../core/stage.ts";
 import { DeviceTensor, deviceEmptyStrided, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
 import type { PerTokenArgs } from "../quant/per_token_cast.ref.ts";
 import { perTokenCast } from "../quant/per_token_cast.ts";
 import { amaxClampFor } from "../quant/scale.ref.ts";
-import { sfGeometry, type SfLayout } from "../quant/sf_layout.ts";
-import { checkSfOptions } from "../quant/sf_options.ts";
+import { type SfGeometry, sfGeometry, type SfLayout } from "../quant/sf_layout.ts";
+import { checkSfOptions, type SfFlags } from "../quant/sf_options.ts";
 import { checkCudaHidden, shapeText } from "./checks.ts";
 import { normStream } from "./launch.ts";
-import { launchNormForward, normForward, resolveNorm, rowsLike } from "./norm_forward.ts";
+import { checkMegaMoe, launchMegaMoeSf, type MegaMoe, releaseMegaMoe, writeMegaMoeRef } from "./mega_moe_sf.ts";
+import { launchNormForward, normForward, resolveNorm, type ResolvedNorm, rowsLike } from "./norm_forward.ts";
 import { castNormalizedRef } from "./norm_forward_and_per_token_cast.ref.ts";
 
 /** Scale-factor options of the fused casts (spec/API.md §3.1 `SfOptions` without `useE4m3Sf`). */
@@ -45,6 +46,18 @@ export interface NormForwardAndPerTokenCastOptions extends OpOptions, NormCastSf
   outScale?: number;
   /** Also return the normalized output rounded to bf16. Default false. */
   withOutBf16?: boolean;
+  /**
+   * Also receive the scales in DeepGEMM's mega-MoE layout (spec/norm-rope-rand.md A.1): an int32 `[T, H/128]` tensor,
+   * M-major (stride(0) = 1) with row pitch R = stride(1) ≥ ⌈T/m⌉·align(m, 128), m = `megaMoeBlockM`. Token t's four
+   * UE8M0 bytes of columns 128g … 128g + 127 (byte k: sf column 4g + k) go into the int32 at row
+   * ρ(t) = ⌊t/m⌋·align(m,128) + ⌊i/128⌋·128 + (i mod 32)·4 + ⌊(i mod 128)/32⌋ (i = t mod m) of column g; every other
+   * word keeps its bits (rows up to ⌈T/m⌉·align(m, 128) − 1 of each column, which may lie past the view's T rows,
+   * must be inside its allocation). Requires `megaMoeBlockM`, a 2-D `x`, `numPerChannels: 32`, `roundSf` and
+   * `H % 128 == 0`.
+   */
+  megaMoeSf?: Tensor;
+  /** m ≥ 1, the mega-MoE block of tokens; required with `megaMoeSf` (0 or absent: no mega-MoE scales). */
+  megaMoeBlockM?: number;
   /**
    * Preallocated outputs: `data` e4m3 like `x` (contiguous); `sf` row-major contiguous (`[B?, T, sfCols]`, not with
    * `useTmaAlignedColMajorSf`); `outBf16` bf16 like `x` (contiguous, only with `withOutBf16`); `rstd` and
@@ -75,7 +88,7 @@ export interface RmsnormForwardAndPerTokenCastOptions extends OpOptions, NormCas
 
 const SF_KEYS = ["fmt", "numPerChannels", "useTmaAlignedColMajorSf", "roundSf", "usePackedUe8m0"];
 const ALIAS_KEYS = ["eps", ...SF_KEYS];
-const KEYS = ["eps", "residual", "outScale", "withOutBf16", ...SF_KEYS];
+const KEYS = ["eps", "residual", "outScale", "withOutBf16", "megaMoeSf", "megaMoeBlockM", ...SF_KEYS];
 const ADD_KEYS = ["eps", ...SF_KEYS];
 const OUT_KEYS = ["data", "sf", "outBf16", "rstd", "residualOut"];
 
@@ -193,7 +206,48 @@ function fusedCast(
     rule: { fmt, roundSf: sfo.roundSf, packedUe8m0: sfo.packed, e4m3Sf: false, clamp: amaxClampFor(fmt, false) },
     layout,
   };
+  // megaMoeSf (A.1): checked last, so that the view of the words it receives exists only once nothing else refuses
+  const mm = checkMegaMoe(op, options.megaMoeSf, options.megaMoeBlockM, xt, N, sfo.roundSf, [...others, ...mine]);
+  try {
+    if (mm) place(op, options.backend, xt, mm.target);
+    return dispatchCast(op, xt, weight, options, { pl, r, args, outData, outSf, outBf16, withOutBf16, sfo, g, sfShape, rank, normOut, mm });
+  } finally {
+    releaseMegaMoe(mm);
+  }
+}
 
+/** What fusedCast checked and resolved, for its dispatch. */
+interface CastPlan {
+  pl: ReturnType<typeof place>;
+  r: ResolvedNorm;
+  args: PerTokenArgs;
+  outData: Tensor | null;
+  outSf: Tensor | null;
+  outBf16: Tensor | null;
+  withOutBf16: boolean;
+  sfo: SfFlags;
+  g: SfGeometry;
+  sfShape: number[];
+  rank: number;
+  normOut: { rstd?: Tensor; residualOut?: Tensor } | undefined;
+  mm: MegaMoe | null;
+}
+
+/**
+ * fusedCast's dispatch, every argument checked: the fused kernel, the same call on device copies of host inputs, or
+ * the CPU reference; then the megaMoeSf words from the scales it produced.
+ */
+function dispatchCast(
+  op: string,
+  xt: Tensor,
+  weight: Tensor | null,
+  options: NormForwardAndPerTokenCastOptions,
+  plan: CastPlan,
+): [q: Quantized, outBf16: Tensor | null, rstd: Tensor, normInput: Tensor] {
+  const { pl, r, args, outData, outSf, outBf16, withOutBf16, sfo, g, sfShape, rank, normOut, mm } = plan;
+  const fmt = args.rule.fmt as "e4m3";
+  const N = args.numPerChannels as 32 | 128;
+  const T = args.tokens, H = args.hidden;
   if (pl.backend === "cuda" && !pl.staged) {
     const stream = normStream(op, pl, options.stream);
     const dev = pl.device;
@@ -205,6 +259,7 @@ function fusedCast(
     const ro = r.residual ? (r.resOut ?? rowsLike(op, dev, xt, xt.dtype, stream)) : null;
     const cast = { numPerChannels: N, data, sf, g, outBf16: ob, roundSf: sfo.roundSf, packedUe8m0: sfo.packed };
     launchNormForward(op, dev, stream, r, { out: null, rstd: rs, residualOut: ro, cast });
+    if (mm) launchMegaMoeSf(op, dev, stream, sf as DeviceTensor, sfo.packed, T, H / 128, mm);
     return [[data, sf], ob, rs, ro ?? xt];
   }
   if (pl.backend === "cuda") {
@@ -226,6 +281,8 @@ function fusedCast(
       return [d, f, ...(b ? [b] : []), rs, ...(dr ? [s] : [])];
     });
     const k = withOutBf16 ? 3 : 2;
+    // (host inputs: megaMoeSf is a host tensor, written from the scales that came back)
+    if (mm) writeMegaMoeRef(res[1] as HostTensor, sfo.packed, T, H / 128, mm.m, mm.span as HostTensor);
     return [[res[0], res[1]], withOutBf16 ? res[2] : null, res[k], r.residual ? res[k + 1] : xt];
   }
 
@@ -240,9 +297,16 @@ function fusedCast(
       outBf16: (outBf16 as HostTensor | null) ?? undefined,
     };
     const c = castNormalizedRef(hn, args, withOutBf16, given);
+    if (mm) writeMegaMoeRef(c.sf, sfo.packed, T, H / 128, mm.m, mm.span as HostTensor);
     return [[c.data, c.sf], c.outBf16, rstd, normInput];
   }
   const c = castNormalizedRef(hn, args, withOutBf16, {});
+  if (mm) {
+    // device megaMoeSf with backend "cpu": the words' span comes to the host, is written, and goes back whole
+    const span = onHost(mm.span) as HostTensor;
+    writeMegaMoeRef(c.sf, sfo.packed, T, H / 128, mm.m, span);
+    writeBackSpan(op, mm.span as DeviceTensor, span);
+  }
   const device = pl.device;
   const q: Quantized = [resultToDevice(op, c.data, outData, device), resultToDevice(op, c.sf, outSf, device)];
   return [q, c.outBf16 ? resultToDevice(op, c.outBf16, outBf16, device) : null, rstd, normInput];
