@@ -25,35 +25,17 @@ import {
 import { encodeBf16 } from "../core/dtype.ts";
 import { contiguousHost, hostStrided } from "../core/tensor.ts";
 import { logicalBytes } from "./golden.ts";
-import { assertBytesEqual, rng, test } from "./harness.ts";
-import { refuses } from "./refuses.ts";
+import { assertBytesEqual, test } from "./harness.ts";
+import { outSurvives, refuses, seededValues, sentinelLike } from "./refuses.ts";
 
 const SEED = 20261203;
-const SENTINEL = 0xa5;
-
-function values(n: number, salt: number, scale = 4): number[] {
-  const r = rng(SEED + salt);
-  return Array.from({ length: n }, () => (r() * 2 - 1) * scale);
-}
+const values = (n: number, salt: number, scale = 4) => seededValues(SEED + salt, n, scale);
 
 function mk(dtype: "fp32" | "bf16", v: number[], shape: number[]): HostTensor {
   return dtype === "fp32" ? tensor(new Float32Array(v), shape, "fp32") : tensor(Uint16Array.from(v, encodeBf16), shape, "bf16");
 }
 
-/** Fresh host storage with the shape and strides of `t`, every byte SENTINEL. */
-function like(t: Tensor): HostTensor {
-  const span = t.numel === 0 ? 0 : 1 + t.shape.reduce((a, d, i) => a + (d - 1) * t.strides[i], 0);
-  const h = hostStrided(t.shape, t.strides, t.dtype, span);
-  h.bytes.fill(SENTINEL);
-  return h;
-}
-
-/** `call(true)` is refused (inputs and `outs` unchanged); `call(false)` succeeds and writes one of `outs`. */
-function outSurvives(op: string, arg: string, code: string, call: (bad: boolean) => unknown, outs: HostTensor[], inputs: Tensor[]): void {
-  refuses(op, arg, code, () => call(true), [...inputs, ...outs]);
-  call(false);
-  assert.ok(outs.some((o) => o.bytes.some((b) => b !== SENTINEL)), `${op}: the accepted call wrote none of the outs`);
-}
+const like = sentinelLike;
 
 /** Storage element indices of the logical elements of a host view. */
 function viewElements(t: HostTensor): Set<number> {

@@ -43,19 +43,14 @@ import {
   unpackFromE2m1fnX2,
 } from "../mod.ts";
 import { encodeBf16 } from "../core/dtype.ts";
-import { contiguousHost, hostStrided } from "../core/tensor.ts";
+import { contiguousHost } from "../core/tensor.ts";
 import { logicalBytes } from "./golden.ts";
-import { assertBytesEqual, rng, test } from "./harness.ts";
-import { refuses } from "./refuses.ts";
+import { assertBytesEqual, test } from "./harness.ts";
+import { outSurvives as outSurvivesWith, refuses, seededValues, sentinelLike } from "./refuses.ts";
 
 const SEED = 20261202;
-const SENTINEL = 0xa5;
-
 /** `n` values in (−scale, scale) from the fixed seed (`salt` picks an independent stream). */
-function values(n: number, salt: number, scale = 8): number[] {
-  const r = rng(SEED + salt);
-  return Array.from({ length: n }, () => (r() * 2 - 1) * scale);
-}
+const values = (n: number, salt: number, scale = 8) => seededValues(SEED + salt, n, scale);
 
 const x = tensor(values(128 * 256, 1), [128, 256], "fp32");
 const xb = tensor(Uint16Array.from(values(128 * 128, 2), encodeBf16), [128, 128], "bf16");
@@ -65,23 +60,10 @@ const fp4 = tensor(new Uint8Array(128 * 64).map((_, i) => (i * 29) & 0x77), [128
 const fp4sf = tensor(new Float32Array(128 * 4).fill(2), [128, 4], "fp32");
 const INPUTS: Tensor[] = [x, xb, codes, codeSf, fp4, fp4sf];
 
-/** Fresh host storage with the shape and strides of `t`, every byte SENTINEL. */
-function like(t: Tensor): HostTensor {
-  const span = t.numel === 0 ? 0 : 1 + t.shape.reduce((a, d, i) => a + (d - 1) * t.strides[i], 0);
-  const h = hostStrided(t.shape, t.strides, t.dtype, span);
-  h.bytes.fill(SENTINEL);
-  return h;
-}
-
-/**
- * `call(true)` (one bad argument) is refused with TkError(op, arg, code) and leaves the inputs and every tensor of
- * `outs` unchanged; `call(false)` then succeeds and writes at least one of `outs`.
- */
+const like = sentinelLike;
+/** {@link outSurvivesWith} over this file's inputs unless others are given. */
 function outSurvives(op: string, arg: string, code: string, call: (bad: boolean) => unknown, outs: HostTensor[], inputs: Tensor[] = INPUTS): void {
-  for (const o of outs) assert.ok(o.bytes.every((b) => b === SENTINEL), "outs start as sentinels");
-  refuses(op, arg, code, () => call(true), [...inputs, ...outs]);
-  call(false);
-  assert.ok(outs.some((o) => o.bytes.some((b) => b !== SENTINEL)), `${op}: the accepted call wrote none of the outs, so the check above proves nothing`);
+  outSurvivesWith(op, arg, code, call, outs, inputs);
 }
 
 /** Pair outputs as `{ data, sf }` sentinels shaped like a result. */

@@ -5,8 +5,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { DeviceStorage } from "../core/tensor.ts";
+import { DeviceStorage, hostStrided } from "../core/tensor.ts";
 import { launchCount } from "../ffi/cuda.ts";
+import { rng } from "./harness.ts";
 import { type Device, DeviceTensor, type DType, HostTensor, type Stream, type Tensor, TkError } from "../mod.ts";
 
 /** Asserts `f` throws TkError(op, arg, code) without launching or modifying the host tensors among `inputs`. */
@@ -48,4 +49,33 @@ export function cudaOrUnavailable(op: string, f: () => unknown, hasGpu: boolean)
     return;
   }
   assert.throws(f, (e: unknown) => e instanceof TkError && e.op === op && e.code === "BACKEND_UNAVAILABLE");
+}
+
+/** The byte every {@link sentinelLike} tensor starts with. */
+export const SENTINEL = 0xa5;
+
+/** Fresh host storage with the shape and strides of `t`, every byte {@link SENTINEL}. */
+export function sentinelLike(t: Tensor): HostTensor {
+  const span = t.numel === 0 ? 0 : 1 + t.shape.reduce((a, d, i) => a + (d - 1) * t.strides[i], 0);
+  const h = hostStrided(t.shape, t.strides, t.dtype, span);
+  h.bytes.fill(SENTINEL);
+  return h;
+}
+
+/**
+ * `call(true)` (one bad argument) is refused with TkError(op, arg, code) and leaves the inputs and every tensor of
+ * `outs` (sentinels) unchanged; `call(false)` then succeeds and writes at least one of `outs`, which shows the outs
+ * were valid targets.
+ */
+export function outSurvives(op: string, arg: string, code: string, call: (bad: boolean) => unknown, outs: HostTensor[], inputs: readonly Tensor[]): void {
+  for (const o of outs) assert.ok(o.bytes.every((b) => b === SENTINEL), "outs start as sentinels");
+  refuses(op, arg, code, () => call(true), [...inputs, ...outs]);
+  call(false);
+  assert.ok(outs.some((o) => o.bytes.some((b) => b !== SENTINEL)), `${op}: the accepted call wrote none of the outs, so the check above proves nothing`);
+}
+
+/** `n` values in (−scale, scale) from `rng(seed)`. */
+export function seededValues(seed: number, n: number, scale: number): number[] {
+  const r = rng(seed);
+  return Array.from({ length: n }, () => (r() * 2 - 1) * scale);
 }
