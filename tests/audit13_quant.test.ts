@@ -5,8 +5,8 @@
  *   was: each case first refuses a call that has one bad argument and a sentinel-filled `out`, then makes the same
  *   call with the bad argument fixed and checks that it does write that `out` (so "unchanged" means something).
  * - More bad inputs for the ops that had fewer than five (`perTokenCastWithSfOnly`,
- *   `perTokenCastWithPrecomputedSf`, `perTokenCastBack`), and `swigluForwardAndPerTokenCast` refusing an `out`
- *   it cannot honour (it used to ignore it silently).
+ *   `perTokenCastWithPrecomputedSf`, `perTokenCastBack`), and `swigluForwardAndPerTokenCast` honouring an `out`
+ *   (it used to ignore it silently; tests/swiglu_cast_out.test.ts has the rest).
  * - 0-row inputs of the ops no vector covers with 0 rows, and row-strided views where an op accepts them (equal,
  *   byte for byte, to the op on a contiguous copy).
  *
@@ -235,11 +235,15 @@ test("perTokenCastBack refuses bad inputs, naming the argument, and leaves its o
   refuses(op, "out", "OUT_MISMATCH", () => perTokenCastBack([codes, codeSf], { ...B, fmt: "fp32" }), keep); // a bf16 out for an fp32 result
 });
 
-test("swigluForwardAndPerTokenCast refuses an out (it allocates its outputs) instead of ignoring it", () => {
+test("swigluForwardAndPerTokenCast honours out { data, sf } (it used to ignore any out): the same bytes, the given tensors returned; a bad out is refused", () => {
   const T = 4, x2 = tensor(values(T * 128, 8), [T, 128], "fp32");
   const [d, s] = swigluForwardAndPerTokenCast(x2, { fmt: "e4m3", numPerChannels: 32 });
   const o = pairLike([d, s]);
-  refuses("swigluForwardAndPerTokenCast", "out", "VALUE", () => swigluForwardAndPerTokenCast(x2, { fmt: "e4m3", numPerChannels: 32, out: o } as never), [x2, o.data, o.sf]);
+  const [gd, gs] = swigluForwardAndPerTokenCast(x2, { fmt: "e4m3", numPerChannels: 32, out: o });
+  assert.equal(gd, o.data);
+  assert.equal(gs, o.sf);
+  assertBytesEqual(o.data.bytes, (d as HostTensor).bytes, "out.data");
+  assertBytesEqual(o.sf.bytes, (s as HostTensor).bytes, "out.sf");
   refuses("swigluForwardAndPerTokenCast", "out", "VALUE", () => swigluForwardAndPerTokenCast(x2, { fmt: "e4m3", numPerChannels: 32, out: 5 } as never), [x2]);
 });
 

@@ -9,9 +9,10 @@ import { checkContiguous, checkInt, checkOptions, checkOutTensor, checkTensor, d
 import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { deliverHostResult, onHost, runOnDeviceStaged, writeBackSpan } from "../../core/stage.ts";
-import { deviceEmptyStrided, DeviceTensor, hostZeros, type HostTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
+import { deviceEmptyStrided, DeviceTensor, hostZeros, type HostTensor, isTensor, type Quantized, type Tensor } from "../../core/tensor.ts";
+import type { DType } from "../../core/dtype.ts";
 import { amaxClampFor } from "./scale.ref.ts";
-import { type SfLayout, sfGeometry } from "./sf_layout.ts";
+import { type SfGeometry, type SfLayout, sfGeometry } from "./sf_layout.ts";
 import { checkSfOptions, type SfOptions } from "./sf_options.ts";
 import { type SwigluArgs, swigluForwardAndPerTokenCastRef, swigluForwardRef } from "./swiglu.ref.ts";
 import { callStream, launchSwiglu, type SwigluLaunchCommon } from "./swiglu_launch.ts";
@@ -46,6 +47,12 @@ export interface SwigluForwardAndPerTokenCastOptions extends SwigluCommonOptions
   fmt: "e4m3";
   /** Channels per scale: 32 or 128 (`H % numPerChannels == 0`). */
   numPerChannels: 32 | 128;
+  /**
+   * Preallocated outputs (spec/API.md §1.5; omitted keys are allocated): `data` e4m3 `[T, H]` contiguous; `sf` of the
+   * options' layout, row-major contiguous (not with `useTmaAlignedColMajorSf`). Neither may overlap an input or the
+   * other. Padding rows of a given `data` / `sf` are left as they are on the device.
+   */
+  out?: { data?: Tensor; sf?: Tensor };
 }
 
 const COMMON_KEYS = ["fmt", "psumNumTokensPerExpert", "tokenAlignment", "topkWeights", "routedScalingFactor", "clampValue", "clampedCount"];
@@ -210,8 +217,8 @@ export function swigluForward(x: Tensor, options: SwigluForwardOptions): Tensor 
  * SwiGLU forward fused with a per-token e4m3 cast (spec/quant.md §8.4): the binary32 value of
  * {@link swigluForward}, cast per row in groups of `numPerChannels` (32 or 128, `H % numPerChannels == 0`) exactly
  * as `perTokenCast` would (e4m3 clamp table, sf layout from the options; `useE4m3Sf` is not available). Returns
- * `[data e4m3 [T, H], sf]`. Entries of padding rows are unspecified (§8.4; here the cast of a row of +0). The op
- * allocates its outputs: an `out` option is refused (`VALUE`), never ignored.
+ * `[data e4m3 [T, H], sf]`. Entries of padding rows are unspecified (§8.4; here the cast of a row of +0; the device
+ * leaves them unwritten). `out: { data?, sf? }` receives the outputs (spec/API.md §1.5).
  *
  * @example
  * ```ts
@@ -226,9 +233,6 @@ export function swigluForwardAndPerTokenCast(x: Tensor, options: SwigluForwardAn
   const op = "swigluForwardAndPerTokenCast";
   checkOptions(op, options, CAST_KEYS);
   if (options === undefined) throw new TkError(op, "options", "VALUE", "fmt and numPerChannels are required");
-  // `out` is a common option key, so checkOptions lets it through; this op allocates its outputs, so an `out` would
-  // otherwise be ignored silently (as in swigluBackwardAndPerTokenCast, refuse it).
-  if ((options as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", "is not supported: the op allocates its outputs");
   oneOf(op, "fmt", options.fmt, ["e4m3"] as const);
   const sfo = checkSfOptions(op, options);
   if (sfo.e4m3Sf) throw new TkError(op, "useE4m3Sf", "VALUE", "is not available for the SwiGLU casts");
@@ -238,17 +242,19 @@ export function swigluForwardAndPerTokenCast(x: Tensor, options: SwigluForwardAn
   const pl = place(op, options.backend, c.x, c.psum, c.weights, c.counts);
   const layout: SfLayout = { kind: sfo.packed ? "packed" : "fp32", colMajor: sfo.colMajor };
   const g = sfGeometry(c.T, c.H / N, layout);
+  const { data: outData, sf: outSf } = castOuts(op, options.out, c, g, sfo.colMajor);
+  place(op, options.backend, c.x, outData, outSf);
   if (pl.backend === "cuda" && !pl.staged) {
     const s = callStream(op, pl.device, options.stream);
-    const data = deviceEmptyStrided(op, pl.device, [c.T, c.H], [c.H, 1], "e4m3", c.T * c.H, s);
-    const sf = deviceEmptyStrided(op, pl.device, g.shape, g.strides, g.dtype, g.storage, s);
+    const data = outData ?? deviceEmptyStrided(op, pl.device, [c.T, c.H], [c.H, 1], "e4m3", c.T * c.H, s);
+    const sf = outSf ?? deviceEmptyStrided(op, pl.device, g.shape, g.strides, g.dtype, g.storage, s);
     const sfFlags = { roundSf: sfo.roundSf, packed: sfo.packed };
     launchSwiglu(pl.device, s, { ...launchFields(c), op, symbol: `tk_swiglu_forward__${c.x.dtype}_e4m3_g${N}`, data, sf, sfGeometry: g, sfFlags });
     return [data, sf];
   }
   if (pl.backend === "cuda") {
-    const local = { ...options, backend: "auto", stream: undefined, psumNumTokensPerExpert: undefined, topkWeights: undefined, clampedCount: undefined } as const;
-    const [d, sf] = runOnDeviceStaged(op, pl.device, [c.x, c.psum, c.weights, c.counts], [null, null, c.counts], ([dx, dp, dw, dc]) => {
+    const local = { ...options, out: undefined, backend: "auto", stream: undefined, psumNumTokensPerExpert: undefined, topkWeights: undefined, clampedCount: undefined } as const;
+    const [d, sf] = runOnDeviceStaged(op, pl.device, [c.x, c.psum, c.weights, c.counts], [outData, outSf, c.counts], ([dx, dp, dw, dc]) => {
       const r = swigluForwardAndPerTokenCast(dx!, { ...local, psumNumTokensPerExpert: dp ?? undefined, topkWeights: dw ?? undefined, clampedCount: dc ?? undefined });
       return dc ? [r[0], r[1], dc] : [r[0], r[1]];
     });
@@ -263,5 +269,33 @@ export function swigluForwardAndPerTokenCast(x: Tensor, options: SwigluForwardAn
   };
   const res = swigluForwardAndPerTokenCastRef(op, onHost(c.x) as HostTensor, refArgs(c), cast);
   addCounts(op, c.counts, res.counts);
-  return [deliverHostResult(op, res.data, null, pl), deliverHostResult(op, res.sf, null, pl)];
+  return [deliverHostResult(op, res.data, outData, pl), deliverHostResult(op, res.sf, outSf, pl)];
+}
+
+/**
+ * The `out` of {@link swigluForwardAndPerTokenCast} (spec/API.md §1.5): `{ data?, sf? }`, each matching the output's
+ * dtype and shape exactly, contiguous (sf row-major: a given sf is not honoured with `useTmaAlignedColMajorSf`), and
+ * overlapping no input and not each other (`OUT_MISMATCH`).
+ */
+function castOuts(op: string, out: unknown, c: Checked, g: SfGeometry, colMajor: boolean): { data: Tensor | null; sf: Tensor | null } {
+  if (out === undefined) return { data: null, sf: null };
+  if (typeof out !== "object" || out === null || Array.isArray(out) || isTensor(out)) throw new TkError(op, "out", "VALUE", `expected { data?, sf? }, got ${describe(out)}`);
+  for (const k in out) if (k !== "data" && k !== "sf") throw new TkError(op, `out.${k}`, "VALUE", "unknown output (expected data or sf)");
+  const o = out as { data?: unknown; sf?: unknown };
+  const inputs = [c.x, c.psum, c.weights, c.counts];
+  const one = (arg: string, t: unknown, dtype: DType, shape: readonly number[]): Tensor | null => {
+    if (t === undefined) return null;
+    const v = checkOutTensor(op, arg, t, dtype);
+    if (v.shape.length !== shape.length || v.shape.some((d, i) => d !== shape[i])) {
+      throw new TkError(op, arg, "OUT_MISMATCH", `expected shape [${shape.join(", ")}], got [${v.shape.join(", ")}]`);
+    }
+    if (!v.isContiguous()) throw new TkError(op, arg, "OUT_MISMATCH", `must be contiguous (row-major), got strides [${v.strides.join(", ")}]`);
+    for (const i of inputs) if (i && overlaps(v, i)) throw new TkError(op, arg, "OUT_MISMATCH", "overlaps an input");
+    return v;
+  };
+  const data = one("out.data", o.data, "e4m3", [c.T, c.H]);
+  if (o.sf !== undefined && colMajor) throw new TkError(op, "out.sf", "OUT_MISMATCH", "a preallocated sf must be row-major (not with useTmaAlignedColMajorSf)");
+  const sf = one("out.sf", o.sf, g.dtype, g.shape);
+  if (data && sf && overlaps(data, sf)) throw new TkError(op, "out.sf", "OUT_MISMATCH", "overlaps out.data");
+  return { data, sf };
 }
