@@ -8,15 +8,11 @@
 import { HostTensor, normForwardAndPerTokenCast } from "../mod.ts";
 import { kernelFunction } from "../ffi/cuda.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, readAllocation, samePair, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
 const SENTINEL = 0x5a5a5a5a;
-const LAYOUTS: [string, { useTmaAlignedColMajorSf?: boolean; roundSf: true; usePackedUe8m0?: boolean }][] = [
-  ["fp32-round", { roundSf: true }],
-  ["fp32-col-round", { useTmaAlignedColMajorSf: true, roundSf: true }],
-  ["packed-row", { roundSf: true, usePackedUe8m0: true }],
-  ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
-];
+/** The rounded scale layouts (megaMoeSf needs roundSf): fp32 and packed, row- and column-major. */
+const LAYOUTS = SF_LAYOUTS_FP32.filter(([, o]) => o.roundSf === true);
 
 gpuTest("normForwardAndPerTokenCast megaMoeSf on the device = the CPU reference on the whole allocation, and with backend \"cpu\" on device inputs (seed 13601)", () => {
   const rand = rng(13601);

@@ -14,15 +14,12 @@ import { HostTensor, normForwardAndPerTokenCast, type Tensor, tensor } from "../
 import { decodeUe8m0, encodeBf16 } from "../core/dtype.ts";
 import { assertBytesEqual, hasGpu, rng, test } from "./harness.ts";
 import { cudaOrUnavailable, refuses } from "./refuses.ts";
+import { SF_LAYOUTS_FP32 } from "./gpu_util.ts";
 
 const OP = "normForwardAndPerTokenCast";
 const SENTINEL = 0x5a5a5a5a;
-const SF_ROUND: [string, { useTmaAlignedColMajorSf?: boolean; roundSf: true; usePackedUe8m0?: boolean }][] = [
-  ["fp32-round", { roundSf: true }],
-  ["fp32-col-round", { useTmaAlignedColMajorSf: true, roundSf: true }],
-  ["packed-row", { roundSf: true, usePackedUe8m0: true }],
-  ["packed-col", { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }],
-];
+/** The rounded scale layouts (megaMoeSf needs roundSf): fp32 and packed, row- and column-major. */
+const SF_ROUND = SF_LAYOUTS_FP32.filter(([, o]) => o.roundSf === true);
 
 function rows(rand: () => number, T: number, H: number, dtype: "fp32" | "bf16"): HostTensor {
   const f = Float32Array.from({ length: T * H }, () => Math.fround((rand() * 2 - 1) * 2 ** (rand() * 30 - 15)));

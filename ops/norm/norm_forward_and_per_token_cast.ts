@@ -342,11 +342,7 @@ export function addRmsnormForwardAndPerTokenCast(
   options: AddRmsnormForwardAndPerTokenCastOptions,
 ): Quantized {
   const op = "addRmsnormForwardAndPerTokenCast";
-  checkOptions(op, options, ADD_KEYS);
-  if (options === undefined) throw new TkError(op, "options", "VALUE", "eps, fmt and numPerChannels are required");
-  if ((options as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", "the op takes no out (residual is written in place)");
-  const xt = checkTensor(op, "x", x, ["fp32", "bf16"], 2);
-  if (!xt.isContiguous()) throw new TkError(op, "x", "LAYOUT", `must be contiguous, got strides [${xt.strides.join(", ")}]`);
+  const xt = rowsEntry(op, x, options, ADD_KEYS, "the op takes no out (residual is written in place)");
   const H = xt.shape[1];
   const r = checkTensor(op, "residual", residual, ["fp32", "bf16"]);
   if (r.dtype !== xt.dtype) throw new TkError(op, "residual", "DTYPE", `expected dtype ${xt.dtype} (as x), got ${r.dtype}`);
@@ -392,11 +388,7 @@ export function addRmsnormForwardAndPerTokenCast(
  */
 export function rmsnormForwardAndPerTokenCast(x: Tensor, weight: Tensor, options: RmsnormForwardAndPerTokenCastOptions): Quantized {
   const op = "rmsnormForwardAndPerTokenCast";
-  checkOptions(op, options, ALIAS_KEYS);
-  if (options === undefined) throw new TkError(op, "options", "VALUE", "eps, fmt and numPerChannels are required");
-  if ((options as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", "is not supported: the op allocates its outputs");
-  const xt = checkTensor(op, "x", x, ["fp32", "bf16"], 2);
-  if (!xt.isContiguous()) throw new TkError(op, "x", "LAYOUT", `must be contiguous, got strides [${xt.strides.join(", ")}]`);
+  const xt = rowsEntry(op, x, options, ALIAS_KEYS, "is not supported: the op allocates its outputs");
   const H = xt.shape[1];
   if (H % 128 !== 0) throw new TkError(op, "x", "SHAPE", `hidden size must be a multiple of 128 (got ${H})`);
   if (weight === null || weight === undefined) throw new TkError(op, "weight", "VALUE", `is required (got ${String(weight)})`);
@@ -421,4 +413,17 @@ export function rmsnormForwardAndPerTokenCast(x: Tensor, weight: Tensor, options
   const q = perTokenCast(normalized, { fmt: "e4m3", numPerChannels: H, ...sf, ...common });
   for (const t of [normalized, rstd]) if (t instanceof DeviceTensor) t.dispose();
   return q;
+}
+
+/**
+ * The first checks of the 2-D entry points (addRmsnorm…, the alias): known option keys, options given, no `out`
+ * (`outReason` says why), `x` a 2-D contiguous fp32 / bf16 tensor. Returns `x`.
+ */
+function rowsEntry(op: string, x: Tensor, options: object | undefined, keys: string[], outReason: string): Tensor {
+  checkOptions(op, options, keys);
+  if (options === undefined) throw new TkError(op, "options", "VALUE", "eps, fmt and numPerChannels are required");
+  if ((options as { out?: unknown }).out !== undefined) throw new TkError(op, "out", "VALUE", outReason);
+  const xt = checkTensor(op, "x", x, ["fp32", "bf16"], 2);
+  if (!xt.isContiguous()) throw new TkError(op, "x", "LAYOUT", `must be contiguous, got strides [${xt.strides.join(", ")}]`);
+  return xt;
 }
