@@ -10,7 +10,7 @@ import { type DeviceTensor, empty, HostTensor, swigluForwardAndPerTokenCast } fr
 import { kernelFunction } from "../ffi/cuda.ts";
 import { swigluLastLaunch } from "../ops/quant/swiglu_launch.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, sameAllocation, samePair, uploadView } from "./gpu_util.ts";
+import { dispose, randomInput, readAllocation, sameAllocation, samePair, uploadView } from "./gpu_util.ts";
 
 function swFn(name: string): number {
   return kernelFunction("test", { kind: "cuda", index: 0 }, `tk_swiglu_forward__${name}`);
@@ -38,11 +38,16 @@ gpuTest("swigluForwardAndPerTokenCast with out { data?, sf? } on the device = th
         }
         // a data view one byte into its allocation: main's kernel (no aligned form), same bytes
         if (T > 0 && dtype === "bf16") {
-          const back = empty([T * H + 8], "e4m3", { device: 0 }) as DeviceTensor;
+          // (the allocation around the view holds 0x5A sentinels, which must survive: byte 0 and the 7 after it)
+          const back = uploadView(new HostTensor(new Uint8Array(T * H + 8).fill(0x5a), "e4m3", [T * H + 8], [1]));
           const view = back.slice(0, 1, 1 + T * H).view([T, H]) as DeviceTensor;
           const got = swigluForwardAndPerTokenCast(dx, { ...o, out: { data: view } });
           assert.equal(swigluLastLaunch().fn, swFn("bf16_e4m3_g128"), `${label} data off alignment: main's kernel`);
-          sameAllocation(got[0], want[0], `${label} data off alignment`);
+          assert.equal(got[0], view, `${label} data off alignment: returns out.data`);
+          const whole = new Uint8Array(T * H + 8).fill(0x5a);
+          whole.set(want[0].bytes, 1);
+          assertBytesEqual(readAllocation(back), whole, `${label} data off alignment (whole allocation)`);
+          sameAllocation(got[1], want[1], `${label} data off alignment: sf`);
           dispose(got[1], view, back);
         }
         // host tensors on the device backend: staged, written back into the host outs
