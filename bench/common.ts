@@ -3,7 +3,8 @@
  * per-token cast cases of the roofline table.
  * @module
  */
-import { type DeviceTensor, empty, type HostTensor, type PerTokenCastOptions, synchronize, tensor, toDevice } from "../mod.ts";
+import process from "node:process";
+import { type DeviceTensor, devices, empty, type HostTensor, type PerTokenCastOptions, synchronize, tensor, toDevice } from "../mod.ts";
 import { createEvent, destroyEvent, elapsedMs, kernelFunction, LaunchPacket, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 import { deviceRuntime, type Device, type Stream } from "../core/tensor.ts";
@@ -145,6 +146,32 @@ export function copyRateGBs(bytes: number): { us: number; gbps: number } {
   src.dispose();
   dst.dispose();
   return { us, gbps: (2 * bytes) / (us * 1e3) };
+}
+
+/**
+ * The start of an interleaved A/B script (bench/*_tuning.ts): without a CUDA device prints "<name> needs a CUDA
+ * device; none found" and exits 0; otherwise device 0's default stream, a {@link LeadTimer} and the copy rate of
+ * 1 GiB (printed as the 100% line every % of the script refers to).
+ */
+export function abStart(name: string): { stream: Stream; timer: LeadTimer; copy: { us: number; gbps: number } } {
+  if (devices().length === 0) {
+    console.log(`${name} needs a CUDA device; none found`);
+    process.exit(0);
+  }
+  const stream = deviceRuntime("bench").defaultStream(DEV);
+  const timer = new LeadTimer();
+  const copy = copyRateGBs(2 ** 30);
+  console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
+  return { stream, timer, copy };
+}
+
+/** The end of an A/B script: "<n> FAIL" and exit 1 when any output differed from main's, else the line `ok`. */
+export function abVerdict(failures: number, ok: string): void {
+  if (failures > 0) {
+    console.log(`${failures} FAIL`);
+    process.exit(1);
+  }
+  console.log(ok);
 }
 
 /** A random bf16 `[T, H]` matrix on the host: uniform in [−4, 4), a linear congruential sequence from `seed`. */

@@ -13,17 +13,13 @@
  * `deno run -A --no-check bench/csr13_tuning.ts` (or `bun bench/csr13_tuning.ts`).
  * @module
  */
-import process from "node:process";
-import { type DeviceTensor, devices, empty, stochasticCast, toHost } from "../mod.ts";
-import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
+import { type DeviceTensor, empty, stochasticCast, toHost } from "../mod.ts";
+import { type HostTensor, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { castLaunchTuning } from "../ops/quant/elem_launch.ts";
-import { copyRateGBs, DEV, firstDifference, interleavedMedians, LeadTimer, randomBf16Host } from "./common.ts";
+import { abStart, abVerdict, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
 
-if (devices().length === 0) {
-  console.log("csr13_tuning needs a CUDA device; none found");
-  process.exit(0);
-}
+const { stream, timer, copy } = abStart("csr13_tuning");
 const H = 7168;
 const ROUNDS = 5;
 const SETTINGS: readonly { name: string; on: boolean }[] = [
@@ -31,10 +27,6 @@ const SETTINGS: readonly { name: string; on: boolean }[] = [
   { name: "sr_a12", on: true },
 ];
 
-const stream = deviceRuntime("bench").defaultStream(DEV);
-const timer = new LeadTimer();
-const copy = copyRateGBs(2 ** 30);
-console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
 const saved = castLaunchTuning.srScaledEncode;
 let failures = 0;
 
@@ -80,8 +72,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-if (failures > 0) {
-  console.log(`${failures} FAIL`);
-  process.exit(1);
-}
-console.log("csr13_tuning: sr_a12's outputs equal sr_a's");
+abVerdict(failures, "csr13_tuning: sr_a12's outputs equal sr_a's");

@@ -13,17 +13,13 @@
  * `deno run -A --no-check bench/sr12_tuning.ts` (or `bun bench/sr12_tuning.ts`).
  * @module
  */
-import process from "node:process";
-import { type DeviceTensor, devices, empty, perTokenCast, toHost } from "../mod.ts";
-import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
+import { type DeviceTensor, empty, perTokenCast, toHost } from "../mod.ts";
+import { type HostTensor, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
-import { copyRateGBs, DEV, firstDifference, interleavedMedians, LeadTimer, randomBf16Host } from "./common.ts";
+import { abStart, abVerdict, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
 
-if (devices().length === 0) {
-  console.log("sr12_tuning needs a CUDA device; none found");
-  process.exit(0);
-}
+const { stream, timer, copy } = abStart("sr12_tuning");
 const H = 7168;
 const ROUNDS = 5;
 const SETTINGS: readonly { name: string; on: boolean }[] = [
@@ -31,10 +27,6 @@ const SETTINGS: readonly { name: string; on: boolean }[] = [
   { name: "sr12", on: true },
 ];
 
-const stream = deviceRuntime("bench").defaultStream(DEV);
-const timer = new LeadTimer();
-const copy = copyRateGBs(2 ** 30);
-console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
 const saved = perTokenLaunchTuning.srScaledEncode;
 let failures = 0;
 
@@ -88,8 +80,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-if (failures > 0) {
-  console.log(`${failures} FAIL`);
-  process.exit(1);
-}
-console.log("sr12_tuning: sr12's outputs equal main's");
+abVerdict(failures, "sr12_tuning: sr12's outputs equal main's");

@@ -16,19 +16,15 @@
  * `deno run -A --no-check bench/swr11_tuning.ts` (or `bun bench/swr11_tuning.ts`).
  * @module
  */
-import process from "node:process";
-import { type DeviceTensor, devices, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
-import { deviceRuntime, type HostTensor, tensor, toDevice } from "../core/tensor.ts";
+import { type DeviceTensor, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
+import { type HostTensor, tensor, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
-import { copyRateGBs, DEV, LeadTimer, randomBf16Host } from "./common.ts";
+import { abStart, abVerdict, randomBf16Host } from "./common.ts";
 import { psumFor } from "./cases_swiglu.ts";
 
-if (devices().length === 0) {
-  console.log("swr11_tuning needs a CUDA device; none found");
-  process.exit(0);
-}
+const { stream, timer, copy } = abStart("swr11_tuning");
 const H = 7168;
 const E = 64;
 const A = 128;
@@ -40,10 +36,6 @@ const SETTINGS: readonly { name: string; t: Tuning }[] = [
 ];
 const OPS = ["swigluForwardAndPerTokenCast"] as const;
 
-const stream = deviceRuntime("bench").defaultStream(DEV);
-const timer = new LeadTimer();
-const copy = copyRateGBs(2 ** 30);
-console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
 const saved = { ...swigluLaunchTuning };
 let failures = 0;
 
@@ -140,8 +132,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-if (failures > 0) {
-  console.log(`${failures} FAIL`);
-  process.exit(1);
-}
-console.log("swr11_tuning: anr2's outputs equal main's");
+abVerdict(failures, "swr11_tuning: anr2's outputs equal main's");
