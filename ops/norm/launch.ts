@@ -105,6 +105,15 @@ export const normLaunchTuning = {
    */
   castRowForm: 1 as 0 | 1,
   /**
+   * Round 14 (docs/perf-notes/perf14-ncast.md): where `_e4m3_g<N>_br4a` would run (normForwardAndPerTokenCast, no
+   * residual, aligned views; N ∈ {32, 128}), true runs `tk_norm_forward__bf16_e4m3_g<N>_br4w`
+   * (kernels-src/cuda/norm/norm_cast_br4w.cu): the same kernel with step 4 + the cast's loop bounded per warp (warp w
+   * leaves after the iteration whose next one is wholly dead, by a warp vote, instead of every lane walking
+   * j < J = N/128: at H = 7168 warps 2 and 3 skip j = 3, 2 of 16 warp iterations a row). Same launch geometry, PDL
+   * prologue, 40 registers without spills (12 blocks per SM) and bits. false (the default): `_br4a`, main's kernel.
+   */
+  castWarpBound: false,
+  /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
    * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.

@@ -1364,20 +1364,35 @@ struct NormForwardBulkRowsA {
   // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
   // j < J for the group shuffles), aligned only. kBench: a weight, outScale = 1 and rounded scales stored as packed
   // UE8M0 (the roofline's case), all compile-time; otherwise everything from the launch.
-  template <bool kBench>
+  template <bool kBench, bool kWarpBound = false>  // kWarpBound: warp w stops at J_w (`_br4w`, norm_cast_br4w.cu)
   TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
     const uint32_t K = p.hidden / kRmsChunk;
     const bool with_bf16 = p.flags & kFwdOutBf16;
     const uint32_t sf = kBench ? kSfRound | kSfPackedUe8m0 : p.flags;
+    if constexpr (kWarpBound) {
+      // as below, but the warp leaves once its next iteration is wholly dead (no lane's k + 128 < K: a warp vote,
+      // uniform): warp w runs j < max(1, J_w), J_w = ⌈(K − 32 w) / 128⌉ (norm_cast_br4w.cu). (A bound computed up
+      // front or a test on k & ~31 spilled 20–48 bytes at 40 registers; the vote none.)
 #pragma unroll 1
-    for (uint32_t j = 0; j < J; ++j) {
-      const uint32_t k = threadIdx.x + kP * j;
-      const bool live = k < K;
-      const Chunk y = step4<kBench, kBench>(buf, k, live, rstd);
-      cast(y, row, t, b, k, live, with_bf16, sf);
+      for (uint32_t j = 0; j < J; ++j) {
+        const uint32_t k = threadIdx.x + kP * j;
+        const bool live = k < K;
+        const Chunk y = step4<kBench, kBench>(buf, k, live, rstd);
+        cast(y, row, t, b, k, live, with_bf16, sf);
+        if (!__any_sync(kFullWarpMask, k + kP < K)) break;
+      }
+    } else {
+#pragma unroll 1
+      for (uint32_t j = 0; j < J; ++j) {
+        const uint32_t k = threadIdx.x + kP * j;
+        const bool live = k < K;
+        const Chunk y = step4<kBench, kBench>(buf, k, live, rstd);
+        cast(y, row, t, b, k, live, with_bf16, sf);
+      }
     }
   }
 
+  template <bool kWarpBound = false>  // kWarpBound: cast_chunks' warp bound (`_br4w`, norm_cast_br4w.cu)
   TK_DEV void run() const {
     extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
     __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
@@ -1437,9 +1452,9 @@ struct NormForwardBulkRowsA {
       // copies, outScale and weight each compile-time, spilled 28 bytes at 40 registers.)
       constexpr uint32_t kSfBits = kSfRound | kSfPackedUe8m0 | kSfE4m3Out;
       if ((p.flags & kFwdWeight) && p.out_scale == 1.0f && (p.flags & kSfBits) == (kSfRound | kSfPackedUe8m0)) {
-        cast_chunks<true>(buf, rstd, row, b, t, J);
+        cast_chunks<true, kWarpBound>(buf, rstd, row, b, t, J);
       } else {
-        cast_chunks<false>(buf, rstd, row, b, t, J);
+        cast_chunks<false, kWarpBound>(buf, rstd, row, b, t, J);
       }
     }
     zero_sf_padding(p, sf_out());
@@ -1448,7 +1463,7 @@ struct NormForwardBulkRowsA {
 
 }  // namespace
 }  // namespace tk
-
+#ifndef TK_NORM_FORWARD_NO_ENTRIES  // (norm_cast_br4w.cu includes this file for its structs, not these entries)
 #define TK_NORM_FORWARD(in, IN)                                                                          \
   extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, tk::kFwdMinBlocks<tk::Fmt::IN, 0>)   \
       tk_norm_forward__##in(const __grid_constant__ NormForwardParams p) {                              \
@@ -1517,3 +1532,4 @@ TK_NORM_FORWARD_BR(128, tk_norm_forward__bf16_e4m3_g128_br4)
   }
 TK_NORM_FORWARD_BRA(32, tk_norm_forward__bf16_e4m3_g32_br4a)
 TK_NORM_FORWARD_BRA(128, tk_norm_forward__bf16_e4m3_g128_br4a)
+#endif  // TK_NORM_FORWARD_NO_ENTRIES
