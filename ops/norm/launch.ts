@@ -110,9 +110,11 @@ export const normLaunchTuning = {
    * (kernels-src/cuda/norm/norm_cast_br4w.cu): the same kernel with step 4 + the cast's loop bounded per warp (warp w
    * leaves after the iteration whose next one is wholly dead, by a warp vote, instead of every lane walking
    * j < J = N/128: at H = 7168 warps 2 and 3 skip j = 3, 2 of 16 warp iterations a row). Same launch geometry, PDL
-   * prologue, 40 registers without spills (12 blocks per SM) and bits. false (the default): `_br4a`, main's kernel.
+   * prologue, 40 registers without spills (12 blocks per SM) and bits. true (the default since round 14: 77.5 → 80.3%
+   * of copy at 16384 × 7168 g128 packed, 75.5 → 77.1% with fp32 sf, 76.1 → 78.5% g32, in one process's interleaved
+   * A/B, bench/RESULTS.md fifteenth run); false: `_br4a`.
    */
-  castWarpBound: false,
+  castWarpBound: true,
   /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
