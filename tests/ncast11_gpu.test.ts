@@ -110,7 +110,7 @@ function compareOn(x: HostTensor, r: HostTensor | undefined, w: HostTensor | nul
       assert.ok(launched, `${label}: a launch`);
       assert.equal(last.fn, fnOf(sym), `${label}: ${sym} ran`);
       // PDL on the aligned forms only (ops/norm/norm_forward.ts pdlForms); main's unaligned fallbacks launch plainly
-      const pdlForm = /_(br4a|tp16c_res)$/.test(sym);
+      const pdlForm = /_(br4a|br4w|tp16c_res)$/.test(sym);
       assert.equal(last.pdl, config.pdl && pdlForm, `${label}: PDL ${pdlForm ? "as config.pdl" : "off (a plain form)"}`);
     }
     sameNormCastOutputs([[gd, gf], gb, gr, gs], [[cd, cf], cb, cr, cs], !!r, label);
