@@ -116,6 +116,17 @@ export const normLaunchTuning = {
    */
   castWarpBound: true,
   /**
+   * Round 15 (docs/perf-notes/perf15-ncast.md): where `_e4m3_g<N>_br4w` would run (castWarpBound on;
+   * normForwardAndPerTokenCast, no residual, aligned views; N ∈ {32, 128}), true runs
+   * `tk_norm_forward__bf16_e4m3_g<N>_br4x` (kernels-src/cuda/norm/norm_cast_br4x.cu): `_br4w` whose bench copy of the
+   * loop (a weight, outScale 1, rounded scales as packed UE8M0) forms the UE8M0 exponent from amax's bits instead of a
+   * division, the codes from bf16x2 products by the power-of-two inverse, and each warp's scale bytes as whole packed
+   * words (one 32-bit store per 4 groups instead of a byte store per group and the last word's zero padding); the
+   * data and sf row addresses once per row. Same launch geometry, PDL prologue, 40 registers without spills and bits.
+   * false (the default): `_br4w`. Not measured yet.
+   */
+  castLeanLoop: false,
+  /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
    * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.

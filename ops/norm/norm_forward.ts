@@ -324,7 +324,7 @@ export function launchNormForward(
   const form = castRow
     ? "_tp16c_res"
     : bulkRows
-    ? (aligned() ? (t.castWarpBound ? "_br4w" : "_br4a") : "_br4")
+    ? (aligned() ? (t.castWarpBound ? (t.castLeanLoop ? "_br4x" : "_br4w") : "_br4a") : "_br4")
     : twoPass
     ? "_tp16hr"
     : regRows
@@ -394,7 +394,7 @@ export function launchNormForward(
 }
 
 /** The forms of norm_forward.cu compiled with the griddepcontrol prologue (launched with PDL while config.pdl). */
-const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_br4w", "_tp16c_res"]);
+const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_br4w", "_br4x", "_tp16c_res"]);
 
 /**
  * The function handle and the PDL flag of the launch header the norm forward family (normForward,

@@ -1355,6 +1355,9 @@ struct NormForwardBulkRowsA {
     return y;
   }
 
+  // `_br4x`'s bench copy of the loop (defined in norm_cast_br4x.cu, the only file that instantiates it).
+  TK_DEV void cast_chunks_lean(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const;
+
   // The cast of chunk k: NormForwardWarpRows::cast_chunk_sf<true>, aligned, with the scale flags `sf` (SfFlag bits:
   // compile-time in the bench's copy of the loop, the launch's otherwise).
   TK_DEV void cast(const Chunk& y, uint64_t row, uint32_t t, uint32_t b, uint32_t k, bool live, bool with_bf16, uint32_t sf) const {
@@ -1364,8 +1367,13 @@ struct NormForwardBulkRowsA {
   // Step 4 and the cast of the row chunk by chunk, as `_br4` (thread p: chunks p + 128 j, every lane walks every
   // j < J for the group shuffles), aligned only. kBench: a weight, outScale = 1 and rounded scales stored as packed
   // UE8M0 (the roofline's case), all compile-time; otherwise everything from the launch.
-  template <bool kBench, bool kWarpBound = false>  // kWarpBound: warp w stops at J_w (`_br4w`, norm_cast_br4w.cu)
+  template <bool kBench, bool kWarpBound = false, bool kLean = false>  // kWarpBound: warp w stops at J_w (`_br4w`,
+  // norm_cast_br4w.cu); kLean: the bench's copy by cast_chunks_lean (`_br4x`, norm_cast_br4x.cu)
   TK_DEV void cast_chunks(uint32_t buf, float rstd, uint64_t row, uint32_t b, uint32_t t, uint32_t J) const {
+    if constexpr (kBench && kLean) {
+      cast_chunks_lean(buf, rstd, row, b, t, J);
+      return;
+    }
     const uint32_t K = p.hidden / kRmsChunk;
     const bool with_bf16 = p.flags & kFwdOutBf16;
     const uint32_t sf = kBench ? kSfRound | kSfPackedUe8m0 : p.flags;
@@ -1392,7 +1400,7 @@ struct NormForwardBulkRowsA {
     }
   }
 
-  template <bool kWarpBound = false>  // kWarpBound: cast_chunks' warp bound (`_br4w`, norm_cast_br4w.cu)
+  template <bool kWarpBound = false, bool kLean = false>  // cast_chunks' warp bound (`_br4w`) and lean bench copy (`_br4x`)
   TK_DEV void run() const {
     extern __shared__ __align__(16) uint8_t row_buf[];  // the row: 2H bytes
     __shared__ float red[2][kP];                        // RmsTeam::reduce's cross-warp nodes, alternating buffers
@@ -1452,7 +1460,7 @@ struct NormForwardBulkRowsA {
       // copies, outScale and weight each compile-time, spilled 28 bytes at 40 registers.)
       constexpr uint32_t kSfBits = kSfRound | kSfPackedUe8m0 | kSfE4m3Out;
       if ((p.flags & kFwdWeight) && p.out_scale == 1.0f && (p.flags & kSfBits) == (kSfRound | kSfPackedUe8m0)) {
-        cast_chunks<true, kWarpBound>(buf, rstd, row, b, t, J);
+        cast_chunks<true, kWarpBound, kLean>(buf, rstd, row, b, t, J);
       } else {
         cast_chunks<false, kWarpBound>(buf, rstd, row, b, t, J);
       }

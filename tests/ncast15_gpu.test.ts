@@ -1,0 +1,218 @@
+/**
+ * Round 15 (docs/perf-notes/perf15-ncast.md): `tk_norm_forward__bf16_e4m3_g<N>_br4x` (normLaunchTuning.castLeanLoop:
+ * `_br4w` with a leaner bench copy of step 4 + the cast: UE8M0 exponent from amax's bits, bf16x2 products by the
+ * power-of-two inverse, packed sf words stored whole) against the CPU reference, byte for byte on every output
+ * allocation (data, sf, outBf16, rstd), with the kernel that ran and its PDL flag checked after every device call:
+ * groups of 32 and 128, H with partly live / wholly dead warps and rows narrower than a warp's chunks, every fp32 /
+ * packed sf layout (the packed ones, with a weight and outScale 1, run the lean copy), weight or not, outScale 1 / 0.3,
+ * outBf16, 2-D / 3-D, padded strides, 1 / 7 / 300 / 3000 rows, grid caps 0 / 1 / 3, NaN / ±Inf / subnormal / huge
+ * rows, PDL on and off, the smallest amax clamp (the division fallback below 2^-103); the knob off runs `_br4w`.
+ * Skipped, and counted as skipped, without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { encodeBf16 } from "../core/dtype.ts";
+import { config } from "../core/config.ts";
+import { HostTensor, tensor } from "../mod.ts";
+import { kernelFunction, launchCount } from "../ffi/cuda.ts";
+import { normForwardAndPerTokenCast, type NormForwardAndPerTokenCastOptions } from "../ops/norm/mod.ts";
+import { normLaunchTuning } from "../ops/norm/launch.ts";
+import { normForwardLastLaunch } from "../ops/norm/norm_forward.ts";
+import { gpuTest, rng } from "./harness.ts";
+import { dispose, randomInput, sameNormCastOutputs, SF_LAYOUTS_FP32, uploadView, withPdl } from "./gpu_util.ts";
+
+type CastOpts = Omit<NormForwardAndPerTokenCastOptions, "eps" | "outScale" | "residual">;
+
+/** Runs f with the row forms from any row count, castLeanLoop = `on` (castWarpBound on) and grid cap `blocks`; restores the knobs. */
+function withKnob<T>(on: boolean, blocks: number, f: () => T): T {
+  const t = normLaunchTuning;
+  const prev = [
+    t.castLeanLoop,
+    t.castWarpBound,
+    t.castBulkRows,
+    t.forwardBlocksPerSm,
+    t.forwardWarpRowsMinRowsPerSm,
+    t.teamThreads,
+  ] as const;
+  t.castLeanLoop = on;
+  t.castWarpBound = true;
+  t.castBulkRows = true;
+  t.forwardBlocksPerSm = blocks;
+  t.forwardWarpRowsMinRowsPerSm = 0;
+  t.teamThreads = 0;
+  try {
+    return f();
+  } finally {
+    [t.castLeanLoop, t.castWarpBound, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] = prev;
+  }
+}
+
+/** `[T, H]` bf16 rows (row stride `stride`), `[B, T, H]` when B > 0; with `special`, rows of NaN / ±Inf / subnormal / huge values by t % 5. */
+function rows(rand: () => number, B: number, T: number, H: number, stride: number, special: boolean): HostTensor {
+  const flat = randomInput(rand, Math.max(B, 1) * T, H, "bf16", stride);
+  if (special) {
+    const d = flat.data as Uint16Array;
+    for (let t = 0; t < Math.max(B, 1) * T; t++) {
+      for (let j = 0; j < H; j++) {
+        const r = rand(), i = t * stride + j;
+        if (t % 5 === 1 && r < 0.05) d[i] = [0x7fc0, 0xffc0, 0x7f81, 0xffff][i % 4];
+        else if (t % 5 === 2 && r < 0.05) d[i] = r < 0.025 ? 0x7f80 : 0xff80;
+        else if (t % 5 === 3) d[i] = encodeBf16(Math.fround((r * 2 - 1) * 1e-40));
+        else if (t % 5 === 4) d[i] = encodeBf16(Math.fround((r * 2 - 1) * 3e38));
+      }
+    }
+  }
+  if (B === 0) return flat;
+  return new HostTensor(flat.data, "bf16", [B, T, H], [T * stride, stride, 1]);
+}
+
+/** A bf16 weight `[H]` (|v| ≤ 4). */
+function weightOf(rand: () => number, H: number): HostTensor {
+  return tensor(new Uint16Array(H).map(() => encodeBf16(Math.fround((rand() * 2 - 1) * 4))), [H], "bf16");
+}
+
+/** CPU vs device normForwardAndPerTokenCast, every output allocation byte for byte; the kernel `sym` and its PDL flag. */
+function compareOn(
+  x: HostTensor,
+  w: HostTensor | null,
+  outScale: number,
+  o: CastOpts,
+  sym: string,
+  label: string,
+): void {
+  const opts: NormForwardAndPerTokenCastOptions = { ...o, eps: 1e-6, outScale };
+  const want = normForwardAndPerTokenCast(x, w, opts);
+  const dx = uploadView(x);
+  const dw = w ? uploadView(w) : null;
+  const n0 = launchCount();
+  const got = normForwardAndPerTokenCast(dx, dw, opts);
+  const last = normForwardLastLaunch();
+  try {
+    assert.ok(launchCount() > n0, `${label}: a launch`);
+    assert.equal(last.fn, kernelFunction("test", { kind: "cuda", index: 0 }, sym), `${label}: ${sym} ran`);
+    assert.equal(last.pdl, config.pdl, `${label}: PDL as config.pdl`);
+    sameNormCastOutputs(got, want, false, label);
+  } finally {
+    dispose(got, dx, dw);
+  }
+}
+
+// H (every one a multiple of 128, so both group sizes apply): 128 / 256 (K < 32: one partly live warp, dead warps),
+// 512 (warp 0 only), 1152 (K = 72: a partly live packed word in warp 2), 2176 (J = 2), 4224 (K = 264, nbk = 33 at
+// g128: the last word holds one group), 7168 (the bench's H), 8192 (all live)
+const HS = [128, 256, 512, 1152, 2176, 4224, 7168, 8192];
+
+gpuTest(
+  `_e4m3_g<N>_br4x (castLeanLoop) = reference: groups 32 / 128, partly live and dead warps, every fp32 / packed sf layout, weight, outScale, outBf16, 2-D / 3-D, strides, rows, grid caps, special rows, PDL (seed 15201)`,
+  () => {
+    const rand = rng(15201);
+    let n = 0;
+    for (const H of HS) {
+      for (const npc of [32, 128] as const) {
+        for (const [name, sf] of SF_LAYOUTS_FP32) {
+          const blocks = [0, 1, 3][n % 3];
+          const pdl = n % 2 === 0;
+          const T = [1, 7, 300, 7][(n >> 1) % 4];
+          const B = n % 5 === 0 ? 2 : 0;
+          const weight = rand() < 0.85; // mostly the bench copy's case (a weight, outScale 1) on the packed layouts
+          const withOutBf16 = rand() < 0.5;
+          const outScale = rand() < 0.75 ? 1 : 0.3;
+          const stride = H + (rand() < 0.5 ? 0 : 8 * Math.ceil(rand() * 4));
+          const special = n % 3 === 1;
+          n++;
+          const x = rows(rand, B, T, H, stride, special);
+          const w = weight ? weightOf(rand, H) : null;
+          const label =
+            `br4x blocks/SM ${blocks} pdl ${pdl} ${name} g${npc} B ${B} T ${T} H ${H} stride ${stride} weight ${weight} outScale ${outScale} outBf16 ${withOutBf16} special ${special}`;
+          withPdl(
+            pdl,
+            () =>
+              withKnob(true, blocks, () =>
+                compareOn(
+                  x,
+                  w,
+                  outScale,
+                  { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf },
+                  `tk_norm_forward__bf16_e4m3_g${npc}_br4x`,
+                  label,
+                )),
+          );
+        }
+      }
+    }
+  },
+);
+
+gpuTest(
+  `_br4x with the smallest amax clamp (448·2^-126: tiny and zero groups take the division fallback), packed layouts, special rows (seed 15203)`,
+  () => {
+    const rand = rng(15203);
+    const saved = config.amaxClamp.e4m3;
+    config.amaxClamp.e4m3 = 448 * 2 ** -126;
+    try {
+      for (const H of [1152, 4224, 7168]) {
+        for (const npc of [32, 128] as const) {
+          for (const [name, sf] of SF_LAYOUTS_FP32.filter(([k]) => k.startsWith("packed"))) {
+            const x = rows(rand, 0, 40, H, H, true);
+            const d = x.data as Uint16Array;
+            for (let i = 0; i < 3 * H; i++) d[10 * H + i] = i % 7 === 0 ? 0x8000 : 0; // rows 10–12: ±0 only
+            for (let i = 0; i < H; i++) d[20 * H + i] = i % 2 ? 0x0001 : 0x8003; // row 20: bf16 subnormals only
+            compareOn(
+              x,
+              weightOf(rand, H),
+              1,
+              { fmt: "e4m3", numPerChannels: npc, withOutBf16: H === 4224, ...sf },
+              `tk_norm_forward__bf16_e4m3_g${npc}_br4x`,
+              `clamp-min ${name} g${npc} H ${H}`,
+            );
+          }
+        }
+      }
+    } finally {
+      config.amaxClamp.e4m3 = saved;
+    }
+  },
+);
+
+gpuTest(
+  `_br4x at the bench's shape 3000 × 7168 (packed UE8M0, weight, outScale 1; g32 / g128, PDL on and off), and the knob off runs _br4w (seed 15202)`,
+  () => {
+    const rand = rng(15202);
+    const x = rows(rand, 0, 3000, 7168, 7168, true);
+    const w = weightOf(rand, 7168);
+    for (const npc of [32, 128] as const) {
+      for (const pdl of [false, true]) {
+        const o = {
+          fmt: "e4m3" as const,
+          numPerChannels: npc,
+          roundSf: true,
+          usePackedUe8m0: true,
+          useTmaAlignedColMajorSf: true,
+        };
+        withPdl(
+          pdl,
+          () =>
+            withKnob(
+              true,
+              0,
+              () => compareOn(x, w, 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_br4x`, `3000 br4x g${npc} pdl ${pdl}`),
+            ),
+        );
+      }
+      withKnob(
+        false,
+        0,
+        () =>
+          compareOn(
+            rows(rand, 0, 7, 2176, 2176, false),
+            weightOf(rand, 2176),
+            1,
+            { fmt: "e4m3", numPerChannels: npc, roundSf: true, usePackedUe8m0: true },
+            `tk_norm_forward__bf16_e4m3_g${npc}_br4w`,
+            `default g${npc}`,
+          ),
+      );
+    }
+    assert.equal(normLaunchTuning.castLeanLoop, false, "the default is _br4w (round 15 not measured)");
+  },
+);
