@@ -21,16 +21,18 @@ import { dispose, randomInput, sameNormCastOutputs, SF_LAYOUTS_FP32, uploadView,
 
 type CastOpts = Omit<NormForwardAndPerTokenCastOptions, "eps" | "outScale" | "residual">;
 
-/** Runs f with the row forms from any row count, castWarpBound = `on` and grid cap `blocks`; restores the knobs. */
+/** Runs f with the row forms from any row count, castWarpBound = `on` (castLeanLoop off) and grid cap `blocks`; restores the knobs. */
 function withKnob<T>(on: boolean, blocks: number, f: () => T): T {
   const t = normLaunchTuning;
   const prev = [
+    t.castLeanLoop,
     t.castWarpBound,
     t.castBulkRows,
     t.forwardBlocksPerSm,
     t.forwardWarpRowsMinRowsPerSm,
     t.teamThreads,
   ] as const;
+  t.castLeanLoop = false; // _br4w itself, not round 15's _br4x
   t.castWarpBound = on;
   t.castBulkRows = true;
   t.forwardBlocksPerSm = blocks;
@@ -39,7 +41,7 @@ function withKnob<T>(on: boolean, blocks: number, f: () => T): T {
   try {
     return f();
   } finally {
-    [t.castWarpBound, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] = prev;
+    [t.castLeanLoop, t.castWarpBound, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] = prev;
   }
 }
 
@@ -179,6 +181,6 @@ gpuTest(
           ),
       );
     }
-    assert.equal(normLaunchTuning.castWarpBound, true, "the default is _br4w (round 14)");
+    assert.equal(normLaunchTuning.castWarpBound, true, "castWarpBound is on by default (round 14)");
   },
 );

@@ -70,7 +70,7 @@ export const NORM_BLOCK_THREADS = 256;
  *   warp-instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1, rounded scales as packed
  *   UE8M0) in its own copy of the loop; same launch geometry, registers (40) and bits. H200, 8192 / 16384 × 7168:
  *   70.5 / 76.9% of copy against `_br4`'s 67.1 / 73.2% (2026-12-01, docs/perf-notes/perf9-ncast.md; its knob
- *   `castBulkRowsAligned` was removed). Since round 14 aligned views run `_e4m3_g<N>_br4w` (`castWarpBound`).
+ *   `castBulkRowsAligned` was removed). Since round 14 aligned views run `_e4m3_g<N>_br4w` (`castWarpBound`), since round 15 `_br4x` (`castLeanLoop`).
  * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
  *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against
  *   68.1% with 100 (14 blocks' worth of shared memory at H = 7168, 28 KiB of L1).
@@ -123,9 +123,10 @@ export const normLaunchTuning = {
    * division, the codes from bf16x2 products by the power-of-two inverse, and each warp's scale bytes as whole packed
    * words (one 32-bit store per 4 groups instead of a byte store per group and the last word's zero padding); the
    * data and sf row addresses once per row. Same launch geometry, PDL prologue, 40 registers without spills and bits.
-   * false (the default): `_br4w`. Not measured yet.
+   * true (the default since round 15: one process's interleaved A/B, bench/RESULTS.md fifteenth run, 16384 × 7168:
+   * g128 packed 80.2 → 81.1%, fp32 row sf 76.9 → 77.6%, g32 packed 78.5 → 79.2%; 8192: 74.6 → 74.8%); false: `_br4w`.
    */
-  castLeanLoop: false,
+  castLeanLoop: true,
   /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
