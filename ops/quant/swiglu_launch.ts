@@ -57,10 +57,16 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   448-thread block, 2 CTAs per SM, a grid of one wave; measured on the H200 at 16384 × 7168: 85.5% of copy against
  *   81.2%) where the lean cast form `_anl` would run, or by `_anl` (false, kept for A/B). `_anl` (or main's kernel)
  *   serves every launch the row form does not take in either setting.
+ * - `rowPrefetch`: the row-prefetch forms `_anrp` (kernels-src/cuda/swiglu/swiglu_rows_p.cu,
+ *   docs/perf-notes/perf15-swf.md; A/B candidate, false by default: main's choice unchanged). While set, with H = 7168,
+ *   swigluForwardAndPerTokenCast runs `tk_swiglu_forward__bf16_e4m3_g128_anrp` where `_anr2` would run (the row form
+ *   with the block's next row's input loaded while the current row is computed), and swigluForward runs
+ *   `tk_swiglu_forward__bf16_bf16_anrp` where `_an` would run (the same walk with bf16 out); the same bytes.
  */
 export const swigluLaunchTuning = {
   backwardCastForm: "team16" as "main" | "team16",
   rowForm: true,
+  rowPrefetch: false,
 };
 
 const packet = new LaunchPacket(SwigluParams);
@@ -125,10 +131,13 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16` while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_t16" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_t16" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
-  return f === "_anl" && swigluLaunchTuning.rowForm && a.hidden === ROW_HIDDEN ? "_anr2" : f;
+  if (a.hidden !== ROW_HIDDEN) return f;
+  if (swigluLaunchTuning.rowPrefetch && f === "_anl" && swigluLaunchTuning.rowForm) return "_anrp";
+  if (swigluLaunchTuning.rowPrefetch && f === "_an" && a.symbol === "tk_swiglu_forward__bf16_bf16") return "_anrp";
+  return f === "_anl" && swigluLaunchTuning.rowForm ? "_anr2" : f;
 }
 
 function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
@@ -204,12 +213,12 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
-  const rows = form === "_anr2";
+  const rows = form === "_anr2" || form === "_anrp";
   const rowsPerBlock = form === "_t16" ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))
     : Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
-  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`) are compiled with the
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`, `_anrp`) are compiled with the
   // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.

@@ -175,7 +175,9 @@ TK_DEV void forward_rows_cast(const SwigluParams& p) {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_SWIGLU_ROWS_NO_ENTRIES  // (swiglu_rows_p.cu includes this file for its helpers, not this entry)
 extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anr2(
     const __grid_constant__ SwigluParams p) {
   tk::forward_rows_cast(p);
 }
+#endif  // TK_SWIGLU_ROWS_NO_ENTRIES
