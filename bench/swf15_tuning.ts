@@ -1,10 +1,11 @@
 /**
- * The row-prefetch forms `_anrp` (kernels-src/cuda/swiglu/swiglu_rows_p.cu, docs/perf-notes/perf15-swf.md) against
+ * The row-prefetch forms `_anrp` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf15-swf.md) against
  * main's forms, interleaved in one process: the roofline cases of swigluForwardAndPerTokenCast (bench/cases_swiglu.ts:
  * bf16 → e4m3, groups of 128, fp32 sf) and swigluForward (bench/cases_more.ts: bf16 → bf16 into a preallocated out),
  * 8192 and 16384 tokens × H = 7168, psum over 64 experts (alignment 128), row weights, no clamp. Settings
- * (swigluLaunchTuning.rowPrefetch, restored at the end): "main" off (the cast's `_anr2`, the forward's `_an`),
- * "anrp" on.
+ * (swigluLaunchTuning.rowPrefetch, restored at the end): "main" off (the forward's `_an`), "anrp" on (the forward's
+ * `_anrp`). The cast's `_anrp` lost (fifteenth run) and is not built: its rows now run `_anr2` in both settings, a
+ * control of the run's drift.
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, rotated order over 5 rounds, the median printed).
  * % is of the same run's cuMemcpyDtoD (1 GiB, read + write) for the bytes bench/roofline.ts counts (real rows of x
