@@ -7,7 +7,7 @@
  * the cast's edge groups (all NaN, ±0 only, one +Inf, subnormal products, overflow), psum layouts with padding rows
  * and alignments, weights with and without the scaling factor, every sf layout; which kernel launched is asserted
  * after every call (a silent fallback fails). Then the cases the row form does not take (another H, a clamp, x off
- * its alignment) run `_anl` or main's kernels, and swigluForward keeps its `_an`. Skipped, and counted as skipped, without a GPU.
+ * its alignment) run `_anl` or main's kernels, and swigluForward runs its own row form `_anrp` (round 15). Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -161,7 +161,7 @@ gpuTest("the row form _anr2 equals the CPU reference and _anl byte for byte at H
   assert.ok(calls > 0);
 });
 
-gpuTest("with the row form on (the default), the cases it does not take run _anl or main's kernels (other H, clamp, x off alignment); swigluForward keeps _an", () => {
+gpuTest("with the row form on (the default), the cases it does not take run _anl or main's kernels (other H, clamp, x off alignment); swigluForward runs _anrp", () => {
   const rand = rng(SEED + 1);
   withTuning({ rowForm: true }, () => {
     // another hidden size: `_an` / `_anl`
@@ -183,9 +183,9 @@ gpuTest("with the row form on (the default), the cases it does not take run _anl
     const [c2, s2] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128, clampValue: 7 });
     assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "clamp: main's cast kernel");
     dispose(f2, c2, s2);
-    // H = 7168 without a clamp: the cast's row form, swigluForward's `_an` (no row form)
+    // H = 7168 without a clamp: the cast's row form, swigluForward's row-prefetch form `_anrp` (round 15)
     const f3 = swigluForward(d2, { fmt: "bf16" }) as DeviceTensor;
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_an"), "H = 7168 forward: _an");
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_anrp"), "H = 7168 forward: _anrp");
     assertBytesEqual(readAllocation(f3), storageBytes(swigluForward(x2, { fmt: "bf16" }) as HostTensor), "H = 7168 forward");
     const [c3, s3] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128 });
     assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anr2"), "H = 7168 cast: _anr2");

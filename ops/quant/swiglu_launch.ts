@@ -57,10 +57,17 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   448-thread block, 2 CTAs per SM, a grid of one wave; measured on the H200 at 16384 × 7168: 85.5% of copy against
  *   81.2%) where the lean cast form `_anl` would run, or by `_anl` (false, kept for A/B). `_anl` (or main's kernel)
  *   serves every launch the row form does not take in either setting.
+ * - `rowPrefetch` (default true): swigluForward at H = 7168 runs the row-prefetch form
+ *   `tk_swiglu_forward__bf16_bf16_anrp` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf15-swf.md) where
+ *   `_an` would run: whole rows per 448-thread block, 2 CTAs per SM, a grid of one wave, the block's next row's input
+ *   loaded while the current row is computed; the same bytes. H200, one process's interleaved A/B (bench/RESULTS.md,
+ *   fifteenth run): 16384 × 7168 86.4 → 88.2%, 8192 × 7168 84.3 → 86.7% of copy. false: `_an` (kept for A/B). The
+ *   same walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 → 78.4%) and is not built.
  */
 export const swigluLaunchTuning = {
   backwardCastForm: "team16" as "main" | "team16",
   rowForm: true,
+  rowPrefetch: true,
 };
 
 const packet = new LaunchPacket(SwigluParams);
@@ -121,14 +128,17 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * of 128 bytes). The no-clamp form (`_an`, or forward__bf16_e4m3_g128's `_anl`) where it is built and the launch
  * has no clamp (then there are no counters either), else `_a` where it is built. Where forward__bf16_e4m3_g128's
  * `_anl` would run with H = 7168, the row form `_anr2` instead while {@link swigluLaunchTuning}.rowForm is set (the
- * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md). swigluBackwardAndPerTokenCast's
+ * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md); where swigluForward's `_an` would run with
+ * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default). swigluBackwardAndPerTokenCast's
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16` while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_t16" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_t16" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
-  return f === "_anl" && swigluLaunchTuning.rowForm && a.hidden === ROW_HIDDEN ? "_anr2" : f;
+  if (a.hidden !== ROW_HIDDEN) return f;
+  if (swigluLaunchTuning.rowPrefetch && f === "_an" && a.symbol === "tk_swiglu_forward__bf16_bf16") return "_anrp";
+  return f === "_anl" && swigluLaunchTuning.rowForm ? "_anr2" : f;
 }
 
 function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
@@ -204,12 +214,12 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
-  const rows = form === "_anr2";
+  const rows = form === "_anr2" || form === "_anrp";
   const rowsPerBlock = form === "_t16" ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))
     : Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
-  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`) are compiled with the
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`, `_anrp`) are compiled with the
   // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.

@@ -3,8 +3,9 @@
 // The default where swiglu.cu's lean cast form `_anl` would run with H = 7168 (swigluLaunchTuning.rowForm,
 // ops/quant/swiglu_launch.ts; false selects `_anl` for A/B); the same bytes as `_anl`, which serves every other launch.
 //
-// Symbol
+// Symbols
 //   tk_swiglu_forward__bf16_e4m3_g128_anr2    swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168
+//   tk_swiglu_forward__bf16_bf16_anrp         swigluForward, bf16 x, bf16 out, H = 7168 (round 15, below)
 // Under `_anl`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and hence no
 // counters), with programmatic dependent launch as swiglu.cu's kFormPdl (launched with the attribute while
 // config.pdl is set).
@@ -178,4 +179,105 @@ TK_DEV void forward_rows_cast(const SwigluParams& p) {
 extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anr2(
     const __grid_constant__ SwigluParams p) {
   tk::forward_rows_cast(p);
+}
+
+// swigluForward by whole rows with the next row's input in flight (spec/quant.md §8.1–§8.4): the row-prefetch form
+// `_anrp` (bf16 → bf16), for H = 7168 only (docs/perf-notes/perf15-swf.md; written as swiglu_rows_p.cu, folded into
+// this file so the module keeps one gate table), selected by swigluLaunchTuning.rowPrefetch (ops/quant/swiglu_launch.ts,
+// on by default since round 15: 86.4 → 88.2% of copy at 16384 × 7168 against `_an` in one process's A/B; the same
+// bytes). The same walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 → 78.4%) and was dropped (its source:
+// docs/branches/perf15-swf.patch).
+//
+// Under `_an`'s conditions (every view aligned for its vector accesses, no clamp and hence no counters; the bf16
+// out's base and row stride multiples of 16 bytes), with this file's PDL prologue.
+//
+// Geometry: `_anr2`'s (448 threads, a team of 8 lanes per group of 128 columns, lane r of team q the chunks at
+// 128q + 8r and 128q + 64 + 8r of gate and up; 2 blocks per SM, grid min(T, 2 · SMs), rows blockIdx.x, + gridDim.x …).
+//
+// A thread issues the 4 loads (64 bytes) and the weight of its block's NEXT row before it computes the current one,
+// whose raw words it loaded one iteration earlier, so the latency of row n + 1 runs under the arithmetic of row n
+// (16 more registers: the next row's raw words). The next row's input is loaded for any row < T (x and the weights
+// have T rows; a padding row's words are read and never used, as `_anl`'s late search does); whether it is real (the
+// psum search) is found after the current row's stores, while its loads are still in flight. Every bf16 word is
+// computed by the same operations as swiglu.cu's `_an` (row_chunk_values: silu(g) · u, then · w; encode_bf16x2 per
+// pair); padding rows get nothing written.
+namespace tk {
+namespace {
+
+// A row's raw input words: slot s's gate chunk g[s] and up chunk u[s] (16 bytes each).
+struct RowRaw {
+  uint32_t g[2][4], u[2][4];
+};
+
+TK_DEV void load_row_raw(const SwigluParams& p, uint32_t row, uint32_t c0, RowRaw& raw) {
+  const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(row) * (4 * kRowHidden) + 2 * c0;
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    ld_stream(xr + 2 * 64 * s, raw.g[s]);
+    ld_stream(xr + 2 * (kRowHidden + 64 * s), raw.u[s]);
+  }
+}
+
+// The bf16 output of one real row: per chunk the values (swiglu.cu's `_an`: silu(g) · u, then · w), the pairs by
+// encode_bf16x2 (store8<kBf16>'s conversion), one 16-byte store. The out row stride is p.out_row_stride elements.
+TK_DEV void bf16_row(const SwigluParams& p, const float* table, uint32_t row, uint32_t c0, const RowRaw& raw, float w) {
+  uint8_t* const outr = reinterpret_cast<uint8_t*>(p.out) + static_cast<uint64_t>(row) * (p.out_row_stride * 2) + 2 * c0;
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    float v[kRowChunk];
+    row_chunk_values(table, raw.g[s], raw.u[s], p.flags & kHasWeights, w, v);
+    uint32_t o[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) o[k] = encode_bf16x2(v[2 * k], v[2 * k + 1]);
+    st_v4(outr + 2 * 64 * s, o[0], o[1], o[2], o[3]);
+  }
+}
+
+TK_DEV void forward_rows_prefetch(const SwigluParams& p) {
+  row_pdl_launch_dependents();
+  __shared__ __align__(16) float table[kExpNegBf16TableSize];
+  copy_bf16_gate_table(table, kSiluBf16Table);  // the module's constant table: no grid writes it
+  __syncthreads();
+  row_pdl_wait();  // from here on memory another grid may write (psum, x, weights, the outputs, the error word)
+  check_psum(p);
+
+  const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
+  const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
+  const uint32_t T = p.num_tokens;
+  uint32_t row = blockIdx.x;
+  RowRaw cur;
+  float w = 1.0f;
+  if (row < T) {
+    load_row_raw(p, row, c0, cur);
+    w = row_weight(p, row);
+  }
+  bool real = row < T && row_real(p, row);
+  for (; row < T; row += gridDim.x) {
+    const uint32_t next = row + gridDim.x;
+    RowRaw nxt;
+    float wn = 1.0f;
+    if (next < T) {  // block-uniform; in flight during this row's arithmetic
+      load_row_raw(p, next, c0, nxt);
+      wn = row_weight(p, next);
+    } else {
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) nxt.g[s][k] = nxt.u[s][k] = 0;
+    }
+    if (real) {  // padding rows (§8.1) get nothing written
+      bf16_row(p, table, row, c0, cur, w);
+    }
+    real = next < T && row_real(p, next);  // after the stores: the search runs under the next row's loads
+    cur = nxt;
+    w = wn;
+  }
+}
+
+}  // namespace
+}  // namespace tk
+
+extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_bf16_anrp(
+    const __grid_constant__ SwigluParams p) {
+  tk::forward_rows_prefetch(p);
 }
