@@ -11,17 +11,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { encodeBf16 } from "../core/dtype.ts";
 import { config } from "../core/config.ts";
-import { HostTensor, tensor } from "../mod.ts";
-import { kernelFunction, launchCount } from "../ffi/cuda.ts";
-import { normForwardAndPerTokenCast, type NormForwardAndPerTokenCastOptions } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
-import { normForwardLastLaunch } from "../ops/norm/norm_forward.ts";
+import { compareOn, rows, weightOf } from "./ncast_rows_util.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, sameNormCastOutputs, SF_LAYOUTS_FP32, uploadView, withPdl } from "./gpu_util.ts";
-
-type CastOpts = Omit<NormForwardAndPerTokenCastOptions, "eps" | "outScale" | "residual">;
+import { SF_LAYOUTS_FP32, withPdl } from "./gpu_util.ts";
 
 /** Runs f with the row forms from any row count, castLeanLoop = `on` (castWarpBound on) and grid cap `blocks`; restores the knobs. */
 function withKnob<T>(on: boolean, blocks: number, f: () => T): T {
@@ -51,56 +45,6 @@ function withKnob<T>(on: boolean, blocks: number, f: () => T): T {
       t.forwardWarpRowsMinRowsPerSm,
       t.teamThreads,
     ] = prev;
-  }
-}
-
-/** `[T, H]` bf16 rows (row stride `stride`), `[B, T, H]` when B > 0; with `special`, rows of NaN / ±Inf / subnormal / huge values by t % 5. */
-function rows(rand: () => number, B: number, T: number, H: number, stride: number, special: boolean): HostTensor {
-  const flat = randomInput(rand, Math.max(B, 1) * T, H, "bf16", stride);
-  if (special) {
-    const d = flat.data as Uint16Array;
-    for (let t = 0; t < Math.max(B, 1) * T; t++) {
-      for (let j = 0; j < H; j++) {
-        const r = rand(), i = t * stride + j;
-        if (t % 5 === 1 && r < 0.05) d[i] = [0x7fc0, 0xffc0, 0x7f81, 0xffff][i % 4];
-        else if (t % 5 === 2 && r < 0.05) d[i] = r < 0.025 ? 0x7f80 : 0xff80;
-        else if (t % 5 === 3) d[i] = encodeBf16(Math.fround((r * 2 - 1) * 1e-40));
-        else if (t % 5 === 4) d[i] = encodeBf16(Math.fround((r * 2 - 1) * 3e38));
-      }
-    }
-  }
-  if (B === 0) return flat;
-  return new HostTensor(flat.data, "bf16", [B, T, H], [T * stride, stride, 1]);
-}
-
-/** A bf16 weight `[H]` (|v| ≤ 4). */
-function weightOf(rand: () => number, H: number): HostTensor {
-  return tensor(new Uint16Array(H).map(() => encodeBf16(Math.fround((rand() * 2 - 1) * 4))), [H], "bf16");
-}
-
-/** CPU vs device normForwardAndPerTokenCast, every output allocation byte for byte; the kernel `sym` and its PDL flag. */
-function compareOn(
-  x: HostTensor,
-  w: HostTensor | null,
-  outScale: number,
-  o: CastOpts,
-  sym: string,
-  label: string,
-): void {
-  const opts: NormForwardAndPerTokenCastOptions = { ...o, eps: 1e-6, outScale };
-  const want = normForwardAndPerTokenCast(x, w, opts);
-  const dx = uploadView(x);
-  const dw = w ? uploadView(w) : null;
-  const n0 = launchCount();
-  const got = normForwardAndPerTokenCast(dx, dw, opts);
-  const last = normForwardLastLaunch();
-  try {
-    assert.ok(launchCount() > n0, `${label}: a launch`);
-    assert.equal(last.fn, kernelFunction("test", { kind: "cuda", index: 0 }, sym), `${label}: ${sym} ran`);
-    assert.equal(last.pdl, config.pdl, `${label}: PDL as config.pdl`);
-    sameNormCastOutputs(got, want, false, label);
-  } finally {
-    dispose(got, dx, dw);
   }
 }
 
