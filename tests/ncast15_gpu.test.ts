@@ -13,85 +13,14 @@
 import assert from "node:assert/strict";
 import { config } from "../core/config.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
-import { compareOn, rows, weightOf } from "./ncast_rows_util.ts";
+import { castFormSweep, compareOn, rows, weightOf, withCastForm } from "./ncast_rows_util.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { SF_LAYOUTS_FP32, withPdl } from "./gpu_util.ts";
 
-/** Runs f with the row forms from any row count, castLeanLoop = `on` (castWarpBound on) and grid cap `blocks`; restores the knobs. */
-function withKnob<T>(on: boolean, blocks: number, f: () => T): T {
-  const t = normLaunchTuning;
-  const prev = [
-    t.castLeanLoop,
-    t.castWarpBound,
-    t.castBulkRows,
-    t.forwardBlocksPerSm,
-    t.forwardWarpRowsMinRowsPerSm,
-    t.teamThreads,
-  ] as const;
-  t.castLeanLoop = on;
-  t.castWarpBound = true;
-  t.castBulkRows = true;
-  t.forwardBlocksPerSm = blocks;
-  t.forwardWarpRowsMinRowsPerSm = 0;
-  t.teamThreads = 0;
-  try {
-    return f();
-  } finally {
-    [
-      t.castLeanLoop,
-      t.castWarpBound,
-      t.castBulkRows,
-      t.forwardBlocksPerSm,
-      t.forwardWarpRowsMinRowsPerSm,
-      t.teamThreads,
-    ] = prev;
-  }
-}
-
-// H (every one a multiple of 128, so both group sizes apply): 128 / 256 (K < 32: one partly live warp, dead warps),
-// 512 (warp 0 only), 1152 (K = 72: a partly live packed word in warp 2), 2176 (J = 2), 4224 (K = 264, nbk = 33 at
-// g128: the last word holds one group), 7168 (the bench's H), 8192 (all live)
-const HS = [128, 256, 512, 1152, 2176, 4224, 7168, 8192];
-
 gpuTest(
   `_e4m3_g<N>_br4x (castLeanLoop) = reference: groups 32 / 128, partly live and dead warps, every fp32 / packed sf layout, weight, outScale, outBf16, 2-D / 3-D, strides, rows, grid caps, special rows, PDL (seed 15201)`,
-  () => {
-    const rand = rng(15201);
-    let n = 0;
-    for (const H of HS) {
-      for (const npc of [32, 128] as const) {
-        for (const [name, sf] of SF_LAYOUTS_FP32) {
-          const blocks = [0, 1, 3][n % 3];
-          const pdl = n % 2 === 0;
-          const T = [1, 7, 300, 7][(n >> 1) % 4];
-          const B = n % 5 === 0 ? 2 : 0;
-          const weight = rand() < 0.85; // mostly the bench copy's case (a weight, outScale 1) on the packed layouts
-          const withOutBf16 = rand() < 0.5;
-          const outScale = rand() < 0.75 ? 1 : 0.3;
-          const stride = H + (rand() < 0.5 ? 0 : 8 * Math.ceil(rand() * 4));
-          const special = n % 3 === 1;
-          n++;
-          const x = rows(rand, B, T, H, stride, special);
-          const w = weight ? weightOf(rand, H) : null;
-          const label =
-            `br4x blocks/SM ${blocks} pdl ${pdl} ${name} g${npc} B ${B} T ${T} H ${H} stride ${stride} weight ${weight} outScale ${outScale} outBf16 ${withOutBf16} special ${special}`;
-          withPdl(
-            pdl,
-            () =>
-              withKnob(true, blocks, () =>
-                compareOn(
-                  x,
-                  w,
-                  outScale,
-                  { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf },
-                  `tk_norm_forward__bf16_e4m3_g${npc}_br4x`,
-                  label,
-                )),
-          );
-        }
-      }
-    }
-  },
+  // mostly the bench copy's case (a weight, outScale 1) on the packed layouts
+  () => castFormSweep("_br4x", 15201, { weight: 0.85, outScale1: 0.75, specialEvery: 3 }),
 );
 
 gpuTest(
@@ -101,7 +30,7 @@ gpuTest(
     const saved = config.amaxClamp.e4m3;
     config.amaxClamp.e4m3 = 448 * 2 ** -126;
     try {
-      withKnob(true, 0, () => {
+      withCastForm("_br4x", 0, () => {
         for (const H of [1152, 4224, 7168]) {
           for (const npc of [32, 128] as const) {
             for (const [name, sf] of SF_LAYOUTS_FP32.filter(([k]) => k.startsWith("packed"))) {
@@ -145,15 +74,15 @@ gpuTest(
         withPdl(
           pdl,
           () =>
-            withKnob(
-              true,
+            withCastForm(
+              "_br4x",
               0,
               () => compareOn(x, w, 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_br4x`, `3000 br4x g${npc} pdl ${pdl}`),
             ),
         );
       }
-      withKnob(
-        false,
+      withCastForm(
+        "_br4w",
         0,
         () =>
           compareOn(

@@ -1,6 +1,7 @@
 /**
  * Inputs and the byte-for-byte comparison shared by the GPU tests of normForwardAndPerTokenCast's bulk-rows forms
- * (tests/ncast14_gpu.test.ts: `_br4w`; tests/ncast15_gpu.test.ts: `_br4x`).
+ * (tests/ncast14_gpu.test.ts: `_br4w`; tests/ncast15_gpu.test.ts: `_br4x`): inputs, the knobs that select a form, the
+ * byte-for-byte comparison and the sweep over shapes, layouts and options.
  * @module
  */
 import assert from "node:assert/strict";
@@ -10,7 +11,9 @@ import { HostTensor, tensor } from "../mod.ts";
 import { kernelFunction, launchCount } from "../ffi/cuda.ts";
 import { normForwardAndPerTokenCast, type NormForwardAndPerTokenCastOptions } from "../ops/norm/mod.ts";
 import { normForwardLastLaunch } from "../ops/norm/norm_forward.ts";
-import { dispose, randomInput, sameNormCastOutputs, uploadView } from "./gpu_util.ts";
+import { normLaunchTuning } from "../ops/norm/launch.ts";
+import { rng } from "./harness.ts";
+import { dispose, randomInput, sameNormCastOutputs, SF_LAYOUTS_FP32, uploadView, withPdl } from "./gpu_util.ts";
 
 /** The fused cast's options a test varies (eps, outScale and residual are set by {@link compareOn}). */
 export type CastOpts = Omit<NormForwardAndPerTokenCastOptions, "eps" | "outScale" | "residual">;
@@ -62,5 +65,81 @@ export function compareOn(
     sameNormCastOutputs(got, want, false, label);
   } finally {
     dispose(got, dx, dw);
+  }
+}
+
+/** The aligned bulk-rows forms of the plain fused cast, by the knobs that select them. */
+export type CastForm = "_br4a" | "_br4w" | "_br4x";
+
+/**
+ * Runs f with the bulk-rows forms from any row count, the aligned form `form` (castWarpBound / castLeanLoop) and grid
+ * cap `blocks`; restores the knobs however f ends.
+ */
+export function withCastForm<T>(form: CastForm, blocks: number, f: () => T): T {
+  const t = normLaunchTuning;
+  const prev = [
+    t.castLeanLoop,
+    t.castWarpBound,
+    t.castBulkRows,
+    t.forwardBlocksPerSm,
+    t.forwardWarpRowsMinRowsPerSm,
+    t.teamThreads,
+  ] as const;
+  t.castWarpBound = form !== "_br4a";
+  t.castLeanLoop = form === "_br4x";
+  t.castBulkRows = true;
+  t.forwardBlocksPerSm = blocks;
+  t.forwardWarpRowsMinRowsPerSm = 0;
+  t.teamThreads = 0;
+  try {
+    return f();
+  } finally {
+    [t.castLeanLoop, t.castWarpBound, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] =
+      prev;
+  }
+}
+
+// H: 128 / 256 (K = 8 / 16 chunks < 32: one partly live warp, three wholly dead ones; one packed sf word), 512 (K = 32:
+// warp 0 only), 1152 (K = 72, J = 1: warps 0–1 live, warp 2 partly, warp 3 dead; a partly live packed word in warp 2),
+// 2176 (K = 136, J = 2: j = 1 partly live in warp 0, dead in 1–3), 4224 (K = 264, J = 4: j = 2 partly live in warp 0,
+// j = 3 dead everywhere; nbk = 33 at g128, the last packed word holds one group), 7168 (K = 448, the bench's H: j = 3
+// live in warps 0–1, dead in 2–3), 8192 (K = 512: all live). Every one a multiple of 128: both group sizes apply.
+const HS = [128, 256, 512, 1152, 2176, 4224, 7168, 8192];
+
+/**
+ * The sweep of an aligned bulk-rows form against the CPU reference: every H of HS × groups of 32 / 128 × every fp32
+ * and packed sf layout, with grid caps 0 / 1 / 3, PDL on and off, 1 / 7 / 300 rows, 2-D / 3-D, padded strides, a
+ * weight with probability `p.weight`, outScale 1 with probability `p.outScale1` (else 0.3), outBf16 half the time,
+ * special rows every `p.specialEvery`-th case; the kernel `form` asserted after every call.
+ */
+export function castFormSweep(
+  form: CastForm,
+  seed: number,
+  p: { weight: number; outScale1: number; specialEvery: number },
+): void {
+  const rand = rng(seed);
+  let n = 0;
+  for (const H of HS) {
+    for (const npc of [32, 128] as const) {
+      for (const [name, sf] of SF_LAYOUTS_FP32) {
+        const blocks = [0, 1, 3][n % 3];
+        const pdl = n % 2 === 0;
+        const T = [1, 7, 300, 7][(n >> 1) % 4];
+        const B = n % 5 === 0 ? 2 : 0;
+        const weight = rand() < p.weight;
+        const withOutBf16 = rand() < 0.5;
+        const outScale = rand() < p.outScale1 ? 1 : 0.3;
+        const stride = H + (rand() < 0.5 ? 0 : 8 * Math.ceil(rand() * 4));
+        const special = n % p.specialEvery === 1;
+        n++;
+        const x = rows(rand, B, T, H, stride, special);
+        const w = weight ? weightOf(rand, H) : null;
+        const label = `${form} blocks/SM ${blocks} pdl ${pdl} ${name} g${npc} B ${B} T ${T} H ${H} stride ${stride} ` +
+          `weight ${weight} outScale ${outScale} outBf16 ${withOutBf16} special ${special}`;
+        const o: CastOpts = { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf };
+        withPdl(pdl, () =>
+          withCastForm(form, blocks, () => compareOn(x, w, outScale, o, `tk_norm_forward__bf16_e4m3_g${npc}${form}`, label)));
+      }
+    }
   }
 }
