@@ -10,9 +10,8 @@
  */
 import assert from "node:assert/strict";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
-import { castFormSweep, compareOn, rows, weightOf, withCastForm } from "./ncast_rows_util.ts";
+import { castFormBenchShape, castFormSweep, compareOn, rows, withCastForm } from "./ncast_rows_util.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { withPdl } from "./gpu_util.ts";
 
 gpuTest(
   `_e4m3_g<N>_br4w (castWarpBound) = reference: groups 32 / 128, partly live and dead warps, every fp32 sf layout, weight, outScale, outBf16, 2-D / 3-D, strides, rows, grid caps, special rows, PDL (seed 14201)`,
@@ -23,27 +22,8 @@ gpuTest(
   `_br4w at the bench's shape 3000 × 7168 (packed UE8M0, weight, outScale 1; g32 / g128, PDL on and off), and the knob off runs _br4a (seed 14202)`,
   () => {
     const rand = rng(14202);
-    const x = rows(rand, 0, 3000, 7168, 7168, true);
-    const w = weightOf(rand, 7168);
+    castFormBenchShape("_br4w", rand);
     for (const npc of [32, 128] as const) {
-      for (const pdl of [false, true]) {
-        const o = {
-          fmt: "e4m3" as const,
-          numPerChannels: npc,
-          roundSf: true,
-          usePackedUe8m0: true,
-          useTmaAlignedColMajorSf: true,
-        };
-        withPdl(
-          pdl,
-          () =>
-            withCastForm(
-              "_br4w",
-              0,
-              () => compareOn(x, w, 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_br4w`, `3000 br4w g${npc} pdl ${pdl}`),
-            ),
-        );
-      }
       withCastForm(
         "_br4a",
         0,

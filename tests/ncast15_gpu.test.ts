@@ -13,9 +13,9 @@
 import assert from "node:assert/strict";
 import { config } from "../core/config.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
-import { castFormSweep, compareOn, rows, weightOf, withCastForm } from "./ncast_rows_util.ts";
+import { castFormBenchShape, castFormSweep, compareOn, rows, weightOf, withCastForm } from "./ncast_rows_util.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { SF_LAYOUTS_FP32, withPdl } from "./gpu_util.ts";
+import { SF_LAYOUTS_FP32 } from "./gpu_util.ts";
 
 gpuTest(
   `_e4m3_g<N>_br4x (castLeanLoop) = reference: groups 32 / 128, partly live and dead warps, every fp32 / packed sf layout, weight, outScale, outBf16, 2-D / 3-D, strides, rows, grid caps, special rows, PDL (seed 15201)`,
@@ -60,27 +60,8 @@ gpuTest(
   `_br4x at the bench's shape 3000 × 7168 (packed UE8M0, weight, outScale 1; g32 / g128, PDL on and off), and the knob off runs _br4w (seed 15202)`,
   () => {
     const rand = rng(15202);
-    const x = rows(rand, 0, 3000, 7168, 7168, true);
-    const w = weightOf(rand, 7168);
+    castFormBenchShape("_br4x", rand);
     for (const npc of [32, 128] as const) {
-      for (const pdl of [false, true]) {
-        const o = {
-          fmt: "e4m3" as const,
-          numPerChannels: npc,
-          roundSf: true,
-          usePackedUe8m0: true,
-          useTmaAlignedColMajorSf: true,
-        };
-        withPdl(
-          pdl,
-          () =>
-            withCastForm(
-              "_br4x",
-              0,
-              () => compareOn(x, w, 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_br4x`, `3000 br4x g${npc} pdl ${pdl}`),
-            ),
-        );
-      }
       withCastForm(
         "_br4w",
         0,

@@ -143,3 +143,20 @@ export function castFormSweep(
     }
   }
 }
+
+/**
+ * `form` at the bench's shape: 3000 × 7168 rows with special values, a weight, outScale 1, packed UE8M0 TMA-aligned
+ * scales, groups of 32 and 128, PDL on and off; the kernel asserted after every call.
+ */
+export function castFormBenchShape(form: CastForm, rand: () => number): void {
+  const x = rows(rand, 0, 3000, 7168, 7168, true);
+  const w = weightOf(rand, 7168);
+  for (const npc of [32, 128] as const) {
+    const o: CastOpts = { fmt: "e4m3", numPerChannels: npc, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true };
+    for (const pdl of [false, true]) {
+      withPdl(pdl, () =>
+        withCastForm(form, 0, () =>
+          compareOn(x, w, 1, o, `tk_norm_forward__bf16_e4m3_g${npc}${form}`, `3000 ${form} g${npc} pdl ${pdl}`)));
+    }
+  }
+}
