@@ -6,9 +6,11 @@
  * @module
  */
 import { swigluBackward, swigluBackwardAndPerTokenCast, swigluForwardAndPerTokenCast } from "../mod.ts";
-import { tensor, toDevice } from "../core/tensor.ts";
+import { empty, tensor, toDevice } from "../core/tensor.ts";
 import type { DeviceTensor } from "../core/tensor.ts";
+import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import type { BenchCase } from "./cases.ts";
+import { randomBf16Host } from "./common.ts";
 
 const H = 7168;
 const E = 64;
@@ -25,6 +27,26 @@ export function psumFor(T: number): { psum: Int32Array; real: number } {
     start = Math.ceil(p[e] / A) * A;
   }
   return { psum: p, real };
+}
+
+/**
+ * The device inputs of a SwiGLU forward A/B (bench/swr11_tuning.ts, bench/swf15_tuning.ts) at T tokens: x the
+ * roofline's bf16 pattern, or random rows; weights 0.25; the psum of {@link psumFor}, its real-row mask; with
+ * `withOut` a bf16 [T, H] output for swigluForward.
+ */
+export function abInputs(T: number, random: boolean, withOut = false) {
+  const { psum, real } = psumFor(T);
+  const hx = random ? randomBf16Host(T, 2 * H, T + 7) : tensor(new Uint16Array(T * 2 * H).map((_, i) => 0x3f00 + (i % 97)), [T, 2 * H], "bf16");
+  const ps = tensor(psum, [E], "int32");
+  return {
+    T,
+    real,
+    mask: swigluRealRows("bench", T, ps, A),
+    x: toDevice(hx) as DeviceTensor,
+    w: toDevice(tensor(new Float32Array(T).fill(0.25), [T], "fp32")) as DeviceTensor,
+    ps: toDevice(ps) as DeviceTensor,
+    y: withOut ? empty([T, H], "bf16", { device: 0 }) as DeviceTensor : undefined,
+  };
 }
 
 function dispose(...ts: unknown[]): void {

@@ -17,16 +17,14 @@
  * @module
  */
 import { type DeviceTensor, swigluForward, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
-import { empty, type HostTensor, tensor, toDevice } from "../core/tensor.ts";
+import type { HostTensor } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
-import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
-import { abStart, abVerdict, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
-import { psumFor } from "./cases_swiglu.ts";
+import { abStart, abVerdict, firstDifference, interleavedMedians } from "./common.ts";
+import { abInputs } from "./cases_swiglu.ts";
 
 const { stream, timer, copy } = abStart("swf15_tuning");
 const H = 7168;
-const E = 64;
 const A = 128;
 const ROUNDS = 5;
 const SETTINGS: readonly { name: string; on: boolean }[] = [
@@ -39,24 +37,8 @@ type Op = (typeof OPS)[number];
 const saved = { ...swigluLaunchTuning };
 let failures = 0;
 
-/** The case's device inputs; `x` the roofline's bf16 pattern, or random rows. */
-function inputs(T: number, random: boolean) {
-  const { psum, real } = psumFor(T);
-  const hx = random ? randomBf16Host(T, 2 * H, T + 7) : tensor(new Uint16Array(T * 2 * H).map((_, i) => 0x3f00 + (i % 97)), [T, 2 * H], "bf16");
-  const ps = tensor(psum, [E], "int32");
-  return {
-    T,
-    real,
-    mask: swigluRealRows("bench", T, ps, A),
-    x: toDevice(hx) as DeviceTensor,
-    w: toDevice(tensor(new Float32Array(T).fill(0.25), [T], "fp32")) as DeviceTensor,
-    ps: toDevice(ps) as DeviceTensor,
-    y: empty([T, H], "bf16", { device: 0 }) as DeviceTensor,
-  };
-}
-
 /** One call of `op` under the current tuning; its outputs (disposable unless `keep`: the forward's preallocated out). */
-function call(op: Op, c: ReturnType<typeof inputs>): DeviceTensor[] {
+function call(op: Op, c: ReturnType<typeof abInputs>): DeviceTensor[] {
   const common = { psumNumTokensPerExpert: c.ps, tokenAlignment: A, topkWeights: c.w } as const;
   if (op === "swigluForward") {
     swigluForward(c.x, { fmt: "bf16", out: c.y, ...common });
@@ -75,12 +57,12 @@ async function realBytes(t: DeviceTensor, mask: Uint8Array): Promise<Uint8Array>
 }
 
 /** Both settings' outputs of one call of `op`, compared with main's (real rows). */
-async function compare(op: Op, random: boolean, c: ReturnType<typeof inputs>): Promise<void> {
+async function compare(op: Op, random: boolean, c: ReturnType<typeof abInputs>): Promise<void> {
   const outs: Uint8Array[][] = [];
   for (const s of SETTINGS) {
     swigluLaunchTuning.rowPrefetch = s.on;
     const o = call(op, c);
-    const got = op === "swigluForward" ? [await realBytes(c.y, c.mask)] : await Promise.all(o.map((t) => realBytes(t, c.mask)));
+    const got = op === "swigluForward" ? [await realBytes(c.y!, c.mask)] : await Promise.all(o.map((t) => realBytes(t, c.mask)));
     for (const t of o) t.dispose();
     outs.push(got);
   }
@@ -95,11 +77,11 @@ async function compare(op: Op, random: boolean, c: ReturnType<typeof inputs>): P
 }
 
 try {
-  const r = inputs(8192, true);
+  const r = abInputs(8192, true, true);
   for (const op of OPS) await compare(op, true, r);
-  for (const t of [r.x, r.w, r.ps, r.y]) t.dispose();
+  for (const t of [r.x, r.w, r.ps, r.y]) t?.dispose();
   for (const T of [8192, 16384]) {
-    const c = inputs(T, false);
+    const c = abInputs(T, false, true);
     for (const op of OPS) {
       await compare(op, false, c);
       const med = interleavedMedians(timer, stream, SETTINGS, ROUNDS, (s) => void (swigluLaunchTuning.rowPrefetch = s.on), () => {
@@ -116,7 +98,7 @@ try {
         console.log(`${op} ${T}x${H} 64 experts, weights\t${s.name.padEnd(6)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
       }
     }
-    for (const t of [c.x, c.w, c.ps, c.y]) t.dispose();
+    for (const t of [c.x, c.w, c.ps, c.y]) t?.dispose();
   }
 } finally {
   Object.assign(swigluLaunchTuning, saved);

@@ -17,16 +17,14 @@
  * @module
  */
 import { type DeviceTensor, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
-import { type HostTensor, tensor, toDevice } from "../core/tensor.ts";
+import type { HostTensor } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
-import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
-import { abStart, abVerdict, randomBf16Host } from "./common.ts";
-import { psumFor } from "./cases_swiglu.ts";
+import { abStart, abVerdict } from "./common.ts";
+import { abInputs } from "./cases_swiglu.ts";
 
 const { stream, timer, copy } = abStart("swr11_tuning");
 const H = 7168;
-const E = 64;
 const A = 128;
 const ROUNDS = 5;
 type Tuning = Partial<typeof swigluLaunchTuning>;
@@ -39,22 +37,8 @@ const OPS = ["swigluForwardAndPerTokenCast"] as const;
 const saved = { ...swigluLaunchTuning };
 let failures = 0;
 
-/** The case's device inputs; `x` the roofline's bf16 pattern, or random rows. */
-function inputs(T: number, random: boolean) {
-  const { psum, real } = psumFor(T);
-  const hx = random ? randomBf16Host(T, 2 * H, T + 7) : tensor(new Uint16Array(T * 2 * H).map((_, i) => 0x3f00 + (i % 97)), [T, 2 * H], "bf16");
-  const ps = tensor(psum, [E], "int32");
-  return {
-    real,
-    mask: swigluRealRows("bench", T, ps, A),
-    x: toDevice(hx) as DeviceTensor,
-    w: toDevice(tensor(new Float32Array(T).fill(0.25), [T], "fp32")) as DeviceTensor,
-    ps: toDevice(ps) as DeviceTensor,
-  };
-}
-
 /** One call of `op` under the current tuning; its outputs. */
-function call(_op: (typeof OPS)[number], c: ReturnType<typeof inputs>): DeviceTensor[] {
+function call(_op: (typeof OPS)[number], c: ReturnType<typeof abInputs>): DeviceTensor[] {
   const common = { psumNumTokensPerExpert: c.ps, tokenAlignment: A, topkWeights: c.w } as const;
   const [d, s] = swigluForwardAndPerTokenCast(c.x, { fmt: "e4m3", numPerChannels: 128, ...common });
   return [d as DeviceTensor, s as DeviceTensor];
@@ -69,7 +53,7 @@ async function realBytes(t: DeviceTensor, mask: Uint8Array): Promise<Uint8Array>
 }
 
 /** Every setting's outputs of one call against main's (real rows). */
-async function compare(T: number, random: boolean, c: ReturnType<typeof inputs>): Promise<void> {
+async function compare(T: number, random: boolean, c: ReturnType<typeof abInputs>): Promise<void> {
   for (const op of OPS) {
     let ref: Uint8Array[] | null = null;
     for (const s of SETTINGS) {
@@ -95,11 +79,11 @@ async function compare(T: number, random: boolean, c: ReturnType<typeof inputs>)
 }
 
 try {
-  const r = inputs(8192, true);
+  const r = abInputs(8192, true);
   await compare(8192, true, r);
   for (const t of [r.x, r.w, r.ps]) t.dispose();
   for (const T of [8192, 16384]) {
-    const c = inputs(T, false);
+    const c = abInputs(T, false);
     for (const op of OPS) {
       const us = new Map<string, number[]>();
       for (let round = 0; round < ROUNDS; round++) {
