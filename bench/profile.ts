@@ -5,7 +5,9 @@
  * 3) and synchronises; tools/ncu_summary.py reports the last launch of each kernel name. A variant ending in
  * `@<form>` (e.g. `"bf16 weight@team-l1"`) first sets that launch form of the RMSNorm forward (bench/norm_forms.ts). The runs sit between
  * cuProfilerStart and cuProfilerStop, so with `ncu --profile-from-start off` only they are profiled. `--list`
- * prints every case instead. tools/gpu_run.sh's step `ncu` drives it.
+ * prints every case instead. Only the families up to the one holding the case are built (bench/cases.ts's order: a
+ * case of a late family still sets up the earlier ones, which under ncu takes a minute or more). tools/gpu_run.sh's
+ * step `ncu` drives it.
  * @module
  */
 import process from "node:process";
@@ -53,6 +55,9 @@ if (devices().length === 0) {
 let picked: BenchCase | null = null;
 const rest: BenchCase[] = [];
 for (const fam of FAMILIES) {
+  // the families after the one holding the case are not built: their inputs (the whole roofline's, otherwise) cost
+  // minutes of host work and transfers under ncu's interception, before the one profiled launch
+  if (picked !== null) break;
   const mod = await import(`./${fam}`) as { cases: CaseFactory };
   for (const c of mod.cases()) {
     if (list) console.log(`${c.op}\t${c.tokens}\t${c.variant}`);
