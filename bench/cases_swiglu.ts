@@ -6,8 +6,8 @@
  * @module
  */
 import { swigluBackward, swigluBackwardAndPerTokenCast, swigluForwardAndPerTokenCast } from "../mod.ts";
-import { empty, tensor, toDevice } from "../core/tensor.ts";
-import type { DeviceTensor } from "../core/tensor.ts";
+import { empty, tensor, toDevice, toHost } from "../core/tensor.ts";
+import type { DeviceTensor, HostTensor } from "../core/tensor.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import type { BenchCase } from "./cases.ts";
 import { randomBf16Host } from "./common.ts";
@@ -47,6 +47,15 @@ export function abInputs(T: number, random: boolean, withOut = false) {
     ps: toDevice(ps) as DeviceTensor,
     y: withOut ? empty([T, H], "bf16", { device: 0 }) as DeviceTensor : undefined,
   };
+}
+
+/** The bytes of a device tensor of T rows (T = mask.length) with the rows `mask` marks as padding zeroed. */
+export async function realBytes(t: DeviceTensor, mask: Uint8Array): Promise<Uint8Array> {
+  const h = (await toHost(t)) as HostTensor;
+  const b = new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
+  const row = b.length / mask.length;
+  for (let r = 0; r < mask.length; r++) if (!mask[r]) b.fill(0, r * row, (r + 1) * row);
+  return b;
 }
 
 function dispose(...ts: unknown[]): void {

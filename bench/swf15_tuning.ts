@@ -16,12 +16,11 @@
  * `deno run -A --no-check bench/swf15_tuning.ts` (or `bun bench/swf15_tuning.ts`).
  * @module
  */
-import { type DeviceTensor, swigluForward, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
-import type { HostTensor } from "../core/tensor.ts";
+import { type DeviceTensor, swigluForward, swigluForwardAndPerTokenCast } from "../mod.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
 import { abStart, abVerdict, firstDifference, interleavedMedians } from "./common.ts";
-import { abInputs } from "./cases_swiglu.ts";
+import { abInputs, realBytes } from "./cases_swiglu.ts";
 
 const { stream, timer, copy } = abStart("swf15_tuning");
 const H = 7168;
@@ -46,14 +45,6 @@ function call(op: Op, c: ReturnType<typeof abInputs>): DeviceTensor[] {
   }
   const [d, s] = swigluForwardAndPerTokenCast(c.x, { fmt: "e4m3", numPerChannels: 128, ...common });
   return [d as DeviceTensor, s as DeviceTensor];
-}
-
-async function realBytes(t: DeviceTensor, mask: Uint8Array): Promise<Uint8Array> {
-  const h = (await toHost(t)) as HostTensor;
-  const b = new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
-  const row = b.length / mask.length;
-  for (let r = 0; r < mask.length; r++) if (!mask[r]) b.fill(0, r * row, (r + 1) * row);
-  return b;
 }
 
 /** Both settings' outputs of one call of `op`, compared with main's (real rows). */

@@ -16,12 +16,11 @@
  * `deno run -A --no-check bench/swr11_tuning.ts` (or `bun bench/swr11_tuning.ts`).
  * @module
  */
-import { type DeviceTensor, swigluForwardAndPerTokenCast, toHost } from "../mod.ts";
-import type { HostTensor } from "../core/tensor.ts";
+import { type DeviceTensor, swigluForwardAndPerTokenCast } from "../mod.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
 import { abStart, abVerdict } from "./common.ts";
-import { abInputs } from "./cases_swiglu.ts";
+import { abInputs, realBytes } from "./cases_swiglu.ts";
 
 const { stream, timer, copy } = abStart("swr11_tuning");
 const H = 7168;
@@ -42,14 +41,6 @@ function call(_op: (typeof OPS)[number], c: ReturnType<typeof abInputs>): Device
   const common = { psumNumTokensPerExpert: c.ps, tokenAlignment: A, topkWeights: c.w } as const;
   const [d, s] = swigluForwardAndPerTokenCast(c.x, { fmt: "e4m3", numPerChannels: 128, ...common });
   return [d as DeviceTensor, s as DeviceTensor];
-}
-
-async function realBytes(t: DeviceTensor, mask: Uint8Array): Promise<Uint8Array> {
-  const h = (await toHost(t)) as HostTensor;
-  const b = new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
-  const row = b.length / mask.length;
-  for (let r = 0; r < mask.length; r++) if (!mask[r]) b.fill(0, r * row, (r + 1) * row);
-  return b;
 }
 
 /** Every setting's outputs of one call against main's (real rows). */
