@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { encodeBf16 } from "../core/dtype.ts";
 import { contiguousHost } from "../core/tensor.ts";
-import { DeviceTensor, type HostTensor, tensor, toDevice } from "../mod.ts";
+import { type DeviceTensor, type HostTensor, tensor, toDevice } from "../mod.ts";
 import { launchCount } from "../ffi/cuda.ts";
 import { normBackward, normForward } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
