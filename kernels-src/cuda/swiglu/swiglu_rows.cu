@@ -108,14 +108,20 @@ TK_DEV void row_chunk_values(const float* table, const uint32_t (&gw)[4], const 
   }
 }
 
+// Both row forms' start after the PDL trigger: the block's copy of the silu table, then the wait for the previous
+// grid (from here on memory another grid may write: psum, x, weights, the outputs, the error word) and the psum check.
+TK_DEV void row_prologue(const SwigluParams& p, float* table) {
+  copy_bf16_gate_table(table, kSiluBf16Table);  // the module's constant table: no grid writes it
+  __syncthreads();
+  row_pdl_wait();
+  check_psum(p);
+}
+
 // e4m3 codes of groups of 128 + sf (swigluForwardAndPerTokenCast).
 TK_DEV void forward_rows_cast(const SwigluParams& p) {
   row_pdl_launch_dependents();
   __shared__ __align__(16) float table[kExpNegBf16TableSize];
-  copy_bf16_gate_table(table, kSiluBf16Table);  // the module's constant table: no grid writes it
-  __syncthreads();
-  row_pdl_wait();  // from here on memory another grid may write (psum, x, weights, the outputs, the error word)
-  check_psum(p);
+  row_prologue(p, table);
 
   constexpr uint32_t H = kRowHidden;
   const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
@@ -236,10 +242,7 @@ TK_DEV void bf16_row(const SwigluParams& p, const float* table, uint32_t row, ui
 TK_DEV void forward_rows_prefetch(const SwigluParams& p) {
   row_pdl_launch_dependents();
   __shared__ __align__(16) float table[kExpNegBf16TableSize];
-  copy_bf16_gate_table(table, kSiluBf16Table);  // the module's constant table: no grid writes it
-  __syncthreads();
-  row_pdl_wait();  // from here on memory another grid may write (psum, x, weights, the outputs, the error word)
-  check_psum(p);
+  row_prologue(p, table);
 
   const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
   const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
