@@ -8,7 +8,11 @@
 import { encodeBf16 } from "../core/dtype.ts";
 import { HostTensor, tensor } from "../mod.ts";
 import { kernelFunction } from "../ffi/cuda.ts";
-import { randomInput, randomPsum, uploadView } from "./gpu_util.ts";
+import assert from "node:assert/strict";
+import { type DeviceTensor, swigluForward, swigluForwardAndPerTokenCast } from "../mod.ts";
+import { swigluLastLaunch } from "../ops/quant/swiglu_launch.ts";
+import { assertBytesEqual } from "./harness.ts";
+import { dispose, randomInput, randomPsum, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 /** The one hidden size the row forms are built for. */
 export const H = 7168;
@@ -95,3 +99,18 @@ export function realSf(b: Uint8Array, ref: HostTensor, real: Uint8Array): Uint8A
 
 export const SF_OPTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }];
 
+
+/**
+ * With a clamp (H = 7168, x = `x` on the host and `dx` on the device) the row forms are not taken: swigluForward runs
+ * `_a` and the cast main's kernel, each equal to the CPU reference; their outputs are freed.
+ */
+export function checkClampFallback(x: HostTensor, dx: DeviceTensor): void {
+  const f = swigluForward(dx, { fmt: "bf16", clampValue: 7 }) as DeviceTensor;
+  assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_a"), "clamp: _a");
+  assertBytesEqual(readAllocation(f), storageBytes(swigluForward(x, { fmt: "bf16", clampValue: 7 }) as HostTensor), "clamp forward");
+  const [c, sf] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, clampValue: 7 });
+  assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "clamp: main's cast kernel");
+  const want = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, clampValue: 7 })[0] as HostTensor;
+  assertBytesEqual(readAllocation(c as DeviceTensor), storageBytes(want), "clamp cast");
+  dispose(f, c, sf);
+}
