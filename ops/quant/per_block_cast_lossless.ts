@@ -2,7 +2,8 @@
  * `perBlockCastLossless`: exact FP4 → FP8 re-blocking (spec/API.md §3.1; numerics and legal arguments:
  * spec/quant.md §10, §11). Checks, then dispatch to the CPU reference (`per_block_cast_lossless.ref.ts`) or the
  * CUDA kernels (`kernels-src/cuda/quant/per_block_cast_lossless.cu`; the aligned data form behind
- * {@link losslessLaunchTuning}: `per_block_cast_lossless_a.cu`).
+ * {@link losslessLaunchTuning}: `per_block_cast_lossless_a.cu`; the one-launch tiled form behind it too:
+ * `per_block_cast_lossless_t.cu`).
  * @module
  */
 import { type OpOptions, place } from "../../core/backend.ts";
@@ -49,6 +50,8 @@ const PL = { threads: 256, warpsPerBlock: 8, sfBlocksPerSm: 4, dataBlocksPerSm: 
 const packet = new LaunchPacket(PerBlockCastLosslessParams);
 /** per_block_cast_lossless_a.cu's launch table: 8192 elements a block per step, 8 blocks per SM resident (one wave). */
 const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 16, xAlign: 8, dataAlign: 16 };
+/** per_block_cast_lossless_t.cu's launch table: tiles of 128 rows × 256 columns, 4 blocks per SM resident. */
+const PLT = { threads: 256, blocksPerSm: 4, tileRows: 128, tileCols: 256, inBlockCols: 32, outBlockCols: 128, xAlign: 8, dataAlign: 16 };
 
 /**
  * Launch choices of {@link perBlockCastLossless} (docs/perf-notes/perf11-lsl.md). Same bytes either way.
@@ -57,11 +60,20 @@ const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 
  *   fallback, a one-wave grid) where the input block width is ≥ 16, the codes' base is 8-byte and the output data's
  *   base 16-byte aligned; every other call runs `tk_per_block_cast_lossless__data`. false runs `__data` for every
  *   call (the pre-round-11 form, kept for A/B). The `__sf` launch is the same.
+ * - `tiled` (default false; round 16, docs/perf-notes/perf16-lsl.md): the whole op runs as ONE launch,
+ *   `tk_per_block_cast_lossless__tile` (a CTA a tile of 128 rows × 256 columns: every code and input scale of the
+ *   tile loaded once, 8 chunks a thread in flight, the block max of the exponent bytes by shuffles and one barrier,
+ *   then the scales and the e4m3 codes), where the blocks as the kernels take them are input [1, 32] and output
+ *   [128, 128] (or one block row of ≤ 128 rows), the codes' base is 8-byte and the output data's base 16-byte
+ *   aligned; every other call runs as `dataAligned` says. Same bytes (data and sf) either way.
  */
-export const losslessLaunchTuning = { dataAligned: true };
+export const losslessLaunchTuning = { dataAligned: true, tiled: false };
 
 let lastDataKernel = "";
-/** The symbol of the last data launch of {@link perBlockCastLossless} on a device ("" before any): for tests. */
+/**
+ * The symbol of the last data launch of {@link perBlockCastLossless} on a device ("" before any): for tests. With
+ * `losslessLaunchTuning.tiled` taken, the op's only launch, `tk_per_block_cast_lossless__tile`.
+ */
 export function lastLosslessDataKernel(): string {
   return lastDataKernel;
 }
@@ -103,10 +115,21 @@ function launchLossless(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.flags, a.packed ? PER_TOKEN_FLAG.packedUe8m0 : 0);
   p.u32(w.op_id, OP_ID_LOSSLESS);
   const sms = config.getNumSms(device);
+  const xAddr = (data as DeviceTensor).addr, outAddr = (out as DeviceTensor).addr;
+  if (
+    losslessLaunchTuning.tiled && ri === 1 && ci === PLT.inBlockCols && co === PLT.outBlockCols && (ro === PLT.tileRows || (ro >= a.T && a.T <= PLT.tileRows)) &&
+    xAddr % PLT.xAlign === 0 && outAddr % PLT.dataAlign === 0
+  ) {
+    const tiles = Math.ceil(a.T / PLT.tileRows) * Math.ceil(a.H / PLT.tileCols);
+    const grid = Math.max(1, Math.min(tiles, PLT.blocksPerSm * sms));
+    lastDataKernel = "tk_per_block_cast_lossless__tile";
+    p.setLaunch(kernelFunction(op, device, lastDataKernel), stream.handle, grid, PLT.threads, 0, false, device.index);
+    p.launch(op);
+    return;
+  }
   const sfGrid = Math.max(1, Math.min(Math.ceil((g.nbm * g.nbk) / PL.warpsPerBlock), PL.sfBlocksPerSm * sms));
   p.setLaunch(kernelFunction(op, device, "tk_per_block_cast_lossless__sf"), stream.handle, sfGrid, PL.threads, 0, false, device.index);
   p.launch(op);
-  const xAddr = (data as DeviceTensor).addr, outAddr = (out as DeviceTensor).addr;
   if (losslessLaunchTuning.dataAligned && ci >= PLA.minInBlockCols && xAddr % PLA.xAlign === 0 && outAddr % PLA.dataAlign === 0) {
     const grid = Math.max(1, Math.min(Math.ceil((a.T * a.H) / PLA.elemsPerTile), PLA.blocksPerSm * sms));
     lastDataKernel = "tk_per_block_cast_lossless__data_a";
