@@ -18,7 +18,7 @@ import {
   type Stream,
   type Tensor,
 } from "../../core/tensor.ts";
-import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { errorWordPtr, kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import { registerOpId } from "../../ffi/op_ids.ts";
 import { checkOutData, checkOutSf } from "./per_block_cast.ts";
 import { PER_CHANNEL_COND, PER_CHANNEL_FLAG, PerChannelCastParams } from "./per_channel_cast.params.ts";
@@ -179,10 +179,39 @@ function kernelSymbol(l: Launch): string {
   return `tk_per_channel_cast__${dtype}_r${r}${op === "perChannelCast" && dtype === "bf16" && r === 128 ? "_pa" : ""}`;
 }
 
+/**
+ * Internal launch tuning of the per-channel casts, for A/B runs and tests (not part of the API).
+ *
+ * - `stagedE4m3` (default false): perChannelCastFused of an e4m3 input (numPerChannels 128) runs
+ *   `tk_per_channel_cast__e4m3_r128_sm` (per_channel_cast_sm16.cu, docs/perf-notes/perf16-pcf.md: the 128 × 128
+ *   tile's codes staged in shared memory by cp.async, 32 registers, 8 CTAs per SM at a 100% shared-memory carveout)
+ *   instead of the base `tk_per_channel_cast__e4m3_r128`, when x's and data's addresses are multiples of 16 bytes;
+ *   otherwise, and when off, the base kernel. Same bytes either way.
+ */
+export const perChannelLaunchTuning = { stagedE4m3: false };
+
+/** The `_sm` form's shared-memory carveout (percent): 8 CTAs × 21.5 KiB of static shared memory must fit. */
+const STAGED_CARVEOUT = 100;
+
+/** Whether a launch runs `_sm` (see {@link perChannelLaunchTuning}). */
+function usesStaged(l: Launch, data: Tensor): boolean {
+  return perChannelLaunchTuning.stagedE4m3 && l.op === "perChannelCastFused" && !l.transpose && l.r === 128 &&
+    l.inp.x.dtype === "e4m3" && l.inp.q?.numPerChannels === 128 && addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0;
+}
+
+let lastSymbol = "";
+/** The kernel symbol of this module's last launch (tests check which form ran). */
+export function perChannelLastSymbol(): string {
+  return lastSymbol;
+}
+
 function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tensor, sf: Tensor): void {
   const { inp, tOut, r } = l;
   if (tOut === 0 || inp.H === 0) return;
-  const fn = kernelFunction(l.op, device, kernelSymbol(l));
+  const staged = usesStaged(l, data);
+  const sym = staged ? "tk_per_channel_cast__e4m3_r128_sm" : kernelSymbol(l);
+  const fn = staged ? kernelFunctionWithSmem(l.op, device, sym, 0, STAGED_CARVEOUT) : kernelFunction(l.op, device, sym);
+  lastSymbol = sym;
   const p = packet;
   const q = inp.q;
   p.u64(W.x, addr(inp.x));

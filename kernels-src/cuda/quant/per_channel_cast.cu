@@ -463,6 +463,8 @@ struct PerChannel {
 }  // namespace
 }  // namespace tk
 
+// Entries: left out where another source includes this file for its helpers (per_channel_cast_sm16.cu).
+#ifndef TK_PER_CHANNEL_CAST_NO_ENTRIES
 #define TK_PER_CHANNEL_CAST(in, IN, r)                                                                   \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \
       tk_per_channel_cast__##in##_r##r(const __grid_constant__ PerChannelCastParams p) {                 \
@@ -494,3 +496,4 @@ TK_PER_CHANNEL_CAST(e4m3, kE4m3, 128)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE(32)
 TK_PER_CHANNEL_CAST_AND_TRANSPOSE_FORM(128, _rt, tk::kFormRt)
 TK_PER_CHANNEL_CAST_FORM(128, _pa, tk::kFormPa)
+#endif  // TK_PER_CHANNEL_CAST_NO_ENTRIES
