@@ -1,6 +1,6 @@
 /**
  * Round 16 (docs/perf-notes/perf16-lsl.md): perBlockCastLossless in one launch, `tk_per_block_cast_lossless__tile`
- * (knob `losslessLaunchTuning.tiled`, default off), against the CPU reference byte for byte on the whole allocations
+ * (knob `losslessLaunchTuning.tiled`, default on since round 16's A/B), against the CPU reference byte for byte on the whole allocations
  * (data and sf, padding included), with the launched kernel and the launch count (1, main: 2) checked after every
  * device call: every input sf layout (fp32 and packed UE8M0, row- and column-major) × every output sf layout; row
  * tails (a partial last 128-row band, 1 row) and column tails (a tile's second output block partly or wholly past H,
@@ -205,16 +205,23 @@ gpuTest("perBlockCastLossless __tile = main's launches = reference at 3000 × 71
   }
 });
 
-gpuTest("perBlockCastLossless: the default (tiled off) runs main's two launches", () => {
+gpuTest("perBlockCastLossless: the default (tiled on since round 16) runs __tile, one launch; tiled off runs main's two", () => {
   const x = randomFp4(rng(1606), 130, 1024, [1, 32], "fp32-row", 110);
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   try {
-    assert.equal(losslessLaunchTuning.tiled, false);
-    const n0 = launchCount();
+    assert.equal(losslessLaunchTuning.tiled, true);
+    const want = perBlockCastLossless(x, MX) as [HostTensor, HostTensor];
+    let n0 = launchCount();
     const got = perBlockCastLossless(dx, MX);
+    assert.equal(lastLosslessDataKernel(), TILE);
+    assert.equal(launchCount() - n0, 1);
+    samePair(got as [DeviceTensor, DeviceTensor], want, "default");
+    n0 = launchCount();
+    const off = withTiled(false, () => perBlockCastLossless(dx, MX));
     assert.equal(lastLosslessDataKernel(), DATA_A);
     assert.equal(launchCount() - n0, 2);
-    samePair(got as [DeviceTensor, DeviceTensor], perBlockCastLossless(x, MX) as [HostTensor, HostTensor], "default");
+    samePair(off as [DeviceTensor, DeviceTensor], want, "tiled off");
+    dispose(got, off);
   } finally {
     dispose(dx);
   }

@@ -153,3 +153,25 @@ gpuTest("_sm: an index ≥ T raises DEVICE_VALUE once per bad entry; those rows 
   sameAllocation(s, cs, "sf");
   dispose(dq, dpos, d, s);
 });
+
+gpuTest("_sm is the default since round 16 (stagedE4m3 on); off, and off 16-byte alignment, the base kernel runs (seed 16006)", () => {
+  const rand = rng(16006);
+  const T = 300, H = 512;
+  const q = randomQuantized(rand, T, H, false);
+  const pos = positions(rand, 260, T);
+  assert.equal(perChannelLaunchTuning.stagedE4m3, true);
+  const o = { fmt: "e4m3", numPerTokens: 128, numPerChannels: 128, roundSf: false } as const;
+  const [cd, cs] = perChannelCastFused(q, { ...o, posToToken: pos });
+  const dq = up(q) as Quantized;
+  const dpos = toDevice(pos);
+  try {
+    const [gd, gs] = perChannelCastFused(dq, { ...o, posToToken: dpos });
+    assert.equal(perChannelLastSymbol(), SM, "the default");
+    sameAllocation(gd, cd, "default data");
+    sameAllocation(gs, cs, "default sf");
+    dispose(gd, gs);
+  } finally {
+    dispose(dq, dpos, cd, cs);
+  }
+  check("knob off", q, pos, false, BASE, false);
+});

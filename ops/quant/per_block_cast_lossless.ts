@@ -60,14 +60,15 @@ const PLT = { threads: 256, blocksPerSm: 4, tileRows: 128, tileCols: 256, inBloc
  *   fallback, a one-wave grid) where the input block width is ≥ 16, the codes' base is 8-byte and the output data's
  *   base 16-byte aligned; every other call runs `tk_per_block_cast_lossless__data`. false runs `__data` for every
  *   call (the pre-round-11 form, kept for A/B). The `__sf` launch is the same.
- * - `tiled` (default false; round 16, docs/perf-notes/perf16-lsl.md): the whole op runs as ONE launch,
- *   `tk_per_block_cast_lossless__tile` (a CTA a tile of 128 rows × 256 columns: every code and input scale of the
+ * - `tiled` (default true since round 16, docs/perf-notes/perf16-lsl.md: 52.5 → 67.3% of copy at 16384 × 7168):
+ *   the whole op runs as ONE launch, `tk_per_block_cast_lossless__tile` (a CTA a tile of 128 rows × 256 columns: every code and input scale of the
  *   tile loaded once, 8 chunks a thread in flight, the block max of the exponent bytes by shuffles and one barrier,
  *   then the scales and the e4m3 codes), where the blocks as the kernels take them are input [1, 32] and output
  *   [128, 128] (or one block row of ≤ 128 rows), the codes' base is 8-byte and the output data's base 16-byte
- *   aligned; every other call runs as `dataAligned` says. Same bytes (data and sf) either way.
+ *   aligned; every other call, and every call with `tiled` false, runs as `dataAligned` says. Same bytes (data and
+ *   sf) either way.
  */
-export const losslessLaunchTuning = { dataAligned: true, tiled: false };
+export const losslessLaunchTuning = { dataAligned: true, tiled: true };
 
 let lastDataKernel = "";
 /**

@@ -182,13 +182,14 @@ function kernelSymbol(l: Launch): string {
 /**
  * Internal launch tuning of the per-channel casts, for A/B runs and tests (not part of the API).
  *
- * - `stagedE4m3` (default false): perChannelCastFused of an e4m3 input (numPerChannels 128) runs
+ * - `stagedE4m3` (default true since round 16: 50.6 → 54.7% of copy at 16384 × 7168): perChannelCastFused of an
+ *   e4m3 input (numPerChannels 128) runs
  *   `tk_per_channel_cast__e4m3_r128_sm` (per_channel_cast_sm16.cu, docs/perf-notes/perf16-pcf.md: the 128 × 128
  *   tile's codes staged in shared memory by cp.async, 32 registers, 8 CTAs per SM at a 100% shared-memory carveout)
  *   instead of the base `tk_per_channel_cast__e4m3_r128`, when x's and data's addresses are multiples of 16 bytes;
  *   otherwise, and when off, the base kernel. Same bytes either way.
  */
-export const perChannelLaunchTuning = { stagedE4m3: false };
+export const perChannelLaunchTuning = { stagedE4m3: true };
 
 /** The `_sm` form's shared-memory carveout (percent): 8 CTAs × 21.5 KiB of static shared memory must fit. */
 const STAGED_CARVEOUT = 100;
