@@ -284,3 +284,150 @@ extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks)
     const __grid_constant__ SwigluParams p) {
   tk::forward_rows_prefetch(p);
 }
+
+// swigluForwardAndPerTokenCast by whole rows with a per-block expert cursor (round 17, docs/perf-notes/perf17-swl.md):
+// `_anrs` and `_anrw` (bf16 → e4m3, groups of 128, H = 7168), selected by swigluLaunchTuning.castRowScan
+// (ops/quant/swiglu_launch.ts; default "off": `_anr2`). `_anr2`'s geometry, walk, PDL prologue and row body (the same
+// operations per element: row_chunk_values, the `_anl` amax, group_max, sf_and_inv, mul_rn + encode_chunk<kE4m3>, the
+// sf by lane 0 of the team, zero_padding_rows), under `_anr2`'s conditions.
+//
+// What changes: `_anr2`'s Nsight profile (bench/runs/2026-12-02-h200-ncu-round16.txt) counts 2.77 M global load warp
+// instructions at 6.0 sectors each. The input loads are already whole 16-sector requests (0.92 M of them: 4 per warp
+// per row); the other ~1.85 M are 1-sector loads: each of a block's 14 warps runs the binary psum search of every row
+// (~7 dependent loads and an integer division) plus the row weight. A block walks its rows in increasing order, so the
+// first expert e with psum[e] > t only moves forward: `_anrs` / `_anrw` keep it (and psum[e], align(psum[e−1], A)) in
+// registers; a row below psum[e] needs no load, a row past it one coalesced load of psum[e .. e+30] by the warp's lanes
+// and a ballot (a binary search over the rest only when the 31 experts are passed as well). For a psum that keeps §11.2
+// (non-decreasing) the expert found is the binary search's, so the rows found real are the same; a psum that breaks
+// §11.2 is reported by check_psum as before, and every psum index stays inside [0, E).
+// `_anrw` also stores the codes 16 bytes a lane: lanes 2j and 2j + 1 of a team swap one 8-byte half by two shuffles,
+// so lane 2j stores columns 16j .. 16j + 15 of the group and lane 2j + 1 columns 64 + 16j .. 64 + 16j + 15 (one
+// st.v4 instead of two st.v2; the host takes it only with the data 16-byte aligned).
+namespace tk {
+namespace {
+
+// §8.1's expert of the block's current row: e the first expert with psum[e] > t (E when none), end = psum[e] (e < E),
+// start = align(psum[e − 1], A) (0 for e = 0).
+struct ExpertCursor {
+  uint32_t e;
+  int32_t end;
+  int64_t start;
+};
+
+// row_real's predicate psum[e] > t (as int64: psum[e] ≥ 0 and psum[e] > t unsigned).
+TK_DEV bool psum_above(int32_t v, uint32_t t) { return v >= 0 && static_cast<uint32_t>(v) > t; }
+
+// Moves the cursor to row t (t ≥ every row it was moved to before; block-uniform, every lane of the warp active) and
+// says whether t is real: row_real's answer for a non-decreasing psum.
+TK_DEV bool cursor_real(const SwigluParams& p, ExpertCursor& c, uint32_t t) {
+  const uint32_t E = p.num_experts;
+  if (E == 0) return true;
+  if (c.e < E && !psum_above(c.end, t)) {
+    const uint32_t lane = threadIdx.x % kWarpSize;
+    const uint32_t base = c.e + 1;      // psum[c.e] ≤ t: the expert is past c.e
+    const uint32_t idx = base + lane - 1;  // lane 0: psum[c.e] (the start of base), lanes 1 … 31: experts base … base + 30
+    const int32_t v = idx < E ? psum_at(p, idx) : 0;
+    const uint32_t hit = __ballot_sync(~0u, lane > 0 && idx < E && psum_above(v, t));
+    if (hit != 0) {
+      const int f = __ffs(hit) - 1;  // ≥ 1
+      c.e = base + f - 1;
+      c.end = __shfl_sync(~0u, v, f);
+      c.start = align_up(__shfl_sync(~0u, v, f - 1), p.token_alignment);
+    } else if (base + 30 >= E - 1) {  // every expert from base on looked at: t at or beyond psum[E − 1]
+      c.e = E;
+    } else {  // more than 31 experts passed: the binary search over [base + 31, E)
+      uint32_t lo = base + 31, hi = E;
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (psum_above(psum_at(p, mid), t)) hi = mid;
+        else lo = mid + 1;
+      }
+      c.e = lo;
+      if (lo < E) {
+        c.end = psum_at(p, lo);
+        c.start = align_up(psum_at(p, lo - 1), p.token_alignment);
+      }
+    }
+  }
+  return c.e < E && static_cast<int64_t>(t) >= c.start;
+}
+
+template <bool kWide>
+TK_DEV void forward_rows_cast_scan(const SwigluParams& p) {
+  row_pdl_launch_dependents();
+  __shared__ __align__(16) float table[kExpNegBf16TableSize];
+  row_prologue(p, table);
+
+  constexpr uint32_t H = kRowHidden;
+  const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
+  const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
+  const uint32_t T = p.num_tokens;
+  ExpertCursor cur{0, 0, 0};
+  if (p.num_experts != 0) cur.end = psum_at(p, 0);  // after row_prologue's wait
+  uint32_t row = blockIdx.x;
+  bool real = row < T && cursor_real(p, cur, row);
+  for (; row < T; row += gridDim.x) {
+    uint32_t gw[2][4], uw[2][4];
+    if (real) {
+      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(row) * (4 * H) + 2 * c0;
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        ld_stream(xr + 2 * 64 * s, gw[s]);
+        ld_stream(xr + 2 * (H + 64 * s), uw[s]);
+      }
+    }
+    const float w = real ? row_weight(p, row) : 1.0f;  // in flight with the row's loads
+    const uint32_t next = row + gridDim.x;               // the cursor moves to the block's next row meanwhile
+    const bool real_next = next < T && cursor_real(p, cur, next);
+    if (real) {  // padding rows (§8.1) get nothing written
+      float v[2][kRowChunk];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) row_chunk_values(table, gw[s], uw[s], p.flags & kHasWeights, w, v[s]);
+      float m[kRowChunk];
+#pragma unroll
+      for (int i = 0; i < kRowChunk; ++i) m[i] = max_num(fabsf(v[0][i]), fabsf(v[1][i]));
+#pragma unroll
+      for (int h = kRowChunk / 2; h >= 1; h /= 2)
+#pragma unroll
+        for (int i = 0; i < h; ++i) m[i] = max_num(m[i], m[i + h]);
+      const float amax = group_max<kRowTeam>(max_num(m[0], 0.0f));
+      const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kE4m3Max, p.sf_flags);
+      uint8_t* const outr = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(row) * H + c0;
+      uint32_t o[2][2];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        float sc[kRowChunk];
+#pragma unroll
+        for (int i = 0; i < kRowChunk; ++i) sc[i] = mul_rn(v[s][i], si.inv);
+        encode_chunk<Fmt::kE4m3, kRowChunk>(sc, o[s]);
+      }
+      if constexpr (kWide) {
+        // lane 2j keeps slot 0 and takes its partner's slot 0; lane 2j + 1 keeps slot 1 and takes its partner's slot 1
+        const bool odd = r & 1;
+        const uint32_t x0 = __shfl_xor_sync(~0u, odd ? o[0][0] : o[1][0], 1);
+        const uint32_t x1 = __shfl_xor_sync(~0u, odd ? o[0][1] : o[1][1], 1);
+        if (odd) st_v4(outr + 56, x0, x1, o[1][0], o[1][1]);  // columns c0 − 8 + 64 …: 16-byte aligned
+        else st_v4(outr, o[0][0], o[0][1], x0, x1);
+      } else {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) st_v2(outr + 64 * s, o[s][0], o[s][1]);
+      }
+      if (r == 0) row_sf_out(p).store(row, q, si.stored);
+    }
+    real = real_next;
+  }
+  row_sf_out(p).zero_padding_rows(p.num_tokens, p.sf_rows);
+}
+
+}  // namespace
+}  // namespace tk
+
+extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anrs(
+    const __grid_constant__ SwigluParams p) {
+  tk::forward_rows_cast_scan<false>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anrw(
+    const __grid_constant__ SwigluParams p) {
+  tk::forward_rows_cast_scan<true>(p);
+}
