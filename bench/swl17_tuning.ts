@@ -1,10 +1,11 @@
 /**
- * swigluForwardAndPerTokenCast's row forms with the block's expert cursor (kernels-src/cuda/swiglu/swiglu_rows.cu,
+ * swigluForwardAndPerTokenCast's row form with the block's expert cursor (kernels-src/cuda/swiglu/swiglu_rows.cu,
  * docs/perf-notes/perf17-swl.md): `_anrs` (the psum position kept in registers between a block's rows, a warp scan
- * when it moves) and `_anrw` (the same with 16-byte code stores) against main's `_anr2`, interleaved in one process:
+ * when it moves) against `_anr2`, interleaved in one process:
  * the roofline case of bench/cases_swiglu.ts (bf16 → e4m3, groups of 128, fp32 sf), 8192 and 16384 tokens × H = 7168,
  * psum over 64 experts (alignment 128), row weights, no clamp. Settings (swigluLaunchTuning.castRowScan, restored at
- * the end): "main" "off" (`_anr2`), "anrs" "scan", "anrw" "wide".
+ * the end): "main" false (`_anr2`), "anrs" true (the default since round 17; the `_anrw` variant it was measured
+ * beside was dropped, docs/perf-notes/perf17-swl.md).
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, rotated order over 5 rounds, the median printed).
  * % is of the same run's cuMemcpyDtoD (1 GiB, read + write) for the bytes bench/roofline.ts counts (real rows of x
@@ -27,10 +28,9 @@ const { stream, timer, copy } = abStart("swl17_tuning");
 const H = 7168;
 const A = 128;
 const ROUNDS = 5;
-const SETTINGS: readonly { name: string; mode: "off" | "scan" | "wide" }[] = [
-  { name: "main", mode: "off" },
-  { name: "anrs", mode: "scan" },
-  { name: "anrw", mode: "wide" },
+const SETTINGS: readonly { name: string; mode: boolean }[] = [
+  { name: "main", mode: false },
+  { name: "anrs", mode: true },
 ];
 
 const saved = { ...swigluLaunchTuning };
@@ -112,4 +112,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "swl17_tuning: anrs's and anrw's outputs equal main's");
+abVerdict(failures, "swl17_tuning: anrs's outputs equal main's");

@@ -6,7 +6,7 @@
  * row kinds and edge groups; psum layouts (random with 0-token experts, and small hand-made ones: a padding gap after a
  * 1-row expert, empty experts, rows beyond psum[E−1], every row padding, an alignment wider than T), token alignments
  * 1 / 4 / 16 / 128, weights with and without routedScalingFactor, PDL on and off; the launched kernel asserted after
- * every call. swigluForwardAndPerTokenCast keeps `_anr2` with the knob on (the same walk lost for the cast) and is
+ * every call. swigluForwardAndPerTokenCast keeps its row form (`_anrs` since round 17) with the knob on (the same walk lost for the cast) and is
  * checked against the reference on every sf layout alongside. Then the bench's shape 3000 × 7168 (psum, weights,
  * scaling) against `_an`, and the cases `_anrp` does not take (a clamp, another H, x off alignment) run main's
  * choice. Skipped, and counted as skipped, without a GPU.
@@ -23,7 +23,8 @@ import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
 
 const SEED = 15201;
-const CAST_ANR2 = "tk_swiglu_forward__bf16_e4m3_g128_anr2";
+/** The cast's default row form at H = 7168 (`_anr2` until round 17, `_anrs` since: tests/swl17_gpu.test.ts). */
+const CAST_ROWS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
 const FWD_ANRP = "tk_swiglu_forward__bf16_bf16_anrp";
 
 /** Runs `f` with swigluLaunchTuning.rowPrefetch = `on`, restoring it however `f` ends. */
@@ -70,7 +71,7 @@ function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl
           const [cd, cs] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...co });
           const [gd, gs] = swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...sfo, ...dco });
           const label = `swigluForwardAndPerTokenCast ${JSON.stringify(sfo)} ${tag}`;
-          assert.equal(swigluLastLaunch().fn, fnOf(CAST_ANR2), `${label}: kernel (the cast keeps _anr2)`);
+          assert.equal(swigluLastLaunch().fn, fnOf(CAST_ROWS), `${label}: kernel (the cast keeps its row form)`);
           assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), realRows(storageBytes(cd as HostTensor), real, H), `${label} data`);
           assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), realSf(storageBytes(cs as HostTensor), cs as HostTensor, real), `${label} sf`);
           dispose(gd, gs);
@@ -104,7 +105,7 @@ gpuTest("_anrp (rowPrefetch on) equals the CPU reference at H = 7168: small and 
   assert.equal(swigluLaunchTuning.rowPrefetch, true, "the knob is restored (default on)");
 });
 
-gpuTest("_anrp equals main's _anr2 / _an at the bench's shape 3000 × 7168 (psum over 64 experts, alignment 128, weights, scaling; PDL on and off)", () => {
+gpuTest("_anrp equals main's _an (and the cast its row form) at the bench's shape 3000 × 7168 (psum over 64 experts, alignment 128, weights, scaling; PDL on and off)", () => {
   const rand = rng(SEED + 1);
   const T = 3000, A = 128;
   const x = inputX(rand, T, 1);
@@ -131,8 +132,8 @@ gpuTest("_anrp equals main's _anr2 / _an at the bench's shape 3000 × 7168 (psum
             return out;
           });
         const m = run(false), p = run(true);
-        assert.deepEqual(m.fn, [fnOf("tk_swiglu_forward__bf16_bf16_an"), fnOf("tk_swiglu_forward__bf16_e4m3_g128_anr2")], "knob off: main's forms");
-        assert.deepEqual(p.fn, [fnOf(FWD_ANRP), fnOf(CAST_ANR2)], "knob on: _anrp (the cast keeps _anr2)");
+        assert.deepEqual(m.fn, [fnOf("tk_swiglu_forward__bf16_bf16_an"), fnOf(CAST_ROWS)], "knob off: main's forms");
+        assert.deepEqual(p.fn, [fnOf(FWD_ANRP), fnOf(CAST_ROWS)], "knob on: _anrp (the cast keeps its row form)");
         assertBytesEqual(p.f, m.f, `3000 swigluForward pdl ${pdl}`);
         assertBytesEqual(p.d, m.d, `3000 cast data pdl ${pdl}`);
         assertBytesEqual(p.s, m.s, `3000 cast sf pdl ${pdl}`);

@@ -1,7 +1,7 @@
 /**
- * swigluForwardAndPerTokenCast's row forms with the block's expert cursor, `_anrs` (castRowScan "scan") and `_anrw`
- * ("wide": also 16-byte code stores) (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf17-swl.md;
- * `swigluLaunchTuning.castRowScan`, default "off", set and restored in try/finally) against the CPU reference on the
+ * swigluForwardAndPerTokenCast's row form with the block's expert cursor, `_anrs` (kernels-src/cuda/swiglu/swiglu_rows.cu,
+ * docs/perf-notes/perf17-swl.md; `swigluLaunchTuning.castRowScan`, the default since round 17, set and restored in
+ * try/finally) against the CPU reference on the
  * data's real rows and every sf layout (the sf's padding rows included, as `_anr2` zeroes them; the padding rows of
  * the data, which the forward leaves unwritten, masked) at H = 7168, the only hidden size they are built for: T = 1,
  * 2, 5, 37, 700 (blocks walk several rows), random rows with NaN / ±Inf / ±0, gpu_util's row kinds and edge groups;
@@ -10,8 +10,8 @@
  * a block's next row lies more than 31 experts further (the cursor's binary-search fallback) or 1–31 further (the
  * warp scan); token alignments 1 / 4 / 16 / 128, weights with and without routedScalingFactor, PDL on and off; the
  * launched kernel and its PDL flag asserted after every call. Then the bench's shape 3000 × 7168 (64 and 512 experts,
- * weights, scaling) against main's `_anr2` byte for byte, PDL on and off; a data view off 16-byte alignment under
- * "wide" runs `_anrs`; the cases the knob does not take (rowForm off, a clamp, another H, x off alignment) run main's
+ * weights, scaling) against `_anr2` (castRowScan off) byte for byte, PDL on and off, and against the CPU reference;
+ * a data view 8 bytes into its allocation; the cases the knob does not take (rowForm off, a clamp, another H, x off alignment) run main's
  * choice. Every psum here keeps §11.2 (psum[e] ≥ align(psum[e−1], A), psum[E−1] ≤ T). Skipped, and counted as
  * skipped, without a GPU.
  * @module
@@ -28,15 +28,13 @@ import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl 
 
 const SEED = 17301;
 const CAST_ANR2 = "tk_swiglu_forward__bf16_e4m3_g128_anr2";
-const FORM = { scan: "tk_swiglu_forward__bf16_e4m3_g128_anrs", wide: "tk_swiglu_forward__bf16_e4m3_g128_anrw" } as const;
-type Mode = "off" | "scan" | "wide";
-const MODES = ["scan", "wide"] as const;
+const CAST_ANRS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
 const CAST = { fmt: "e4m3", numPerChannels: 128 } as const;
 
-/** Runs `f` with swigluLaunchTuning.castRowScan = `mode`, restoring it however `f` ends. */
-function withScan<R>(mode: Mode, f: () => R): R {
+/** Runs `f` with swigluLaunchTuning.castRowScan = `on`, restoring it however `f` ends. */
+function withScan<R>(on: boolean, f: () => R): R {
   const saved = swigluLaunchTuning.castRowScan;
-  swigluLaunchTuning.castRowScan = mode;
+  swigluLaunchTuning.castRowScan = on;
   try {
     return f();
   } finally {
@@ -64,21 +62,21 @@ const SMALL_PSUM: readonly [number, number, number[]][] = [
   [700, 4, [0, 0, 3, 8, 8, 8, 20, 200, 264, 265, 528, 530, 533, 690]], // rows on and next to every boundary
 ];
 
-/** The cast under `mode` against the CPU reference (real rows of the data; the sf with its padding rows), every sf layout. */
-function checkCase(mode: "scan" | "wide", x: HostTensor, co: ReturnType<typeof options>, A: number, pdl: boolean, tag: string): number {
+/** The cast with `_anrs` against the CPU reference (real rows of the data; the sf with its padding rows), every sf layout. */
+function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl: boolean, tag: string): number {
   const T = x.shape[0];
   const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
   const dx = uploadView(x), dco = onDevice(co);
   let calls = 0;
   try {
-    withScan(mode, () =>
+    withScan(true, () =>
       withPdl(pdl, () => {
         for (const sfo of SF_OPTS) {
           const [cd, cs] = swigluForwardAndPerTokenCast(x, { ...CAST, ...sfo, ...co });
           const [gd, gs] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...sfo, ...dco });
           const last = swigluLastLaunch();
-          const label = `swigluForwardAndPerTokenCast ${mode} ${JSON.stringify(sfo)} ${tag}`;
-          assert.equal(last.fn, fnOf(FORM[mode]), `${label}: kernel`);
+          const label = `swigluForwardAndPerTokenCast _anrs ${JSON.stringify(sfo)} ${tag}`;
+          assert.equal(last.fn, fnOf(CAST_ANRS), `${label}: kernel`);
           assert.equal(last.pdl, config.pdl, `${label}: PDL as config.pdl`);
           assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), realRows(storageBytes(cd as HostTensor), real, H), `${label} data`);
           assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), realSf(storageBytes(cs as HostTensor), cs as HostTensor, real), `${label} sf`);
@@ -93,14 +91,14 @@ function checkCase(mode: "scan" | "wide", x: HostTensor, co: ReturnType<typeof o
   return calls;
 }
 
-gpuTest("_anrs and _anrw equal the CPU reference at H = 7168: small, stair and random psum layouts, 0-token experts, alignments, weights, scaling, special values, PDL on and off", () => {
+gpuTest("_anrs equals the CPU reference at H = 7168: small, stair and random psum layouts, 0-token experts, alignments, weights, scaling, special values, PDL on and off", () => {
   const rand = rng(SEED);
   let calls = 0, n = 0;
-  for (const mode of MODES) {
+  {
     for (const [T, A, ps] of SMALL_PSUM) {
       const o: Opts = { psum: ps, weights: n % 2 === 0, scale: n % 4 === 0 }; // a scaling factor only with weights
       const tag = `small psum E=${ps.length} T=${T} A=${A} ${JSON.stringify({ ...o, psum: undefined })}`;
-      calls += checkCase(mode, inputX(rand, T, n % 3), options(rand, T, o, A), A, n % 2 === 1, tag);
+      calls += checkCase(inputX(rand, T, n % 3), options(rand, T, o, A), A, n % 2 === 1, tag);
       n++;
     }
     for (const T of [1, 2, 5, 37, 700]) {
@@ -108,21 +106,21 @@ gpuTest("_anrs and _anrw equal the CPU reference at H = 7168: small, stair and r
         if (T === 700 && !(o.psum === o.weights)) continue; // the large case (CPU time): no options, and all of them
         const A = [1, 4, 16, 128][Math.floor(rand() * 4)];
         const kind = Math.floor(rand() * 3);
-        calls += checkCase(mode, inputX(rand, T, kind), options(rand, T, o, A), A, n++ % 2 === 0, `T=${T} ${JSON.stringify(o)} A=${A} input kind ${kind}`);
+        calls += checkCase(inputX(rand, T, kind), options(rand, T, o, A), A, n++ % 2 === 0, `T=${T} ${JSON.stringify(o)} A=${A} input kind ${kind}`);
       }
     }
     // many experts (random sizes, 0-token ones): the scan and the fallback, with alignment
     for (const [T, E, A] of [[700, 300, 1], [700, 90, 4]]) {
       const co = options(rand, T, { weights: true }, A);
       co.psumNumTokensPerExpert = randomPsum(rand, T, E, A);
-      calls += checkCase(mode, inputX(rand, T, 1), co, A, n++ % 2 === 0, `T=${T} random psum E=${E} A=${A}`);
+      calls += checkCase(inputX(rand, T, 1), co, A, n++ % 2 === 0, `T=${T} random psum E=${E} A=${A}`);
     }
   }
   assert.ok(calls > 0);
-  assert.equal(swigluLaunchTuning.castRowScan, "off", "the knob is restored (default off)");
+  assert.equal(swigluLaunchTuning.castRowScan, true, "the knob is restored (default on)");
 });
 
-gpuTest("_anrs and _anrw equal main's _anr2 at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
+gpuTest("_anrs equals _anr2 (castRowScan off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
   const rand = rng(SEED + 1);
   const T = 3000;
   for (const [E, A] of [[64, 128], [512, 1]]) {
@@ -134,30 +132,28 @@ gpuTest("_anrs and _anrw equal main's _anr2 at the bench's shape 3000 × 7168 (6
     try {
       for (const pdl of [false, true]) {
         withPdl(pdl, () => {
-          const run = (mode: Mode) =>
-            withScan(mode, () => {
+          const run = (on: boolean) =>
+            withScan(on, () => {
               const [d, s] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...dco });
               const out = { fn: swigluLastLaunch().fn, d: realRows(readAllocation(d as DeviceTensor), real, H), s: readAllocation(s as DeviceTensor) };
               dispose(d, s);
               return out;
             });
-          const m = run("off");
-          assert.equal(m.fn, fnOf(CAST_ANR2), "knob off: main's _anr2");
-          for (const mode of MODES) {
-            const q = run(mode);
-            assert.equal(q.fn, fnOf(FORM[mode]), `knob ${mode}: ${FORM[mode]}`);
-            assertBytesEqual(q.d, m.d, `3000 E=${E} ${mode} cast data pdl ${pdl}`);
-            assertBytesEqual(q.s, m.s, `3000 E=${E} ${mode} cast sf pdl ${pdl}`);
-          }
+          const m = run(false);
+          assert.equal(m.fn, fnOf(CAST_ANR2), "knob off: _anr2");
+          const q = run(true);
+          assert.equal(q.fn, fnOf(CAST_ANRS), "knob on: _anrs");
+          assertBytesEqual(q.d, m.d, `3000 E=${E} cast data pdl ${pdl}`);
+          assertBytesEqual(q.s, m.s, `3000 E=${E} cast sf pdl ${pdl}`);
         });
       }
-      // and against the CPU reference once (real rows; the whole sf)
-      withScan("wide", () => {
+      // and against the CPU reference once (real rows; the sf with the padding rows' entries masked as realSf does)
+      withScan(true, () => {
         const [cd, cs] = swigluForwardAndPerTokenCast(x, { ...CAST, ...co });
         const [gd, gs] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...dco });
-        assert.equal(swigluLastLaunch().fn, fnOf(FORM.wide), "3000: _anrw");
+        assert.equal(swigluLastLaunch().fn, fnOf(CAST_ANRS), "3000: _anrs");
         assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), realRows(storageBytes(cd as HostTensor), real, H), `3000 E=${E} data vs CPU`);
-        assertBytesEqual(readAllocation(gs as DeviceTensor), storageBytes(cs as HostTensor), `3000 E=${E} sf vs CPU`);
+        assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), realSf(storageBytes(cs as HostTensor), cs as HostTensor, real), `3000 E=${E} sf vs CPU`);
         dispose(gd, gs);
       });
     } finally {
@@ -166,7 +162,7 @@ gpuTest("_anrs and _anrw equal main's _anr2 at the bench's shape 3000 × 7168 (6
   }
 });
 
-gpuTest("castRowScan: \"wide\" with the data off 16-byte alignment runs _anrs; the cases the knob does not take run main's choice (rowForm off, clampValue, another H, x off alignment)", () => {
+gpuTest("castRowScan: a data view 8 bytes into its allocation runs _anrs (off: _anr2); the cases the knob does not take run main's choice (rowForm off, clampValue, another H, x off alignment)", () => {
   const rand = rng(SEED + 2);
   {
     // a preallocated data view 8 bytes into its allocation (the cast's 8-byte condition holds, 16 does not); every row real
@@ -174,19 +170,19 @@ gpuTest("castRowScan: \"wide\" with the data off 16-byte alignment runs _anrs; t
     const x = inputX(rand, T, 0);
     const dx = uploadView(x);
     const want = storageBytes(swigluForwardAndPerTokenCast(x, CAST)[0] as HostTensor);
-    for (const mode of ["off", "wide"] as const) {
+    for (const on of [false, true]) {
       const dd = uploadView(new HostTensor(new Uint8Array(T * H + 8), "e4m3", [T, H], [H, 1], 8));
-      withScan(mode, () => {
+      withScan(on, () => {
         const [d, s] = swigluForwardAndPerTokenCast(dx, { ...CAST, out: { data: dd } });
-        assert.equal(swigluLastLaunch().fn, fnOf(mode === "off" ? CAST_ANR2 : FORM.scan), `data off 16: ${mode}`);
-        assertBytesEqual(readAllocation(d as DeviceTensor).subarray(8), want, `data off 16 (${mode}) vs CPU`);
+        assert.equal(swigluLastLaunch().fn, fnOf(on ? CAST_ANRS : CAST_ANR2), `data at +8: ${on}`);
+        assertBytesEqual(readAllocation(d as DeviceTensor).subarray(8), want, `data at +8 (${on}) vs CPU`);
         dispose(s);
       });
       dispose(dd);
     }
     dispose(dx);
   }
-  withScan("wide", () => {
+  withScan(true, () => {
     const x2 = inputX(rand, 3, 0);
     const d2 = uploadView(x2);
     const savedRow = swigluLaunchTuning.rowForm;
@@ -218,5 +214,5 @@ gpuTest("castRowScan: \"wide\" with the data off 16-byte alignment runs _anrs; t
     assertBytesEqual(readAllocation(cu as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x2, CAST)[0] as HostTensor), "x off alignment cast");
     dispose(d2, du, cu, su);
   });
-  assert.equal(swigluLaunchTuning.castRowScan, "off", "the knob is restored (default off)");
+  assert.equal(swigluLaunchTuning.castRowScan, true, "the knob is restored (default on)");
 });

@@ -63,19 +63,18 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   loaded while the current row is computed; the same bytes. H200, one process's interleaved A/B (bench/RESULTS.md,
  *   fifteenth run): 16384 × 7168 86.4 → 88.2%, 8192 × 7168 84.3 → 86.7% of copy. false: `_an` (kept for A/B). The
  *   same walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 → 78.4%) and is not built.
- * - `castRowScan` (default "off": `_anr2`, main's choice): where `_anr2` would run (rowForm set), "scan" runs
- *   `tk_swiglu_forward__bf16_e4m3_g128_anrs` and "wide" `tk_swiglu_forward__bf16_e4m3_g128_anrw`
- *   (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf17-swl.md): `_anr2`'s walk, geometry and row body
- *   with the block's expert kept in registers between its rows (a row needs no psum load until it passes psum[e],
- *   then one coalesced warp load and a ballot) instead of each warp's binary search per row; "wide" also stores the
- *   codes 16 bytes a lane (a shuffle between lane pairs), where the e4m3 data is 16-byte aligned ("scan" otherwise).
- *   The same bytes; an A/B candidate, not measured.
+ * - `castRowScan` (default true since round 17's A/B): where `_anr2` would run (rowForm set),
+ *   `tk_swiglu_forward__bf16_e4m3_g128_anrs` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf17-swl.md):
+ *   `_anr2`'s walk, geometry and row body with the block's expert kept in registers between its rows (a row needs no
+ *   psum load until it passes psum[e], then one coalesced warp load and a ballot) instead of each warp's binary search
+ *   per row. The same bytes. H200, one process's interleaved A/B (bench/RESULTS.md, sixteenth run): 16384 × 7168
+ *   85.4 → 86.1%, 8192 × 7168 83.5 → 84.5% of copy. false: `_anr2` (kept for A/B).
  */
 export const swigluLaunchTuning = {
   backwardCastForm: "team16" as "main" | "team16",
   rowForm: true,
   rowPrefetch: true,
-  castRowScan: "off" as "off" | "scan" | "wide",
+  castRowScan: true,
 };
 
 const packet = new LaunchPacket(SwigluParams);
@@ -137,20 +136,18 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * has no clamp (then there are no counters either), else `_a` where it is built. Where forward__bf16_e4m3_g128's
  * `_anl` would run with H = 7168, the row form `_anr2` instead while {@link swigluLaunchTuning}.rowForm is set (the
  * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md); where swigluForward's `_an` would run with
- * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default); where `_anr2` would run, `_anrs` or
- * `_anrw` as castRowScan says (default "off"). swigluBackwardAndPerTokenCast's
+ * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default); where `_anr2` would run, `_anrs` while
+ * castRowScan is set (the default). swigluBackwardAndPerTokenCast's
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16` while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrs" | "_anrw" | "_t16" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrs" | "_t16" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
   if (a.hidden !== ROW_HIDDEN) return f;
   if (swigluLaunchTuning.rowPrefetch && f === "_an" && a.symbol === "tk_swiglu_forward__bf16_bf16") return "_anrp";
   if (f !== "_anl" || !swigluLaunchTuning.rowForm) return f;
-  const scan = swigluLaunchTuning.castRowScan;
-  if (scan === "off") return "_anr2";
-  return scan === "wide" && addr(a.data) % 16 === 0 ? "_anrw" : "_anrs";
+  return swigluLaunchTuning.castRowScan ? "_anrs" : "_anr2";
 }
 
 function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
@@ -226,12 +223,12 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
-  const rows = form === "_anr2" || form === "_anrp" || form === "_anrs" || form === "_anrw";
+  const rows = form === "_anr2" || form === "_anrp" || form === "_anrs";
   const rowsPerBlock = form === "_t16" ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))
     : Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
-  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`, `_anrp`, `_anrs`, `_anrw`) are compiled with the
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`, `_anrp`, `_anrs`) are compiled with the
   // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.

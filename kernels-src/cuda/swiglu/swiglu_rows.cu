@@ -286,23 +286,22 @@ extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks)
 }
 
 // swigluForwardAndPerTokenCast by whole rows with a per-block expert cursor (round 17, docs/perf-notes/perf17-swl.md):
-// `_anrs` and `_anrw` (bf16 → e4m3, groups of 128, H = 7168), selected by swigluLaunchTuning.castRowScan
-// (ops/quant/swiglu_launch.ts; default "off": `_anr2`). `_anr2`'s geometry, walk, PDL prologue and row body (the same
-// operations per element: row_chunk_values, the `_anl` amax, group_max, sf_and_inv, mul_rn + encode_chunk<kE4m3>, the
-// sf by lane 0 of the team, zero_padding_rows), under `_anr2`'s conditions.
+// `_anrs` (bf16 → e4m3, groups of 128, H = 7168), selected by swigluLaunchTuning.castRowScan (ops/quant/swiglu_launch.ts;
+// the default since round 17's A/B; off: `_anr2`). `_anr2`'s geometry, walk, PDL prologue and row body (the same operations
+// per element: row_chunk_values, the `_anl` amax, group_max, sf_and_inv, mul_rn + encode_chunk<kE4m3>, the sf by lane 0
+// of the team, zero_padding_rows), under `_anr2`'s conditions.
 //
 // What changes: `_anr2`'s Nsight profile (bench/runs/2026-12-02-h200-ncu-round16.txt) counts 2.77 M global load warp
 // instructions at 6.0 sectors each. The input loads are already whole 16-sector requests (0.92 M of them: 4 per warp
 // per row); the other ~1.85 M are 1-sector loads: each of a block's 14 warps runs the binary psum search of every row
 // (~7 dependent loads and an integer division) plus the row weight. A block walks its rows in increasing order, so the
-// first expert e with psum[e] > t only moves forward: `_anrs` / `_anrw` keep it (and psum[e], align(psum[e−1], A)) in
+// first expert e with psum[e] > t only moves forward: `_anrs` keeps it (and psum[e], align(psum[e−1], A)) in
 // registers; a row below psum[e] needs no load, a row past it one coalesced load of psum[e .. e+30] by the warp's lanes
 // and a ballot (a binary search over the rest only when the 31 experts are passed as well). For a psum that keeps §11.2
 // (non-decreasing) the expert found is the binary search's, so the rows found real are the same; a psum that breaks
 // §11.2 is reported by check_psum as before, and every psum index stays inside [0, E).
-// `_anrw` also stores the codes 16 bytes a lane: lanes 2j and 2j + 1 of a team swap one 8-byte half by two shuffles,
-// so lane 2j stores columns 16j .. 16j + 15 of the group and lane 2j + 1 columns 64 + 16j .. 64 + 16j + 15 (one
-// st.v4 instead of two st.v2; the host takes it only with the data 16-byte aligned).
+// A variant that also stored the codes 16 bytes a lane (`_anrw`: lane pairs swapping 8-byte halves by two shuffles)
+// tied `_anrs` in the A/B and was dropped (docs/perf-notes/perf17-swl.md, Measured).
 namespace tk {
 namespace {
 
@@ -352,7 +351,6 @@ TK_DEV bool cursor_real(const SwigluParams& p, ExpertCursor& c, uint32_t t) {
   return c.e < E && static_cast<int64_t>(t) >= c.start;
 }
 
-template <bool kWide>
 TK_DEV void forward_rows_cast_scan(const SwigluParams& p) {
   row_pdl_launch_dependents();
   __shared__ __align__(16) float table[kExpNegBf16TableSize];
@@ -401,17 +399,8 @@ TK_DEV void forward_rows_cast_scan(const SwigluParams& p) {
         for (int i = 0; i < kRowChunk; ++i) sc[i] = mul_rn(v[s][i], si.inv);
         encode_chunk<Fmt::kE4m3, kRowChunk>(sc, o[s]);
       }
-      if constexpr (kWide) {
-        // lane 2j keeps slot 0 and takes its partner's slot 0; lane 2j + 1 keeps slot 1 and takes its partner's slot 1
-        const bool odd = r & 1;
-        const uint32_t x0 = __shfl_xor_sync(~0u, odd ? o[0][0] : o[1][0], 1);
-        const uint32_t x1 = __shfl_xor_sync(~0u, odd ? o[0][1] : o[1][1], 1);
-        if (odd) st_v4(outr + 56, x0, x1, o[1][0], o[1][1]);  // columns c0 − 8 + 64 …: 16-byte aligned
-        else st_v4(outr, o[0][0], o[0][1], x0, x1);
-      } else {
 #pragma unroll
-        for (int s = 0; s < 2; ++s) st_v2(outr + 64 * s, o[s][0], o[s][1]);
-      }
+      for (int s = 0; s < 2; ++s) st_v2(outr + 64 * s, o[s][0], o[s][1]);
       if (r == 0) row_sf_out(p).store(row, q, si.stored);
     }
     real = real_next;
@@ -424,10 +413,5 @@ TK_DEV void forward_rows_cast_scan(const SwigluParams& p) {
 
 extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anrs(
     const __grid_constant__ SwigluParams p) {
-  tk::forward_rows_cast_scan<false>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anrw(
-    const __grid_constant__ SwigluParams p) {
-  tk::forward_rows_cast_scan<true>(p);
+  tk::forward_rows_cast_scan(p);
 }
