@@ -181,7 +181,7 @@ const W = packet.w;
 const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3 };
 const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1"];
 const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
-/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 8 + form), filled on first use. */
+/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 10 + form), filled on first use. */
 const fnCache: number[][] = [];
 
 /**
@@ -219,8 +219,19 @@ const fnCache: number[][] = [];
  *   perf10-ptsr.md): 62.3 → 76.1% of copy at 16384 × 7168 (fp32 sf), 60.1 → 73.3% at 8192. Any other
  *   stochasticCast view runs `…_sr`, without the attribute; both give the same bytes.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu" | "wu12";
-const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor4_a: 4, pdl: 5, pkl_pdl: 6, wu: 7, wu12: 8 };
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu" | "wu12" | "lw";
+const FORM_INDEX: Record<Form, number> = {
+  "": 0,
+  sor4: 1,
+  pkl: 2,
+  u4sca: 3,
+  sor4_a: 4,
+  pdl: 5,
+  pkl_pdl: 6,
+  wu: 7,
+  wu12: 8,
+  lw: 9,
+};
 
 /**
  * Launch choices of perTokenCast that tests and benches may flip (restore them after use).
@@ -228,8 +239,15 @@ const FORM_INDEX: Record<Form, number> = { "": 0, sor4: 1, pkl: 2, u4sca: 3, sor
  *   (per_token_cast_sr12.cu: the same warp units and hash, the §7.3 e4m3 rounding in a domain scaled by 2^-120, ~3
  *   fewer instructions per value; docs/perf-notes/perf12-sr.md). Same bytes. Measured on the H200 (interleaved A/B,
  *   bench/sr12_tuning.ts): 75.0 → 90.4% of copy at 16384 × 7168, 72.5 → 86.2% at 8192. Off: `_g128_sr_wu`.
+ * - `e2m1LaneWide` (default off; candidate of round 17, not measured yet): perTokenCast bf16 → e2m1 without
+ *   stochasticCast, x base / row stride and data base multiples of 16 bytes, with groups of 16 and e4m3 scales
+ *   without roundSf (NVFP4; any sf layout) runs `_g16_lw` instead of `_g16_u4`, and with groups of 32 and roundSf
+ *   (MXFP4; any sf layout) `_g32_lw` instead of `_g32_u4sca` (per_token_cast_fp4_17.cu: a lane owns 32 consecutive
+ *   values — whole groups, lane-local amax and scale, one 16-byte code store per lane — walked as `_sr_wu`'s warp
+ *   units; docs/perf-notes/perf17-fp4.md). Same bytes. Any other view or option keeps main's kernels. Read at every
+ *   launch; the replay path compares it.
  */
-export const perTokenLaunchTuning = { srScaledEncode: true };
+export const perTokenLaunchTuning = { srScaledEncode: true, e2m1LaneWide: false };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
@@ -253,6 +271,11 @@ function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, ali
     return aligned && n === 128 && inDtype === "bf16" ? "sor4_a" : "sor4";
   }
   if (mode !== PER_TOKEN_MODE.cast) return "";
+  // `aligned` covers the data output here too (launchPerToken)
+  if (
+    perTokenLaunchTuning.e2m1LaneWide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" &&
+    ((n === 16 && a.rule.e4m3Sf && !a.rule.roundSf) || (n === 32 && a.rule.roundSf))
+  ) return "lw";
   const pdlForm = pdl && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128;
   if (a.rule.packedUe8m0 && a.rule.fmt === "e4m3" && (n === 32 || n === 128)) return pdlForm ? "pkl_pdl" : "pkl";
   if (pdlForm) return "pdl";
@@ -267,7 +290,7 @@ function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n
   // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
   // kernel
   const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 9 + FORM_INDEX[form];
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 10 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
@@ -315,6 +338,8 @@ interface Replay {
   /** config.pdl at the launch */
   pdl: boolean;
   sr12: boolean;
+  /** perTokenLaunchTuning.e2m1LaneWide at the launch */
+  lw: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -343,7 +368,7 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
   return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
-    perTokenLaunchTuning.srScaledEncode === m.sr12;
+    perTokenLaunchTuning.srScaledEncode === m.sr12 && perTokenLaunchTuning.e2m1LaneWide === m.lw;
 }
 
 function launchPerToken(
@@ -364,7 +389,8 @@ function launchPerToken(
   const aligned = r.x.dtype === "bf16" &&
     (mode === PER_TOKEN_MODE.sfOnly
       ? alignedView(r.x)
-      : sr && mode === PER_TOKEN_MODE.cast && alignedView(r.x) && addrOf(data) % 16 === 0);
+      : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.e2m1LaneWide) && alignedView(r.x) &&
+        addrOf(data) % 16 === 0);
   const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl);
   const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, form);
   packetGen++;
@@ -390,9 +416,9 @@ function launchPerToken(
   p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
-  // `_g128_sr_wu`: ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
+  // `_g128_sr_wu` (and `_g<N>_lw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
   // 8 · SMs as the `_g<N>` kernels
-  const grid = form === "wu" || form === "wu12"
+  const grid = form === "wu" || form === "wu12" || form === "lw"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
   const pdlLaunch = form === "pdl" || form === "pkl_pdl" || ((form === "wu" || form === "wu12") && config.pdl);
@@ -546,6 +572,7 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         clamp: a.rule.clamp,
         pdl: config.pdl,
         sr12: perTokenLaunchTuning.srScaledEncode,
+        lw: perTokenLaunchTuning.e2m1LaneWide,
         device: pl.device,
         streamObj: stream,
         d: dg,
