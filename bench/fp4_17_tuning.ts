@@ -1,7 +1,8 @@
 /**
  * perTokenCast bf16 → e2m1 (the roofline's two FP4 cases of bench/cases_more.ts: NVFP4 [1,16] row-major e4m3 sf, and
  * MXFP4 [1,32] packed UE8M0 column-major (TMA) sf), main's `_g16_u4` / `_g32_u4sca` against the lane-wide
- * `_g16_lw` / `_g32_lw` (per_token_cast_fp4_17.cu; docs/perf-notes/perf17-fp4.md), in one process, 8192 and 16384 ×
+ * `_g16_lw` (per_token_cast_fp4_17.cu; docs/perf-notes/perf17-fp4.md; MXFP4's `_g32_lw` lost here and is no longer
+ * built: its row is now a control, `_g32_u4sca` in both settings), in one process, 8192 and 16384 ×
  * 7168. Settings (perTokenLaunchTuning.e2m1LaneWide, restored at the end): "main" off, "lw" on.
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy (LeadTimer of bench/common.ts),

@@ -1,6 +1,7 @@
 /**
- * Round 17 (docs/perf-notes/perf17-fp4.md): `tk_per_token_cast__bf16_e2m1_g16_lw` (NVFP4) and `_g32_lw` (MXFP4),
- * perTokenLaunchTuning.e2m1LaneWide, against the CPU reference byte for byte on both output allocations (data and
+ * Round 17 (docs/perf-notes/perf17-fp4.md): `tk_per_token_cast__bf16_e2m1_g16_lw` (NVFP4; perTokenLaunchTuning.
+ * e2m1LaneWide, the default since the A/B; MXFP4's `_g32_lw` lost and is not built, so MXFP4 keeps `_g32_u4sca` with
+ * the knob on), against the CPU reference byte for byte on both output allocations (data and
  * sf, padding included) and against main's `_g16_u4` / `_g32_u4sca` with the knob off: NVFP4 with row- and
  * column-major e4m3 sf, MXFP4 with every roundSf layout (fp32 row / col, packed UE8M0 row / col), 0 rows, 1 row,
  * rows whose last warp unit has dead lanes (H = 576, 960, 7168 + 64: 72, 120, 904 chunks), units past the last row
@@ -19,18 +20,21 @@ import { gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, sameAllocation, samePair, uploadView, withPdl } from "./gpu_util.ts";
 import { ptcFn, withSpecials } from "./per_token_rows.ts";
 
-/** The option sets the knob applies to: [label, options, main's symbol, the form's symbol]. */
+/**
+ * The option sets: [label, options, main's symbol, the symbol with the knob on] (MXFP4: `_g32_lw` lost its A/B and is
+ * not built, so the knob leaves it on `_g32_u4sca`).
+ */
 const TAKEN: readonly [string, Record<string, unknown>, string, string][] = [
   ["nvfp4-row", { numPerChannels: 16, useE4m3Sf: true }, "bf16_e2m1_g16_u4", "bf16_e2m1_g16_lw"],
   ["nvfp4-col", { numPerChannels: 16, useE4m3Sf: true, useTmaAlignedColMajorSf: true }, "bf16_e2m1_g16_u4", "bf16_e2m1_g16_lw"],
-  ["mxfp4-fp32-row", { numPerChannels: 32, roundSf: true }, "bf16_e2m1_g32_u4sca", "bf16_e2m1_g32_lw"],
-  ["mxfp4-fp32-col", { numPerChannels: 32, roundSf: true, useTmaAlignedColMajorSf: true }, "bf16_e2m1_g32_u4sca", "bf16_e2m1_g32_lw"],
-  ["mxfp4-packed-row", { numPerChannels: 32, roundSf: true, usePackedUe8m0: true }, "bf16_e2m1_g32_u4sca", "bf16_e2m1_g32_lw"],
+  ["mxfp4-fp32-row", { numPerChannels: 32, roundSf: true }, "bf16_e2m1_g32_u4sca", "bf16_e2m1_g32_u4sca"],
+  ["mxfp4-fp32-col", { numPerChannels: 32, roundSf: true, useTmaAlignedColMajorSf: true }, "bf16_e2m1_g32_u4sca", "bf16_e2m1_g32_u4sca"],
+  ["mxfp4-packed-row", { numPerChannels: 32, roundSf: true, usePackedUe8m0: true }, "bf16_e2m1_g32_u4sca", "bf16_e2m1_g32_u4sca"],
   [
     "mxfp4-packed-col",
     { numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true },
     "bf16_e2m1_g32_u4sca",
-    "bf16_e2m1_g32_lw",
+    "bf16_e2m1_g32_u4sca",
   ],
 ];
 
@@ -86,7 +90,7 @@ async function checkView(x: HostTensor, aligned: boolean, what: string, layouts 
   }
 }
 
-gpuTest("perTokenCast bf16 → e2m1 through _g16_lw / _g32_lw (e2m1LaneWide) = reference = _g16_u4 / _g32_u4sca: NVFP4 row / col sf, MXFP4 every roundSf layout, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, specials, 3000 and 8192 × 7168, replay (seeds 17101, 17102)", async () => {
+gpuTest("perTokenCast bf16 → e2m1 through _g16_lw (e2m1LaneWide) = reference = _g16_u4; MXFP4 stays on _g32_u4sca: NVFP4 row / col sf, MXFP4 every roundSf layout, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, specials, 3000 and 8192 × 7168, replay (seeds 17101, 17102)", async () => {
   const saved = perTokenLaunchTuning.e2m1LaneWide;
   try {
     await checkView(allPatterns(17103, 8, 8192), true, "every bf16 pattern 8x8192");
@@ -112,8 +116,8 @@ gpuTest("perTokenCast bf16 → e2m1 through _g16_lw / _g32_lw (e2m1LaneWide) = r
   }
 });
 
-gpuTest("e2m1LaneWide on: options the form does not take keep main's kernels (fp32 sf g16, g32 without roundSf, sf only), and the knob is off by default (seed 17105)", () => {
-  assert.equal(perTokenLaunchTuning.e2m1LaneWide, false, "e2m1LaneWide is off by default");
+gpuTest("e2m1LaneWide on: options the form does not take keep main's kernels (fp32 sf g16, g32 without roundSf, sf only), and the knob is on by default (seed 17105)", () => {
+  assert.equal(perTokenLaunchTuning.e2m1LaneWide, true, "e2m1LaneWide is on by default (round 17)");
   const saved = perTokenLaunchTuning.e2m1LaneWide;
   const x = withSpecials(randomInput(rng(17105), 37, 2048, "bf16"));
   const dx = uploadView(x);

@@ -239,15 +239,15 @@ const FORM_INDEX: Record<Form, number> = {
  *   (per_token_cast_sr12.cu: the same warp units and hash, the §7.3 e4m3 rounding in a domain scaled by 2^-120, ~3
  *   fewer instructions per value; docs/perf-notes/perf12-sr.md). Same bytes. Measured on the H200 (interleaved A/B,
  *   bench/sr12_tuning.ts): 75.0 → 90.4% of copy at 16384 × 7168, 72.5 → 86.2% at 8192. Off: `_g128_sr_wu`.
- * - `e2m1LaneWide` (default off; candidate of round 17, not measured yet): perTokenCast bf16 → e2m1 without
- *   stochasticCast, x base / row stride and data base multiples of 16 bytes, with groups of 16 and e4m3 scales
- *   without roundSf (NVFP4; any sf layout) runs `_g16_lw` instead of `_g16_u4`, and with groups of 32 and roundSf
- *   (MXFP4; any sf layout) `_g32_lw` instead of `_g32_u4sca` (per_token_cast_fp4_17.cu: a lane owns 32 consecutive
- *   values — whole groups, lane-local amax and scale, one 16-byte code store per lane — walked as `_sr_wu`'s warp
- *   units; docs/perf-notes/perf17-fp4.md). Same bytes. Any other view or option keeps main's kernels. Read at every
- *   launch; the replay path compares it.
+ * - `e2m1LaneWide` (default on since round 17): perTokenCast bf16 → e2m1 without stochasticCast, x base / row stride
+ *   and data base multiples of 16 bytes, with groups of 16 and e4m3 scales without roundSf (NVFP4; any sf layout)
+ *   runs `_g16_lw` instead of `_g16_u4` (per_token_cast_fp4_17.cu: a lane owns 32 consecutive values — whole groups,
+ *   lane-local amax and scale, one 16-byte code store per lane — walked as `_sr_wu`'s warp units;
+ *   docs/perf-notes/perf17-fp4.md). Same bytes. Measured on the H200 (interleaved A/B, bench/fp4_17_tuning.ts):
+ *   55.6 → 59.7% of copy at 16384 × 7168, 53.3 → 57.1% at 8192. The same form for MXFP4 lost (73.9 → 73.2%) and is
+ *   not built. Any other view or option keeps main's kernels. Read at every launch; the replay path compares it.
  */
-export const perTokenLaunchTuning = { srScaledEncode: true, e2m1LaneWide: false };
+export const perTokenLaunchTuning = { srScaledEncode: true, e2m1LaneWide: true };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
@@ -274,7 +274,7 @@ function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, ali
   // `aligned` covers the data output here too (launchPerToken)
   if (
     perTokenLaunchTuning.e2m1LaneWide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" &&
-    ((n === 16 && a.rule.e4m3Sf && !a.rule.roundSf) || (n === 32 && a.rule.roundSf))
+    n === 16 && a.rule.e4m3Sf && !a.rule.roundSf
   ) return "lw";
   const pdlForm = pdl && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128;
   if (a.rule.packedUe8m0 && a.rule.fmt === "e4m3" && (n === 32 || n === 128)) return pdlForm ? "pkl_pdl" : "pkl";
