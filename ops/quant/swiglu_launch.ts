@@ -51,7 +51,11 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   docs/perf-notes/perf11-sbc.md: 64 registers and 4 CTAs per SM on sm_90a against main's 116 and 2; measured on
  *   the H200 at 16384 × 7168: 54.6% of copy against 46.3%) where its conditions hold (see {@link swigluFormSuffix}),
  *   or by swiglu.cu's kernel `tk_swiglu_backward__e4m3_bf16_g128` ("main", kept for A/B). Main's kernel serves every
- *   launch the team form does not take in either setting.
+ *   launch the team form does not take in either setting. "team16w" (candidate, not measured): the team form with
+ *   whole 16-byte output stores `tk_swiglu_backward__e4m3_bf16_g128_t16w` (kernels-src/cuda/swiglu/swiglu_bwd_t16w.cu,
+ *   docs/perf-notes/perf17-sbc.md: the results go through a swizzled shared-memory park and a lane writes 16
+ *   consecutive columns of one half, 2 bf16 and 1 e4m3 16-byte stores a lane-step against `_t16`'s 8 of 4–8 bytes;
+ *   64 registers, 4 CTAs per SM on sm_90a), under `_t16`'s conditions; the same bytes.
  * - `rowForm`: swigluForwardAndPerTokenCast with H = 7168 by the row form `tk_swiglu_forward__bf16_e4m3_g128_anr2`
  *   (true, the default: kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf11-swr.md: one row per
  *   448-thread block, 2 CTAs per SM, a grid of one wave; measured on the H200 at 16384 × 7168: 85.5% of copy against
@@ -71,7 +75,7 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   85.4 → 86.1%, 8192 × 7168 83.5 → 84.5% of copy. false: `_anr2` (kept for A/B).
  */
 export const swigluLaunchTuning = {
-  backwardCastForm: "team16" as "main" | "team16",
+  backwardCastForm: "team16" as "main" | "team16" | "team16w",
   rowForm: true,
   rowPrefetch: true,
   castRowScan: true,
@@ -141,7 +145,7 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16` while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrs" | "_t16" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrs" | "_t16" | "_t16w" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
   if (a.hidden !== ROW_HIDDEN) return f;
@@ -171,14 +175,17 @@ function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
 }
 
 /**
- * `_t16` (swigluLaunchTuning.backwardCastForm = "team16", the default) where the 16-lane team form's conditions hold: no clamp,
- * no recompute (so no actOut), x, dy, xGrad and the e4m3 data 16-byte aligned; "" (main's kernel) otherwise.
+ * `_t16` (swigluLaunchTuning.backwardCastForm = "team16", the default; `_t16w` for "team16w") where the 16-lane team
+ * form's conditions hold: no clamp, no recompute (so no actOut), x, dy, xGrad and the e4m3 data 16-byte aligned; ""
+ * (main's kernel) otherwise.
  */
-function team16Suffix(a: SwigluLaunch): "" | "_t16" {
-  if (swigluLaunchTuning.backwardCastForm !== "team16" || a.op !== "swigluBackwardAndPerTokenCast") return "";
+function team16Suffix(a: SwigluLaunch): "" | "_t16" | "_t16w" {
+  const f = swigluLaunchTuning.backwardCastForm;
+  if (f === "main" || a.op !== "swigluBackwardAndPerTokenCast") return "";
   if (a.clamp !== null || a.recompute || a.actOut || a.counts) return "";
   const a16 = (t: Tensor | null | undefined) => !!t && addr(t) % 16 === 0;
-  return a16(a.x) && a16(a.dy) && a16(a.out) && a16(a.data) ? "_t16" : "";
+  if (!(a16(a.x) && a16(a.dy) && a16(a.out) && a16(a.data))) return "";
+  return f === "team16w" ? "_t16w" : "_t16";
 }
 
 /** Enqueues one kernel of swiglu.cu on `stream`. 0 rows (and no sf padding rows) launch nothing. */
@@ -224,7 +231,8 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
   const rows = form === "_anr2" || form === "_anrp" || form === "_anrs";
-  const rowsPerBlock = form === "_t16" ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
+  const team = form === "_t16" || form === "_t16w";
+  const rowsPerBlock = team ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))
     : Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
@@ -232,7 +240,7 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.
-  p.setLaunch(fn, stream.handle, grid, rows ? ROW_THREADS : THREADS, 0, config.pdl && form !== "" && form !== "_t16", device.index);
+  p.setLaunch(fn, stream.handle, grid, rows ? ROW_THREADS : THREADS, 0, config.pdl && form !== "" && !team, device.index);
   p.launch(op);
 }
 

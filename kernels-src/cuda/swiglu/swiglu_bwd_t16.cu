@@ -280,7 +280,11 @@ TK_DEV void backward_t16(const SwigluParams& p) {
 }  // namespace
 }  // namespace tk
 
+// swiglu_bwd_t16w.cu includes this file for its helpers and defines TK_SWIGLU_BWD_T16_NO_ENTRIES (its cubin then
+// holds only its own entry).
+#ifndef TK_SWIGLU_BWD_T16_NO_ENTRIES
 extern "C" __global__ void __launch_bounds__(tk::kT16Threads, tk::kT16MinBlocks)
     tk_swiglu_backward__e4m3_bf16_g128_t16(const __grid_constant__ SwigluParams p) {
   tk::backward_t16(p);
 }
+#endif  // TK_SWIGLU_BWD_T16_NO_ENTRIES
