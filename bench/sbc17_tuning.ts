@@ -1,9 +1,9 @@
 /**
- * swigluBackwardAndPerTokenCast by the default 16-lane team form `_t16` and by round 17's `_t16w` (the same form with
- * whole 16-byte output stores through a swizzled shared-memory park; docs/perf-notes/perf17-sbc.md), interleaved in
+ * swigluBackwardAndPerTokenCast by the 16-lane team form `_t16` and by round 17's `_t16w` (the default since this
+ * A/B: the same form with whole 16-byte output stores through a swizzled shared-memory park; docs/perf-notes/perf17-sbc.md), interleaved in
  * one process on the roofline's case (bench/cases_swiglu.ts: e4m3 x + fp32 scales, bf16 dy → bf16 xGrad + e4m3 groups
  * of 128 + weightGrad, 64 experts, alignment 128, row weights), 8192 and 16384 tokens × 7168. Settings:
- * - "team16":  `swigluLaunchTuning.backwardCastForm = "team16"` (the default): `tk_swiglu_backward__e4m3_bf16_g128_t16`;
+ * - "team16":  `swigluLaunchTuning.backwardCastForm = "team16"` `tk_swiglu_backward__e4m3_bf16_g128_t16`;
  * - "team16w": `"team16w"`: `tk_swiglu_backward__e4m3_bf16_g128_t16w`.
  *
  * Each figure: LeadTimer (20 calls after a 2-GiB lead copy, median of 7), settings interleaved over 7 rounds with

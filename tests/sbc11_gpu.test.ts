@@ -181,10 +181,10 @@ gpuTest("the team16 knob leaves clamp, recompute, fp32 dy, groups of 32 and view
     sameOutputs(gpu, cpu, label);
     dispose(gpu, dx, ds, dd);
   }
-  // the form is the default, and "main" selects main's kernel
+  // the team form is the default (`_t16w` since round 17: tests/sbc17_gpu.test.ts), and "main" selects main's kernel
   const dx = uploadView(q), ds = uploadView(qsf), dd = uploadView(dy);
   const d = swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco });
-  assert.equal(swigluLastLaunch().fn, fnOf(T16), "default: the team16 kernel");
+  assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_backward__e4m3_bf16_g128_t16w"), "default: the team16w kernel");
   const g = withForm("main", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco }));
   assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "knob \"main\": main's kernel");
   sameOutputs(d, g, "default vs main");

@@ -7,9 +7,9 @@
  * rows that keep §11.2 (psum[e] ≥ align(psum[e − 1], A), psum[E − 1] ≤ T), weights and scale, x as a view 16 or 32
  * bytes into its storage, every e4m3 code (NaN and subnormal codes), scales from 2^-40 (subnormal results) to 2^20
  * (e^(-g) overflowing), dy with NaN / ±Inf / subnormal patterns; the bench's 3000 × 7168 against the CPU, and
- * 16384 × 7168 against `_t16` (the default) byte for byte. The form has no PDL prologue: the launch is plain whether
- * config.pdl is on or off. The knob is set and restored around every call; the default stays "team16". Skipped
- * without a GPU.
+ * 16384 × 7168 against `_t16` byte for byte. The form has no PDL prologue: the launch is plain whether
+ * config.pdl is on or off. The knob is set and restored around every call; the default is "team16w" since the A/B.
+ * Skipped without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -142,7 +142,7 @@ gpuTest("_t16w (backwardCastForm team16w) = CPU reference: 1 row, odd rows, dead
   for (const [T, H] of shapes) for (const c of CASES) compareCase(rand, T, H, c, i++ % 2 === 0);
 });
 
-gpuTest("_t16w at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32 sf) = CPU reference, and the default is still _t16 (seed 17002)", () => {
+gpuTest("_t16w at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32 sf) = CPU reference, and the default is _t16w (seed 17002)", () => {
   const rand = rng(17002);
   const T = 3000, H = 7168;
   const q = codes(rand, T, 2 * H), qsf = scales(rand, T, (2 * H) / 128), dy = dyOf(rand, T, H);
@@ -156,11 +156,11 @@ gpuTest("_t16w at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32
     assert.equal(swigluLastLaunch().fn, fnOf(T16W), "3000 x 7168: kernel");
     sameOutputs(gpu, cpu, `3000 x 7168 ${JSON.stringify(sfo)}`);
     const d = swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco });
-    assert.equal(swigluLastLaunch().fn, fnOf(T16), "default: _t16");
+    assert.equal(swigluLastLaunch().fn, fnOf(T16W), "default: _t16w");
     sameOutputs(d, cpu, `3000 x 7168 default ${JSON.stringify(sfo)}`);
     dispose(gpu, d);
   }
-  assert.equal(swigluLaunchTuning.backwardCastForm, "team16", "the default form is unchanged");
+  assert.equal(swigluLaunchTuning.backwardCastForm, "team16w", "the default form is team16w");
   dispose(dq, dqsf, ddy, Object.values(dco));
 });
 

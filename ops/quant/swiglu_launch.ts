@@ -47,15 +47,16 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  * A/B knobs of the SwiGLU launches (bench/sbc11_tuning.ts, bench/swr11_tuning.ts); the kernels write the same bytes
  * in every setting.
  * - `backwardCastForm`: swigluBackwardAndPerTokenCast with bf16 dy and groups of 128 by the 16-lane team form
- *   `tk_swiglu_backward__e4m3_bf16_g128_t16` ("team16", the default: kernels-src/cuda/swiglu/swiglu_bwd_t16.cu,
+ *   `tk_swiglu_backward__e4m3_bf16_g128_t16` ("team16", the default until round 17: kernels-src/cuda/swiglu/swiglu_bwd_t16.cu,
  *   docs/perf-notes/perf11-sbc.md: 64 registers and 4 CTAs per SM on sm_90a against main's 116 and 2; measured on
  *   the H200 at 16384 × 7168: 54.6% of copy against 46.3%) where its conditions hold (see {@link swigluFormSuffix}),
  *   or by swiglu.cu's kernel `tk_swiglu_backward__e4m3_bf16_g128` ("main", kept for A/B). Main's kernel serves every
- *   launch the team form does not take in either setting. "team16w" (candidate, not measured): the team form with
+ *   launch the team form does not take in any setting. "team16w" (the default since round 17's A/B): the team form with
  *   whole 16-byte output stores `tk_swiglu_backward__e4m3_bf16_g128_t16w` (kernels-src/cuda/swiglu/swiglu_bwd_t16w.cu,
  *   docs/perf-notes/perf17-sbc.md: the results go through a swizzled shared-memory park and a lane writes 16
  *   consecutive columns of one half, 2 bf16 and 1 e4m3 16-byte stores a lane-step against `_t16`'s 8 of 4–8 bytes;
- *   64 registers, 4 CTAs per SM on sm_90a), under `_t16`'s conditions; the same bytes.
+ *   64 registers, 4 CTAs per SM on sm_90a), under `_t16`'s conditions; the same bytes. H200, one process's interleaved
+ *   A/B (bench/RESULTS.md, sixteenth run): 16384 × 7168 54.7 → 57.3%, 8192 × 7168 52.0 → 54.6% of copy.
  * - `rowForm`: swigluForwardAndPerTokenCast with H = 7168 by the row form `tk_swiglu_forward__bf16_e4m3_g128_anr2`
  *   (true, the default: kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf11-swr.md: one row per
  *   448-thread block, 2 CTAs per SM, a grid of one wave; measured on the H200 at 16384 × 7168: 85.5% of copy against
@@ -75,7 +76,7 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   85.4 → 86.1%, 8192 × 7168 83.5 → 84.5% of copy. false: `_anr2` (kept for A/B).
  */
 export const swigluLaunchTuning = {
-  backwardCastForm: "team16" as "main" | "team16" | "team16w",
+  backwardCastForm: "team16w" as "main" | "team16" | "team16w",
   rowForm: true,
   rowPrefetch: true,
   castRowScan: true,
@@ -142,8 +143,8 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md); where swigluForward's `_an` would run with
  * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default); where `_anr2` would run, `_anrs` while
  * castRowScan is set (the default). swigluBackwardAndPerTokenCast's
- * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16` while
- * {@link swigluLaunchTuning}.backwardCastForm is "team16" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
+ * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16w` (`_t16`) while
+ * {@link swigluLaunchTuning}.backwardCastForm is "team16w" (the default; "team16") and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
 export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrs" | "_t16" | "_t16w" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
@@ -175,7 +176,7 @@ function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
 }
 
 /**
- * `_t16` (swigluLaunchTuning.backwardCastForm = "team16", the default; `_t16w` for "team16w") where the 16-lane team
+ * `_t16w` (swigluLaunchTuning.backwardCastForm = "team16w", the default; `_t16` for "team16") where the 16-lane team
  * form's conditions hold: no clamp, no recompute (so no actOut), x, dy, xGrad and the e4m3 data 16-byte aligned; ""
  * (main's kernel) otherwise.
  */
