@@ -74,12 +74,19 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   psum load until it passes psum[e], then one coalesced warp load and a ballot) instead of each warp's binary search
  *   per row. The same bytes. H200, one process's interleaved A/B (bench/RESULTS.md, sixteenth run): 16384 × 7168
  *   85.4 → 86.1%, 8192 × 7168 83.5 → 84.5% of copy. false: `_anr2` (kept for A/B).
+ * - `forwardRowScan` (default false, round 18 candidate): where `_anrp` would run (rowPrefetch set),
+ *   `tk_swiglu_forward__bf16_bf16_anrps` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf18-swf.md):
+ *   `_anrp`'s prefetch walk, geometry and row body with each row's realness decided by `_anrs`'s expert cursor (the
+ *   block's expert kept in registers; no psum load until a row passes psum[e], then one coalesced warp load and a
+ *   ballot) instead of each warp's binary search per row, one row ahead so that a padding row's input is not loaded.
+ *   The same bytes. Not measured yet; false: `_anrp`.
  */
 export const swigluLaunchTuning = {
   backwardCastForm: "team16w" as "main" | "team16" | "team16w",
   rowForm: true,
   rowPrefetch: true,
   castRowScan: true,
+  forwardRowScan: false,
 };
 
 const packet = new LaunchPacket(SwigluParams);
@@ -141,16 +148,18 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * has no clamp (then there are no counters either), else `_a` where it is built. Where forward__bf16_e4m3_g128's
  * `_anl` would run with H = 7168, the row form `_anr2` instead while {@link swigluLaunchTuning}.rowForm is set (the
  * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md); where swigluForward's `_an` would run with
- * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default); where `_anr2` would run, `_anrs` while
- * castRowScan is set (the default). swigluBackwardAndPerTokenCast's
+ * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default), `_anrps` instead while forwardRowScan is
+ * also set (default off); where `_anr2` would run, `_anrs` while castRowScan is set (the default). swigluBackwardAndPerTokenCast's
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16w` (`_t16`) while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16w" (the default; "team16") and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrs" | "_t16" | "_t16w" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrps" | "_anrs" | "_t16" | "_t16w" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
   if (a.hidden !== ROW_HIDDEN) return f;
-  if (swigluLaunchTuning.rowPrefetch && f === "_an" && a.symbol === "tk_swiglu_forward__bf16_bf16") return "_anrp";
+  if (swigluLaunchTuning.rowPrefetch && f === "_an" && a.symbol === "tk_swiglu_forward__bf16_bf16") {
+    return swigluLaunchTuning.forwardRowScan ? "_anrps" : "_anrp";
+  }
   if (f !== "_anl" || !swigluLaunchTuning.rowForm) return f;
   return swigluLaunchTuning.castRowScan ? "_anrs" : "_anr2";
 }
@@ -231,13 +240,13 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
-  const rows = form === "_anr2" || form === "_anrp" || form === "_anrs";
+  const rows = form === "_anr2" || form === "_anrp" || form === "_anrps" || form === "_anrs";
   const team = form === "_t16" || form === "_t16w";
   const rowsPerBlock = team ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))
     : Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
-  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`, `_anrp`, `_anrs`) are compiled with the
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`, `_anrp`, `_anrps`, `_anrs`) are compiled with the
   // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.

@@ -415,3 +415,73 @@ extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks)
     const __grid_constant__ SwigluParams p) {
   tk::forward_rows_cast_scan(p);
 }
+
+// swigluForward by whole rows with the next row's input in flight AND the block's expert kept in registers (round 18,
+// docs/perf-notes/perf18-swf.md): `_anrps` (bf16 → bf16, H = 7168), selected by swigluLaunchTuning.forwardRowScan
+// (ops/quant/swiglu_launch.ts, default off: `_anrp`) wherever `_anrp` would run, under `_anrp`'s conditions.
+// `_anrp`'s geometry, PDL prologue, walk and row body (load_row_raw, row_weight, bf16_row: the same operations per
+// element), with the realness of each row decided by `_anrs`'s ExpertCursor / cursor_real instead of each warp's
+// binary psum search per row (~7 dependent 1-sector loads and an integer division). The cursor runs where `_anrp`'s
+// search ran (after the current row's stores, under the next row's loads), but one row further ahead: so the
+// realness of the block's next row is known before its loads are issued, and a padding row's input and weight are
+// not loaded (`_anrp` loads them and never uses them). The rows written, and every word of them, are `_anrp`'s.
+namespace tk {
+namespace {
+
+TK_DEV void forward_rows_prefetch_scan(const SwigluParams& p) {
+  row_pdl_launch_dependents();
+  __shared__ __align__(16) float table[kExpNegBf16TableSize];
+  row_prologue(p, table);
+
+  const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
+  const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
+  const uint32_t T = p.num_tokens;
+  const uint32_t G = gridDim.x;
+  ExpertCursor ec{0, 0, 0};
+  if (p.num_experts != 0) ec.end = psum_at(p, 0);  // after row_prologue's wait
+  uint32_t row = blockIdx.x;
+  // real: the current row's realness; real_next: the block's next row's (the cursor moves row, row + G, … in order)
+  bool real = row < T && cursor_real(p, ec, row);
+  RowRaw cur;
+  float w = 1.0f;
+  if (real) {
+    load_row_raw(p, row, c0, cur);
+    w = row_weight(p, row);
+  } else {
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) cur.g[s][k] = cur.u[s][k] = 0;
+  }
+  bool real_next = row + G < T && cursor_real(p, ec, row + G);
+  for (; row < T; row += G) {
+    const uint32_t next = row + G;
+    RowRaw nxt;
+    float wn = 1.0f;
+    if (real_next) {  // block-uniform (real_next implies next < T); in flight during this row's arithmetic
+      load_row_raw(p, next, c0, nxt);
+      wn = row_weight(p, next);
+    } else {
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) nxt.g[s][k] = nxt.u[s][k] = 0;
+    }
+    if (real) {  // padding rows (§8.1) get nothing written
+      bf16_row(p, table, row, c0, cur, w);
+    }
+    real = real_next;
+    // after the stores, under the next row's loads: the row after next (no load while it stays in the expert)
+    real_next = next < T && next + G < T && cursor_real(p, ec, next + G);
+    cur = nxt;
+    w = wn;
+  }
+}
+
+}  // namespace
+}  // namespace tk
+
+extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_bf16_anrps(
+    const __grid_constant__ SwigluParams p) {
+  tk::forward_rows_prefetch_scan(p);
+}
