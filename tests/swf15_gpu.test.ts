@@ -27,14 +27,18 @@ const SEED = 15201;
 const CAST_ROWS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
 const FWD_ANRP = "tk_swiglu_forward__bf16_bf16_anrp";
 
-/** Runs `f` with swigluLaunchTuning.rowPrefetch = `on`, restoring it however `f` ends. */
+/**
+ * Runs `f` with swigluLaunchTuning.rowPrefetch = `on` and forwardRowScan off (round 18's `_anrps`, the default since,
+ * would take `_anrp`'s calls: tests/swf18_gpu.test.ts), restoring both however `f` ends.
+ */
 function withPrefetch<R>(on: boolean, f: () => R): R {
-  const saved = swigluLaunchTuning.rowPrefetch;
+  const saved = { ...swigluLaunchTuning };
   swigluLaunchTuning.rowPrefetch = on;
+  swigluLaunchTuning.forwardRowScan = false;
   try {
     return f();
   } finally {
-    swigluLaunchTuning.rowPrefetch = saved;
+    Object.assign(swigluLaunchTuning, saved);
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * swigluForward's row-prefetch form with the block's expert cursor, `_anrps` (kernels-src/cuda/swiglu/swiglu_rows.cu,
- * docs/perf-notes/perf18-swf.md; `swigluLaunchTuning.forwardRowScan`, default off, set and restored in try/finally)
+ * docs/perf-notes/perf18-swf.md; `swigluLaunchTuning.forwardRowScan`, the default since round 18, set and restored in try/finally)
  * against the CPU reference on the output's real rows (the padding rows, which the forward leaves unwritten, masked)
  * at H = 7168, the only hidden size it is built for: T = 1, 2, 5, 37, 700 (blocks walk several rows, the last
  * prefetch past T), random rows with NaN / ±Inf / ±0, gpu_util's row kinds and edge groups; psum layouts that move the
@@ -114,7 +114,7 @@ gpuTest("_anrps equals the CPU reference at H = 7168: small, stair, padding-run 
     calls += checkCase(inputX(rand, T, 1), co, A, n++ % 2 === 0, `T=${T} random psum E=${E} A=${A}`);
   }
   assert.ok(calls > 0);
-  assert.equal(swigluLaunchTuning.forwardRowScan, false, "the knob is restored (default off)");
+  assert.equal(swigluLaunchTuning.forwardRowScan, true, "the knob is restored (default on)");
 });
 
 gpuTest("_anrps equals _anrp (forwardRowScan off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
@@ -192,5 +192,5 @@ gpuTest("forwardRowScan: the cases the knob does not take run main's choice (row
     assertBytesEqual(readAllocation(fu), want2, "x off alignment forward");
     dispose(d2, du, fu);
   });
-  assert.equal(swigluLaunchTuning.forwardRowScan, false, "the knob is restored (default off)");
+  assert.equal(swigluLaunchTuning.forwardRowScan, true, "the knob is restored (default on)");
 });

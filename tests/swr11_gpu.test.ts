@@ -7,7 +7,7 @@
  * the cast's edge groups (all NaN, ±0 only, one +Inf, subnormal products, overflow), psum layouts with padding rows
  * and alignments, weights with and without the scaling factor, every sf layout; which kernel launched is asserted
  * after every call (a silent fallback fails). Then the cases the row form does not take (another H, a clamp, x off
- * its alignment) run `_anl` or main's kernels, and swigluForward runs its own row form `_anrp` (round 15). Skipped, and counted as skipped, without a GPU.
+ * its alignment) run `_anl` or main's kernels, and swigluForward runs its own row form (`_anrps` since round 18). Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -89,9 +89,9 @@ gpuTest("the row form _anr2 equals the CPU reference and _anl byte for byte at H
   assert.ok(calls > 0);
 });
 
-gpuTest("with the row form on (the default), the cases it does not take run _anl or main's kernels (other H, clamp, x off alignment); swigluForward runs _anrp", () => {
+gpuTest("with the row form on (the default), the cases it does not take run _anl or main's kernels (other H, clamp, x off alignment); at H = 7168 the defaults run _anrs and _anrps", () => {
   const rand = rng(SEED + 1);
-  withTuning({ rowForm: true }, () => {
+  withTuning({}, () => {
     // another hidden size: `_an` / `_anl`
     const x1 = tensor(Uint16Array.from({ length: 9 * 2 * 1024 }, () => encodeBf16(Math.fround(rand() * 8 - 4))), [9, 2048], "bf16");
     const d1 = uploadView(x1);
@@ -106,12 +106,13 @@ gpuTest("with the row form on (the default), the cases it does not take run _anl
     const x2 = inputX(rand, 3, 0);
     const d2 = uploadView(x2);
     checkClampFallback(x2, d2); // (also the clamp cast's bytes against the CPU reference)
-    // H = 7168 without a clamp: the cast's row form, swigluForward's row-prefetch form `_anrp` (round 15)
+    // H = 7168 without a clamp: the cast's row form (`_anrs` since round 17), swigluForward's row-prefetch form
+    // (`_anrps` since round 18)
     const f3 = swigluForward(d2, { fmt: "bf16" }) as DeviceTensor;
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_anrp"), "H = 7168 forward: _anrp");
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_anrps"), "H = 7168 forward: _anrps");
     assertBytesEqual(readAllocation(f3), storageBytes(swigluForward(x2, { fmt: "bf16" }) as HostTensor), "H = 7168 forward");
     const [c3, s3] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128 });
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anr2"), "H = 7168 cast: _anr2");
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anrs"), "H = 7168 cast: _anrs");
     dispose(f3, c3, s3);
     // x one element off its 16-byte alignment: main's kernels
     const src = x2.data as Uint16Array;

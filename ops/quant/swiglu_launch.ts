@@ -74,19 +74,20 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   psum load until it passes psum[e], then one coalesced warp load and a ballot) instead of each warp's binary search
  *   per row. The same bytes. H200, one process's interleaved A/B (bench/RESULTS.md, sixteenth run): 16384 × 7168
  *   85.4 → 86.1%, 8192 × 7168 83.5 → 84.5% of copy. false: `_anr2` (kept for A/B).
- * - `forwardRowScan` (default false, round 18 candidate): where `_anrp` would run (rowPrefetch set),
+ * - `forwardRowScan` (default true since round 18's A/B): where `_anrp` would run (rowPrefetch set),
  *   `tk_swiglu_forward__bf16_bf16_anrps` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf18-swf.md):
  *   `_anrp`'s prefetch walk, geometry and row body with each row's realness decided by `_anrs`'s expert cursor (the
  *   block's expert kept in registers; no psum load until a row passes psum[e], then one coalesced warp load and a
  *   ballot) instead of each warp's binary search per row, one row ahead so that a padding row's input is not loaded.
- *   The same bytes. Not measured yet; false: `_anrp`.
+ *   The same bytes. H200, one process's interleaved A/B (bench/RESULTS.md, sixteenth run): 16384 × 7168
+ *   88.5 → 90.2%, 8192 × 7168 86.8 → 88.8% of copy. false: `_anrp` (kept for A/B).
  */
 export const swigluLaunchTuning = {
   backwardCastForm: "team16w" as "main" | "team16" | "team16w",
   rowForm: true,
   rowPrefetch: true,
   castRowScan: true,
-  forwardRowScan: false,
+  forwardRowScan: true,
 };
 
 const packet = new LaunchPacket(SwigluParams);
@@ -149,7 +150,7 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * `_anl` would run with H = 7168, the row form `_anr2` instead while {@link swigluLaunchTuning}.rowForm is set (the
  * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md); where swigluForward's `_an` would run with
  * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default), `_anrps` instead while forwardRowScan is
- * also set (default off); where `_anr2` would run, `_anrs` while castRowScan is set (the default). swigluBackwardAndPerTokenCast's
+ * also set (the default); where `_anr2` would run, `_anrs` while castRowScan is set (the default). swigluBackwardAndPerTokenCast's
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16w` (`_t16`) while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16w" (the default; "team16") and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
