@@ -97,6 +97,6 @@ gpuTest(
           ),
       );
     }
-    assert.equal(normLaunchTuning.castTrim, false, "the default is _br4x (castTrim off until measured)");
+    assert.equal(normLaunchTuning.castTrim, true, "the default is _br4y (castTrim on since round 18's A/B)");
   },
 );
