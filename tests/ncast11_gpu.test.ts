@@ -4,7 +4,7 @@
  * normForwardAndPerTokenCast with a residual on aligned views (`normLaunchTuning.castRowForm` 1; 0 runs the warp
  * rows `_e4m3_g<N>_wr_res`). Against the CPU reference, byte for byte on every output allocation (data, sf, outBf16, rstd,
  * residualOut), with the kernel that ran checked after every device call (a silent fallback fails; without a residual
- * main's `_br4x` (castLeanLoop) still runs): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3 /
+ * main's `_br4y` (castTrim) still runs): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3 /
  * 3e38 / 1e-39, 2-D / 3-D, padded strides, dead pieces and warps, 0 rows, grid caps (a block's later rows), NaN /
  * ±Inf / subnormal / huge rows, the bench's 3000 × 7168 with PDL on and off; unaligned views on main's `_br4` /
  * `_wr_res`; the knob at 0 on `_wr_res`. Skipped, and counted as skipped, without a GPU.
@@ -110,7 +110,7 @@ function compareOn(x: HostTensor, r: HostTensor | undefined, w: HostTensor | nul
       assert.ok(launched, `${label}: a launch`);
       assert.equal(last.fn, fnOf(sym), `${label}: ${sym} ran`);
       // PDL on the aligned forms only (ops/norm/norm_forward.ts pdlForms); main's unaligned fallbacks launch plainly
-      const pdlForm = /_(br4a|br4w|br4x|tp16c_res)$/.test(sym);
+      const pdlForm = /_(br4a|br4w|br4x|br4y|tp16c_res)$/.test(sym);
       assert.equal(last.pdl, config.pdl && pdlForm, `${label}: PDL ${pdlForm ? "as config.pdl" : "off (a plain form)"}`);
     }
     sameNormCastOutputs([[gd, gf], gb, gr, gs], [[cd, cf], cb, cr, cs], !!r, label);
@@ -121,13 +121,14 @@ function compareOn(x: HostTensor, r: HostTensor | undefined, w: HostTensor | nul
 
 /**
  * The kernel the default (castRowForm 1) runs for groups of `npc` on aligned views: `_tp16c_res` with a residual (from
- * H > 256), main's `_br4x` (castLeanLoop; `_br4w` with it off, `_br4a` with castWarpBound off) without.
+ * H > 256), main's `_br4y` (castTrim; `_br4x` with it off, `_br4w` with castLeanLoop off, `_br4a` with castWarpBound
+ * off) without.
  */
 function SYM(npc: number, res: boolean): string {
-  return `tk_norm_forward__bf16_e4m3_g${npc}${res ? "_tp16c_res" : "_br4x"}`;
+  return `tk_norm_forward__bf16_e4m3_g${npc}${res ? "_tp16c_res" : "_br4y"}`;
 }
 
-gpuTest(`the residual casts by _e4m3_g<N>_tp16c_res (the plain cast by main's _br4x) = reference: groups of 32 and 128, every sf layout, outBf16, weight, outScale, 2-D / 3-D, padded strides, dead pieces and warps, grid caps (seed 11201)`, () => {
+gpuTest(`the residual casts by _e4m3_g<N>_tp16c_res (the plain cast by main's _br4y) = reference: groups of 32 and 128, every sf layout, outBf16, weight, outScale, 2-D / 3-D, padded strides, dead pieces and warps, grid caps (seed 11201)`, () => {
   const rand = rng(11201);
   for (const blocks of [0, 1, 3]) {
     withCastRow(1, blocks, () => {
@@ -213,11 +214,11 @@ gpuTest(`addRmsnormForwardAndPerTokenCast by _e4m3_g<N>_tp16c_res (the default) 
       compareOn(rows(rand, 0, 9, H), rows(rand, 0, 9, H), wu, 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_wr_res`, `residual, unaligned weight g${npc}`);
     }
   });
-  // castRowForm 0: main's forms (the plain cast _br4x, the residual cast the warp rows _wr_res)
+  // castRowForm 0: main's forms (the plain cast _br4y, the residual cast the warp rows _wr_res)
   withCastRow(0, 0, () => {
     for (const npc of [32, 128] as const) {
       const o = { fmt: "e4m3", numPerChannels: npc, roundSf: true, usePackedUe8m0: true } as const;
-      compareOn(rows(rand, 0, 9, 1024), undefined, moderate(rand, 1024), 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_br4x`, `castRowForm 0 g${npc}: _br4x`);
+      compareOn(rows(rand, 0, 9, 1024), undefined, moderate(rand, 1024), 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_br4y`, `castRowForm 0 g${npc}: _br4y`);
       compareOn(rows(rand, 0, 9, 1024), rows(rand, 0, 9, 1024), moderate(rand, 1024), 1, o, `tk_norm_forward__bf16_e4m3_g${npc}_wr_res`, `castRowForm 0 g${npc}: _wr_res`);
     }
   });

@@ -299,7 +299,7 @@ gpuTest("normForward and its casts bf16 with a residual by warp rows (_wr_res; w
 
 /**
  * Runs f with the one-block-per-row forms (the defaults: normForward by the two-pass rows `_tp16hr` on views that allow
- * 16-byte accesses and by register rows `_rr4_l2` on the others, the cast by bulk rows `_e4m3_g<N>_br4x` on views
+ * 16-byte accesses and by register rows `_rr4_l2` on the others, the cast by bulk rows `_e4m3_g<N>_br4y` on views
  * that allow 16-byte accesses and `_e4m3_g<N>_br4` on the others) from any row count, grid cap `blocksPerSm`, then
  * restores the knobs.
  */
@@ -318,7 +318,7 @@ function withRowForms<T>(blocksPerSm: number, f: () => T): T {
 
 /**
  * The row-form cases (`_tp16hr` on the aligned views, one block of 4 warps per row: `_rr4_l2` on the unaligned ones
- * (stride H + 1, unaligned weight) and the casts `_e4m3_g<N>_br4x` / `_e4m3_g<N>_br4`) under the current launch knobs, tagged `form`:
+ * (stride H + 1, unaligned weight) and the casts `_e4m3_g<N>_br4y` / `_e4m3_g<N>_br4`) under the current launch knobs, tagged `form`:
  * every chunk count per thread (J = N/P = 1, N ≤ P, threads beyond the tree
  * holding +0 chunks, … 4 for P = 128, with dead chunks), teams wider than the tree, weight or not, outScale, 2-D /
  * 3-D, padded and unaligned strides, unaligned weight, the casts with every sf layout, and 3000 × 7168.
@@ -334,7 +334,7 @@ function compareRowForms(rand: () => number, blocks: number, form: string): void
     }
     const x = rows(rand, 0, 19, H, "bf16");
     compareForwardOn(x, undefined, unalignedWeight(rand, H), 1, `${form} blocks/SM ${blocks} H ${H} unaligned weight`);
-    // the fused casts (_e4m3_g<N>_br4x on aligned views; _e4m3_g<N>_br4 at stride H + 1, about one case in three):
+    // the fused casts (_e4m3_g<N>_br4y on aligned views; _e4m3_g<N>_br4 at stride H + 1, about one case in three):
     // groups of 2 and 8 lanes, every sf layout, outBf16, 2-D and 3-D
     for (const npc of [32, 128] as const) {
       if (H % npc) continue;
@@ -353,9 +353,9 @@ function compareRowForms(rand: () => number, blocks: number, form: string): void
   compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `${form} cast 3000x7168 blocks/SM ${blocks}`);
 }
 
-gpuTest("normForward bf16 by the row forms (_tp16hr on aligned views; register rows _rr4_l2 on unaligned ones: x or out by element loads, the weight's element-wise staging, the other tensors' 16-byte paths with the L2::256B hint) and the fused cast by bulk rows (_e4m3_g<N>_br4x on aligned views, _e4m3_g<N>_br4 on the others: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
+gpuTest("normForward bf16 by the row forms (_tp16hr on aligned views; register rows _rr4_l2 on unaligned ones: x or out by element loads, the weight's element-wise staging, the other tensors' 16-byte paths with the L2::256B hint) and the fused cast by bulk rows (_e4m3_g<N>_br4y on aligned views, _e4m3_g<N>_br4 on the others: the row landed in shared memory by one bulk copy) = reference: every chunk count per thread, teams wider than the tree, weight or not, outScale, 2-D / 3-D, padded and unaligned strides, unaligned weight, grid caps (a block's later rows reuse its buffer) (seed 8801)", () => {
   const rand = rng(8801);
-  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "tp16hr / rr4_l2 / br4x / br4 cast"));
+  for (const blocks of [0, 1, 3]) withRowForms(blocks, () => compareRowForms(rand, blocks, "tp16hr / rr4_l2 / br4y / br4 cast"));
 });
 
 /**
@@ -682,13 +682,13 @@ gpuTest("normBackward: the weight gradient has the same bits for config.numSms 1
 
 // ---- special values ---------------------------------------------------------------------------------------
 
-// ---- normForwardAndPerTokenCast by aligned bulk rows (`_e4m3_g<N>_br4x`, the default on aligned views) ---------------
+// ---- normForwardAndPerTokenCast by aligned bulk rows (`_e4m3_g<N>_br4y`, the default on aligned views) ---------------
 
-/** Runs f with the bulk rows from any row count and grid cap `blocks` (`_br4x` on aligned views, `_br4` on others). */
+/** Runs f with the bulk rows from any row count and grid cap `blocks` (`_br4y` on aligned views, `_br4` on others). */
 const withAlignedBulkRows = <T>(blocks: number, f: () => T): T => withRowForms(blocks, f);
 
-/** Whether the launch of x (rows of bf16) and w picks `_br4x` (data / outBf16 are fresh allocations: aligned). */
-function picksBr4x(x: HostTensor, w: HostTensor | null): boolean {
+/** Whether the launch of x (rows of bf16) and w picks `_br4y` (data / outBf16 are fresh allocations: aligned). */
+function picksBr4y(x: HostTensor, w: HostTensor | null): boolean {
   const dx = uploadView(x);
   const dw = w ? uploadView(w) : null;
   try {
@@ -698,7 +698,7 @@ function picksBr4x(x: HostTensor, w: HostTensor | null): boolean {
   }
 }
 
-gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4x) = reference = perTokenCast(normForward): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3, 2-D / 3-D, padded strides, dead chunks and one-chunk rows, grid caps (a block's later rows); unaligned views on _br4 (seed 8901)", () => {
+gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4y) = reference = perTokenCast(normForward): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3, 2-D / 3-D, padded strides, dead chunks and one-chunk rows, grid caps (a block's later rows); unaligned views on _br4 (seed 8901)", () => {
   const rand = rng(8901);
   for (const blocks of [0, 1, 3]) {
     withAlignedBulkRows(blocks, () => {
@@ -710,7 +710,7 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4x) = ref
               const withOutBf16 = rand() < 0.5;
               const B = rand() < 0.3 ? 2 : 0;
               const c: FwdCase = { B, T: B ? 5 : 13, H, dtype: "bf16", weight, residual: false, outScale: rand() < 0.5 ? 1 : 0.3, stride: H + (rand() < 0.5 ? 0 : 8 * Math.ceil(rand() * 8)) };
-              compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `br4x blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
+              compareCast(rand, c, { fmt: "e4m3", numPerChannels: npc, withOutBf16, ...sf }, `br4y blocks/SM ${blocks} ${name} ${npc} ${JSON.stringify(c)} outBf16 ${withOutBf16}`);
             }
           }
         }
@@ -719,14 +719,14 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4x) = ref
       const H = 512;
       const x = rows(rand, 0, 9, H, "bf16", H + 8);
       const w = moderate(rand, [H], "bf16");
-      assert.ok(picksBr4x(x, w) && picksBr4x(x, null), "aligned views pick _br4x");
+      assert.ok(picksBr4y(x, w) && picksBr4y(x, null), "aligned views pick _br4y");
       const xu = rows(rand, 0, 9, H, "bf16", H + 1);
       const xo = new HostTensor(x.data, "bf16", [8, H], [H + 8, 1], 1);
       const wu = unalignedWeight(rand, H);
-      assert.ok(!picksBr4x(xu, w) && !picksBr4x(xo, w) && !picksBr4x(x, wu), "unaligned views stay on _br4");
+      assert.ok(!picksBr4y(xu, w) && !picksBr4y(xo, w) && !picksBr4y(x, wu), "unaligned views stay on _br4");
       for (const [xx, ww, tag] of [[xu, w, "x stride H+1"], [xo, w, "x base +2 bytes"], [x, wu, "unaligned weight"], [x, w, "aligned"]] as const) {
         for (const npc of [32, 128] as const) {
-          compareCastOn(xx, undefined, ww, { B: 0, T: xx.shape[0], H, outScale: 1 }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: true }, `br4x blocks/SM ${blocks} ${tag} ${npc}`);
+          compareCastOn(xx, undefined, ww, { B: 0, T: xx.shape[0], H, outScale: 1 }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: true, roundSf: true }, `br4y blocks/SM ${blocks} ${tag} ${npc}`);
         }
       }
     });
@@ -735,12 +735,12 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4x) = ref
   for (const withOutBf16 of [false, true]) {
     withAlignedBulkRows(0, () => {
       const c: FwdCase = { B: 0, T: 3000, H: 7168, dtype: "bf16", weight: true, residual: false, outScale: 1, stride: 7168 };
-      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, withOutBf16, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `br4x 3000x7168 outBf16 ${withOutBf16}`);
+      compareCast(rand, c, { fmt: "e4m3", numPerChannels: 128, withOutBf16, useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }, `br4y 3000x7168 outBf16 ${withOutBf16}`);
     });
   }
 });
 
-gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4x) = reference on NaNs, ±Inf, ±0, subnormals and outputs that overflow or become subnormal: groups of 32 and 128, every sf layout, weight (special) or not, outScale 1 / 3e38 / 1e-39 (seed 8902)", () => {
+gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4y) = reference on NaNs, ±Inf, ±0, subnormals and outputs that overflow or become subnormal: groups of 32 and 128, every sf layout, weight (special) or not, outScale 1 / 3e38 / 1e-39 (seed 8902)", () => {
   const rand = rng(8902);
   const T = 10;
   withAlignedBulkRows(0, () => {
@@ -751,7 +751,7 @@ gpuTest("normForwardAndPerTokenCast by aligned bulk rows (_e4m3_g<N>_br4x) = ref
         for (const npc of [32, 128] as const) {
           for (const [name, sf] of SF_CONFIGS) {
             for (const ww of [w, null]) {
-              const label = `br4x special ${T}x${H} outScale ${outScale} ${npc} ${name} weight ${!!ww}`;
+              const label = `br4y special ${T}x${H} outScale ${outScale} ${npc} ${name} weight ${!!ww}`;
               compareCastOn(x, undefined, ww, { B: 0, T, H, outScale }, { fmt: "e4m3", numPerChannels: npc, withOutBf16: rand() < 0.5, ...sf }, label);
             }
           }

@@ -2,7 +2,7 @@
  * Programmatic dependent launch (docs/perf-notes/perf10-pdl.md, landed in round 10). Kernels that issue
  * griddepcontrol.launch_dependents first and griddepcontrol.wait before their first access to memory another grid may
  * write, and the launches that carry the PDL attribute while `config.pdl` is set (measured faster on the H200):
- *   normForward `_tp16hr`; normForwardAndPerTokenCast `_e4m3_g<N>_br4x`; addRmsnormForwardAndPerTokenCast (and
+ *   normForward `_tp16hr`; normForwardAndPerTokenCast `_e4m3_g<N>_br4y`; addRmsnormForwardAndPerTokenCast (and
  *   normForwardAndPerTokenCast with a residual) `_e4m3_g<N>_tp16c_res` (round 11's default; with
  *   normLaunchTuning.castRowForm 0: the plain `_e4m3_g<N>_wr_res`); SwiGLU's aligned-only forms (swigluForward
  *   `_a` / `_an`, swigluForwardAndPerTokenCast `_g128_anl`, swigluBackward `_a`); castBack / perTokenCastBack's
@@ -103,13 +103,13 @@ const FULL = [4001, 7168] as const;
 
 /**
  * Which launches carry the PDL attribute. With config.pdl on: normForward on aligned views (`_tp16hr`), the norm
- * casts on aligned views (`_br4x`, `_tp16c_res`; `_wr_res`, plain, with castRowForm 0), SwiGLU's aligned-only forms (`_a`, `_an`, `_g128_anl`), castBack /
+ * casts on aligned views (`_br4y`, `_tp16c_res`; `_wr_res`, plain, with castRowForm 0), SwiGLU's aligned-only forms (`_a`, `_an`, `_g128_anl`), castBack /
  * perTokenCastBack e4m3 → bf16 with H / 8 ≥ 256 (the segmented kernel), perBlockCastWithSfOnly. Never: their
  * fallbacks (unaligned views: `_rr4_l2`, `_br4`, `_wr_res`, SwiGLU's main kernels; castBack's row teams), the
  * element casts (`tk_cast__bf16_e4m3_a` / `_sr_a` and the unaligned ones), perBlockCast and
  * perBlockCastWithPrecomputedSf; nothing with config.pdl off.
  */
-gpuTest("PDL selection: _tp16hr, _br4x, _tp16c_res, SwiGLU's aligned forms (_g128_anl included), castBack's segmented kernel and perBlockCastWithSfOnly carry the PDL attribute while config.pdl is set; their fallbacks, the element casts, perBlockCast, perBlockCastWithPrecomputedSf and every launch with config.pdl off do not (seed 10001)", async () => {
+gpuTest("PDL selection: _tp16hr, _br4y, _tp16c_res, SwiGLU's aligned forms (_g128_anl included), castBack's segmented kernel and perBlockCastWithSfOnly carry the PDL attribute while config.pdl is set; their fallbacks, the element casts, perBlockCast, perBlockCastWithPrecomputedSf and every launch with config.pdl off do not (seed 10001)", async () => {
   const rand = rng(10001);
   const H = 512;
   const x = randomInput(rand, ROWS, H, "bf16");
@@ -138,7 +138,7 @@ gpuTest("PDL selection: _tp16hr, _br4x, _tp16c_res, SwiGLU's aligned forms (_g12
         for (const npc of [32, 128] as const) {
           const o = { eps: 1e-6, fmt: "e4m3", numPerChannels: npc, ...PACKED } as const;
           outs.push(normForwardAndPerTokenCast(dx, dw, o));
-          assert.equal(normForwardLastLaunch().pdl, on, `${tag}: cast ${npc} aligned (_br4x)`);
+          assert.equal(normForwardLastLaunch().pdl, on, `${tag}: cast ${npc} aligned (_br4y)`);
           outs.push(normForwardAndPerTokenCast(dxu, dw, o));
           assert.equal(normForwardLastLaunch().pdl, false, `${tag}: cast ${npc} unaligned (_br4), plain`);
           const dr = uploadView(res);
@@ -215,13 +215,13 @@ gpuTest("PDL selection: _tp16hr, _br4x, _tp16c_res, SwiGLU's aligned forms (_g12
 /**
  * Bytes = CPU reference with config.pdl on and off (each CPU reference computed once, the device op run with
  * config.pdl on, then off) for every PDL launch: normForward `_tp16hr` (weight or not, outScale 1 / 0.3, padded
- * strides, H with dead pieces), the norm casts `_br4x` (groups of 32 / 128, fp32 and packed sf, outBf16) and
+ * strides, H with dead pieces), the norm casts `_br4y` (groups of 32 / 128, fp32 and packed sf, outBf16) and
  * `_tp16c_res` (addRmsnorm, residual updated in place; round 11's default, `_wr_res`, plain, with castRowForm 0), SwiGLU forward `_a` / `_an`, forward+cast `_g128_anl` (`_g128_anrs`
  * at 7168) and backward `_a` with a psum layout (padding rows), weights, clamp; castBack / perTokenCastBack's segmented kernel
  * (per-token and 128 × 128 blocks); perBlockCastWithSfOnly (bf16 and fp32, 128 × 128 and 32 × 32 blocks, fp32 and
  * packed sf). The option matrix at small sizes, one case per op at 4001 × 7168 (4096 × 7168 for the per-block ones).
  */
-gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, normForwardAndPerTokenCast _br4x, addRmsnormForwardAndPerTokenCast _tp16c_res, SwiGLU forward / forward+cast _anl, _anrs / backward aligned forms, castBack's segmented kernel, perBlockCastWithSfOnly (seed 10002)", async () => {
+gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, normForwardAndPerTokenCast _br4y, addRmsnormForwardAndPerTokenCast _tp16c_res, SwiGLU forward / forward+cast _anl, _anrs / backward aligned forms, castBack's segmented kernel, perBlockCastWithSfOnly (seed 10002)", async () => {
   const rand = rng(10002);
   /** Runs the device op `f` with config.pdl on, then off; `check` compares (and disposes) its result. */
   const both = async <R>(f: () => R, check: (r: R, tag: string) => void, pdlOf: () => boolean, label: string) => {
@@ -254,7 +254,7 @@ gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, 
         dispose(dx, dw);
       }
     }
-    // normForwardAndPerTokenCast (_br4x) and addRmsnormForwardAndPerTokenCast (_tp16c_res)
+    // normForwardAndPerTokenCast (_br4y) and addRmsnormForwardAndPerTokenCast (_tp16c_res)
     for (const npc of full ? [128] as const : [32, 128] as const) {
       if (H % npc !== 0) continue; // the casts' groups divide the hidden size
       const layouts = full ? [["packed", PACKED] as const] : [...SF_LAYOUTS_FP32.slice(0, 1), ["packed", PACKED] as const];

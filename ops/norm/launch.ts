@@ -128,6 +128,17 @@ export const normLaunchTuning = {
    */
   castLeanLoop: true,
   /**
+   * Round 18 (docs/perf-notes/perf18-ncast.md): where `_e4m3_g<N>_br4x` would run (castLeanLoop on;
+   * normForwardAndPerTokenCast, no residual, aligned views; N ∈ {32, 128}), true runs
+   * `tk_norm_forward__bf16_e4m3_g<N>_br4y` (kernels-src/cuda/norm/norm_cast_br4y.cu): `_br4x` whose bench copy of the
+   * loop takes the chunk's |y| maximum by max.xorsign.abs.bf16x2 (no 0x7FFF7FFF mask per word), builds the data and
+   * sf addresses from per-row bases (the sf word by a running address, its store predicated) and leaves by the warp
+   * vote alone. Same launch geometry, PDL prologue, 40 registers without spills and bits. Default true since round
+   * 18's A/B on the H200 (bench/RESULTS.md, sixteenth run; one process, interleaved): 16384 × 7168 g128 packed 80.9 →
+   * 82.8%, g32 packed 79.2 → 81.0%, fp32 row-major 77.6 → 78.0%; 8192: 75.0 → 76.2%. false: `_br4x`.
+   */
+  castTrim: true,
+  /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
    * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.

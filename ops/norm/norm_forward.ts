@@ -305,7 +305,7 @@ export function launchNormForward(
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // any H, no residual: one block of 4 warps per row, for normForward the row held in registers
   // (`_rr4_l2`; on views that allow 16-byte accesses `_tp16hr` below), for the cast landed in shared memory by a bulk
-  // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4x` (`_br4w` / `_br4a` with castLeanLoop / castWarpBound off),
+  // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4x` (`_br4y` with castTrim on; `_br4w` / `_br4a` with castLeanLoop / castWarpBound off),
   // compiled for aligned views only, where the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
@@ -324,7 +324,7 @@ export function launchNormForward(
   const form = castRow
     ? "_tp16c_res"
     : bulkRows
-    ? (aligned() ? (t.castWarpBound ? (t.castLeanLoop ? "_br4x" : "_br4w") : "_br4a") : "_br4")
+    ? (aligned() ? (t.castWarpBound ? (t.castLeanLoop ? (t.castTrim ? "_br4y" : "_br4x") : "_br4w") : "_br4a") : "_br4")
     : twoPass
     ? "_tp16hr"
     : regRows
@@ -394,7 +394,7 @@ export function launchNormForward(
 }
 
 /** The forms of norm_forward.cu compiled with the griddepcontrol prologue (launched with PDL while config.pdl). */
-const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_br4w", "_br4x", "_tp16c_res"]);
+const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_br4w", "_br4x", "_br4y", "_tp16c_res"]);
 
 /**
  * The function handle and the PDL flag of the launch header the norm forward family (normForward,
