@@ -1,6 +1,6 @@
 /**
  * Inputs and the byte-for-byte comparison shared by the GPU tests of normForwardAndPerTokenCast's bulk-rows forms
- * (tests/ncast14_gpu.test.ts: `_br4w`; tests/ncast15_gpu.test.ts: `_br4x`; tests/ncast18_gpu.test.ts: `_br4y`): inputs, the knobs that select a form, the
+ * (tests/ncast18_gpu.test.ts: `_br4y`; rounds 14 and 15 used it for `_br4w` / `_br4x`, no longer built): inputs, the knobs that select a form, the
  * byte-for-byte comparison and the sweep over shapes, layouts and options.
  * @module
  */
@@ -69,26 +69,22 @@ export function compareOn(
 }
 
 /** The aligned bulk-rows forms of the plain fused cast, by the knobs that select them. */
-export type CastForm = "_br4a" | "_br4w" | "_br4x" | "_br4y";
+export type CastForm = "_br4a" | "_br4y";
 
 /**
- * Runs f with the bulk-rows forms from any row count, the aligned form `form` (castWarpBound / castLeanLoop / castTrim) and grid
+ * Runs f with the bulk-rows forms from any row count, the aligned form `form` (castWarpBound) and grid
  * cap `blocks`; restores the knobs however f ends.
  */
 export function withCastForm<T>(form: CastForm, blocks: number, f: () => T): T {
   const t = normLaunchTuning;
   const prev = [
-    t.castTrim,
-    t.castLeanLoop,
     t.castWarpBound,
     t.castBulkRows,
     t.forwardBlocksPerSm,
     t.forwardWarpRowsMinRowsPerSm,
     t.teamThreads,
   ] as const;
-  t.castWarpBound = form !== "_br4a";
-  t.castLeanLoop = form === "_br4x" || form === "_br4y";
-  t.castTrim = form === "_br4y";
+  t.castWarpBound = form === "_br4y";
   t.castBulkRows = true;
   t.forwardBlocksPerSm = blocks;
   t.forwardWarpRowsMinRowsPerSm = 0;
@@ -96,7 +92,7 @@ export function withCastForm<T>(form: CastForm, blocks: number, f: () => T): T {
   try {
     return f();
   } finally {
-    [t.castTrim, t.castLeanLoop, t.castWarpBound, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] =
+    [t.castWarpBound, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] =
       prev;
   }
 }

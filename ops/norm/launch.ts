@@ -70,7 +70,7 @@ export const NORM_BLOCK_THREADS = 256;
  *   warp-instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1, rounded scales as packed
  *   UE8M0) in its own copy of the loop; same launch geometry, registers (40) and bits. H200, 8192 / 16384 × 7168:
  *   70.5 / 76.9% of copy against `_br4`'s 67.1 / 73.2% (2026-12-01, docs/perf-notes/perf9-ncast.md; its knob
- *   `castBulkRowsAligned` was removed). Since round 14 aligned views run `_e4m3_g<N>_br4w` (`castWarpBound`), since round 15 `_br4x` (`castLeanLoop`).
+ *   `castBulkRowsAligned` was removed). Since round 18 aligned views run `_e4m3_g<N>_br4y` (`castWarpBound`).
  * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
  *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against
  *   68.1% with 100 (14 blocks' worth of shared memory at H = 7168, 28 KiB of L1).
@@ -105,39 +105,20 @@ export const normLaunchTuning = {
    */
   castRowForm: 1 as 0 | 1,
   /**
-   * Round 14 (docs/perf-notes/perf14-ncast.md): where `_e4m3_g<N>_br4a` would run (normForwardAndPerTokenCast, no
-   * residual, aligned views; N ∈ {32, 128}), true runs `tk_norm_forward__bf16_e4m3_g<N>_br4w`
-   * (kernels-src/cuda/norm/norm_cast_br4w.cu): the same kernel with step 4 + the cast's loop bounded per warp (warp w
-   * leaves after the iteration whose next one is wholly dead, by a warp vote, instead of every lane walking
-   * j < J = N/128: at H = 7168 warps 2 and 3 skip j = 3, 2 of 16 warp iterations a row). Same launch geometry, PDL
-   * prologue, 40 registers without spills (12 blocks per SM) and bits. true (the default since round 14: 77.5 → 80.3%
-   * of copy at 16384 × 7168 g128 packed, 75.5 → 77.1% with fp32 sf, 76.1 → 78.5% g32, in one process's interleaved
-   * A/B, bench/RESULTS.md fifteenth run); false: `_br4a`.
+   * Where `_e4m3_g<N>_br4a` would run (normForwardAndPerTokenCast, no residual, aligned views; N ∈ {32, 128}), true
+   * (the default) runs `tk_norm_forward__bf16_e4m3_g<N>_br4y` (kernels-src/cuda/norm/norm_cast_br4y.cu); false runs
+   * `_br4a`. Same launch geometry, PDL prologue, 40 registers without spills (12 blocks per SM) and bits. `_br4y` is
+   * `_br4a` with three rounds of trimming, each A/B'd in one process on the H200 (bench/RESULTS.md):
+   * - round 14 (`_br4w`, docs/perf-notes/perf14-ncast.md): step 4 + the cast's loop bounded per warp by a warp vote
+   *   (77.5 → 80.3% of copy at 16384 × 7168 g128 packed);
+   * - round 15 (`_br4x`, perf15-ncast.md): the UE8M0 exponent from amax's bits instead of a division, bf16x2 products
+   *   by the power-of-two inverse, packed sf words (80.2 → 81.1%);
+   * - round 18 (`_br4y`, perf18-ncast.md): the |y| maximum by max.xorsign.abs.bf16x2, addresses from per-row bases,
+   *   the warp vote as the only exit (80.9 → 82.8%; g32 packed 79.2 → 81.0%, fp32 row-major 77.6 → 78.0%).
+   * The intermediate `_br4w` and `_br4x` left the package when `_br4y` landed (−0.33 MB; their source is
+   * docs/branches/perf15-br4wx.patch).
    */
   castWarpBound: true,
-  /**
-   * Round 15 (docs/perf-notes/perf15-ncast.md): where `_e4m3_g<N>_br4w` would run (castWarpBound on;
-   * normForwardAndPerTokenCast, no residual, aligned views; N ∈ {32, 128}), true runs
-   * `tk_norm_forward__bf16_e4m3_g<N>_br4x` (kernels-src/cuda/norm/norm_cast_br4x.cu): `_br4w` whose bench copy of the
-   * loop (a weight, outScale 1, rounded scales as packed UE8M0) forms the UE8M0 exponent from amax's bits instead of a
-   * division, the codes from bf16x2 products by the power-of-two inverse, and each warp's scale bytes as whole packed
-   * words (one 32-bit store per 4 groups instead of a byte store per group and the last word's zero padding); the
-   * data and sf row addresses once per row. Same launch geometry, PDL prologue, 40 registers without spills and bits.
-   * true (the default since round 15: one process's interleaved A/B, bench/RESULTS.md fifteenth run, 16384 × 7168:
-   * g128 packed 80.2 → 81.1%, fp32 row sf 76.9 → 77.6%, g32 packed 78.5 → 79.2%; 8192: 74.6 → 74.8%); false: `_br4w`.
-   */
-  castLeanLoop: true,
-  /**
-   * Round 18 (docs/perf-notes/perf18-ncast.md): where `_e4m3_g<N>_br4x` would run (castLeanLoop on;
-   * normForwardAndPerTokenCast, no residual, aligned views; N ∈ {32, 128}), true runs
-   * `tk_norm_forward__bf16_e4m3_g<N>_br4y` (kernels-src/cuda/norm/norm_cast_br4y.cu): `_br4x` whose bench copy of the
-   * loop takes the chunk's |y| maximum by max.xorsign.abs.bf16x2 (no 0x7FFF7FFF mask per word), builds the data and
-   * sf addresses from per-row bases (the sf word by a running address, its store predicated) and leaves by the warp
-   * vote alone. Same launch geometry, PDL prologue, 40 registers without spills and bits. Default true since round
-   * 18's A/B on the H200 (bench/RESULTS.md, sixteenth run; one process, interleaved): 16384 × 7168 g128 packed 80.9 →
-   * 82.8%, g32 packed 79.2 → 81.0%, fp32 row-major 77.6 → 78.0%; 8192: 75.0 → 76.2%. false: `_br4x`.
-   */
-  castTrim: true,
   /**
    * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
