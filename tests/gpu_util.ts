@@ -204,3 +204,17 @@ export function randomFp4(rand: () => number, T: number, H: number, bs: readonly
   }
   return [data, layout.endsWith("col") ? toColMajor(sf) : sf];
 }
+
+/** fp32 scales `[T, H/32]` with the given exponent bytes (bits: exponent << 23, plus `noise` in sign and mantissa). */
+export function fp32Scales(e: Uint8Array, T: number, H: number, rand: () => number): HostTensor {
+  const u = new Uint32Array(e.length).map((_, i) => (e[i] << 23) | (rand() < 0.3 ? Math.floor(rand() * 0x7fffff) : 0) | (rand() < 0.2 ? 0x80000000 : 0));
+  return tensor(new Float32Array(u.buffer), [T, H / 32], "fp32") as HostTensor;
+}
+
+/** The same exponent bytes as packed UE8M0 words `[T, ceil(H/128)]`. */
+export function packedScales(e: Uint8Array, T: number, H: number): HostTensor {
+  const nbk = H / 32, cols = Math.ceil(nbk / 4);
+  const w = new Int32Array(T * cols);
+  for (let m = 0; m < T; m++) for (let k = 0; k < nbk; k++) w[m * cols + (k >> 2)] |= e[m * nbk + k] << (8 * (k & 3));
+  return tensor(w, [T, cols], "int32") as HostTensor;
+}

@@ -19,7 +19,7 @@ import { launchCount } from "../ffi/cuda.ts";
 import { lastLosslessDataKernel, losslessLaunchTuning } from "../ops/quant/per_block_cast_lossless.ts";
 import { toColMajor } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomFp4, readAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
+import { dispose, fp32Scales, packedScales, randomFp4, readAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
 const TILE = "tk_per_block_cast_lossless__tile";
 const DATA_A = "tk_per_block_cast_lossless__data_a";
@@ -89,20 +89,6 @@ gpuTest("perBlockCastLossless __tile = reference: one block row from an output b
   compare(randomFp4(rand, 67, 64, [1, 32], "fp32-row", 105), MX, DATA_A, "H = 64");
   compare(randomFp4(rand, 67, 1024, [1, 8], "fp32-row", 105), { fmt: "e4m3", xBlockSize: [1, 8], outBlockSize: [128, 128] }, DATA, "in [1, 8]");
 });
-
-/** fp32 scales `[T, H/32]` with the given exponent bytes (bits: exponent << 23, plus `noise` in sign and mantissa). */
-function fp32Scales(e: Uint8Array, T: number, H: number, rand: () => number): HostTensor {
-  const u = new Uint32Array(e.length).map((_, i) => (e[i] << 23) | (rand() < 0.3 ? Math.floor(rand() * 0x7fffff) : 0) | (rand() < 0.2 ? 0x80000000 : 0));
-  return tensor(new Float32Array(u.buffer), [T, H / 32], "fp32") as HostTensor;
-}
-
-/** The same exponent bytes as packed UE8M0 words `[T, ceil(H/128)]`. */
-function packedScales(e: Uint8Array, T: number, H: number): HostTensor {
-  const nbk = H / 32, cols = Math.ceil(nbk / 4);
-  const w = new Int32Array(T * cols);
-  for (let m = 0; m < T; m++) for (let k = 0; k < nbk; k++) w[m * cols + (k >> 2)] |= e[m * nbk + k] << (8 * (k & 3));
-  return tensor(w, [T, cols], "int32") as HostTensor;
-}
 
 gpuTest("perBlockCastLossless __tile = reference on special values: zero code blocks, −0, exponents 0/1 and 249–255 (Inf, NaN fp32 scales) (seed 1603)", () => {
   const rand = rng(1603);

@@ -3,7 +3,7 @@
  * spec/quant.md §10, §11). Checks, then dispatch to the CPU reference (`per_block_cast_lossless.ref.ts`) or the
  * CUDA kernels (`kernels-src/cuda/quant/per_block_cast_lossless.cu`; the aligned data form behind
  * {@link losslessLaunchTuning}: `per_block_cast_lossless_a.cu`; the one-launch tiled form behind it too:
- * `per_block_cast_lossless_t.cu`).
+ * `per_block_cast_lossless_t.cu`, and its pipelined forms: `per_block_cast_lossless_p.cu`).
  * @module
  */
 import { type OpOptions, place } from "../../core/backend.ts";
@@ -12,7 +12,7 @@ import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
 import type { Device, DeviceTensor, HostTensor, Quantized, Stream, Tensor } from "../../core/tensor.ts";
-import { errorWordPtr, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { errorWordPtr, kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/cuda.ts";
 import { registerOpId } from "../../ffi/op_ids.ts";
 import { blockStream, checkBlockSize, checkOutData, checkOutSf, deviceCodes, deviceSf } from "./per_block_cast.ts";
 import { LOSSLESS_SF_KIND, PerBlockCastLosslessParams } from "./per_block_cast.params.ts";
@@ -52,6 +52,15 @@ const packet = new LaunchPacket(PerBlockCastLosslessParams);
 const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 16, xAlign: 8, dataAlign: 16 };
 /** per_block_cast_lossless_t.cu's launch table: tiles of 128 rows × 256 columns, 4 blocks per SM resident. */
 const PLT = { threads: 256, blocksPerSm: 4, tileRows: 128, tileCols: 256, inBlockCols: 32, outBlockCols: 128, xAlign: 8, dataAlign: 16 };
+/**
+ * per_block_cast_lossless_p.cu's forms of `__tile` (same tiles and launch checks), by `losslessLaunchTuning.tiledForm`:
+ * CTAs per SM resident, dynamic shared memory (form 2: a ring of 3 tiles × 256 threads × (8 code + 4 exponent bytes)
+ * × 8 chunks = 72 KiB, kRingBytes) and the carveout that fits 3 of them.
+ */
+const PLP = {
+  1: { symbol: "tk_per_block_cast_lossless__tile_pf", blocksPerSm: 4, ringBytes: 0, carveout: undefined },
+  2: { symbol: "tk_per_block_cast_lossless__tile_cp", blocksPerSm: 3, ringBytes: 3 * 256 * 8 * 12, carveout: 100 },
+} as const;
 
 /**
  * Launch choices of {@link perBlockCastLossless} (docs/perf-notes/perf11-lsl.md). Same bytes either way.
@@ -67,13 +76,21 @@ const PLT = { threads: 256, blocksPerSm: 4, tileRows: 128, tileCols: 256, inBloc
  *   [128, 128] (or one block row of ≤ 128 rows), the codes' base is 8-byte and the output data's base 16-byte
  *   aligned; every other call, and every call with `tiled` false, runs as `dataAligned` says. Same bytes (data and
  *   sf) either way.
+ * - `tiledForm` (default 0, docs/perf-notes/perf19-lsl.md), where `tiled` is taken: 0 runs `__tile`; 1 runs
+ *   `tk_per_block_cast_lossless__tile_pf` (the next tile's loads issued into a second register set before a tile's
+ *   barrier and encode, 4 CTAs per SM); 2 runs `tk_per_block_cast_lossless__tile_cp` (each thread's chunks and
+ *   exponent words copied by cp.async into a ring of 3 tiles in shared memory, two tiles ahead in flight, 3 CTAs
+ *   per SM). Forms 1 and 2 take the same calls as `__tile` (form 2 copies whole 32-bit words of the input scales,
+ *   whose fp32 or int32 storage is always 4-byte aligned) with the same bytes, and their grids are balanced: every
+ *   CTA gets ⌈tiles / grid⌉ or one fewer tiles, with grid ≤ CTAs per SM · SMs.
  */
-export const losslessLaunchTuning = { dataAligned: true, tiled: true };
+export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 0 | 1 | 2 } = { dataAligned: true, tiled: true, tiledForm: 0 };
 
 let lastDataKernel = "";
 /**
  * The symbol of the last data launch of {@link perBlockCastLossless} on a device ("" before any): for tests. With
- * `losslessLaunchTuning.tiled` taken, the op's only launch, `tk_per_block_cast_lossless__tile`.
+ * `losslessLaunchTuning.tiled` taken, the op's only launch: `tk_per_block_cast_lossless__tile`, or the form
+ * `losslessLaunchTuning.tiledForm` picks.
  */
 export function lastLosslessDataKernel(): string {
   return lastDataKernel;
@@ -122,9 +139,18 @@ function launchLossless(op: string, device: Device, stream: Stream, data: Tensor
     xAddr % PLT.xAlign === 0 && outAddr % PLT.dataAlign === 0
   ) {
     const tiles = Math.ceil(a.T / PLT.tileRows) * Math.ceil(a.H / PLT.tileCols);
-    const grid = Math.max(1, Math.min(tiles, PLT.blocksPerSm * sms));
-    lastDataKernel = "tk_per_block_cast_lossless__tile";
-    p.setLaunch(kernelFunction(op, device, lastDataKernel), stream.handle, grid, PLT.threads, 0, false, device.index);
+    const form = losslessLaunchTuning.tiledForm;
+    if (form === 0) {
+      const grid = Math.max(1, Math.min(tiles, PLT.blocksPerSm * sms));
+      lastDataKernel = "tk_per_block_cast_lossless__tile";
+      p.setLaunch(kernelFunction(op, device, lastDataKernel), stream.handle, grid, PLT.threads, 0, false, device.index);
+    } else {
+      const f = PLP[form];
+      const grid = Math.ceil(tiles / Math.ceil(tiles / (f.blocksPerSm * sms)));
+      const fn = f.ringBytes > 0 ? kernelFunctionWithSmem(op, device, f.symbol, f.ringBytes, f.carveout) : kernelFunction(op, device, f.symbol);
+      lastDataKernel = f.symbol;
+      p.setLaunch(fn, stream.handle, grid, PLT.threads, f.ringBytes, false, device.index);
+    }
     p.launch(op);
     return;
   }

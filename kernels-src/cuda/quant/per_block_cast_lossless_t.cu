@@ -125,7 +125,9 @@ TK_DEV void lossless_tiles(const PerBlockCastLosslessParams& p) {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_PER_BLOCK_CAST_LOSSLESS_T_NO_ENTRIES  // (per_block_cast_lossless_p.cu includes this file for its tile constants)
 extern "C" __global__ void __launch_bounds__(tk::kTileThreads, tk::kTileMinBlocks)
     tk_per_block_cast_lossless__tile(const __grid_constant__ PerBlockCastLosslessParams p) {
   tk::lossless_tiles(p);
 }
+#endif  // TK_PER_BLOCK_CAST_LOSSLESS_T_NO_ENTRIES
