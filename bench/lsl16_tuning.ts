@@ -3,7 +3,8 @@
  * (`losslessLaunchTuning.tiled`; docs/perf-notes/perf16-lsl.md), interleaved in one process: the roofline's cases
  * (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with fp32 power-of-two scales [1, 32], made by perTokenCast from
  * random bf16) → e4m3 [128, 128] with fp32 scales or packed UE8M0 (TMA-aligned column-major), 8192 and 16384 × 7168.
- * Settings (restored at the end): "main" tiled off (dataAligned on, main's default), "tile" tiled on.
+ * Settings (restored at the end): "main" tiled off (dataAligned on, main's default), "tile" tiled on with tiledForm 0
+ * (`__tile`; the default form since round 19 is `__tile_cp`, bench/lsl19_tuning.ts).
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, 20 calls into preallocated outputs after a lead copy,
  * rotated order over 5 rounds, the median printed). % is of the same run's cuMemcpyDtoD (1 GiB, read + write) for
@@ -57,8 +58,7 @@ try {
       const tag = `${T}x${H} e2m1 [1,32] → e4m3 128x128 ${v.name}`;
       // one pair of outputs per setting (written by each setting's own launches, then compared)
       const outs = SETTINGS.map((s) => {
-        losslessLaunchTuning.dataAligned = true;
-        losslessLaunchTuning.tiled = s.tiled;
+        Object.assign(losslessLaunchTuning, { dataAligned: true, tiled: s.tiled, tiledForm: 0 });
         const [data, sf] = perBlockCastLossless(q, v.o) as [DeviceTensor, DeviceTensor];
         if (lastLosslessDataKernel() !== s.kernel) {
           failures++;
@@ -73,8 +73,7 @@ try {
         SETTINGS,
         ROUNDS,
         (s) => {
-          losslessLaunchTuning.dataAligned = true;
-          losslessLaunchTuning.tiled = s.tiled;
+          Object.assign(losslessLaunchTuning, { dataAligned: true, tiled: s.tiled, tiledForm: 0 });
           cur = SETTINGS.indexOf(s);
         },
         () => void perBlockCastLossless(q, outs[cur].opts),

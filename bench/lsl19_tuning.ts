@@ -1,15 +1,15 @@
 /**
- * perBlockCastLossless, round 16's one launch `__tile` (`losslessLaunchTuning.tiledForm` 0, the default) against
- * round 19's pipelined forms (docs/perf-notes/perf19-lsl.md): 1 = `__tile_pf` (the next tile's loads in a second
- * register set), 2 = `__tile_cp` (a cp.async ring of 3 tiles in shared memory), interleaved in one process: the
- * roofline's cases (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with fp32 power-of-two scales [1, 32], made by
- * perTokenCast from random bf16) → e4m3 [128, 128] with fp32 scales or packed UE8M0 (TMA-aligned column-major),
- * 8192 and 16384 × 7168. Settings (restored at the end): tiled on, dataAligned on, tiledForm 0 / 1 / 2.
+ * perBlockCastLossless, round 16's one launch `__tile` (`losslessLaunchTuning.tiledForm` 0) against round 19's
+ * pipelined form `__tile_cp` (2, the default since this A/B: a cp.async ring of 3 tiles in shared memory;
+ * docs/perf-notes/perf19-lsl.md), interleaved in one process: the roofline's cases (bench/cases_more.ts): MXFP4 input
+ * (e2m1x2 codes with fp32 power-of-two scales [1, 32], made by perTokenCast from random bf16) → e4m3 [128, 128] with
+ * fp32 scales or packed UE8M0 (TMA-aligned column-major), 8192 and 16384 × 7168. Settings (restored at the end):
+ * tiled on, dataAligned on, tiledForm 0 / 2.
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, 20 calls into preallocated outputs after a lead copy,
  * rotated order over 5 rounds, the median printed). % is of the same run's cuMemcpyDtoD (1 GiB, read + write) for
  * the bytes the roofline counts: T·H/2 codes + the input scales read, T·H e4m3 bytes + the output scales written.
- * Δ is the row's time minus `__tile`'s. Every form's data and sf (whole allocations) are compared byte for byte with
+ * Δ is the row's time minus `__tile`'s. cp's data and sf (whole allocations) are compared byte for byte with
  * `__tile`'s, and each setting's launch is checked to be the expected kernel: a difference prints FAIL and exits 1.
  *
  * `deno run -A --no-check bench/lsl19_tuning.ts` (or `bun bench/lsl19_tuning.ts`).
@@ -26,7 +26,6 @@ const H = 7168;
 const ROUNDS = 5;
 const SETTINGS = [
   { name: "tile", form: 0, kernel: "tk_per_block_cast_lossless__tile" },
-  { name: "pf", form: 1, kernel: "tk_per_block_cast_lossless__tile_pf" },
   { name: "cp", form: 2, kernel: "tk_per_block_cast_lossless__tile_cp" },
 ] as const;
 const VARIANTS = [
@@ -112,4 +111,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "lsl19_tuning: pf's and cp's outputs (data and sf) equal tile's for every case");
+abVerdict(failures, "lsl19_tuning: cp's outputs (data and sf) equal tile's for every case");

@@ -1,6 +1,7 @@
 /**
  * Round 16 (docs/perf-notes/perf16-lsl.md): perBlockCastLossless in one launch, `tk_per_block_cast_lossless__tile`
- * (knob `losslessLaunchTuning.tiled`, default on since round 16's A/B), against the CPU reference byte for byte on the whole allocations
+ * (knob `losslessLaunchTuning.tiled`, default on since round 16's A/B; `tiledForm` 0 here, since round 19 the
+ * default is 2, `__tile_cp`: tests/lsl19_gpu.test.ts), against the CPU reference byte for byte on the whole allocations
  * (data and sf, padding included), with the launched kernel and the launch count (1, main: 2) checked after every
  * device call: every input sf layout (fp32 and packed UE8M0, row- and column-major) × every output sf layout; row
  * tails (a partial last 128-row band, 1 row) and column tails (a tile's second output block partly or wholly past H,
@@ -27,11 +28,10 @@ const DATA = "tk_per_block_cast_lossless__data";
 const IN_LAYOUTS = ["fp32-row", "fp32-col", "packed-row", "packed-col"] as const;
 const MX: Pick<PerBlockCastLosslessOptions, "fmt" | "xBlockSize" | "outBlockSize"> = { fmt: "e4m3", xBlockSize: [1, 32], outBlockSize: [128, 128] };
 
-/** Runs `f` with `losslessLaunchTuning.tiled = on` (dataAligned on), restoring both knobs afterwards. */
+/** Runs `f` with `losslessLaunchTuning.tiled = on` (dataAligned on, tiledForm 0: `__tile`), restoring the knobs afterwards. */
 function withTiled<R>(on: boolean, f: () => R): R {
   const saved = { ...losslessLaunchTuning };
-  losslessLaunchTuning.tiled = on;
-  losslessLaunchTuning.dataAligned = true;
+  Object.assign(losslessLaunchTuning, { tiled: on, dataAligned: true, tiledForm: 0 });
   try {
     return f();
   } finally {
@@ -191,7 +191,7 @@ gpuTest("perBlockCastLossless __tile = main's launches = reference at 3000 × 71
   }
 });
 
-gpuTest("perBlockCastLossless: the default (tiled on since round 16) runs __tile, one launch; tiled off runs main's two", () => {
+gpuTest("perBlockCastLossless: the default (tiled on since round 16, tiledForm 2 since round 19) runs __tile_cp, one launch; tiled off runs main's two", () => {
   const x = randomFp4(rng(1606), 130, 1024, [1, 32], "fp32-row", 110);
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   try {
@@ -199,7 +199,7 @@ gpuTest("perBlockCastLossless: the default (tiled on since round 16) runs __tile
     const want = perBlockCastLossless(x, MX) as [HostTensor, HostTensor];
     let n0 = launchCount();
     const got = perBlockCastLossless(dx, MX);
-    assert.equal(lastLosslessDataKernel(), TILE);
+    assert.equal(lastLosslessDataKernel(), "tk_per_block_cast_lossless__tile_cp");
     assert.equal(launchCount() - n0, 1);
     samePair(got as [DeviceTensor, DeviceTensor], want, "default");
     n0 = launchCount();

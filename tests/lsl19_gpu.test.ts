@@ -1,17 +1,16 @@
 /**
- * Round 19 (docs/perf-notes/perf19-lsl.md): perBlockCastLossless's pipelined one-launch forms, picked by
- * `losslessLaunchTuning.tiledForm` (default 0 = `__tile`): 1 = `tk_per_block_cast_lossless__tile_pf` (the next
- * tile's loads in a second register set), 2 = `tk_per_block_cast_lossless__tile_cp` (a cp.async ring of 3 tiles in
- * shared memory). For every form value, against the CPU reference byte for byte on the whole allocations (data and
- * sf, padding included), with the launched kernel and the launch count (1) checked after every device call: every
- * input sf layout (fp32 and packed UE8M0, row- and column-major) × every output sf layout over row tails (a partial
- * last 128-row band, 1 row) and column tails (a tile's second output block partly or wholly past H); a single block
- * row from an output block taller than the tensor (T ≤ 128); special values (zero code blocks, −0, exponent bytes
- * 0/1 and 249–255); more tiles than CTAs (3000 × 7168, and 16384 × 7168 against the reference and, on the device,
- * against `__tile` and main's two launches); the contract violated (DEVICE_VALUE at the next sync with `__tile`'s
- * count); codes at an 8-byte and output views at a 16-byte offset (taken), and the calls every form leaves to main's
- * launches (codes or output off alignment, other block shapes), with the kernel main runs asserted. Skipped without
- * a GPU.
+ * Round 19 (docs/perf-notes/perf19-lsl.md): perBlockCastLossless's pipelined one-launch form, picked by
+ * `losslessLaunchTuning.tiledForm`: 2 (the default since round 19's A/B) = `tk_per_block_cast_lossless__tile_cp` (a
+ * cp.async ring of 3 tiles in shared memory), 0 = `__tile`. For both form values, against the CPU reference byte for
+ * byte on the whole allocations (data and sf, padding included), with the launched kernel and the launch count (1)
+ * checked after every device call: every input sf layout (fp32 and packed UE8M0, row- and column-major) × every
+ * output sf layout over row tails (a partial last 128-row band, 1 row) and column tails (a tile's second output
+ * block partly or wholly past H); a single block row from an output block taller than the tensor (T ≤ 128); special
+ * values (zero code blocks, −0, exponent bytes 0/1 and 249–255); more tiles than CTAs (3000 × 7168, and 16384 × 7168
+ * against the reference and, on the device, against `__tile` and main's two launches); the contract violated
+ * (DEVICE_VALUE at the next sync with `__tile`'s count); codes at an 8-byte and output views at a 16-byte offset
+ * (taken), and the calls both forms leave to main's launches (codes or output off alignment, other block shapes),
+ * with the kernel main runs asserted. Skipped without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -23,8 +22,9 @@ import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, fp32Scales, packedScales, randomFp4, readAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
 /** The symbol each `tiledForm` launches where the tiled form is taken. */
-const FORMS = [[0, "tk_per_block_cast_lossless__tile"], [1, "tk_per_block_cast_lossless__tile_pf"], [2, "tk_per_block_cast_lossless__tile_cp"]] as const;
+const FORMS = [[0, "tk_per_block_cast_lossless__tile"], [2, "tk_per_block_cast_lossless__tile_cp"]] as const;
 type Form = (typeof FORMS)[number][0];
+const SYMBOL: Record<Form, string> = Object.fromEntries(FORMS) as Record<Form, string>;
 const DATA_A = "tk_per_block_cast_lossless__data_a";
 const DATA = "tk_per_block_cast_lossless__data";
 const TILED = "tiled"; // "the form's own kernel", in the case lists below
@@ -46,7 +46,7 @@ function withForm<R>(form: Form, f: () => R): R {
 function runForm(form: Form, dx: Quantized, o: PerBlockCastLosslessOptions, kernel: string, label: string): Quantized {
   const n0 = launchCount();
   const got = withForm(form, () => perBlockCastLossless(dx, o));
-  const want = kernel === TILED ? FORMS[form][1] : kernel;
+  const want = kernel === TILED ? SYMBOL[form] : kernel;
   assert.equal(lastLosslessDataKernel(), want, `${label} form ${form}: data kernel`);
   assert.equal(launchCount() - n0, kernel === TILED ? 1 : 2, `${label} form ${form}: launches`);
   return got;
@@ -67,7 +67,7 @@ function compare(x: Quantized, o: PerBlockCastLosslessOptions, kernel: string, l
 // (second tile half past H), 1024, 7168, 8224 (H % 256 = 32)
 const SHAPES: [number, number][] = [[1, 128], [1, 7168], [3, 96], [7, 160], [128, 256], [130, 384], [257, 1024], [33, 7168], [9, 8224], [200, 2080]];
 
-gpuTest("perBlockCastLossless tiledForm 0/1/2 = reference: every input × output sf layout, row and column tails (seed 1901)", () => {
+gpuTest("perBlockCastLossless tiledForm 0/2 = reference: every input × output sf layout, row and column tails (seed 1901)", () => {
   const rand = rng(1901);
   for (const inLay of IN_LAYOUTS) {
     for (const [T, H] of SHAPES) {
@@ -77,7 +77,7 @@ gpuTest("perBlockCastLossless tiledForm 0/1/2 = reference: every input × output
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/1/2 = reference: one block row from an output block taller than the tensor; other blocks stay on main's launches (seed 1902)", () => {
+gpuTest("perBlockCastLossless tiledForm 0/2 = reference: one block row from an output block taller than the tensor; other blocks stay on main's launches (seed 1902)", () => {
   const rand = rng(1902);
   for (const [T, ob, kernel] of [[100, [256, 128], TILED], [128, [1024, 128], TILED], [1, [512, 128], TILED], [300, [256, 128], DATA_A], [100, [64, 128], DATA_A]] as [number, [number, number], string][]) {
     const x = randomFp4(rand, T, 1024, [1, 32], "packed-row", 110);
@@ -90,7 +90,7 @@ gpuTest("perBlockCastLossless tiledForm 0/1/2 = reference: one block row from an
   compare(randomFp4(rand, 67, 1024, [1, 8], "fp32-row", 105), { fmt: "e4m3", xBlockSize: [1, 8], outBlockSize: [128, 128] }, DATA, "in [1, 8]");
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/1/2 = reference on special values: zero code blocks, −0, exponents 0/1 and 249–255 (seed 1903)", () => {
+gpuTest("perBlockCastLossless tiledForm 0/2 = reference on special values: zero code blocks, −0, exponents 0/1 and 249–255 (seed 1903)", () => {
   const rand = rng(1903);
   const [T, H] = [300, 1536]; // 3 bands (the last partial) × 12 output blocks: 6 tiles
   const nbk = H / 32;
@@ -116,7 +116,7 @@ gpuTest("perBlockCastLossless tiledForm 0/1/2 = reference on special values: zer
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/1/2 raise DEVICE_VALUE with __tile's count when an input block is more than 2^11 below its output block's largest", async () => {
+gpuTest("perBlockCastLossless tiledForm 0/2 raise DEVICE_VALUE with __tile's count when an input block is more than 2^11 below its output block's largest", async () => {
   const T = 256, H = 256;
   const data = tensor(new Uint8Array((T * H) / 2).fill(0x22), [T, H / 2], "e2m1x2");
   const e = new Uint8Array(T * (H / 32)).fill(130);
@@ -141,7 +141,7 @@ gpuTest("perBlockCastLossless tiledForm 0/1/2 raise DEVICE_VALUE with __tile's c
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/1/2 take codes at an 8-byte offset and output views at a 16-byte offset; off those main's launches run (seed 1904)", () => {
+gpuTest("perBlockCastLossless tiledForm 0/2 take codes at an 8-byte offset and output views at a 16-byte offset; off those main's launches run (seed 1904)", () => {
   const rand = rng(1904);
   compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 8), MX, TILED, "codes at byte 8");
   compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 4), MX, DATA, "codes at byte 4");
@@ -167,7 +167,7 @@ gpuTest("perBlockCastLossless tiledForm 0/1/2 take codes at an 8-byte offset and
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/1/2 = reference at 3000 × 7168 and 16384 × 7168, and = __tile = main's launches at 16384 × 7168 (seed 1905)", () => {
+gpuTest("perBlockCastLossless tiledForm 0/2 = reference at 3000 × 7168 and 16384 × 7168, and = __tile = main's launches at 16384 × 7168 (seed 1905)", () => {
   const rand = rng(1905);
   compare(randomFp4(rand, 3000, 7168, [1, 32], "fp32-col", 110), { ...MX, ...SF_LAYOUTS_FP32[2][1] }, TILED, "3000x7168 fp32-col → fp32-col");
   compare(randomFp4(rand, 16384, 7168, [1, 32], "fp32-row", 110), MX, TILED, "16384x7168 fp32-row → fp32");
@@ -187,26 +187,24 @@ gpuTest("perBlockCastLossless tiledForm 0/1/2 = reference at 3000 × 7168 and 16
     })();
     assert.equal(lastLosslessDataKernel(), DATA_A, "tiled off");
     for (const t of [0, 1] as const) assertBytesEqual(readAllocation(off[t] as DeviceTensor), readAllocation(main[t] as DeviceTensor), `main's launches against __tile, output ${t}`);
-    for (const [form] of FORMS.slice(1)) {
-      const got = runForm(form, dx, o, TILED, "16384x7168 packed-col → packed-col");
-      for (const t of [0, 1] as const) assertBytesEqual(readAllocation(got[t] as DeviceTensor), readAllocation(main[t] as DeviceTensor), `form ${form} against __tile, output ${t}`);
-      dispose(got);
-    }
+    const got = runForm(2, dx, o, TILED, "16384x7168 packed-col → packed-col");
+    for (const t of [0, 1] as const) assertBytesEqual(readAllocation(got[t] as DeviceTensor), readAllocation(main[t] as DeviceTensor), `form 2 against __tile, output ${t}`);
+    dispose(got);
     dispose(main, off);
   } finally {
     dispose(dx);
   }
 });
 
-gpuTest("perBlockCastLossless: tiledForm defaults to 0 (__tile); 1 and 2 launch __tile_pf and __tile_cp, once", () => {
+gpuTest("perBlockCastLossless: tiledForm defaults to 2 (__tile_cp, one launch); 0 launches __tile, once", () => {
   const x = randomFp4(rng(1906), 130, 1024, [1, 32], "fp32-row", 110);
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   try {
-    assert.equal(losslessLaunchTuning.tiledForm, 0);
+    assert.equal(losslessLaunchTuning.tiledForm, 2);
     const want = perBlockCastLossless(x, MX) as [HostTensor, HostTensor];
     const n0 = launchCount();
     const got = perBlockCastLossless(dx, MX);
-    assert.equal(lastLosslessDataKernel(), FORMS[0][1]);
+    assert.equal(lastLosslessDataKernel(), SYMBOL[2]);
     assert.equal(launchCount() - n0, 1);
     samePair(got as [DeviceTensor, DeviceTensor], want, "default");
     for (const [form] of FORMS) samePair(runForm(form, dx, MX, TILED, "knob") as [DeviceTensor, DeviceTensor], want, `form ${form}`);

@@ -3,7 +3,7 @@
  * spec/quant.md §10, §11). Checks, then dispatch to the CPU reference (`per_block_cast_lossless.ref.ts`) or the
  * CUDA kernels (`kernels-src/cuda/quant/per_block_cast_lossless.cu`; the aligned data form behind
  * {@link losslessLaunchTuning}: `per_block_cast_lossless_a.cu`; the one-launch tiled form behind it too:
- * `per_block_cast_lossless_t.cu`, and its pipelined forms: `per_block_cast_lossless_p.cu`).
+ * `per_block_cast_lossless_t.cu`, and its pipelined form, the default: `per_block_cast_lossless_p.cu`).
  * @module
  */
 import { type OpOptions, place } from "../../core/backend.ts";
@@ -53,12 +53,11 @@ const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 
 /** per_block_cast_lossless_t.cu's launch table: tiles of 128 rows × 256 columns, 4 blocks per SM resident. */
 const PLT = { threads: 256, blocksPerSm: 4, tileRows: 128, tileCols: 256, inBlockCols: 32, outBlockCols: 128, xAlign: 8, dataAlign: 16 };
 /**
- * per_block_cast_lossless_p.cu's forms of `__tile` (same tiles and launch checks), by `losslessLaunchTuning.tiledForm`:
- * CTAs per SM resident, dynamic shared memory (form 2: a ring of 3 tiles × 256 threads × (8 code + 4 exponent bytes)
- * × 8 chunks = 72 KiB, kRingBytes) and the carveout that fits 3 of them.
+ * per_block_cast_lossless_p.cu's form of `__tile` (same tiles and launch checks), by `losslessLaunchTuning.tiledForm`:
+ * CTAs per SM resident, dynamic shared memory (a ring of 3 tiles × 256 threads × (8 code + 4 exponent bytes) × 8
+ * chunks = 72 KiB, kRingBytes) and the carveout that fits 3 of them.
  */
 const PLP = {
-  1: { symbol: "tk_per_block_cast_lossless__tile_pf", blocksPerSm: 4, ringBytes: 0, carveout: undefined },
   2: { symbol: "tk_per_block_cast_lossless__tile_cp", blocksPerSm: 3, ringBytes: 3 * 256 * 8 * 12, carveout: 100 },
 } as const;
 
@@ -70,27 +69,26 @@ const PLP = {
  *   base 16-byte aligned; every other call runs `tk_per_block_cast_lossless__data`. false runs `__data` for every
  *   call (the pre-round-11 form, kept for A/B). The `__sf` launch is the same.
  * - `tiled` (default true since round 16, docs/perf-notes/perf16-lsl.md: 52.5 → 67.3% of copy at 16384 × 7168):
- *   the whole op runs as ONE launch, `tk_per_block_cast_lossless__tile` (a CTA a tile of 128 rows × 256 columns: every code and input scale of the
+ *   the whole op runs as ONE launch, the form `tiledForm` picks of `tk_per_block_cast_lossless__tile` (a CTA a tile of 128 rows × 256 columns: every code and input scale of the
  *   tile loaded once, 8 chunks a thread in flight, the block max of the exponent bytes by shuffles and one barrier,
  *   then the scales and the e4m3 codes), where the blocks as the kernels take them are input [1, 32] and output
  *   [128, 128] (or one block row of ≤ 128 rows), the codes' base is 8-byte and the output data's base 16-byte
  *   aligned; every other call, and every call with `tiled` false, runs as `dataAligned` says. Same bytes (data and
  *   sf) either way.
- * - `tiledForm` (default 0, docs/perf-notes/perf19-lsl.md), where `tiled` is taken: 0 runs `__tile`; 1 runs
- *   `tk_per_block_cast_lossless__tile_pf` (the next tile's loads issued into a second register set before a tile's
- *   barrier and encode, 4 CTAs per SM); 2 runs `tk_per_block_cast_lossless__tile_cp` (each thread's chunks and
- *   exponent words copied by cp.async into a ring of 3 tiles in shared memory, two tiles ahead in flight, 3 CTAs
- *   per SM). Forms 1 and 2 take the same calls as `__tile` (form 2 copies whole 32-bit words of the input scales,
- *   whose fp32 or int32 storage is always 4-byte aligned) with the same bytes, and their grids are balanced: every
- *   CTA gets ⌈tiles / grid⌉ or one fewer tiles, with grid ≤ CTAs per SM · SMs.
+ * - `tiledForm` (default 2 since round 19's A/B, docs/perf-notes/perf19-lsl.md: 67.4 → 71.1% of copy at 16384 × 7168,
+ *   60.3 → 70.1% at 8192 × 7168), where `tiled` is taken: 2 runs `tk_per_block_cast_lossless__tile_cp` (each
+ *   thread's chunks and exponent words copied by cp.async into a ring of 3 tiles in shared memory, two tiles ahead
+ *   in flight, 3 CTAs per SM); 0 runs `__tile` (kept for A/B). Form 2 takes the same calls as `__tile` (it copies
+ *   whole 32-bit words of the input scales, whose fp32 or int32 storage is always 4-byte aligned) with the same
+ *   bytes, and its grid is balanced: every CTA gets ⌈tiles / grid⌉ or one fewer tiles, with grid ≤ CTAs per SM · SMs.
  */
-export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 0 | 1 | 2 } = { dataAligned: true, tiled: true, tiledForm: 0 };
+export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 0 | 2 } = { dataAligned: true, tiled: true, tiledForm: 2 };
 
 let lastDataKernel = "";
 /**
  * The symbol of the last data launch of {@link perBlockCastLossless} on a device ("" before any): for tests. With
- * `losslessLaunchTuning.tiled` taken, the op's only launch: `tk_per_block_cast_lossless__tile`, or the form
- * `losslessLaunchTuning.tiledForm` picks.
+ * `losslessLaunchTuning.tiled` taken, the op's only launch: the form `losslessLaunchTuning.tiledForm` picks
+ * (`tk_per_block_cast_lossless__tile_cp` by default, `tk_per_block_cast_lossless__tile` with 0).
  */
 export function lastLosslessDataKernel(): string {
   return lastDataKernel;
@@ -147,9 +145,8 @@ function launchLossless(op: string, device: Device, stream: Stream, data: Tensor
     } else {
       const f = PLP[form];
       const grid = Math.ceil(tiles / Math.ceil(tiles / (f.blocksPerSm * sms)));
-      const fn = f.ringBytes > 0 ? kernelFunctionWithSmem(op, device, f.symbol, f.ringBytes, f.carveout) : kernelFunction(op, device, f.symbol);
       lastDataKernel = f.symbol;
-      p.setLaunch(fn, stream.handle, grid, PLT.threads, f.ringBytes, false, device.index);
+      p.setLaunch(kernelFunctionWithSmem(op, device, f.symbol, f.ringBytes, f.carveout), stream.handle, grid, PLT.threads, f.ringBytes, false, device.index);
     }
     p.launch(op);
     return;

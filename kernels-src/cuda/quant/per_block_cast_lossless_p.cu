@@ -1,29 +1,24 @@
 // perBlockCastLossless (spec/quant.md §10) in one launch, `__tile`'s tiles with the next tiles' loads in flight
 // while a tile is encoded (round 19, docs/perf-notes/perf19-lsl.md; knob `losslessLaunchTuning.tiledForm`,
-// ops/quant/per_block_cast_lossless.ts, default 0 = `__tile`).
+// ops/quant/per_block_cast_lossless.ts: 2, the default since round 19's A/B, runs this form; 0 runs `__tile`).
 //
-// Symbols
-//   tk_per_block_cast_lossless__tile_pf   form 1: the next tile's loads into a second register set
-//   tk_per_block_cast_lossless__tile_cp   form 2: a ring of 3 tiles a CTA in shared memory, filled by cp.async
+// Symbol
+//   tk_per_block_cast_lossless__tile_cp   a ring of 3 tiles a CTA in shared memory, filled by cp.async
 //
 // Accepted: exactly what `__tile` accepts (per_block_cast_lossless_t.cu), plus a 4-byte aligned input sf base
-// (form 2 copies whole 32-bit words of it; an int32 or fp32 tensor always is). Same tiles, same thread ↔ chunk map,
-// same arithmetic: thread t owns chunk column jc = t % 16 in rows t / 16 + 16 s, s < 8, of a 128 × 256 tile.
+// (the form copies whole 32-bit words of it; an int32 or fp32 tensor always is). Same tiles, same thread ↔ chunk
+// map, same arithmetic: thread t owns chunk column jc = t % 16 in rows t / 16 + 16 s, s < 8, of a 128 × 256 tile.
 //
 // Why: `__tile` (measured, Nsight Compute, 16384 × 7168) issues a tile's loads, then waits at its one barrier for
 // the slowest of them and encodes; no load of the CTA is in flight during the encode and the stores. Issue is active
-// 37% of cycles, long_scoreboard 13 of 20.7 cycles per issue, DRAM 52% of peak. Both forms keep the next tile(s)'
-// loads in flight across a tile's barrier, encode and stores:
-// - form 1, `__tile_pf`: once a tile's exponents have arrived (its thread max taken), the thread issues the next
-//   tile's 8 code and 8 exponent loads into a second register set, then does the barrier, the scales and the
-//   encode of the current one. One tile (64 B of codes a thread) is always in flight, not only between tiles.
-//   __launch_bounds__(256, 4) holds it at 64 registers with no spills (unbounded, ptxas takes 80): `__tile`'s 4 CTAs
-//   per SM, each with 64 B of codes a thread in flight the whole time.
-// - form 2, `__tile_cp`: each thread copies its own chunks and exponent words by cp.async (8 and 4 bytes) into its
-//   own slots of a ring of kRingTiles tiles; slot [stage][s][t] is written and read by thread t only, so
-//   cp.async.wait_group orders it (no barrier; a warp's 8-byte slots are 256 contiguous bytes: conflict-free).
-//   Two tiles ahead are in flight during a tile's encode, without registers: 3 CTAs × 256 × 128 B = 96 KiB of codes
-//   a SM. 72 KiB of dynamic shared memory a CTA, __launch_bounds__(256, 3).
+// 37% of cycles, long_scoreboard 13 of 20.7 cycles per issue, DRAM 52% of peak. Here each thread copies its own
+// chunks and exponent words by cp.async (8 and 4 bytes) into its own slots of a ring of kRingTiles tiles; slot
+// [stage][s][t] is written and read by thread t only, so cp.async.wait_group orders it (no barrier; a warp's 8-byte
+// slots are 256 contiguous bytes: conflict-free). Two tiles ahead are in flight during a tile's encode, without
+// registers: 3 CTAs × 256 × 128 B = 96 KiB of codes a SM. 72 KiB of dynamic shared memory a CTA,
+// __launch_bounds__(256, 3). Measured on the H200 (2026-12-03): 70.1% of copy at 8192 × 7168 and 71.1% at
+// 16384 × 7168, against `__tile`'s 60.3% and 67.4%. Round 19's other form, the next tile's loads into a second
+// register set (`__tile_pf`), measured 62.9% and 69.4% and was removed.
 //
 // Same bytes as `__tile` by construction: the exponent bytes are the same (fp32: the exponent field of the same
 // word; packed: the same byte of the same word), invalid chunks (rows past T, columns past H) count as exponent 0
@@ -35,15 +30,14 @@
 namespace tk {
 namespace {
 
-constexpr int kPrefetchMinBlocks = 4;  // form 1: `__tile`'s 4 · 256 threads per SM, at 64 registers (ptxas: 0 spills)
-constexpr int kRingMinBlocks = 3;      // form 2: 3 rings of 72 KiB per SM
-constexpr int kRingTiles = 3;          // form 2: the tile being encoded and two ahead
+constexpr int kRingMinBlocks = 3;  // 3 rings of 72 KiB per SM
+constexpr int kRingTiles = 3;      // the tile being encoded and two ahead
 constexpr uint32_t kRingCodeBytes = kTilePasses * kTileThreads * 8;  // a stage's codes: [s][t] 8 bytes
 constexpr uint32_t kRingExpBytes = kTilePasses * kTileThreads * 4;   // a stage's exponent words: [s][t]
-// Form 2's dynamic shared memory (the host passes the same: PLP.ringBytes).
+// The dynamic shared memory (the host passes the same: PLP.ringBytes).
 constexpr uint32_t kRingBytes = kRingTiles * (kRingCodeBytes + kRingExpBytes);
 // 3 CTAs: their rings, static words and the 1 KiB the driver reserves each, in an SM's 228 KiB (sm_90, sm_100)
-static_assert(kRingMinBlocks * (kRingBytes + 2 * 2 * kTileWarps * 4 + 1024) <= 228 * 1024, "form 2: 3 CTAs per SM");
+static_assert(kRingMinBlocks * (kRingBytes + 2 * 2 * kTileWarps * 4 + 1024) <= 228 * 1024, "3 CTAs per SM");
 
 // Where a thread's chunks of tile o lie (the tile walk of `__tile`).
 struct TileAt {
@@ -61,7 +55,7 @@ struct TileAt {
   TK_DEV uint32_t row(int s) const { return row0 + s * kTileRowsPerPass; }
 };
 
-// The kernel-wide constants of the tile walk, shared by both forms.
+// The kernel-wide constants of the tile walk.
 struct TileWalk {
   uint32_t T, H, nbm, nbk, ntk, tiles, tid, warp, lane, jc, r0, half;
   bool in_packed, out_packed;
@@ -119,47 +113,7 @@ TK_DEV void tile_finish(const PerBlockCastLosslessParams& p, const TileWalk& t, 
   }
 }
 
-// Form 1: tile o's loads into registers (a row past T or a chunk past H is never read: zeros).
-TK_DEV void load_tile(const PerBlockCastLosslessParams& p, const TileWalk& t, const TileAt& a,
-                      uint32_t (&w)[kTilePasses][2], uint32_t (&ein)[kTilePasses]) {
-#pragma unroll
-  for (int s = 0; s < kTilePasses; ++s) {
-    w[s][0] = w[s][1] = 0;
-    ein[s] = 0;
-    if (a.live(s, t.T)) {
-      ld_stream(t.codes(a, s), w[s]);
-      ein[s] = exponent_at(p.x_sf, t.in_packed, p.x_sf_stride0, p.x_sf_stride1, a.row(s), a.k_in);
-    }
-  }
-}
-
-TK_DEV void lossless_tiles_prefetch(const PerBlockCastLosslessParams& p) {
-  __shared__ uint32_t block_max[2][2][kTileWarps];  // [tile parity][output block of the tile][warp]
-  const TileWalk t(p);
-  uint32_t w[kTilePasses][2], ein[kTilePasses];
-  if (blockIdx.x < t.tiles) load_tile(p, t, t.at(blockIdx.x), w, ein);
-  uint32_t parity = 0;
-  for (uint32_t o = blockIdx.x; o < t.tiles; o += gridDim.x, parity ^= 1u) {
-    const TileAt a = t.at(o);
-    uint32_t emax = 0;
-#pragma unroll
-    for (int s = 0; s < kTilePasses; ++s) emax = max(emax, ein[s]);
-    // this tile's values, then the next tile's loads into w / ein, in flight through the barrier and the encode
-    uint32_t cw[kTilePasses][2], cein[kTilePasses];
-#pragma unroll
-    for (int s = 0; s < kTilePasses; ++s) {
-      cw[s][0] = w[s][0];
-      cw[s][1] = w[s][1];
-      cein[s] = ein[s];
-    }
-    if (o + gridDim.x < t.tiles) load_tile(p, t, t.at(o + gridDim.x), w, ein);
-    const uint32_t eout = tile_eout(t, emax, block_max[parity]);
-    tile_finish(p, t, a, eout, cw, cein);
-  }
-  t.sf_out.zero_padding_rows(t.nbm, p.sf_rows);
-}
-
-// Form 2: the thread's cp.async copies of tile o into ring stage `stage` (its own slots; a dead chunk reads
+// The thread's cp.async copies of tile o into ring stage `stage` (its own slots; a dead chunk reads
 // nothing and its slots become zeros, so its exponent counts as 0, as in `__tile`).
 TK_DEV void stage_tile(const PerBlockCastLosslessParams& p, const TileWalk& t, uint32_t o, uint32_t ring, int stage) {
   if (o >= t.tiles) return;
@@ -220,11 +174,6 @@ TK_DEV void lossless_tiles_ring(const PerBlockCastLosslessParams& p) {
 
 }  // namespace
 }  // namespace tk
-
-extern "C" __global__ void __launch_bounds__(tk::kTileThreads, tk::kPrefetchMinBlocks)
-    tk_per_block_cast_lossless__tile_pf(const __grid_constant__ PerBlockCastLosslessParams p) {
-  tk::lossless_tiles_prefetch(p);
-}
 
 extern "C" __global__ void __launch_bounds__(tk::kTileThreads, tk::kRingMinBlocks)
     tk_per_block_cast_lossless__tile_cp(const __grid_constant__ PerBlockCastLosslessParams p) {
