@@ -1,15 +1,16 @@
 /**
  * perChannelCastFused of an e4m3 input with fp32 [1,128] scales, gathered by the roofline's permutation
- * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: main's default
+ * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: round 16's
  * `tk_per_channel_cast__e4m3_r128_sm` (one 128 × 128 tile per CTA, staged by cp.async) against round 19's pipelined
- * forms (docs/perf-notes/perf19-pcf.md: a persistent grid, 3-stage shared-memory ring) `_pl` (128 × 128 tiles, 4 CTAs
- * per SM) and `_pw` (128 × 256 tiles, 2 CTAs per SM), interleaved in one process at 8192 and 16384 tokens × 7168.
- * Settings: "sm" (perChannelLaunchTuning.pipelinedE4m3 "", main's behaviour), "pl" ("_pl"), "pw" ("_pw").
+ * `_pw` (docs/perf-notes/perf19-pcf.md: a persistent grid, 3-stage shared-memory ring, 128 × 256 tiles, 2 CTAs per
+ * SM; the default since round 19), interleaved in one process at 8192 and 16384 tokens × 7168. Settings: "sm"
+ * (perChannelLaunchTuning.pipelinedE4m3 "") and "pw" ("_pw"). (Round 19's 128 × 128 form `_pl` measured between
+ * the two and was dropped.)
  *
  * Each figure: {@link interleavedMedians} over 5 rounds (20 calls after a lead copy, median of 7, per round). % is
  * of the same run's cuMemcpyDtoD (1 GiB, read + write) for the roofline's bytes: read T·H codes + T·56·4 scales + 4·T
- * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of each form are compared with
- * "sm"'s; a difference is printed as a failure and the script exits 1.
+ * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pw" are compared with "sm"'s;
+ * a difference is printed as a failure and the script exits 1.
  *
  * `deno run -A --no-check bench/pcf19_tuning.ts` (or `bun bench/pcf19_tuning.ts`).
  * @module
@@ -25,7 +26,6 @@ const H = 7168;
 const ROUNDS = 5;
 const SETTINGS = [
   { name: "sm", form: "", sym: "tk_per_channel_cast__e4m3_r128_sm" },
-  { name: "pl", form: "_pl", sym: "tk_per_channel_cast__e4m3_r128_pl" },
   { name: "pw", form: "_pw", sym: "tk_per_channel_cast__e4m3_r128_pw" },
 ] as const;
 const saved = { ...perChannelLaunchTuning };
@@ -89,4 +89,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "pcf19_tuning: ok (data and sf of the three forms identical)");
+abVerdict(failures, "pcf19_tuning: ok (data and sf of the two forms identical)");

@@ -1,14 +1,14 @@
 /**
- * Round 19 (docs/perf-notes/perf19-pcf.md): perChannelCastFused of an e4m3 input through the pipelined forms
- * `tk_per_channel_cast__e4m3_r128_pl` (128 × 128 tiles) and `_pw` (128 × 256 tiles), perChannelLaunchTuning.
- * pipelinedE4m3, against the CPU reference, byte for byte on both output allocations, with the kernel that ran
+ * Round 19 (docs/perf-notes/perf19-pcf.md): perChannelCastFused of an e4m3 input through the pipelined form
+ * `tk_per_channel_cast__e4m3_r128_pw` (128 × 256 tiles; perChannelLaunchTuning.pipelinedE4m3, the default since
+ * round 19) against the CPU reference, byte for byte on both output allocations, with the kernel that ran
  * checked after every device call: gathers from 1, 127, 129 and 4001 tokens with partial last blocks, repeated and
  * out-of-order indices, negative entries (zero rows), no gather, roundSf off / on, every input-scale layout the op
  * accepts (fp32 row-major; column-major where T = 1 or H = 128), preallocated outputs, an odd number of 128-column
- * halves (`_pw`'s last tile half outside H), every e4m3 code with special scales, bad indices counted once each,
- * grids of 1 and 3 SMs' worth of CTAs (many tiles per CTA: the ring wraps many times), an unaligned x view (the
- * base kernel runs), and the bench shape 16384 × 7168. Knob "" runs `_sm` (the default), with stagedE4m3 off the
- * base kernel. Skipped, and counted as skipped, without a GPU.
+ * halves (the last tile's upper half outside H), every e4m3 code with special scales, bad indices counted once
+ * each, grids of 1 and 3 SMs' worth of CTAs (many tiles per CTA: the ring wraps many times), an unaligned x view
+ * (the base kernel runs), and the bench shape 16384 × 7168. `_pw` is the default; knob "" runs `_sm`, with
+ * stagedE4m3 off too the base kernel. Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -19,8 +19,8 @@ import { toColMajor } from "./golden.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { dispose, sameAllocation, up } from "./gpu_util.ts";
 
-type Form = "" | "_pl" | "_pw";
-const FORMS = ["_pl", "_pw"] as const;
+type Form = "" | "_pw";
+const FORMS = ["_pw"] as const;
 const symOf = (form: Form, staged = true) => `tk_per_channel_cast__e4m3_r128${form || (staged ? "_sm" : "")}`;
 
 /** Runs f with pipelinedE4m3 = `form`, stagedE4m3 = `staged` and config.numSms = `sms`; restores all three. */
@@ -98,7 +98,7 @@ function check(label: string, q: Quantized, pos: HostTensor | null, roundSf: boo
   }
 }
 
-gpuTest("_pl / _pw = reference: gathers from 1 / 127 / 129 / 4001 tokens, tails, repeats, zero rows, roundSf, sf layouts, preallocated out, 1 / 3 / all SMs (seed 19001)", () => {
+gpuTest("_pw = reference: gathers from 1 / 127 / 129 / 4001 tokens, tails, repeats, zero rows, roundSf, sf layouts, preallocated out, 1 / 3 / all SMs (seed 19001)", () => {
   const rand = rng(19001);
   const cases: [number, number, number][] = [[1, 128, 16], [1, 384, 16], [127, 256, 112], [127, 128, 144], [129, 1152, 144], [129, 384, 272], [4001, 1152, 4016]];
   let n = 0;
@@ -112,7 +112,7 @@ gpuTest("_pl / _pw = reference: gathers from 1 / 127 / 129 / 4001 tokens, tails,
   }
 });
 
-gpuTest("_pl / _pw = reference without a gather (T % 128 == 0) and with an identity gather of a partial block (seed 19002)", () => {
+gpuTest("_pw = reference without a gather (T % 128 == 0) and with an identity gather of a partial block (seed 19002)", () => {
   const rand = rng(19002);
   const runs = FORMS.flatMap((form) => [{ form, sms: null }, { form, sms: 1 }]);
   for (const [T, H] of [[128, 128], [384, 640], [256, 1152], [1024, 2048]]) {
@@ -122,7 +122,7 @@ gpuTest("_pl / _pw = reference without a gather (T % 128 == 0) and with an ident
   check("identity gather 200→176", q, tensor(Int32Array.from({ length: 176 }, (_, p) => p), [176], "int32") as HostTensor, false, runs);
 });
 
-gpuTest("_pl / _pw = reference on every e4m3 code in every column with special input scales (seed 19003)", () => {
+gpuTest("_pw = reference on every e4m3 code in every column with special input scales (seed 19003)", () => {
   const rand = rng(19003);
   const T = 512, H = 384;
   // row t, column j: code (t + 7j) mod 256
@@ -136,7 +136,7 @@ gpuTest("_pl / _pw = reference on every e4m3 code in every column with special i
   }
 });
 
-gpuTest("_pl / _pw: an index ≥ T raises DEVICE_VALUE once per bad entry, in a first and in a prefetched tile; those rows read as zeros (seed 19004)", async () => {
+gpuTest("_pw: an index ≥ T raises DEVICE_VALUE once per bad entry, in a first and in a prefetched tile; those rows read as zeros (seed 19004)", async () => {
   const rand = rng(19004);
   const T = 200, H = 384;
   const q = randomQuantized(rand, T, H, false);
@@ -166,13 +166,14 @@ gpuTest("_pl / _pw: an index ≥ T raises DEVICE_VALUE once per bad entry, in a 
   }
 });
 
-gpuTest("pipelinedE4m3 is off by default (_sm runs); with stagedE4m3 off too, and for an unaligned x view, the base kernel runs (seed 19005)", () => {
+gpuTest("_pw is the default; knob \"\" runs _sm, with stagedE4m3 off too and for an unaligned x view the base kernel (seed 19005)", () => {
   const rand = rng(19005);
   const T = 300, H = 512;
-  assert.equal(perChannelLaunchTuning.pipelinedE4m3, "");
+  assert.equal(perChannelLaunchTuning.pipelinedE4m3, "_pw");
+  assert.equal(perChannelLaunchTuning.stagedE4m3, true);
   const [x, sf] = randomQuantized(rand, T, H, false) as [HostTensor, HostTensor];
   const pos = positions(rand, 272, T);
-  check("defaults", [x, sf], pos, false, [{ form: "" }, { form: "", staged: false }]);
+  check("defaults", [x, sf], pos, false, [{ form: perChannelLaunchTuning.pipelinedE4m3, sym: symOf("_pw") }, { form: "" }, { form: "", staged: false }]);
   // the same codes one byte into their storage: x's device address is not a multiple of 16
   const shifted = new Uint8Array(T * H + 1);
   shifted.set(x.data as Uint8Array, 1);
@@ -181,7 +182,7 @@ gpuTest("pipelinedE4m3 is off by default (_sm runs); with stagedE4m3 off too, an
   check("unaligned x", [xv, sf], pos, true, FORMS.map((form) => ({ form, sym: base })));
 });
 
-gpuTest("_pl / _pw = _sm = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seed 19006)", () => {
+gpuTest("_pw = _sm = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seed 19006)", () => {
   const rand = rng(19006);
   const T = 16384, H = 7168;
   const codes = new Uint8Array(T * H);
@@ -195,5 +196,5 @@ gpuTest("_pl / _pw = _sm = reference at the bench shape: 16384 × 7168 gathered 
   const sf = Float32Array.from({ length: T * (H / 128) }, () => 2 ** Math.floor(rand() * 30 - 15) * (1 + rand()));
   const q: Quantized = [tensor(codes, [T, H], "e4m3"), tensor(sf, [T, H / 128], "fp32")];
   const pos = tensor(Int32Array.from({ length: T }, (_, p) => (p % 1001 === 7 ? -1 : (p * 7919) % T)), [T], "int32") as HostTensor;
-  check("16384x7168", q, pos, false, [{ form: "_pl" }, { form: "_pw" }, { form: "" }]);
+  check("16384x7168", q, pos, false, [{ form: "_pw" }, { form: "" }]);
 });

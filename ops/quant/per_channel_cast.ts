@@ -183,23 +183,24 @@ function kernelSymbol(l: Launch): string {
 /**
  * Internal launch tuning of the per-channel casts, for A/B runs and tests (not part of the API).
  *
- * - `stagedE4m3` (default true since round 16: 50.6 → 54.7% of copy at 16384 × 7168): perChannelCastFused of an
- *   e4m3 input (numPerChannels 128) runs
- *   `tk_per_channel_cast__e4m3_r128_sm` (per_channel_cast_sm16.cu, docs/perf-notes/perf16-pcf.md: the 128 × 128
- *   tile's codes staged in shared memory by cp.async, 32 registers, 8 CTAs per SM at a 100% shared-memory carveout)
- *   instead of the base `tk_per_channel_cast__e4m3_r128`, when x's and data's addresses are multiples of 16 bytes;
- *   otherwise, and when off, the base kernel. Same bytes either way.
- * - `pipelinedE4m3` (default "": off; round 19, docs/perf-notes/perf19-pcf.md): under the same conditions, and
- *   before `stagedE4m3`, `"_pl"` runs `tk_per_channel_cast__e4m3_r128_pl` and `"_pw"`
+ * - `pipelinedE4m3` (default `"_pw"` since round 19, docs/perf-notes/perf19-pcf.md: 53.9 → 56.7% of copy at
+ *   16384 × 7168, 50.8 → 55.2% at 8192): perChannelCastFused of an e4m3 input (numPerChannels 128) runs
  *   `tk_per_channel_cast__e4m3_r128_pw` (per_channel_cast_pl19.cu: a persistent grid whose CTAs keep the next two
- *   tiles' reads in flight through a 3-stage shared-memory ring; tiles of 128 rows × 128 / 256 columns). Same
- *   bytes.
+ *   128 × 256 tiles' reads in flight through a 3-stage shared-memory ring) when x's and data's addresses are
+ *   multiples of 16 bytes. `""` leaves the choice to `stagedE4m3`.
+ * - `stagedE4m3` (default true since round 16: 50.6 → 54.7% of copy at 16384 × 7168): under the same conditions,
+ *   with `pipelinedE4m3` `""`, runs `tk_per_channel_cast__e4m3_r128_sm` (per_channel_cast_sm16.cu,
+ *   docs/perf-notes/perf16-pcf.md: one 128 × 128 tile per CTA staged in shared memory by cp.async, 8 CTAs per SM at a
+ *   100% shared-memory carveout) instead of the base `tk_per_channel_cast__e4m3_r128`.
+ *
+ * Otherwise (another op or format, an unaligned x or data), and with both off, the base kernel. Same bytes in every
+ * case.
  */
-export const perChannelLaunchTuning: { stagedE4m3: boolean; pipelinedE4m3: "" | "_pl" | "_pw" } = { stagedE4m3: true, pipelinedE4m3: "" };
+export const perChannelLaunchTuning: { stagedE4m3: boolean; pipelinedE4m3: "" | "_pw" } = { stagedE4m3: true, pipelinedE4m3: "_pw" };
 
 /**
- * The shared-memory carveout (percent) of `_sm`, `_pl` and `_pw`: their resident CTAs (8 × 21.5 KiB static, 4 ×
- * 54 KiB or 2 × 108 KiB dynamic) must fit beside each other.
+ * The shared-memory carveout (percent) of `_sm` and `_pw`: their resident CTAs (8 × 21.5 KiB static, 2 × 108 KiB
+ * dynamic) must fit beside each other.
  */
 const STAGED_CARVEOUT = 100;
 
@@ -208,11 +209,10 @@ const STAGED_CARVEOUT = 100;
  * persistent grid is that many per SM, at most one per tile) and tile columns.
  */
 const PIPELINED = {
-  _pl: { threads: 256, smem: 55296, perSm: 4, cols: 128 },
   _pw: { threads: 512, smem: 110592, perSm: 2, cols: 256 },
 } as const;
 
-/** Whether a launch may run `_sm`, `_pl` or `_pw`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
+/** Whether a launch may run `_sm` or `_pw`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
 function e4m3Staging(l: Launch, data: Tensor): boolean {
   return l.op === "perChannelCastFused" && !l.transpose && l.r === 128 && l.inp.x.dtype === "e4m3" &&
     l.inp.q?.numPerChannels === 128 && addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0;

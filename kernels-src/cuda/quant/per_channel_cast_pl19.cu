@@ -1,23 +1,24 @@
 // perChannelCastFused of an e4m3 input with [1, 128] fp32 scales, R = 128: a persistent grid whose CTAs keep the
-// next tiles' reads in flight through a 3-stage shared-memory ring (branch perf19-pcf,
+// next tiles' reads in flight through a 3-stage shared-memory ring, 128 × 256 tiles (branch perf19-pcf,
 // docs/perf-notes/perf19-pcf.md). Numerics: per_channel_cast.cu, spec/quant.md §5.1-5.2.
 //
-// Symbols (the host runs them only for perChannelCastFused of an e4m3 input with numPerChannels 128 and 16-byte
-// aligned x and data; perChannelLaunchTuning.pipelinedE4m3)
-//   tk_per_channel_cast__e4m3_r128_pl   tile 128 rows × 128 columns, 256 threads, 4 CTAs per SM
+// Symbol (the host runs it only for perChannelCastFused of an e4m3 input with numPerChannels 128 and 16-byte
+// aligned x and data; perChannelLaunchTuning.pipelinedE4m3, the default since round 19)
 //   tk_per_channel_cast__e4m3_r128_pw   tile 128 rows × 256 columns (256 contiguous bytes of each gathered row),
 //                                       512 threads, 2 CTAs per SM
 //
-// Launch geometry: block.x = kThreads (256 / 512), dynamic shared memory kSmemBytes (55,296 / 110,592 B, carveout
-// 100%), grid.x = min(tiles, kCtasPerSm · SMs) with tiles = ceilDiv(T_out, 128) · ceilDiv(H, kCols); any grid.x ≥ 1
-// is correct. CTA b takes tiles b, b + grid.x, … (column tiles fastest, as the one-tile-per-CTA kernels).
+// Launch geometry: block.x = kThreads (512), dynamic shared memory kSmemBytes (110,592 B, carveout 100%),
+// grid.x = min(tiles, kCtasPerSm · SMs) with tiles = ceilDiv(T_out, 128) · ceilDiv(H, kCols); any grid.x ≥ 1 is
+// correct. CTA b takes tiles b, b + grid.x, … (column tiles fastest, as the one-tile-per-CTA kernels).
 //
-// Why: `_r128_sm` (per_channel_cast_sm16.cu) stages one tile per CTA and then has nothing of its own in flight
-// during its amax, barriers, reduction and cast; every tile also pays two dependent round trips (posToToken, then
-// the rows) before any arithmetic. It measured 54.7% of copy at 16384 × 7168. Here a CTA works on tile k while
-// tiles k + 1 and k + 2 are being copied into the other two stages (2 × 16 KiB, resp. 2 × 32 KiB, per CTA:
-// 128 KiB of reads in flight per SM in both forms), and the posToToken entries of tile k + 3 are loaded into
-// registers during tile k, so that neither round trip is exposed after the first tiles.
+// Why: `_r128_sm` (per_channel_cast_sm16.cu) stages one 128 × 128 tile per CTA and then has nothing of its own in
+// flight during its amax, barriers, reduction and cast; every tile also pays two dependent round trips
+// (posToToken, then the rows) before any arithmetic. Here a CTA works on tile k while tiles k + 1 and k + 2 are
+// being copied into the other two stages (2 × 32 KiB per CTA: 128 KiB of reads in flight per SM), and the
+// posToToken entries of tile k + 3 are loaded into registers during tile k, so that neither round trip is exposed
+// after the first tiles. Measured on the H200 (2026-12-03): `_sm` 50.8 / 53.9% of copy at 8192 / 16384 × 7168,
+// the same ring with 128 × 128 tiles (`_pl`, dropped) 53.2 / 55.4%, this form 55.2 / 56.7%: 256 contiguous bytes
+// per gathered row gain more than the latency hiding.
 //
 // Per tile k (stage k % 3):
 //   1. wait for this thread's copies of tile k (cp.async.wait_group 1: tile k + 1's group may still be in flight),
@@ -37,8 +38,8 @@
 // encode_e4m3x4); a maximumNumber reduction over a set of non-NaN values is independent of its order; a dead or
 // zero row contributes codes 0 and s_in = +0 as there. Bad indices: the same test and report (one reporter per
 // row: piece 0 of the first column tile, each tile issued once), so the error word counts each bad entry once.
-// Tails: rows ≥ T_out read nothing; `_pw` with an odd H / 128 has a last column tile whose upper half lies
-// beyond H: it reads nothing there (zero-fill), stores no sf and no data for it.
+// Tails: rows ≥ T_out read nothing; an odd H / 128 leaves a last column tile whose upper half lies beyond H: it
+// reads nothing there (zero-fill), stores no sf and no data for it.
 //
 // x_sf is fp32 (perChannelCastFused accepts only fp32 input scales for an e4m3 input), any strides.
 #define TK_PER_CHANNEL_CAST_NO_ENTRIES
@@ -49,21 +50,21 @@ extern __shared__ __align__(16) uint8_t tk_per_channel_pl_smem[];
 namespace tk {
 namespace {
 
-template <int kHalves>
 struct PerChannelPipelined {
   static constexpr int kR = 128, kHalfCols = 128;                    // one scale block × one input-scale column
-  static constexpr int kCols = kHalves * kHalfCols;                  // tile columns: 128 (`_pl`) or 256 (`_pw`)
-  static constexpr int kThreads = kBlockThreads * kHalves;           // 8 warps per 128-column half
+  static constexpr int kHalves = 2;                                  // 128-column halves of a tile
+  static constexpr int kCols = kHalves * kHalfCols;                  // tile columns: 256
+  static constexpr int kThreads = kBlockThreads * kHalves;           // 8 warps per 128-column half: 512
   static constexpr int kGroups = kBlockThreads / kWarpSize;          // row groups of a half: 8
   static constexpr int kRowsPerWarp = kR / kGroups;                  // 16
   static constexpr int kRowWords = kCols / 4;                        // code words per staged row
-  static constexpr int kPieces = kCols / 16;                         // 16-byte pieces per row: 8 / 16
+  static constexpr int kPieces = kCols / 16;                         // 16-byte pieces per row: 16
   static constexpr int kLoadRowStride = kThreads / kPieces;          // 32
   static constexpr int kLoadRows = kR / kLoadRowStride;              // rows a thread copies: 4
-  // 3 stages: the tile being reduced and cast plus two in flight. Per SM, 4 (`_pl`) or 2 (`_pw`) CTAs of 32 warps
-  // in all fit 228 KiB of shared memory and hold 2 × 16 KiB (2 × 32 KiB) of reads in flight each: 128 KiB.
+  // 3 stages: the tile being reduced and cast plus two in flight. Per SM, 2 CTAs of 16 warps fit 228 KiB of shared
+  // memory and hold 2 × 32 KiB of reads in flight each: 128 KiB.
   static constexpr int kStages = 3;
-  static constexpr int kCtasPerSm = 4 / kHalves;
+  static constexpr int kCtasPerSm = 2;
   // Dynamic shared memory: kStages × {codes [kR][kCols], s_in [half][kR]}, then the partial maxima
   // [half][group][128] and the inverses [kCols] (one copy: the barriers of a tile order their reuse).
   static constexpr uint32_t kCodeBytes = kR * kCols;
@@ -104,7 +105,7 @@ struct PerChannelPipelined {
     const uint32_t col0 = (tile % col_tiles) * kCols;
     const uint64_t row0 = static_cast<uint64_t>(m) * kR;
     const uint32_t col = col0 + 16 * piece;
-    const bool col_live = kHalves == 1 || col < p.hidden;  // H % 128 == 0: a 128-column half is all in or all out
+    const bool col_live = col < p.hidden;  // H % 128 == 0: a 128-column half is all in or all out
     const bool reporter = piece == 0 && col0 == 0;
     const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
     const uint8_t* x_sf = reinterpret_cast<const uint8_t*>(p.x_sf);
@@ -174,7 +175,7 @@ struct PerChannelPipelined {
     __syncthreads();
 
     // 4. cast: fl(fl(q · s_in) · inv), encoded; live rows and columns only (warp-uniform)
-    if (kHalves > 1 && col0 + h * kHalfCols >= p.hidden) return;
+    if (col0 + h * kHalfCols >= p.hidden) return;
     const float4 iv = *reinterpret_cast<const float4*>(&invs[h * kHalfCols + 4 * lane]);
     const float inv[4] = {iv.x, iv.y, iv.z, iv.w};
     const uint64_t wrow0 = static_cast<uint64_t>(m) * kR + g * kRowsPerWarp;  // the warp's first row
@@ -234,12 +235,7 @@ struct PerChannelPipelined {
 }  // namespace
 }  // namespace tk
 
-#define TK_PER_CHANNEL_CAST_PIPELINED(suffix, halves)                                                          \
-  extern "C" __global__ void __launch_bounds__(tk::PerChannelPipelined<halves>::kThreads,                     \
-                                               tk::PerChannelPipelined<halves>::kCtasPerSm)                   \
-      tk_per_channel_cast__e4m3_r128##suffix(const __grid_constant__ PerChannelCastParams p) {                 \
-    tk::PerChannelPipelined<halves>(p).run();                                                                   \
-  }
-
-TK_PER_CHANNEL_CAST_PIPELINED(_pl, 1)
-TK_PER_CHANNEL_CAST_PIPELINED(_pw, 2)
+extern "C" __global__ void __launch_bounds__(tk::PerChannelPipelined::kThreads, tk::PerChannelPipelined::kCtasPerSm)
+    tk_per_channel_cast__e4m3_r128_pw(const __grid_constant__ PerChannelCastParams p) {
+  tk::PerChannelPipelined(p).run();
+}
