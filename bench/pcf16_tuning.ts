@@ -3,7 +3,8 @@
  * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: main's base kernel
  * `tk_per_channel_cast__e4m3_r128` against round 16's `tk_per_channel_cast__e4m3_r128_sm` (the tile staged in
  * shared memory by cp.async, 8 CTAs per SM; docs/perf-notes/perf16-pcf.md), interleaved in one process at 8192 and
- * 16384 tokens × 7168. Settings: "base" (perChannelLaunchTuning.stagedE4m3 off, main's behaviour) and "sm" (on).
+ * 16384 tokens × 7168. Settings: "base" (perChannelLaunchTuning.stagedE4m3 off) and "sm" (on), both with
+ * pipelinedE4m3 "" (round 19's default `_pw` would run otherwise; bench/pcf19_tuning.ts compares it with "sm").
  *
  * Each figure: {@link interleavedMedians} over 5 rounds (20 calls after a lead copy, median of 7, per round). % is
  * of the same run's cuMemcpyDtoD (1 GiB, read + write) for the roofline's bytes: read T·H codes + T·56·4 scales + 4·T
@@ -26,7 +27,7 @@ const SETTINGS = [
   { name: "base", on: false, sym: "tk_per_channel_cast__e4m3_r128" },
   { name: "sm", on: true, sym: "tk_per_channel_cast__e4m3_r128_sm" },
 ] as const;
-const saved = perChannelLaunchTuning.stagedE4m3;
+const saved = { ...perChannelLaunchTuning };
 let failures = 0;
 
 const bytesOf = async (t: DeviceTensor) => {
@@ -35,6 +36,7 @@ const bytesOf = async (t: DeviceTensor) => {
 };
 
 try {
+  perChannelLaunchTuning.pipelinedE4m3 = "";
   for (const T of [8192, 16384]) {
     const xb = randomBf16(T, H, T + 16);
     const q = perTokenCast(xb, { fmt: "e4m3", numPerChannels: 128 }) as Quantized;
@@ -81,7 +83,7 @@ try {
     pos.dispose();
   }
 } finally {
-  perChannelLaunchTuning.stagedE4m3 = saved;
+  Object.assign(perChannelLaunchTuning, saved);
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }

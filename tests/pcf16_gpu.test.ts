@@ -6,8 +6,9 @@
  * out-of-order indices, negative entries (zero rows), no gather, roundSf off / on, every input-scale layout the op
  * accepts (fp32 row-major; column-major where T = 1 or H = 128), preallocated outputs, every e4m3 code (NaN 0x7F /
  * 0xFF, subnormals, ±0) with special scales (0, subnormal, huge, ±Inf, NaN, negative), bad indices counted once
- * each, and the full bench width (3000 → 3008 × 7168). The knob off runs the base kernel. Skipped, and counted as
- * skipped, without a GPU.
+ * each, and the full bench width (3000 → 3008 × 7168). The knob off runs the base kernel. Since round 19 `_sm` runs
+ * only with pipelinedE4m3 "" (the default is `_pw`, tests/pcf19_gpu.test.ts): every call here sets it so. Skipped,
+ * and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -19,14 +20,15 @@ import { dispose, sameAllocation, up } from "./gpu_util.ts";
 const SM = "tk_per_channel_cast__e4m3_r128_sm";
 const BASE = "tk_per_channel_cast__e4m3_r128";
 
-/** Runs f with stagedE4m3 = `on`; restores the knob. */
+/** Runs f with stagedE4m3 = `on` and pipelinedE4m3 "" (round 19's default `_pw` would run otherwise); restores both. */
 function withKnob<T>(on: boolean, f: () => T): T {
-  const prev = perChannelLaunchTuning.stagedE4m3;
+  const prev = { ...perChannelLaunchTuning };
   perChannelLaunchTuning.stagedE4m3 = on;
+  perChannelLaunchTuning.pipelinedE4m3 = "";
   try {
     return f();
   } finally {
-    perChannelLaunchTuning.stagedE4m3 = prev;
+    Object.assign(perChannelLaunchTuning, prev);
   }
 }
 
@@ -154,7 +156,7 @@ gpuTest("_sm: an index ≥ T raises DEVICE_VALUE once per bad entry; those rows 
   dispose(dq, dpos, d, s);
 });
 
-gpuTest("_sm is the default since round 16 (stagedE4m3 on); off, and off 16-byte alignment, the base kernel runs (seed 16006)", () => {
+gpuTest("stagedE4m3 is on by default: with pipelinedE4m3 \"\" _sm runs; off, the base kernel runs (seed 16006)", () => {
   const rand = rng(16006);
   const T = 300, H = 512;
   const q = randomQuantized(rand, T, H, false);
@@ -165,8 +167,8 @@ gpuTest("_sm is the default since round 16 (stagedE4m3 on); off, and off 16-byte
   const dq = up(q) as Quantized;
   const dpos = toDevice(pos);
   try {
-    const [gd, gs] = perChannelCastFused(dq, { ...o, posToToken: dpos });
-    assert.equal(perChannelLastSymbol(), SM, "the default");
+    const [gd, gs] = withKnob(perChannelLaunchTuning.stagedE4m3, () => perChannelCastFused(dq, { ...o, posToToken: dpos }));
+    assert.equal(perChannelLastSymbol(), SM, "stagedE4m3's default");
     sameAllocation(gd, cd, "default data");
     sameAllocation(gs, cs, "default sf");
     dispose(gd, gs);

@@ -5,6 +5,7 @@
  * @module
  */
 import { type OpOptions, place, type Placement } from "../../core/backend.ts";
+import { config } from "../../core/config.ts";
 import { checkContiguous, checkOptions, checkTensor, describe, oneOf, optBool, overlaps } from "../../core/checks.ts";
 import { TkError } from "../../core/errors.ts";
 import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
@@ -182,22 +183,39 @@ function kernelSymbol(l: Launch): string {
 /**
  * Internal launch tuning of the per-channel casts, for A/B runs and tests (not part of the API).
  *
- * - `stagedE4m3` (default true since round 16: 50.6 → 54.7% of copy at 16384 × 7168): perChannelCastFused of an
- *   e4m3 input (numPerChannels 128) runs
- *   `tk_per_channel_cast__e4m3_r128_sm` (per_channel_cast_sm16.cu, docs/perf-notes/perf16-pcf.md: the 128 × 128
- *   tile's codes staged in shared memory by cp.async, 32 registers, 8 CTAs per SM at a 100% shared-memory carveout)
- *   instead of the base `tk_per_channel_cast__e4m3_r128`, when x's and data's addresses are multiples of 16 bytes;
- *   otherwise, and when off, the base kernel. Same bytes either way.
+ * - `pipelinedE4m3` (default `"_pw"` since round 19, docs/perf-notes/perf19-pcf.md: 53.9 → 56.7% of copy at
+ *   16384 × 7168, 50.8 → 55.2% at 8192): perChannelCastFused of an e4m3 input (numPerChannels 128) runs
+ *   `tk_per_channel_cast__e4m3_r128_pw` (per_channel_cast_pl19.cu: a persistent grid whose CTAs keep the next two
+ *   128 × 256 tiles' reads in flight through a 3-stage shared-memory ring) when x's and data's addresses are
+ *   multiples of 16 bytes. `""` leaves the choice to `stagedE4m3`.
+ * - `stagedE4m3` (default true since round 16: 50.6 → 54.7% of copy at 16384 × 7168): under the same conditions,
+ *   with `pipelinedE4m3` `""`, runs `tk_per_channel_cast__e4m3_r128_sm` (per_channel_cast_sm16.cu,
+ *   docs/perf-notes/perf16-pcf.md: one 128 × 128 tile per CTA staged in shared memory by cp.async, 8 CTAs per SM at a
+ *   100% shared-memory carveout) instead of the base `tk_per_channel_cast__e4m3_r128`.
+ *
+ * Otherwise (another op or format, an unaligned x or data), and with both off, the base kernel. Same bytes in every
+ * case.
  */
-export const perChannelLaunchTuning = { stagedE4m3: true };
+export const perChannelLaunchTuning: { stagedE4m3: boolean; pipelinedE4m3: "" | "_pw" } = { stagedE4m3: true, pipelinedE4m3: "_pw" };
 
-/** The `_sm` form's shared-memory carveout (percent): 8 CTAs × 21.5 KiB of static shared memory must fit. */
+/**
+ * The shared-memory carveout (percent) of `_sm` and `_pw`: their resident CTAs (8 × 21.5 KiB static, 2 × 108 KiB
+ * dynamic) must fit beside each other.
+ */
 const STAGED_CARVEOUT = 100;
 
-/** Whether a launch runs `_sm` (see {@link perChannelLaunchTuning}). */
-function usesStaged(l: Launch, data: Tensor): boolean {
-  return perChannelLaunchTuning.stagedE4m3 && l.op === "perChannelCastFused" && !l.transpose && l.r === 128 &&
-    l.inp.x.dtype === "e4m3" && l.inp.q?.numPerChannels === 128 && addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0;
+/**
+ * per_channel_cast_pl19.cu's launch table: block threads, dynamic shared memory (bytes), resident CTAs per SM (the
+ * persistent grid is that many per SM, at most one per tile) and tile columns.
+ */
+const PIPELINED = {
+  _pw: { threads: 512, smem: 110592, perSm: 2, cols: 256 },
+} as const;
+
+/** Whether a launch may run `_sm` or `_pw`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
+function e4m3Staging(l: Launch, data: Tensor): boolean {
+  return l.op === "perChannelCastFused" && !l.transpose && l.r === 128 && l.inp.x.dtype === "e4m3" &&
+    l.inp.q?.numPerChannels === 128 && addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0;
 }
 
 let lastSymbol = "";
@@ -209,9 +227,11 @@ export function perChannelLastSymbol(): string {
 function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tensor, sf: Tensor): void {
   const { inp, tOut, r } = l;
   if (tOut === 0 || inp.H === 0) return;
-  const staged = usesStaged(l, data);
-  const sym = staged ? "tk_per_channel_cast__e4m3_r128_sm" : kernelSymbol(l);
-  const fn = staged ? kernelFunctionWithSmem(l.op, device, sym, 0, STAGED_CARVEOUT) : kernelFunction(l.op, device, sym);
+  const eligible = e4m3Staging(l, data);
+  const pipelined = eligible && perChannelLaunchTuning.pipelinedE4m3 !== "" ? PIPELINED[perChannelLaunchTuning.pipelinedE4m3] : null;
+  const staged = eligible && !pipelined && perChannelLaunchTuning.stagedE4m3;
+  const sym = pipelined ? `tk_per_channel_cast__e4m3_r128${perChannelLaunchTuning.pipelinedE4m3}` : staged ? "tk_per_channel_cast__e4m3_r128_sm" : kernelSymbol(l);
+  const fn = pipelined || staged ? kernelFunctionWithSmem(l.op, device, sym, pipelined?.smem ?? 0, STAGED_CARVEOUT) : kernelFunction(l.op, device, sym);
   lastSymbol = sym;
   const p = packet;
   const q = inp.q;
@@ -232,7 +252,13 @@ function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tenso
   p.u32(W.flags, l.flags);
   p.f32(W.amax_clamp, amaxClampFor("e4m3", false));
   p.u32(W.op_id, OP[l.op]);
-  p.setLaunch(fn, stream.handle, perChannelGrid(tOut, inp.H, r, inp.x.dtype), THREADS, 0, false, device.index);
+  if (pipelined) {
+    const tiles = Math.ceil(tOut / 128) * Math.ceil(inp.H / pipelined.cols);
+    const grid = Math.min(tiles, pipelined.perSm * config.getNumSms(device));
+    p.setLaunch(fn, stream.handle, grid, pipelined.threads, pipelined.smem, false, device.index);
+  } else {
+    p.setLaunch(fn, stream.handle, perChannelGrid(tOut, inp.H, r, inp.x.dtype), THREADS, 0, false, device.index);
+  }
   p.launch(l.op);
 }
 
