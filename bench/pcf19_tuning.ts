@@ -1,15 +1,15 @@
 /**
  * perChannelCastFused of an e4m3 input with fp32 [1,128] scales, gathered by the roofline's permutation
- * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: round 16's
- * `tk_per_channel_cast__e4m3_r128_sm` (one 128 × 128 tile per CTA, staged by cp.async) against round 19's pipelined
- * `_pw` (docs/perf-notes/perf19-pcf.md: a persistent grid, 3-stage shared-memory ring, 128 × 256 tiles, 2 CTAs per
- * SM; the default since round 19), interleaved in one process at 8192 and 16384 tokens × 7168. Settings: "sm"
- * (perChannelLaunchTuning.pipelinedE4m3 "") and "pw" ("_pw"). (Round 19's 128 × 128 form `_pl` measured between
- * the two and was dropped.)
+ * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: the base kernel
+ * `tk_per_channel_cast__e4m3_r128` against round 19's pipelined `_pw` (docs/perf-notes/perf19-pcf.md: a persistent
+ * grid, 3-stage shared-memory ring, 128 × 256 tiles, 2 CTAs per SM; the default since round 19), interleaved in one
+ * process at 8192 and 16384 tokens × 7168. Settings: "base" (perChannelLaunchTuning.pipelinedE4m3 "") and "pw"
+ * ("_pw"). Round 19 measured `_pw` against round 16's `_sm` (one 128 × 128 tile per CTA, staged by cp.async; left
+ * the package in trim20); its 128 × 128 form `_pl` measured between the two and was dropped.
  *
  * Each figure: {@link interleavedMedians} over 5 rounds (20 calls after a lead copy, median of 7, per round). % is
  * of the same run's cuMemcpyDtoD (1 GiB, read + write) for the roofline's bytes: read T·H codes + T·56·4 scales + 4·T
- * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pw" are compared with "sm"'s;
+ * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pw" are compared with "base"'s;
  * a difference is printed as a failure and the script exits 1.
  *
  * `deno run -A --no-check bench/pcf19_tuning.ts` (or `bun bench/pcf19_tuning.ts`).
@@ -25,7 +25,7 @@ const { stream, timer, copy } = abStart("pcf19_tuning");
 const H = 7168;
 const ROUNDS = 5;
 const SETTINGS = [
-  { name: "sm", form: "", sym: "tk_per_channel_cast__e4m3_r128_sm" },
+  { name: "base", form: "", sym: "tk_per_channel_cast__e4m3_r128" },
   { name: "pw", form: "_pw", sym: "tk_per_channel_cast__e4m3_r128_pw" },
 ] as const;
 const saved = { ...perChannelLaunchTuning };
@@ -37,7 +37,6 @@ const bytesOf = async (t: DeviceTensor) => {
 };
 
 try {
-  perChannelLaunchTuning.stagedE4m3 = true;
   for (const T of [8192, 16384]) {
     const xb = randomBf16(T, H, T + 19);
     const q = perTokenCast(xb, { fmt: "e4m3", numPerChannels: 128 }) as Quantized;
@@ -60,7 +59,7 @@ try {
       const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
       console.log(`perChannelCastFused ${T}x${H} e4m3 [1,128] gathered → e4m3 [128,1]\t${s.name.padEnd(4)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%`);
     }
-    // one more call of each form (the kernel checked), then each form's outputs compared with sm's byte for byte
+    // one more call of each form (the kernel checked), then each form's outputs compared with base's byte for byte
     SETTINGS.forEach((s, i) => {
       perChannelLaunchTuning.pipelinedE4m3 = s.form;
       perChannelCastFused(q, optsOf(i));
@@ -75,7 +74,7 @@ try {
         const bad = firstDifference(ref, await bytesOf(outs[i][k]));
         if (bad >= 0) {
           failures++;
-          console.log(`FAIL ${T}x${H} ${SETTINGS[i].name}: ${k} differs from sm's at byte ${bad}`);
+          console.log(`FAIL ${T}x${H} ${SETTINGS[i].name}: ${k} differs from base's at byte ${bad}`);
         }
       }
     }

@@ -7,8 +7,9 @@
  * accepts (fp32 row-major; column-major where T = 1 or H = 128), preallocated outputs, an odd number of 128-column
  * halves (the last tile's upper half outside H), every e4m3 code with special scales, bad indices counted once
  * each, grids of 1 and 3 SMs' worth of CTAs (many tiles per CTA: the ring wraps many times), an unaligned x view
- * (the base kernel runs), and the bench shape 16384 × 7168. `_pw` is the default; knob "" runs `_sm`, with
- * stagedE4m3 off too the base kernel. Skipped, and counted as skipped, without a GPU.
+ * (the base kernel runs), and the bench shape 16384 × 7168. `_pw` is the default; knob "" runs the base kernel
+ * `tk_per_channel_cast__e4m3_r128` (round 16's `_sm`, which "" ran until trim20, left the package). Skipped, and
+ * counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -21,14 +22,13 @@ import { dispose, sameAllocation, up } from "./gpu_util.ts";
 
 type Form = "" | "_pw";
 const FORMS = ["_pw"] as const;
-const symOf = (form: Form, staged = true) => `tk_per_channel_cast__e4m3_r128${form || (staged ? "_sm" : "")}`;
+const symOf = (form: Form) => `tk_per_channel_cast__e4m3_r128${form}`;
 
-/** Runs f with pipelinedE4m3 = `form`, stagedE4m3 = `staged` and config.numSms = `sms`; restores all three. */
-function withTuning<T>(form: Form, sms: number | null, f: () => T, staged = true): T {
+/** Runs f with pipelinedE4m3 = `form` and config.numSms = `sms`; restores both. */
+function withTuning<T>(form: Form, sms: number | null, f: () => T): T {
   const prev = { ...perChannelLaunchTuning };
   const prevSms = config.numSms;
   perChannelLaunchTuning.pipelinedE4m3 = form;
-  perChannelLaunchTuning.stagedE4m3 = staged;
   config.numSms = sms;
   try {
     return f();
@@ -63,7 +63,6 @@ function positions(rand: () => number, n: number, T: number): HostTensor {
 interface Run {
   form: Form;
   sms?: number | null;
-  staged?: boolean;
   preallocated?: boolean;
   sym?: string;
 }
@@ -77,9 +76,9 @@ function deviceMatches(label: string, q: Quantized, pos: HostTensor | null, roun
   const out = run.preallocated
     ? { data: up(tensor(new Uint8Array(cd.shape[0] * cd.shape[1]).fill(0xa5), [...cd.shape], "e4m3")) as DeviceTensor, sf: up(tensor(new Float32Array(cs.shape[0] * cs.shape[1]).fill(-7), [...cs.shape], "fp32")) as DeviceTensor }
     : undefined;
-  const [gd, gs] = withTuning(run.form, run.sms ?? null, () => perChannelCastFused(dq, { ...o, ...(dpos ? { posToToken: dpos } : {}), ...(out ? { out } : {}) }), run.staged ?? true);
+  const [gd, gs] = withTuning(run.form, run.sms ?? null, () => perChannelCastFused(dq, { ...o, ...(dpos ? { posToToken: dpos } : {}), ...(out ? { out } : {}) }));
   try {
-    const sym = run.sym ?? symOf(run.form, run.staged ?? true);
+    const sym = run.sym ?? symOf(run.form);
     assert.equal(perChannelLastSymbol(), sym, `${label}: ${sym} ran`);
     sameAllocation(gd, cd, `${label} data`);
     sameAllocation(gs, cs, `${label} sf`);
@@ -166,23 +165,22 @@ gpuTest("_pw: an index ≥ T raises DEVICE_VALUE once per bad entry, in a first 
   }
 });
 
-gpuTest("_pw is the default; knob \"\" runs _sm, with stagedE4m3 off too and for an unaligned x view the base kernel (seed 19005)", () => {
+gpuTest("_pw is the default; knob \"\" and an unaligned x view run the base kernel (seed 19005)", () => {
   const rand = rng(19005);
   const T = 300, H = 512;
   assert.equal(perChannelLaunchTuning.pipelinedE4m3, "_pw");
-  assert.equal(perChannelLaunchTuning.stagedE4m3, true);
   const [x, sf] = randomQuantized(rand, T, H, false) as [HostTensor, HostTensor];
   const pos = positions(rand, 272, T);
-  check("defaults", [x, sf], pos, false, [{ form: perChannelLaunchTuning.pipelinedE4m3, sym: symOf("_pw") }, { form: "" }, { form: "", staged: false }]);
+  check("defaults", [x, sf], pos, false, [{ form: perChannelLaunchTuning.pipelinedE4m3, sym: symOf("_pw") }, { form: "" }]);
   // the same codes one byte into their storage: x's device address is not a multiple of 16
   const shifted = new Uint8Array(T * H + 1);
   shifted.set(x.data as Uint8Array, 1);
   const xv = new HostTensor(shifted, "e4m3", [T, H], [H, 1], 1);
-  const base = symOf("", false);
+  const base = symOf("");
   check("unaligned x", [xv, sf], pos, true, FORMS.map((form) => ({ form, sym: base })));
 });
 
-gpuTest("_pw = _sm = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seed 19006)", () => {
+gpuTest("_pw = the base kernel = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seed 19006)", () => {
   const rand = rng(19006);
   const T = 16384, H = 7168;
   const codes = new Uint8Array(T * H);

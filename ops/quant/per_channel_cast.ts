@@ -187,22 +187,17 @@ function kernelSymbol(l: Launch): string {
  *   16384 × 7168, 50.8 → 55.2% at 8192): perChannelCastFused of an e4m3 input (numPerChannels 128) runs
  *   `tk_per_channel_cast__e4m3_r128_pw` (per_channel_cast_pl19.cu: a persistent grid whose CTAs keep the next two
  *   128 × 256 tiles' reads in flight through a 3-stage shared-memory ring) when x's and data's addresses are
- *   multiples of 16 bytes. `""` leaves the choice to `stagedE4m3`.
- * - `stagedE4m3` (default true since round 16: 50.6 → 54.7% of copy at 16384 × 7168): under the same conditions,
- *   with `pipelinedE4m3` `""`, runs `tk_per_channel_cast__e4m3_r128_sm` (per_channel_cast_sm16.cu,
- *   docs/perf-notes/perf16-pcf.md: one 128 × 128 tile per CTA staged in shared memory by cp.async, 8 CTAs per SM at a
- *   100% shared-memory carveout) instead of the base `tk_per_channel_cast__e4m3_r128`.
+ *   multiples of 16 bytes. `""`: the base kernel `tk_per_channel_cast__e4m3_r128` (kept for A/B). Round 16's
+ *   `_r128_sm` (one 128 × 128 tile per CTA staged in shared memory, 50.6 → 54.7% of copy at 16384 × 7168,
+ *   docs/perf-notes/perf16-pcf.md), the default between rounds 16 and 19, and its knob `stagedE4m3` left the package
+ *   in trim20 (docs/branches/trim20-removed.patch).
  *
- * Otherwise (another op or format, an unaligned x or data), and with both off, the base kernel. Same bytes in every
- * case.
+ * Otherwise (another op or format, an unaligned x or data) the base kernel. Same bytes in every case.
  */
-export const perChannelLaunchTuning: { stagedE4m3: boolean; pipelinedE4m3: "" | "_pw" } = { stagedE4m3: true, pipelinedE4m3: "_pw" };
+export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pw" } = { pipelinedE4m3: "_pw" };
 
-/**
- * The shared-memory carveout (percent) of `_sm` and `_pw`: their resident CTAs (8 × 21.5 KiB static, 2 × 108 KiB
- * dynamic) must fit beside each other.
- */
-const STAGED_CARVEOUT = 100;
+/** The shared-memory carveout (percent) of `_pw`: its 2 resident CTAs (108 KiB dynamic each) must fit beside each other. */
+const PIPELINED_CARVEOUT = 100;
 
 /**
  * per_channel_cast_pl19.cu's launch table: block threads, dynamic shared memory (bytes), resident CTAs per SM (the
@@ -212,8 +207,8 @@ const PIPELINED = {
   _pw: { threads: 512, smem: 110592, perSm: 2, cols: 256 },
 } as const;
 
-/** Whether a launch may run `_sm` or `_pw`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
-function e4m3Staging(l: Launch, data: Tensor): boolean {
+/** Whether a launch may run `_pw`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
+function e4m3Pipelinable(l: Launch, data: Tensor): boolean {
   return l.op === "perChannelCastFused" && !l.transpose && l.r === 128 && l.inp.x.dtype === "e4m3" &&
     l.inp.q?.numPerChannels === 128 && addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0;
 }
@@ -227,11 +222,10 @@ export function perChannelLastSymbol(): string {
 function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tensor, sf: Tensor): void {
   const { inp, tOut, r } = l;
   if (tOut === 0 || inp.H === 0) return;
-  const eligible = e4m3Staging(l, data);
+  const eligible = e4m3Pipelinable(l, data);
   const pipelined = eligible && perChannelLaunchTuning.pipelinedE4m3 !== "" ? PIPELINED[perChannelLaunchTuning.pipelinedE4m3] : null;
-  const staged = eligible && !pipelined && perChannelLaunchTuning.stagedE4m3;
-  const sym = pipelined ? `tk_per_channel_cast__e4m3_r128${perChannelLaunchTuning.pipelinedE4m3}` : staged ? "tk_per_channel_cast__e4m3_r128_sm" : kernelSymbol(l);
-  const fn = pipelined || staged ? kernelFunctionWithSmem(l.op, device, sym, pipelined?.smem ?? 0, STAGED_CARVEOUT) : kernelFunction(l.op, device, sym);
+  const sym = pipelined ? `tk_per_channel_cast__e4m3_r128${perChannelLaunchTuning.pipelinedE4m3}` : kernelSymbol(l);
+  const fn = pipelined ? kernelFunctionWithSmem(l.op, device, sym, pipelined.smem, PIPELINED_CARVEOUT) : kernelFunction(l.op, device, sym);
   lastSymbol = sym;
   const p = packet;
   const q = inp.q;

@@ -40,23 +40,23 @@ const ROW_HIDDEN = 7168;
 const ROW_THREADS = 448;
 /** Resident row-form blocks per SM (kRowMinBlocks: 2); the grid is one wave of them, min(T, 2 · SMs). */
 const ROW_CTAS_PER_SM = 2;
-/** Rows a block of the 16-lane team form `_t16` works on at once (swiglu_bwd_t16.cu). */
+/** Rows a block of the 16-lane team form `_t16w` works on at once (swiglu_bwd_t16.cuh's kT16Threads / kT16Team). */
 const T16_ROWS_PER_BLOCK = THREADS / 16;
 
 /**
  * A/B knobs of the SwiGLU launches (bench/sbc11_tuning.ts, bench/swr11_tuning.ts); the kernels write the same bytes
  * in every setting.
- * - `backwardCastForm`: swigluBackwardAndPerTokenCast with bf16 dy and groups of 128 by the 16-lane team form
- *   `tk_swiglu_backward__e4m3_bf16_g128_t16` ("team16", the default until round 17: kernels-src/cuda/swiglu/swiglu_bwd_t16.cu,
- *   docs/perf-notes/perf11-sbc.md: 64 registers and 4 CTAs per SM on sm_90a against main's 116 and 2; measured on
- *   the H200 at 16384 × 7168: 54.6% of copy against 46.3%) where its conditions hold (see {@link swigluFormSuffix}),
- *   or by swiglu.cu's kernel `tk_swiglu_backward__e4m3_bf16_g128` ("main", kept for A/B). Main's kernel serves every
- *   launch the team form does not take in any setting. "team16w" (the default since round 17's A/B): the team form with
- *   whole 16-byte output stores `tk_swiglu_backward__e4m3_bf16_g128_t16w` (kernels-src/cuda/swiglu/swiglu_bwd_t16w.cu,
- *   docs/perf-notes/perf17-sbc.md: the results go through a swizzled shared-memory park and a lane writes 16
- *   consecutive columns of one half, 2 bf16 and 1 e4m3 16-byte stores a lane-step against `_t16`'s 8 of 4–8 bytes;
- *   64 registers, 4 CTAs per SM on sm_90a), under `_t16`'s conditions; the same bytes. H200, one process's interleaved
- *   A/B (bench/RESULTS.md, sixteenth run): 16384 × 7168 54.7 → 57.3%, 8192 × 7168 52.0 → 54.6% of copy.
+ * - `backwardCastForm`: swigluBackwardAndPerTokenCast with bf16 dy and groups of 128, where the 16-lane team form's
+ *   conditions hold (see {@link swigluFormSuffix}), by the team form with whole 16-byte output stores
+ *   `tk_swiglu_backward__e4m3_bf16_g128_t16w` ("team16w", the default since round 17's A/B:
+ *   kernels-src/cuda/swiglu/swiglu_bwd_t16w.cu, docs/perf-notes/perf17-sbc.md: round 11's 16-lane team compute
+ *   (swiglu_bwd_t16.cuh; 64 registers and 4 CTAs per SM on sm_90a against main's 116 and 2), its results through a
+ *   swizzled shared-memory park so that a lane writes 16 consecutive columns of one half, 2 bf16 and 1 e4m3 16-byte
+ *   stores a lane-step), or by swiglu.cu's kernel `tk_swiglu_backward__e4m3_bf16_g128` ("main", kept for A/B); the
+ *   same bytes. Main's kernel serves every launch the team form does not take in either setting. H200 at 16384 × 7168
+ *   (bench/RESULTS.md): round 11's `_t16` 54.6% of copy against main's 46.3%; `_t16w` 57.3% against `_t16`'s 54.7%
+ *   (sixteenth run). `_t16` ("team16", the default from round 11 to 17) left the package in trim20
+ *   (docs/branches/trim20-removed.patch).
  * - `rowForm`: swigluForwardAndPerTokenCast with H = 7168 by the row form `tk_swiglu_forward__bf16_e4m3_g128_anr2`
  *   (true, the default: kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf11-swr.md: one row per
  *   448-thread block, 2 CTAs per SM, a grid of one wave; measured on the H200 at 16384 × 7168: 85.5% of copy against
@@ -83,7 +83,7 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   88.5 → 90.2%, 8192 × 7168 86.8 → 88.8% of copy. false: `_anrp` (kept for A/B).
  */
 export const swigluLaunchTuning = {
-  backwardCastForm: "team16w" as "main" | "team16" | "team16w",
+  backwardCastForm: "team16w" as "main" | "team16w",
   rowForm: true,
   rowPrefetch: true,
   castRowScan: true,
@@ -151,10 +151,10 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md); where swigluForward's `_an` would run with
  * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default), `_anrps` instead while forwardRowScan is
  * also set (the default); where `_anr2` would run, `_anrs` while castRowScan is set (the default). swigluBackwardAndPerTokenCast's
- * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16w` (`_t16`) while
- * {@link swigluLaunchTuning}.backwardCastForm is "team16w" (the default; "team16") and its conditions hold (team16Suffix). Exported for the GPU tests only.
+ * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16w` while
+ * {@link swigluLaunchTuning}.backwardCastForm is "team16w" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrps" | "_anrs" | "_t16" | "_t16w" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrps" | "_anrs" | "_t16w" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
   if (a.hidden !== ROW_HIDDEN) return f;
@@ -186,17 +186,16 @@ function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
 }
 
 /**
- * `_t16w` (swigluLaunchTuning.backwardCastForm = "team16w", the default; `_t16` for "team16") where the 16-lane team
- * form's conditions hold: no clamp, no recompute (so no actOut), x, dy, xGrad and the e4m3 data 16-byte aligned; ""
- * (main's kernel) otherwise.
+ * `_t16w` (swigluLaunchTuning.backwardCastForm = "team16w", the default) where the 16-lane team form's conditions
+ * hold: no clamp, no recompute (so no actOut), x, dy, xGrad and the e4m3 data 16-byte aligned; "" (main's kernel)
+ * otherwise and for "main".
  */
-function team16Suffix(a: SwigluLaunch): "" | "_t16" | "_t16w" {
-  const f = swigluLaunchTuning.backwardCastForm;
-  if (f === "main" || a.op !== "swigluBackwardAndPerTokenCast") return "";
+function team16Suffix(a: SwigluLaunch): "" | "_t16w" {
+  if (swigluLaunchTuning.backwardCastForm === "main" || a.op !== "swigluBackwardAndPerTokenCast") return "";
   if (a.clamp !== null || a.recompute || a.actOut || a.counts) return "";
   const a16 = (t: Tensor | null | undefined) => !!t && addr(t) % 16 === 0;
   if (!(a16(a.x) && a16(a.dy) && a16(a.out) && a16(a.data))) return "";
-  return f === "team16w" ? "_t16w" : "_t16";
+  return "_t16w";
 }
 
 /** Enqueues one kernel of swiglu.cu on `stream`. 0 rows (and no sf padding rows) launch nothing. */
@@ -242,7 +241,7 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
   const rows = form === "_anr2" || form === "_anrp" || form === "_anrps" || form === "_anrs";
-  const team = form === "_t16" || form === "_t16w";
+  const team = form === "_t16w";
   const rowsPerBlock = team ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))

@@ -11,14 +11,14 @@
 // grid.x = min(tiles, kCtasPerSm · SMs) with tiles = ceilDiv(T_out, 128) · ceilDiv(H, kCols); any grid.x ≥ 1 is
 // correct. CTA b takes tiles b, b + grid.x, … (column tiles fastest, as the one-tile-per-CTA kernels).
 //
-// Why: `_r128_sm` (per_channel_cast_sm16.cu) stages one 128 × 128 tile per CTA and then has nothing of its own in
-// flight during its amax, barriers, reduction and cast; every tile also pays two dependent round trips
-// (posToToken, then the rows) before any arithmetic. Here a CTA works on tile k while tiles k + 1 and k + 2 are
-// being copied into the other two stages (2 × 32 KiB per CTA: 128 KiB of reads in flight per SM), and the
-// posToToken entries of tile k + 3 are loaded into registers during tile k, so that neither round trip is exposed
-// after the first tiles. Measured on the H200 (2026-12-03): `_sm` 50.8 / 53.9% of copy at 8192 / 16384 × 7168,
-// the same ring with 128 × 128 tiles (`_pl`, dropped) 53.2 / 55.4%, this form 55.2 / 56.7%: 256 contiguous bytes
-// per gathered row gain more than the latency hiding.
+// Why: round 16's `_r128_sm` (per_channel_cast_sm16.cu; removed in trim20, docs/branches/trim20-removed.patch) stages
+// one 128 × 128 tile per CTA and then has nothing of its own in flight during its amax, barriers, reduction and cast;
+// every tile also pays two dependent round trips (posToToken, then the rows) before any arithmetic. Here a CTA works on
+// tile k while tiles k + 1 and k + 2 are being copied into the other two stages (2 × 32 KiB per CTA: 128 KiB of reads
+// in flight per SM), and the posToToken entries of tile k + 3 are loaded into registers during tile k, so that neither
+// round trip is exposed after the first tiles. Measured on the H200 (2026-12-03): `_sm` 50.8 / 53.9% of copy at 8192 /
+// 16384 × 7168, the same ring with 128 × 128 tiles (`_pl`, dropped) 53.2 / 55.4%, this form 55.2 / 56.7%: 256
+// contiguous bytes per gathered row gain more than the latency hiding.
 //
 // Per tile k (stage k % 3):
 //   1. wait for this thread's copies of tile k (cp.async.wait_group 1: tile k + 1's group may still be in flight),
@@ -33,13 +33,13 @@
 //   4. cast: the same mapping re-reads the codes, fl(fl(q · s_in) · inv), encodes, 4-byte stores (a warp: 128
 //      contiguous bytes of an output row). Rows ≥ T_out are warp-uniform: skipped.
 //
-// Same bytes as `_r128_sm` and the base kernel by construction: the same helpers on the same values
-// (decode_e4m3x2, mul_rn by s_in, abs_f / max_num over the same set from +0, sf_and_inv, mul_rn by inv,
-// encode_e4m3x4); a maximumNumber reduction over a set of non-NaN values is independent of its order; a dead or
-// zero row contributes codes 0 and s_in = +0 as there. Bad indices: the same test and report (one reporter per
-// row: piece 0 of the first column tile, each tile issued once), so the error word counts each bad entry once.
-// Tails: rows ≥ T_out read nothing; an odd H / 128 leaves a last column tile whose upper half lies beyond H: it
-// reads nothing there (zero-fill), stores no sf and no data for it.
+// Same bytes as the base kernel (and round 16's `_r128_sm`) by construction: the same helpers on the same values
+// (decode_e4m3x2, mul_rn by s_in, abs_f / max_num over the same set from +0, sf_and_inv, mul_rn by inv, encode_e4m3x4);
+// a maximumNumber reduction over a set of non-NaN values is independent of its order; a dead or zero row contributes
+// codes 0 and s_in = +0 as there. Bad indices: the same test and report (one reporter per row: piece 0 of the first
+// column tile, each tile issued once), so the error word counts each bad entry once. Tails: rows ≥ T_out read nothing;
+// an odd H / 128 leaves a last column tile whose upper half lies beyond H: it reads nothing there (zero-fill), stores
+// no sf and no data for it.
 //
 // x_sf is fp32 (perChannelCastFused accepts only fp32 input scales for an e4m3 input), any strides.
 #define TK_PER_CHANNEL_CAST_NO_ENTRIES

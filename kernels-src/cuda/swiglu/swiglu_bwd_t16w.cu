@@ -1,26 +1,26 @@
 // swigluBackwardAndPerTokenCast, e4m3 x (fp32 x scales, groups of 128), bf16 dy → bf16 xGrad + e4m3 groups of
 // 128 + weightGrad (spec/quant.md §8.5, the cast of §2.3): the 16-lane team form with whole 16-byte output stores
-// `_t16w` (round 17, docs/perf-notes/perf17-sbc.md; swigluLaunchTuning.backwardCastForm = "team16w", not the default).
+// `_t16w` (round 17, docs/perf-notes/perf17-sbc.md; swigluLaunchTuning.backwardCastForm = "team16w", the default).
 //
 // Symbol
-//   tk_swiglu_backward__e4m3_bf16_g128_t16w  the same bytes as `_t16` (swiglu_bwd_t16.cu) and main's kernel under
-//                                            `_t16`'s conditions (the host selects it only there).
+//   tk_swiglu_backward__e4m3_bf16_g128_t16w  the same bytes as main's kernel (swiglu.cu) under the 16-lane team
+//                                            form's conditions (the host selects it only there).
 //
-// `_t16` (Nsight Compute on the H200, 16384 × 7168: issue-bound, SM 79%, issue active 82%) stores its outputs from
-// the compute phase's lane mapping (lane r: columns 64s + 4r … + 3 of slot s): per lane-step 4 bf16 stores of 8 bytes
-// and 4 e4m3 stores of 4 bytes, 4.6 M store warp instructions at 5.2 sectors each. Here the compute phase is `_t16`'s,
-// line for line, except that the gx / gu values only go to the park (no bf16 store there), into a swizzled per-team
-// layout; after the group's sf_and_inv a lane reads back 16 consecutive columns of one half (lanes r < 8 the gate
-// half, whose group's inv they computed, lanes r ≥ 8 the up half: so the shuffle that exchanged the other group's inv
-// is gone too) and writes them as 2 16-byte bf16 stores and 1 16-byte e4m3 store. Per element the operations are the
-// same: encode_bf16x2 of the binary32 value, and the e4m3 encode of fl(v · inv) with the group's inv. Padding rows
-// park zeros and get inv 0, so they are written +0 / 0x00 as before; the sf entries and weightGrad are `_t16`'s.
+// Round 11's `_t16` (backward_t16 in swiglu_bwd_t16.cuh; its entry left the package in trim20; Nsight Compute on the
+// H200, 16384 × 7168: issue-bound, SM 79%, issue active 82%) stores its outputs from the compute phase's lane mapping
+// (lane r: columns 64s + 4r … + 3 of slot s): per lane-step 4 bf16 stores of 8 bytes and 4 e4m3 stores of 4 bytes,
+// 4.6 M store warp instructions at 5.2 sectors each. Here the compute phase is `_t16`'s, line for line, except that the
+// gx / gu values only go to the park (no bf16 store there), into a swizzled per-team layout; after the group's
+// sf_and_inv a lane reads back 16 consecutive columns of one half (lanes r < 8 the gate half, whose group's inv they
+// computed, lanes r ≥ 8 the up half: so the shuffle that exchanged the other group's inv is gone too) and writes them
+// as 2 16-byte bf16 stores and 1 16-byte e4m3 store. Per element the operations are the same: encode_bf16x2 of the
+// binary32 value, and the e4m3 encode of fl(v · inv) with the group's inv. Padding rows park zeros and get inv 0, so
+// they are written +0 / 0x00 as before; the sf entries and weightGrad are `_t16`'s.
 //
 // Park layout (T16wTeam): per team and half 32 chunks of 16 bytes (4 columns each); column chunk c = 16s + r (slot s,
 // lane r) lives at chunk position c ^ ((c >> 3) & 3), so that both the parking (8 lanes: c = 16s + 8h + 0 … 7) and
 // the read back (8 lanes: c = 4q + k, q = 0 … 7) touch 8 distinct 16-byte bank groups.
-#define TK_SWIGLU_BWD_T16_NO_ENTRIES
-#include "swiglu_bwd_t16.cu"
+#include "swiglu_bwd_t16.cuh"
 
 namespace tk {
 namespace {

@@ -1,4 +1,4 @@
-// The row helpers of the SwiGLU kernels (swiglu.cu and the 16-lane team form swiglu_bwd_t16.cu): the flag and
+// The row helpers of the SwiGLU kernels (swiglu.cu and the 16-lane team form swiglu_bwd_t16.cuh): the flag and
 // fault bits of SwigluParams, the expert layout's row test (§8.1), the psum contract check (§11.2) and the row
 // weight (§8.2). Shared so that the two files cannot drift apart; moving them here left every kernel's .text
 // identical (tools/textcmp.py, docs/perf-notes/perf11-sbc.md).

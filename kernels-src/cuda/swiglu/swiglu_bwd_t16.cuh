@@ -1,13 +1,13 @@
 // swigluBackwardAndPerTokenCast, e4m3 x (fp32 x scales, groups of 128), bf16 dy → bf16 xGrad + e4m3 groups of
 // 128 + weightGrad (spec/quant.md §8.5, the cast of §2.3): the 16-lane team form (round 11,
-// docs/perf-notes/perf11-sbc.md), the default form (swigluLaunchTuning.backwardCastForm = "team16";
-// "main" selects swiglu.cu's kernel).
+// docs/perf-notes/perf11-sbc.md). Included by swiglu_bwd_t16w.cu, whose `_t16w` keeps this compute phase line for
+// line and replaces its stores: its constants and T16Step are `_t16w`'s, and backward_t16 below is the baseline
+// `_t16w`'s comments refer to. Round 11's entry tk_swiglu_backward__e4m3_bf16_g128_t16 ("team16", the default until
+// round 17) left the package in trim20 (docs/branches/trim20-removed.patch restores it).
 //
-// Symbol
-//   tk_swiglu_backward__e4m3_bf16_g128_t16   the same bytes as tk_swiglu_backward__e4m3_bf16_g128 (swiglu.cu) for
-//                                            the launches it serves: no clamp, no recompute, x / dy / xGrad / the
-//                                            e4m3 data 16-byte aligned (the host falls back to main's kernel
-//                                            otherwise); any sf layout, with or without weights and scale.
+// `_t16`'s launches: the same bytes as tk_swiglu_backward__e4m3_bf16_g128 (swiglu.cu) for no clamp, no recompute,
+// x / dy / xGrad / the e4m3 data 16-byte aligned (the host falls back to main's kernel otherwise); any sf layout, with
+// or without weights and scale.
 //
 // Launch geometry: block.x 256, no dynamic shared memory, grid.x min(ceilDiv(T, 16), 8 · SMs) (any grid.x ≥ 1 is
 // correct: grid-stride over row pairs by whole warps). Static shared memory 34.25 KiB: the staged inputs of two
@@ -40,6 +40,7 @@
 // e4m3 encode of v · inv.
 //
 // The psum search, the psum contract check and the row weight are swiglu.cu's (swiglu_rows.cuh).
+#pragma once
 #include "../common/chunk.cuh"
 #include "../common/codec.cuh"
 #include "../common/error_word.cuh"
@@ -279,12 +280,3 @@ TK_DEV void backward_t16(const SwigluParams& p) {
 
 }  // namespace
 }  // namespace tk
-
-// swiglu_bwd_t16w.cu includes this file for its helpers and defines TK_SWIGLU_BWD_T16_NO_ENTRIES (its cubin then
-// holds only its own entry).
-#ifndef TK_SWIGLU_BWD_T16_NO_ENTRIES
-extern "C" __global__ void __launch_bounds__(tk::kT16Threads, tk::kT16MinBlocks)
-    tk_swiglu_backward__e4m3_bf16_g128_t16(const __grid_constant__ SwigluParams p) {
-  tk::backward_t16(p);
-}
-#endif  // TK_SWIGLU_BWD_T16_NO_ENTRIES
