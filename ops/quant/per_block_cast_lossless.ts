@@ -3,7 +3,8 @@
  * spec/quant.md §10, §11). Checks, then dispatch to the CPU reference (`per_block_cast_lossless.ref.ts`) or the
  * CUDA kernels (`kernels-src/cuda/quant/per_block_cast_lossless.cu`; the aligned data form behind
  * {@link losslessLaunchTuning}: `per_block_cast_lossless_a.cu`; the one-launch tiled form behind it too:
- * `per_block_cast_lossless_t.cu`, and its pipelined form, the default: `per_block_cast_lossless_p.cu`).
+ * `per_block_cast_lossless_t.cu`, and its pipelined form, the default: `per_block_cast_lossless_p.cu`; that form with
+ * 16-byte L2-only copies behind the knob: `per_block_cast_lossless_g.cu`).
  * @module
  */
 import { type OpOptions, place } from "../../core/backend.ts";
@@ -53,12 +54,15 @@ const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 
 /** per_block_cast_lossless_t.cu's launch table: tiles of 128 rows × 256 columns, 4 blocks per SM resident. */
 const PLT = { threads: 256, blocksPerSm: 4, tileRows: 128, tileCols: 256, inBlockCols: 32, outBlockCols: 128, xAlign: 8, dataAlign: 16 };
 /**
- * per_block_cast_lossless_p.cu's form of `__tile` (same tiles and launch checks), by `losslessLaunchTuning.tiledForm`:
- * CTAs per SM resident, dynamic shared memory (a ring of 3 tiles × 256 threads × (8 code + 4 exponent bytes) × 8
- * chunks = 72 KiB, kRingBytes) and the carveout that fits 3 of them.
+ * The pipelined forms of `__tile` (same tiles and launch checks), by `losslessLaunchTuning.tiledForm`: CTAs per SM
+ * resident, dynamic shared memory and the carveout that fits 3 of them, and the codes' alignment the form needs.
+ * 2: per_block_cast_lossless_p.cu, a ring of 3 tiles × 256 threads × 8 chunks × (8 code + 4 exponent bytes) = 72 KiB
+ * (kRingBytes). 3: per_block_cast_lossless_g.cu, the same ring with one exponent word a lane pair: 3 × 8 × (256 · 8 +
+ * 128 · 4) = 60 KiB (kPairRingBytes), 16-byte code copies.
  */
 const PLP = {
-  2: { symbol: "tk_per_block_cast_lossless__tile_cp", blocksPerSm: 3, ringBytes: 3 * 256 * 8 * 12, carveout: 100 },
+  2: { symbol: "tk_per_block_cast_lossless__tile_cp", blocksPerSm: 3, ringBytes: 3 * 8 * (256 * 8 + 256 * 4), carveout: 100, xAlign: 8 },
+  3: { symbol: "tk_per_block_cast_lossless__tile_cg", blocksPerSm: 3, ringBytes: 3 * 8 * (256 * 8 + 128 * 4), carveout: 100, xAlign: 16 },
 } as const;
 
 /**
@@ -81,8 +85,11 @@ const PLP = {
  *   in flight, 3 CTAs per SM); 0 runs `__tile` (kept for A/B). Form 2 takes the same calls as `__tile` (it copies
  *   whole 32-bit words of the input scales, whose fp32 or int32 storage is always 4-byte aligned) with the same
  *   bytes, and its grid is balanced: every CTA gets ⌈tiles / grid⌉ or one fewer tiles, with grid ≤ CTAs per SM · SMs.
+ *   3 (docs/perf-notes/perf20-lsl.md, for A/B) runs `tk_per_block_cast_lossless__tile_cg`: form 2's ring filled by
+ *   lane pairs, 16-byte cp.async.cg of the codes and one exponent word a pair, all with the L2::256B prefetch hint;
+ *   same calls, grid and bytes, except that a codes base only 8-byte aligned runs form 2.
  */
-export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 0 | 2 } = { dataAligned: true, tiled: true, tiledForm: 2 };
+export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 0 | 2 | 3 } = { dataAligned: true, tiled: true, tiledForm: 2 };
 
 let lastDataKernel = "";
 /**
@@ -137,7 +144,8 @@ function launchLossless(op: string, device: Device, stream: Stream, data: Tensor
     xAddr % PLT.xAlign === 0 && outAddr % PLT.dataAlign === 0
   ) {
     const tiles = Math.ceil(a.T / PLT.tileRows) * Math.ceil(a.H / PLT.tileCols);
-    const form = losslessLaunchTuning.tiledForm;
+    const knob = losslessLaunchTuning.tiledForm;
+    const form = knob !== 0 && xAddr % PLP[knob].xAlign !== 0 ? 2 : knob;
     if (form === 0) {
       const grid = Math.max(1, Math.min(tiles, PLT.blocksPerSm * sms));
       lastDataKernel = "tk_per_block_cast_lossless__tile";

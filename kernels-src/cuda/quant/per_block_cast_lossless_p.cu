@@ -175,7 +175,9 @@ TK_DEV void lossless_tiles_ring(const PerBlockCastLosslessParams& p) {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_PER_BLOCK_CAST_LOSSLESS_P_NO_ENTRIES  // (per_block_cast_lossless_g.cu includes this file for its tile walk)
 extern "C" __global__ void __launch_bounds__(tk::kTileThreads, tk::kRingMinBlocks)
     tk_per_block_cast_lossless__tile_cp(const __grid_constant__ PerBlockCastLosslessParams p) {
   tk::lossless_tiles_ring(p);
 }
+#endif  // TK_PER_BLOCK_CAST_LOSSLESS_P_NO_ENTRIES
