@@ -1,10 +1,10 @@
 /**
  * perBlockCastLossless, round 16's one launch `__tile` (`losslessLaunchTuning.tiledForm` 0) against round 19's
- * pipelined form `__tile_cp` (2, the default since this A/B: a cp.async ring of 3 tiles in shared memory;
- * docs/perf-notes/perf19-lsl.md), interleaved in one process: the roofline's cases (bench/cases_more.ts): MXFP4 input
- * (e2m1x2 codes with fp32 power-of-two scales [1, 32], made by perTokenCast from random bf16) → e4m3 [128, 128] with
- * fp32 scales or packed UE8M0 (TMA-aligned column-major), 8192 and 16384 × 7168. Settings (restored at the end):
- * tiled on, dataAligned on, tiledForm 0 / 2.
+ * pipelined form `__tile_cp` (2, the default from this A/B to round 20's, bench/lsl20_tuning.ts: a cp.async ring of 3
+ * tiles in shared memory; docs/perf-notes/perf19-lsl.md), interleaved in one process: the roofline's cases
+ * (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with fp32 power-of-two scales [1, 32], made by perTokenCast from
+ * random bf16) → e4m3 [128, 128] with fp32 scales or packed UE8M0 (TMA-aligned column-major), 8192 and 16384 × 7168.
+ * Settings (restored at the end): tiled on, dataAligned on, tiledForm 0 / 2.
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, 20 calls into preallocated outputs after a lead copy,
  * rotated order over 5 rounds, the median printed). % is of the same run's cuMemcpyDtoD (1 GiB, read + write) for

@@ -1,9 +1,10 @@
 /**
- * perBlockCastLossless, round 19's `__tile_cp` (`losslessLaunchTuning.tiledForm` 2, the default) against round 20's
- * `__tile_cg` (3: the same ring filled by lane pairs, 16-byte cp.async.cg of the codes and one exponent word a pair,
- * with the L2::256B prefetch hint; docs/perf-notes/perf20-lsl.md), interleaved in one process: the roofline's cases
- * (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with fp32 power-of-two scales [1, 32], made by perTokenCast from
- * random bf16) → e4m3 [128, 128] with fp32 scales or packed UE8M0 (TMA-aligned column-major), 8192 and 16384 × 7168.
+ * perBlockCastLossless, round 19's `__tile_cp` (`losslessLaunchTuning.tiledForm` 2) against round 20's `__tile_cg`
+ * (3, the default since this A/B: the same ring filled by lane pairs, 16-byte cp.async.cg of the codes and one
+ * exponent word a pair, with the L2::256B prefetch hint; docs/perf-notes/perf20-lsl.md), interleaved in one process:
+ * the roofline's cases (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with fp32 power-of-two scales [1, 32], made
+ * by perTokenCast from random bf16) → e4m3 [128, 128] with fp32 scales or packed UE8M0 (TMA-aligned column-major),
+ * 8192 and 16384 × 7168.
  * Settings (restored at the end): tiled on, dataAligned on, tiledForm 2 / 3.
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, 20 calls into preallocated outputs after a lead copy,

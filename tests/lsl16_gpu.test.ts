@@ -1,7 +1,7 @@
 /**
  * Round 16 (docs/perf-notes/perf16-lsl.md): perBlockCastLossless in one launch, `tk_per_block_cast_lossless__tile`
- * (knob `losslessLaunchTuning.tiled`, default on since round 16's A/B; `tiledForm` 0 here, since round 19 the
- * default is 2, `__tile_cp`: tests/lsl19_gpu.test.ts), against the CPU reference byte for byte on the whole allocations
+ * (knob `losslessLaunchTuning.tiled`, default on since round 16's A/B; `tiledForm` 0 here, since round 20 the
+ * default is 3, `__tile_cg`: tests/lsl20_gpu.test.ts), against the CPU reference byte for byte on the whole allocations
  * (data and sf, padding included), with the launched kernel and the launch count (1, main: 2) checked after every
  * device call: every input sf layout (fp32 and packed UE8M0, row- and column-major) × every output sf layout; row
  * tails (a partial last 128-row band, 1 row) and column tails (a tile's second output block partly or wholly past H,
@@ -191,7 +191,7 @@ gpuTest("perBlockCastLossless __tile = main's launches = reference at 3000 × 71
   }
 });
 
-gpuTest("perBlockCastLossless: the default (tiled on since round 16, tiledForm 2 since round 19) runs __tile_cp, one launch; tiled off runs main's two", () => {
+gpuTest("perBlockCastLossless: the default (tiled on since round 16, tiledForm 3 since round 20) runs __tile_cg, one launch; tiled off runs main's two", () => {
   const x = randomFp4(rng(1606), 130, 1024, [1, 32], "fp32-row", 110);
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   try {
@@ -199,7 +199,7 @@ gpuTest("perBlockCastLossless: the default (tiled on since round 16, tiledForm 2
     const want = perBlockCastLossless(x, MX) as [HostTensor, HostTensor];
     let n0 = launchCount();
     const got = perBlockCastLossless(dx, MX);
-    assert.equal(lastLosslessDataKernel(), "tk_per_block_cast_lossless__tile_cp");
+    assert.equal(lastLosslessDataKernel(), "tk_per_block_cast_lossless__tile_cg");
     assert.equal(launchCount() - n0, 1);
     samePair(got as [DeviceTensor, DeviceTensor], want, "default");
     n0 = launchCount();

@@ -1,7 +1,8 @@
 /**
  * Round 19 (docs/perf-notes/perf19-lsl.md): perBlockCastLossless's pipelined one-launch form, picked by
- * `losslessLaunchTuning.tiledForm`: 2 (the default since round 19's A/B) = `tk_per_block_cast_lossless__tile_cp` (a
- * cp.async ring of 3 tiles in shared memory), 0 = `__tile`. For both form values, against the CPU reference byte for
+ * `losslessLaunchTuning.tiledForm`: 2 (the default from round 19's A/B to round 20's, which made 3 = `__tile_cg` the
+ * default: tests/lsl20_gpu.test.ts) = `tk_per_block_cast_lossless__tile_cp` (a cp.async ring of 3 tiles in shared
+ * memory), 0 = `__tile`; each test pins its form. For both form values, against the CPU reference byte for
  * byte on the whole allocations (data and sf, padding included), with the launched kernel and the launch count (1)
  * checked after every device call: every input sf layout (fp32 and packed UE8M0, row- and column-major) × every
  * output sf layout over row tails (a partial last 128-row band, 1 row) and column tails (a tile's second output
@@ -196,15 +197,15 @@ gpuTest("perBlockCastLossless tiledForm 0/2 = reference at 3000 × 7168 and 1638
   }
 });
 
-gpuTest("perBlockCastLossless: tiledForm defaults to 2 (__tile_cp, one launch); 0 launches __tile, once", () => {
+gpuTest("perBlockCastLossless: tiledForm defaults to 3 (__tile_cg, one launch); 2 launches __tile_cp and 0 __tile, once", () => {
   const x = randomFp4(rng(1906), 130, 1024, [1, 32], "fp32-row", 110);
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   try {
-    assert.equal(losslessLaunchTuning.tiledForm, 2);
+    assert.equal(losslessLaunchTuning.tiledForm, 3);
     const want = perBlockCastLossless(x, MX) as [HostTensor, HostTensor];
     const n0 = launchCount();
     const got = perBlockCastLossless(dx, MX);
-    assert.equal(lastLosslessDataKernel(), SYMBOL[2]);
+    assert.equal(lastLosslessDataKernel(), "tk_per_block_cast_lossless__tile_cg");
     assert.equal(launchCount() - n0, 1);
     samePair(got as [DeviceTensor, DeviceTensor], want, "default");
     for (const [form] of FORMS) samePair(runForm(form, dx, MX, TILED, "knob") as [DeviceTensor, DeviceTensor], want, `form ${form}`);

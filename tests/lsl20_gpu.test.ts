@@ -1,16 +1,16 @@
 /**
  * Round 20 (docs/perf-notes/perf20-lsl.md): perBlockCastLossless's `tk_per_block_cast_lossless__tile_cg`
  * (`losslessLaunchTuning.tiledForm` 3: `__tile_cp`'s ring filled by lane pairs with 16-byte L2-only copies) against
- * `__tile_cp` (2, the default). For both form values, against the CPU reference byte for byte on the whole
- * allocations (data and sf, padding included), with the launched kernel and the launch count (1) checked after every
- * device call: every input sf layout (fp32 and packed UE8M0, row- and column-major) × every output sf layout over
- * row tails (a partial last 128-row band, 1 row) and column tails (a tile's second output block partly or wholly
- * past H); a single block row from an output block taller than the tensor (T ≤ 128); special values (zero code
- * blocks, −0, exponent bytes 0/1 and 249–255); more tiles than CTAs (3000 × 7168, and 16384 × 7168 against the
- * reference and, on the device, form 3 against form 2); the contract violated (DEVICE_VALUE at the next sync with
- * `__tile`'s count); codes at a 16-byte offset (both forms) and at an 8-byte offset (form 3 runs `__tile_cp`), output
- * views at a 16-byte offset, and the calls both forms leave to main's launches (codes or output off alignment, other
- * block shapes), with the kernel main runs asserted. Skipped without a GPU.
+ * `__tile_cp` (2, the default until this round's A/B made 3 the default). For both form values, against the CPU
+ * reference byte for byte on the whole allocations (data and sf, padding included), with the launched kernel and the
+ * launch count (1) checked after every device call: every input sf layout (fp32 and packed UE8M0, row- and
+ * column-major) × every output sf layout over row tails (a partial last 128-row band, 1 row) and column tails (a tile's
+ * second output block partly or wholly past H); a single block row from an output block taller than the tensor (T ≤
+ * 128); special values (zero code blocks, −0, exponent bytes 0/1 and 249–255); more tiles than CTAs (3000 × 7168, and
+ * 16384 × 7168 against the reference and, on the device, form 3 against form 2); the contract violated (DEVICE_VALUE at
+ * the next sync with `__tile`'s count); codes at a 16-byte offset (both forms) and at an 8-byte offset (form 3 runs
+ * `__tile_cp`), output views at a 16-byte offset, and the calls both forms leave to main's launches (codes or output
+ * off alignment, other block shapes), with the kernel main runs asserted. Skipped without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -207,15 +207,15 @@ gpuTest("perBlockCastLossless tiledForm 2/3 = reference at 3000 × 7168 and 1638
   }
 });
 
-gpuTest("perBlockCastLossless: tiledForm defaults to 2 (__tile_cp, one launch); 3 launches __tile_cg, once", () => {
+gpuTest("perBlockCastLossless: tiledForm defaults to 3 (__tile_cg, one launch); 2 launches __tile_cp, once", () => {
   const x = randomFp4(rng(2006), 130, 1024, [1, 32], "fp32-row", 110);
   const dx: Quantized = [uploadView(x[0] as HostTensor), uploadView(x[1] as HostTensor)];
   try {
-    assert.equal(losslessLaunchTuning.tiledForm, 2);
+    assert.equal(losslessLaunchTuning.tiledForm, 3);
     const want = perBlockCastLossless(x, MX) as [HostTensor, HostTensor];
     const n0 = launchCount();
     const got = perBlockCastLossless(dx, MX);
-    assert.equal(lastLosslessDataKernel(), SYMBOL[2]);
+    assert.equal(lastLosslessDataKernel(), SYMBOL[3]);
     assert.equal(launchCount() - n0, 1);
     samePair(got as [DeviceTensor, DeviceTensor], want, "default");
     for (const [form] of FORMS) samePair(runForm(form, dx, MX, TILED, "knob") as [DeviceTensor, DeviceTensor], want, `form ${form}`);

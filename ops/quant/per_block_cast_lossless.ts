@@ -79,23 +79,24 @@ const PLP = {
  *   [128, 128] (or one block row of ≤ 128 rows), the codes' base is 8-byte and the output data's base 16-byte
  *   aligned; every other call, and every call with `tiled` false, runs as `dataAligned` says. Same bytes (data and
  *   sf) either way.
- * - `tiledForm` (default 2 since round 19's A/B, docs/perf-notes/perf19-lsl.md: 67.4 → 71.1% of copy at 16384 × 7168,
- *   60.3 → 70.1% at 8192 × 7168), where `tiled` is taken: 2 runs `tk_per_block_cast_lossless__tile_cp` (each
- *   thread's chunks and exponent words copied by cp.async into a ring of 3 tiles in shared memory, two tiles ahead
- *   in flight, 3 CTAs per SM); 0 runs `__tile` (kept for A/B). Form 2 takes the same calls as `__tile` (it copies
- *   whole 32-bit words of the input scales, whose fp32 or int32 storage is always 4-byte aligned) with the same
- *   bytes, and its grid is balanced: every CTA gets ⌈tiles / grid⌉ or one fewer tiles, with grid ≤ CTAs per SM · SMs.
- *   3 (docs/perf-notes/perf20-lsl.md, for A/B) runs `tk_per_block_cast_lossless__tile_cg`: form 2's ring filled by
- *   lane pairs, 16-byte cp.async.cg of the codes and one exponent word a pair, all with the L2::256B prefetch hint;
- *   same calls, grid and bytes, except that a codes base only 8-byte aligned runs form 2.
+ * - `tiledForm` (default 3 since round 20's A/B, docs/perf-notes/perf20-lsl.md: 71.7 → 82.5% of copy at 16384 × 7168,
+ *   70.6 → 80.4% at 8192 × 7168), where `tiled` is taken: 3 runs `tk_per_block_cast_lossless__tile_cg` (each lane
+ *   pair's chunks copied by 16-byte cp.async.cg, with one exponent word a pair, all with the L2::256B prefetch hint,
+ *   into a ring of 3 tiles in shared memory, two tiles ahead in flight, 3 CTAs per SM); a codes base only 8-byte
+ *   aligned runs form 2. 2 (the default of round 19, docs/perf-notes/perf19-lsl.md, kept for A/B) runs
+ *   `tk_per_block_cast_lossless__tile_cp`: the same ring filled by each thread's own 8-byte chunks and exponent words;
+ *   0 runs `__tile` (kept for A/B). Forms 2 and 3 take the same calls as `__tile` (they copy whole 32-bit words of
+ *   the input scales, whose fp32 or int32 storage is always 4-byte aligned) with the same bytes, and their grid is
+ *   balanced: every CTA gets ⌈tiles / grid⌉ or one fewer tiles, with grid ≤ CTAs per SM · SMs.
  */
-export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 0 | 2 | 3 } = { dataAligned: true, tiled: true, tiledForm: 2 };
+export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 0 | 2 | 3 } = { dataAligned: true, tiled: true, tiledForm: 3 };
 
 let lastDataKernel = "";
 /**
  * The symbol of the last data launch of {@link perBlockCastLossless} on a device ("" before any): for tests. With
  * `losslessLaunchTuning.tiled` taken, the op's only launch: the form `losslessLaunchTuning.tiledForm` picks
- * (`tk_per_block_cast_lossless__tile_cp` by default, `tk_per_block_cast_lossless__tile` with 0).
+ * (`tk_per_block_cast_lossless__tile_cg` by default, `__tile_cp` with 2 or a codes base only 8-byte aligned,
+ * `tk_per_block_cast_lossless__tile` with 0).
  */
 export function lastLosslessDataKernel(): string {
   return lastDataKernel;
