@@ -190,21 +190,25 @@ function kernelSymbol(l: Launch): string {
  *   multiples of 16 bytes. `""`: the base kernel `tk_per_channel_cast__e4m3_r128` (kept for A/B). Round 16's
  *   `_r128_sm` (one 128 × 128 tile per CTA staged in shared memory, 50.6 → 54.7% of copy at 16384 × 7168,
  *   docs/perf-notes/perf16-pcf.md), the default between rounds 16 and 19, and its knob `stagedE4m3` left the package
- *   in trim20 (docs/branches/trim20-removed.patch).
+ *   in trim20 (docs/branches/trim20-removed.patch). Round 20 (docs/perf-notes/perf20-pcf.md, not the default):
+ *   `"_pr"` and `"_px"` run the same ring with 128 × 512 tiles (per_channel_cast_pr20.cu, 1 CTA of 1024 threads per
+ *   SM), `_pr` with each CTA walking a contiguous run of tiles, `_px` in `_pw`'s strided order.
  *
  * Otherwise (another op or format, an unaligned x or data) the base kernel. Same bytes in every case.
  */
-export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pw" } = { pipelinedE4m3: "_pw" };
+export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pw" | "_pr" | "_px" } = { pipelinedE4m3: "_pw" };
 
-/** The shared-memory carveout (percent) of `_pw`: its 2 resident CTAs (108 KiB dynamic each) must fit beside each other. */
+/** The shared-memory carveout (percent) of `_pw`, `_pr` and `_px`: their resident CTAs (2 × 108 KiB or 1 × 216 KiB dynamic) must fit. */
 const PIPELINED_CARVEOUT = 100;
 
 /**
- * per_channel_cast_pl19.cu's launch table: block threads, dynamic shared memory (bytes), resident CTAs per SM (the
- * persistent grid is that many per SM, at most one per tile) and tile columns.
+ * per_channel_cast_pl19.cu's and per_channel_cast_pr20.cu's launch table: block threads, dynamic shared memory
+ * (bytes), resident CTAs per SM (the persistent grid is that many per SM, at most one per tile) and tile columns.
  */
 const PIPELINED = {
   _pw: { threads: 512, smem: 110592, perSm: 2, cols: 256 },
+  _pr: { threads: 1024, smem: 221184, perSm: 1, cols: 512 },
+  _px: { threads: 1024, smem: 221184, perSm: 1, cols: 512 },
 } as const;
 
 /** Whether a launch may run `_pw`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
