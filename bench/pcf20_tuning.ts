@@ -1,16 +1,16 @@
 /**
  * perChannelCastFused of an e4m3 input with fp32 [1,128] scales, gathered by the roofline's permutation
- * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: main's default
- * `tk_per_channel_cast__e4m3_r128_pw` (round 19: persistent grid, 3-stage ring, 128 × 256 tiles, 2 CTAs per SM)
- * against round 20's 128 × 512 forms (docs/perf-notes/perf20-pcf.md; 1 CTA of 1024 threads per SM) `_pr` (each
- * CTA walks a contiguous run of tiles) and `_px` (`_pw`'s strided tile order), interleaved in one process at 8192
- * and 16384 tokens × 7168. Settings: "pw" (perChannelLaunchTuning.pipelinedE4m3 "_pw", main's behaviour), "pr"
- * ("_pr"), "px" ("_px").
+ * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: round 19's default
+ * `tk_per_channel_cast__e4m3_r128_pw` (persistent grid, 3-stage ring, 128 × 256 tiles, 2 CTAs per SM) against round
+ * 20's 128 × 512 form `_pr` (docs/perf-notes/perf20-pcf.md; 1 CTA of 1024 threads per SM, each CTA walking a
+ * contiguous run of tiles; the default since round 20), interleaved in one process at 8192 and 16384 tokens × 7168.
+ * Settings: "pw" (perChannelLaunchTuning.pipelinedE4m3 "_pw") and "pr" ("_pr"). Round 20 also measured `_px`
+ * (`_pr`'s tiles in `_pw`'s strided order): it lost and was removed.
  *
  * Each figure: {@link interleavedMedians} over 5 rounds (20 calls after a lead copy, median of 7, per round). % is
  * of the same run's cuMemcpyDtoD (1 GiB, read + write) for the roofline's bytes: read T·H codes + T·56·4 scales + 4·T
- * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pr" and "px" are compared with
- * "pw"'s; a difference is printed as a failure and the script exits 1.
+ * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pr" are compared with "pw"'s; a
+ * difference is printed as a failure and the script exits 1.
  *
  * `deno run -A --no-check bench/pcf20_tuning.ts` (or `bun bench/pcf20_tuning.ts`).
  * @module
@@ -27,7 +27,6 @@ const ROUNDS = 5;
 const SETTINGS = [
   { name: "pw", form: "_pw", sym: "tk_per_channel_cast__e4m3_r128_pw" },
   { name: "pr", form: "_pr", sym: "tk_per_channel_cast__e4m3_r128_pr" },
-  { name: "px", form: "_px", sym: "tk_per_channel_cast__e4m3_r128_px" },
 ] as const;
 const saved = { ...perChannelLaunchTuning };
 let failures = 0;
@@ -89,4 +88,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "pcf20_tuning: ok (data and sf of the three forms identical)");
+abVerdict(failures, "pcf20_tuning: ok (data and sf of the two forms identical)");

@@ -1,15 +1,15 @@
 /**
  * Round 20 (docs/perf-notes/perf20-pcf.md): perChannelCastFused of an e4m3 input through the 128 × 512 pipelined
- * forms `tk_per_channel_cast__e4m3_r128_pr` (each CTA walks a contiguous run of tiles) and `_px` (`_pw`'s strided
- * tile order), perChannelLaunchTuning.pipelinedE4m3 "_pr" / "_px", against the CPU reference, byte for byte on both
- * output allocations, with the kernel that ran checked after every device call: gathers from 1, 127, 129 and 4001
+ * form `tk_per_channel_cast__e4m3_r128_pr` (each CTA walks a contiguous run of tiles; the knob
+ * perChannelLaunchTuning.pipelinedE4m3 pinned to "_pr", the default since round 20) against the CPU reference, byte
+ * for byte on both output allocations, with the kernel that ran checked after every device call: gathers from 1, 127, 129 and 4001
  * tokens with partial last blocks, repeated and out-of-order indices, negative entries (zero rows), no gather,
  * roundSf off / on, every input-scale layout the op accepts (fp32 row-major; column-major where T = 1 or H = 128),
  * preallocated outputs, H = 128 / 384 / 640 / 1152 / 2048 (128-column quarters beyond H in the last tile, 1 to 4
  * tiles per row block), every e4m3 code with special scales, bad indices counted once each, grids of 1, 3 and all
  * SMs (`_pr`'s runs start and end inside a row block and cross row blocks: its posToToken reuse), an unaligned x view
- * (the base kernel runs), and the bench shape 16384 × 7168 (= `_pw` = the base kernel). The default stays `_pw`. Skipped, and
- * counted as skipped, without a GPU.
+ * (the base kernel runs), and the bench shape 16384 × 7168 (= `_pw` = the base kernel); the default runs `_pr`.
+ * Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -20,8 +20,8 @@ import { toColMajor } from "./golden.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { dispose, sameAllocation, up } from "./gpu_util.ts";
 
-type Form = "" | "_pw" | "_pr" | "_px";
-const FORMS = ["_pr", "_px"] as const;
+type Form = "" | "_pw" | "_pr";
+const FORMS = ["_pr"] as const;
 const symOf = (form: Form) => `tk_per_channel_cast__e4m3_r128${form}`;
 
 /** Runs f with pipelinedE4m3 = `form` and config.numSms = `sms`; restores both. */
@@ -97,21 +97,21 @@ function check(label: string, q: Quantized, pos: HostTensor | null, roundSf: boo
   }
 }
 
-gpuTest("_pr / _px = reference: gathers from 1 / 127 / 129 / 4001 tokens, tails, repeats, zero rows, roundSf, sf layouts, preallocated out, 1 / 3 / all SMs (seed 20001)", () => {
+gpuTest("_pr = reference: gathers from 1 / 127 / 129 / 4001 tokens, tails, repeats, zero rows, roundSf, sf layouts, preallocated out, 1 / 3 / all SMs (seed 20001)", () => {
   const rand = rng(20001);
   const cases: [number, number, number][] = [[1, 128, 16], [1, 640, 16], [127, 256, 112], [127, 128, 144], [129, 1152, 144], [129, 384, 272], [300, 2048, 400], [4001, 1152, 4016]];
   let n = 0;
   for (const [T, H, out] of cases) {
     for (const roundSf of [false, true]) {
       for (const colMajor of T === 1 || H === 128 ? [false, true] : [false]) {
-        const runs = FORMS.flatMap((form) => [null, 1, 3].map((sms) => ({ form, sms, preallocated: n++ % 3 === 0 })));
+        const runs = FORMS.flatMap((form) => [null, 1, 3].map((sms) => ({ form, sms, preallocated: n++ % 4 === 0 })));
         check(`${T}→${out}x${H} roundSf ${roundSf} sf ${colMajor ? "col" : "row"}-major`, randomQuantized(rand, T, H, colMajor), positions(rand, out, T), roundSf, runs);
       }
     }
   }
 });
 
-gpuTest("_pr / _px = reference without a gather (T % 128 == 0) and with an identity gather of a partial block (seed 20002)", () => {
+gpuTest("_pr = reference without a gather (T % 128 == 0) and with an identity gather of a partial block (seed 20002)", () => {
   const rand = rng(20002);
   const runs = FORMS.flatMap((form) => [{ form, sms: null }, { form, sms: 1 }]);
   for (const [T, H] of [[128, 128], [384, 640], [256, 1152], [1024, 2048], [640, 7168]]) {
@@ -121,7 +121,7 @@ gpuTest("_pr / _px = reference without a gather (T % 128 == 0) and with an ident
   check("identity gather 200→176", q, tensor(Int32Array.from({ length: 176 }, (_, p) => p), [176], "int32") as HostTensor, false, runs);
 });
 
-gpuTest("_pr / _px = reference on every e4m3 code in every column with special input scales (seed 20003)", () => {
+gpuTest("_pr = reference on every e4m3 code in every column with special input scales (seed 20003)", () => {
   const rand = rng(20003);
   const T = 512, H = 640;
   // row t, column j: code (t + 7j) mod 256
@@ -135,7 +135,7 @@ gpuTest("_pr / _px = reference on every e4m3 code in every column with special i
   }
 });
 
-gpuTest("_pr / _px: an index ≥ T raises DEVICE_VALUE once per bad entry, in a first and in a prefetched tile; those rows read as zeros (seed 20004)", async () => {
+gpuTest("_pr: an index ≥ T raises DEVICE_VALUE once per bad entry, in a first and in a prefetched tile; those rows read as zeros (seed 20004)", async () => {
   const rand = rng(20004);
   const T = 200, H = 1152;
   const q = randomQuantized(rand, T, H, false);
@@ -165,13 +165,13 @@ gpuTest("_pr / _px: an index ≥ T raises DEVICE_VALUE once per bad entry, in a 
   }
 });
 
-gpuTest("_pw stays the default; for an unaligned x view _pr / _px fall back to the base kernel (seed 20005)", () => {
+gpuTest("_pr is the default; for an unaligned x view it falls back to the base kernel (seed 20005)", () => {
   const rand = rng(20005);
   const T = 300, H = 1152;
-  assert.equal(perChannelLaunchTuning.pipelinedE4m3, "_pw");
+  assert.equal(perChannelLaunchTuning.pipelinedE4m3, "_pr");
   const [x, sf] = randomQuantized(rand, T, H, false) as [HostTensor, HostTensor];
   const pos = positions(rand, 272, T);
-  check("default", [x, sf], pos, false, [{ form: perChannelLaunchTuning.pipelinedE4m3, sym: symOf("_pw") }]);
+  check("default", [x, sf], pos, false, [{ form: perChannelLaunchTuning.pipelinedE4m3, sym: symOf("_pr") }]);
   // the same codes one byte into their storage: x's device address is not a multiple of 16
   const shifted = new Uint8Array(T * H + 1);
   shifted.set(x.data as Uint8Array, 1);
@@ -180,7 +180,7 @@ gpuTest("_pw stays the default; for an unaligned x view _pr / _px fall back to t
   check("unaligned x", [xv, sf], pos, true, FORMS.map((form) => ({ form, sym: base })));
 });
 
-gpuTest("_pr = _px = _pw = base = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seed 20006)", () => {
+gpuTest("_pr = _pw = base = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seed 20006)", () => {
   const rand = rng(20006);
   const T = 16384, H = 7168;
   const codes = new Uint8Array(T * H);
@@ -194,5 +194,5 @@ gpuTest("_pr = _px = _pw = base = reference at the bench shape: 16384 × 7168 ga
   const sf = Float32Array.from({ length: T * (H / 128) }, () => 2 ** Math.floor(rand() * 30 - 15) * (1 + rand()));
   const q: Quantized = [tensor(codes, [T, H], "e4m3"), tensor(sf, [T, H / 128], "fp32")];
   const pos = tensor(Int32Array.from({ length: T }, (_, p) => (p % 1001 === 7 ? -1 : (p * 7919) % T)), [T], "int32") as HostTensor;
-  check("16384x7168", q, pos, false, [{ form: "_pr" }, { form: "_px" }, { form: "_pw" }, { form: "" }]);
+  check("16384x7168", q, pos, false, [{ form: "_pr" }, { form: "_pw" }, { form: "" }]);
 });

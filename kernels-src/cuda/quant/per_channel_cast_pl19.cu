@@ -3,7 +3,8 @@
 // docs/perf-notes/perf19-pcf.md). Numerics: per_channel_cast.cu, spec/quant.md §5.1-5.2.
 //
 // Symbol (the host runs it only for perChannelCastFused of an e4m3 input with numPerChannels 128 and 16-byte
-// aligned x and data; perChannelLaunchTuning.pipelinedE4m3, the default since round 19)
+// aligned x and data; perChannelLaunchTuning.pipelinedE4m3 "_pw", the default in round 19; round 20's `_pr`,
+// per_channel_cast_pr20.cu, replaced it as the default)
 //   tk_per_channel_cast__e4m3_r128_pw   tile 128 rows × 256 columns (256 contiguous bytes of each gathered row),
 //                                       512 threads, 2 CTAs per SM
 //
@@ -42,8 +43,8 @@
 // no sf and no data for it.
 //
 // The template's kHalves (128-column halves per tile) and kWalk (tile order) are there for round 20's 128 × 512
-// forms (per_channel_cast_pr20.cu, which includes this file behind TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES):
-// kWalk = false is the order above; kWalk = true gives CTA b the contiguous run of tiles [⌊b · tiles / grid⌋,
+// form `_pr` = <4, true> (per_channel_cast_pr20.cu, which includes this file behind
+// TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES): kWalk = false is the order above (`_pw` = <2, false>); kWalk = true gives CTA b the contiguous run of tiles [⌊b · tiles / grid⌋,
 // ⌊(b + 1) · tiles / grid⌋), so that it walks a row block's column tiles one after the other, and it loads the
 // posToToken entries only when a tile's row block differs from the previous tile's.
 //
@@ -59,7 +60,7 @@ namespace {
 template <int kHalves, bool kWalk>
 struct PerChannelPipelined {
   static constexpr int kR = 128, kHalfCols = 128;                    // one scale block × one input-scale column
-  static constexpr int kCols = kHalves * kHalfCols;                  // tile columns: 256 (`_pw`), 512 (round 20)
+  static constexpr int kCols = kHalves * kHalfCols;                  // tile columns: 256 (`_pw`), 512 (`_pr`)
   static constexpr int kThreads = kBlockThreads * kHalves;           // 8 warps per 128-column half: 512 / 1024
   static constexpr int kGroups = kBlockThreads / kWarpSize;          // row groups of a half: 8
   static constexpr int kRowsPerWarp = kR / kGroups;                  // 16
