@@ -2,8 +2,8 @@
  * perChannelCastFused of an e4m3 input with fp32 [1,128] scales, gathered by the roofline's permutation
  * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: the base kernel
  * `tk_per_channel_cast__e4m3_r128` against round 19's pipelined `_pw` (docs/perf-notes/perf19-pcf.md: a persistent
- * grid, 3-stage shared-memory ring, 128 × 256 tiles, 2 CTAs per SM; the default since round 19), interleaved in one
- * process at 8192 and 16384 tokens × 7168. Settings: "base" (perChannelLaunchTuning.pipelinedE4m3 "") and "pw"
+ * grid, 3-stage shared-memory ring, 128 × 256 tiles, 2 CTAs per SM; the default in round 19, round 20's `_pr` since),
+ * interleaved in one process at 8192 and 16384 tokens × 7168. Settings: "base" (perChannelLaunchTuning.pipelinedE4m3 "") and "pw"
  * ("_pw"). Round 19 measured `_pw` against round 16's `_sm` (one 128 × 128 tile per CTA, staged by cp.async; left
  * the package in trim20); its 128 × 128 form `_pl` measured between the two and was dropped.
  *

@@ -1,13 +1,14 @@
 /**
  * Round 19 (docs/perf-notes/perf19-pcf.md): perChannelCastFused of an e4m3 input through the pipelined form
- * `tk_per_channel_cast__e4m3_r128_pw` (128 × 256 tiles; perChannelLaunchTuning.pipelinedE4m3, the default since
+ * `tk_per_channel_cast__e4m3_r128_pw` (128 × 256 tiles; perChannelLaunchTuning.pipelinedE4m3 "_pw", the default in
  * round 19) against the CPU reference, byte for byte on both output allocations, with the kernel that ran
  * checked after every device call: gathers from 1, 127, 129 and 4001 tokens with partial last blocks, repeated and
  * out-of-order indices, negative entries (zero rows), no gather, roundSf off / on, every input-scale layout the op
  * accepts (fp32 row-major; column-major where T = 1 or H = 128), preallocated outputs, an odd number of 128-column
  * halves (the last tile's upper half outside H), every e4m3 code with special scales, bad indices counted once
  * each, grids of 1 and 3 SMs' worth of CTAs (many tiles per CTA: the ring wraps many times), an unaligned x view
- * (the base kernel runs), and the bench shape 16384 × 7168. `_pw` is the default; knob "" runs the base kernel
+ * (the base kernel runs), and the bench shape 16384 × 7168, each with the knob pinned to "_pw" (the default is round
+ * 20's `_pr`, tests/pcf20_gpu.test.ts); knob "" runs the base kernel
  * `tk_per_channel_cast__e4m3_r128` (round 16's `_sm`, which "" ran until trim20, left the package). Skipped, and
  * counted as skipped, without a GPU.
  * @module
@@ -165,13 +166,12 @@ gpuTest("_pw: an index ≥ T raises DEVICE_VALUE once per bad entry, in a first 
   }
 });
 
-gpuTest("_pw is the default; knob \"\" and an unaligned x view run the base kernel (seed 19005)", () => {
+gpuTest("knob \"_pw\" runs _pw; knob \"\" and an unaligned x view run the base kernel (seed 19005)", () => {
   const rand = rng(19005);
   const T = 300, H = 512;
-  assert.equal(perChannelLaunchTuning.pipelinedE4m3, "_pw");
   const [x, sf] = randomQuantized(rand, T, H, false) as [HostTensor, HostTensor];
   const pos = positions(rand, 272, T);
-  check("defaults", [x, sf], pos, false, [{ form: perChannelLaunchTuning.pipelinedE4m3, sym: symOf("_pw") }, { form: "" }]);
+  check("knobs", [x, sf], pos, false, [{ form: "_pw" }, { form: "" }]);
   // the same codes one byte into their storage: x's device address is not a multiple of 16
   const shifted = new Uint8Array(T * H + 1);
   shifted.set(x.data as Uint8Array, 1);

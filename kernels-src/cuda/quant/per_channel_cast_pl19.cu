@@ -3,7 +3,8 @@
 // docs/perf-notes/perf19-pcf.md). Numerics: per_channel_cast.cu, spec/quant.md §5.1-5.2.
 //
 // Symbol (the host runs it only for perChannelCastFused of an e4m3 input with numPerChannels 128 and 16-byte
-// aligned x and data; perChannelLaunchTuning.pipelinedE4m3, the default since round 19)
+// aligned x and data; perChannelLaunchTuning.pipelinedE4m3 "_pw", the default in round 19; round 20's `_pr`,
+// per_channel_cast_pr20.cu, replaced it as the default)
 //   tk_per_channel_cast__e4m3_r128_pw   tile 128 rows × 256 columns (256 contiguous bytes of each gathered row),
 //                                       512 threads, 2 CTAs per SM
 //
@@ -41,6 +42,12 @@
 // an odd H / 128 leaves a last column tile whose upper half lies beyond H: it reads nothing there (zero-fill), stores
 // no sf and no data for it.
 //
+// The template's kHalves (128-column halves per tile) and kWalk (tile order) are there for round 20's 128 × 512
+// form `_pr` = <4, true> (per_channel_cast_pr20.cu, which includes this file behind
+// TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES): kWalk = false is the order above (`_pw` = <2, false>); kWalk = true gives CTA b the contiguous run of tiles [⌊b · tiles / grid⌋,
+// ⌊(b + 1) · tiles / grid⌋), so that it walks a row block's column tiles one after the other, and it loads the
+// posToToken entries only when a tile's row block differs from the previous tile's.
+//
 // x_sf is fp32 (perChannelCastFused accepts only fp32 input scales for an e4m3 input), any strides.
 #define TK_PER_CHANNEL_CAST_NO_ENTRIES
 #include "per_channel_cast.cu"
@@ -50,21 +57,22 @@ extern __shared__ __align__(16) uint8_t tk_per_channel_pl_smem[];
 namespace tk {
 namespace {
 
+template <int kHalves, bool kWalk>
 struct PerChannelPipelined {
   static constexpr int kR = 128, kHalfCols = 128;                    // one scale block × one input-scale column
-  static constexpr int kHalves = 2;                                  // 128-column halves of a tile
-  static constexpr int kCols = kHalves * kHalfCols;                  // tile columns: 256
-  static constexpr int kThreads = kBlockThreads * kHalves;           // 8 warps per 128-column half: 512
+  static constexpr int kCols = kHalves * kHalfCols;                  // tile columns: 256 (`_pw`), 512 (`_pr`)
+  static constexpr int kThreads = kBlockThreads * kHalves;           // 8 warps per 128-column half: 512 / 1024
   static constexpr int kGroups = kBlockThreads / kWarpSize;          // row groups of a half: 8
   static constexpr int kRowsPerWarp = kR / kGroups;                  // 16
   static constexpr int kRowWords = kCols / 4;                        // code words per staged row
-  static constexpr int kPieces = kCols / 16;                         // 16-byte pieces per row: 16
+  static constexpr int kPieces = kCols / 16;                         // 16-byte pieces per row: 16 / 32
   static constexpr int kLoadRowStride = kThreads / kPieces;          // 32
   static constexpr int kLoadRows = kR / kLoadRowStride;              // rows a thread copies: 4
-  // 3 stages: the tile being reduced and cast plus two in flight. Per SM, 2 CTAs of 16 warps fit 228 KiB of shared
-  // memory and hold 2 × 32 KiB of reads in flight each: 128 KiB.
+  // 3 stages: the tile being reduced and cast plus two in flight. Per SM, 2 CTAs of 16 warps (1 CTA of 32 warps
+  // with 512 columns) fit 228 KiB of shared memory and hold 2 × 32 KiB (2 × 64 KiB) of reads in flight each:
+  // 128 KiB.
   static constexpr int kStages = 3;
-  static constexpr int kCtasPerSm = 2;
+  static constexpr int kCtasPerSm = 4 / kHalves;
   // Dynamic shared memory: kStages × {codes [kR][kCols], s_in [half][kR]}, then the partial maxima
   // [half][group][128] and the inverses [kCols] (one copy: the barriers of a tile order their reuse).
   static constexpr uint32_t kCodeBytes = kR * kCols;
@@ -199,9 +207,19 @@ struct PerChannelPipelined {
 
   TK_DEV void run() const {
     const uint32_t tiles = base.nbm * col_tiles;
-    if (blockIdx.x >= tiles) return;
-    const uint32_t n = (tiles - 1 - blockIdx.x) / gridDim.x + 1;  // this CTA's tiles
-    const auto tile_of = [](uint32_t k) { return blockIdx.x + k * gridDim.x; };
+    uint32_t first = 0, n;  // kWalk: this CTA's first tile; its number of tiles
+    if constexpr (kWalk) {
+      first = static_cast<uint32_t>(static_cast<uint64_t>(blockIdx.x) * tiles / gridDim.x);
+      n = static_cast<uint32_t>(static_cast<uint64_t>(blockIdx.x + 1) * tiles / gridDim.x) - first;
+      if (n == 0) return;
+    } else {
+      if (blockIdx.x >= tiles) return;
+      n = (tiles - 1 - blockIdx.x) / gridDim.x + 1;
+    }
+    const auto tile_of = [first](uint32_t k) -> uint32_t {
+      if constexpr (kWalk) return first + k;
+      else return blockIdx.x + k * gridDim.x;
+    };
 
     // prologue: the indices of the first kStages − 1 tiles (all loaded before any is used), their copies, and the
     // indices of the next one
@@ -225,7 +243,8 @@ struct PerChannelPipelined {
       const uint32_t ahead_stage = stage == 0 ? kStages - 1 : stage - 1;
       if (ahead < n) issue(tile_of(ahead), ahead_stage, next);
       cp_async_commit();
-      if (ahead + 1 < n) load_indices(tile_of(ahead + 1), next);
+      // kWalk: `next` still holds tile `ahead`'s entries; tile ahead + 1 needs others only in a new row block
+      if (ahead + 1 < n && !(kWalk && tile_of(ahead + 1) % col_tiles != 0)) load_indices(tile_of(ahead + 1), next);
       cast(tile_of(k), stage);
       stage = stage == kStages - 1 ? 0 : stage + 1;
     }
@@ -235,7 +254,10 @@ struct PerChannelPipelined {
 }  // namespace
 }  // namespace tk
 
-extern "C" __global__ void __launch_bounds__(tk::PerChannelPipelined::kThreads, tk::PerChannelPipelined::kCtasPerSm)
+#ifndef TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES
+extern "C" __global__ void __launch_bounds__(tk::PerChannelPipelined<2, false>::kThreads,
+                                             tk::PerChannelPipelined<2, false>::kCtasPerSm)
     tk_per_channel_cast__e4m3_r128_pw(const __grid_constant__ PerChannelCastParams p) {
-  tk::PerChannelPipelined(p).run();
+  tk::PerChannelPipelined<2, false>(p).run();
 }
+#endif  // TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES
