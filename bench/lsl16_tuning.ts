@@ -4,7 +4,7 @@
  * (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with fp32 power-of-two scales [1, 32], made by perTokenCast from
  * random bf16) → e4m3 [128, 128] with fp32 scales or packed UE8M0 (TMA-aligned column-major), 8192 and 16384 × 7168.
  * Settings (restored at the end): "main" tiled off (dataAligned on, main's default), "tile" tiled on with tiledForm 0
- * (`__tile`; the default form since round 20 is `__tile_cg`, bench/lsl20_tuning.ts).
+ * (`__tile`; the default form since round 20 is `__tile_cg`, bench/lsl_tiled_tuning.ts).
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, 20 calls into preallocated outputs after a lead copy,
  * rotated order over 5 rounds, the median printed). % is of the same run's cuMemcpyDtoD (1 GiB, read + write) for

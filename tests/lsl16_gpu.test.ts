@@ -1,7 +1,7 @@
 /**
  * Round 16 (docs/perf-notes/perf16-lsl.md): perBlockCastLossless in one launch, `tk_per_block_cast_lossless__tile`
  * (knob `losslessLaunchTuning.tiled`, default on since round 16's A/B; `tiledForm` 0 here, since round 20 the
- * default is 3, `__tile_cg`: tests/lsl20_gpu.test.ts), against the CPU reference byte for byte on the whole allocations
+ * default is 3, `__tile_cg`: lsl_tiled_gpu.test.ts), against the CPU reference byte for byte on the whole allocations
  * (data and sf, padding included), with the launched kernel and the launch count (1, main: 2) checked after every
  * device call: every input sf layout (fp32 and packed UE8M0, row- and column-major) × every output sf layout; row
  * tails (a partial last 128-row band, 1 row) and column tails (a tile's second output block partly or wholly past H,

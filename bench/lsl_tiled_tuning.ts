@@ -1,19 +1,22 @@
 /**
- * perBlockCastLossless, round 19's `__tile_cp` (`losslessLaunchTuning.tiledForm` 2) against round 20's `__tile_cg`
- * (3, the default since this A/B: the same ring filled by lane pairs, 16-byte cp.async.cg of the codes and one
- * exponent word a pair, with the L2::256B prefetch hint; docs/perf-notes/perf20-lsl.md), interleaved in one process:
- * the roofline's cases (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with fp32 power-of-two scales [1, 32], made
- * by perTokenCast from random bf16) → e4m3 [128, 128] with fp32 scales or packed UE8M0 (TMA-aligned column-major),
- * 8192 and 16384 × 7168.
- * Settings (restored at the end): tiled on, dataAligned on, tiledForm 2 / 3.
+ * perBlockCastLossless's one-launch tiled forms, interleaved in one process: round 16's `__tile`
+ * (`losslessLaunchTuning.tiledForm` 0), round 19's `__tile_cp` (2: a cp.async ring of 3 tiles in shared memory;
+ * docs/perf-notes/perf19-lsl.md) and round 20's `__tile_cg` (3, the default since round 20's A/B: the same ring filled
+ * by lane pairs, 16-byte cp.async.cg of the codes and one exponent word a pair, with the L2::256B prefetch hint;
+ * docs/perf-notes/perf20-lsl.md). Rounds 19 and 20 had a script each (lsl19_tuning: tile against cp; lsl20_tuning: cp
+ * against cg), merged here on 2026-12-03. The roofline's cases (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with
+ * fp32 power-of-two scales [1, 32], made by perTokenCast from random bf16) → e4m3 [128, 128] with fp32 scales or
+ * packed UE8M0 (TMA-aligned column-major), 8192 and 16384 × 7168.
+ * Settings (restored at the end): tiled on, dataAligned on, tiledForm 0 / 2 / 3.
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, 20 calls into preallocated outputs after a lead copy,
  * rotated order over 5 rounds, the median printed). % is of the same run's cuMemcpyDtoD (1 GiB, read + write) for
  * the bytes the roofline counts: T·H/2 codes + the input scales read, T·H e4m3 bytes + the output scales written.
- * Δ is the row's time minus `__tile_cp`'s. cg's data and sf (whole allocations) are compared byte for byte with
- * `__tile_cp`'s, and each setting's launch is checked to be the expected kernel: a difference prints FAIL and exits 1.
+ * Δ is the row's time minus the row before's (cp against tile, cg against cp). Each form's data and sf (whole
+ * allocations) are compared byte for byte with the form before's, and each setting's launch is checked to be the
+ * expected kernel: a difference prints FAIL and exits 1.
  *
- * `deno run -A --no-check bench/lsl20_tuning.ts` (or `bun bench/lsl20_tuning.ts`).
+ * `deno run -A --no-check bench/lsl_tiled_tuning.ts` (or `bun bench/lsl_tiled_tuning.ts`).
  * @module
  */
 import { type DeviceTensor, perBlockCastLossless, perTokenCast, type Quantized, toHost } from "../mod.ts";
@@ -22,10 +25,11 @@ import { syncAndCheck } from "../ffi/cuda.ts";
 import { lastLosslessDataKernel, losslessLaunchTuning } from "../ops/quant/per_block_cast_lossless.ts";
 import { abStart, abVerdict, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
 
-const { stream, timer, copy } = abStart("lsl20_tuning");
+const { stream, timer, copy } = abStart("lsl_tiled_tuning");
 const H = 7168;
 const ROUNDS = 5;
 const SETTINGS = [
+  { name: "tile", form: 0, kernel: "tk_per_block_cast_lossless__tile" },
   { name: "cp", form: 2, kernel: "tk_per_block_cast_lossless__tile_cp" },
   { name: "cg", form: 3, kernel: "tk_per_block_cast_lossless__tile_cg" },
 ] as const;
@@ -82,20 +86,19 @@ try {
       Object.assign(losslessLaunchTuning, saved);
       const packed = v.name === "packed-ue8m0";
       const bytes = (T * H) / 2 + sfBytes(T, H / 32, false, false) + T * H + sfBytes(T / 128, H / 128, packed, packed);
-      const base = med.get("cp")!;
-      for (const s of SETTINGS) {
+      for (const [i, s] of SETTINGS.entries()) {
         const t = med.get(s.name)!;
         const pct = (100 * bytes) / (t * 1e3) / copy.gbps;
-        const delta = s.name === "cp" ? "" : `\tΔ ${(t - base).toFixed(2)} µs`;
+        const delta = i === 0 ? "" : `\tΔ ${(t - med.get(SETTINGS[i - 1].name)!).toFixed(2)} µs`;
         console.log(`perBlockCastLossless ${tag.padEnd(48)}\t${s.name.padEnd(5)}\t${t.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
       }
       for (const [i, s] of SETTINGS.entries()) {
         if (i === 0) continue;
         for (const part of ["data", "sf"] as const) {
-          const bad = firstDifference(await bytesOf(outs[i][part]), await bytesOf(outs[0][part]));
+          const bad = firstDifference(await bytesOf(outs[i][part]), await bytesOf(outs[i - 1][part]));
           if (bad >= 0) {
             failures++;
-            console.log(`FAIL ${tag}: ${s.name}'s ${part} differs from cp's at byte ${bad}`);
+            console.log(`FAIL ${tag}: ${s.name}'s ${part} differs from ${SETTINGS[i - 1].name}'s at byte ${bad}`);
           }
         }
       }
@@ -112,4 +115,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "lsl20_tuning: cg's outputs (data and sf) equal cp's for every case");
+abVerdict(failures, "lsl_tiled_tuning: cp's outputs (data and sf) equal tile's and cg's equal cp's for every case");
