@@ -1,18 +1,19 @@
 /**
  * perChannelCastFused of an e4m3 input with fp32 [1,128] scales, gathered by the roofline's permutation
- * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: round 19's default
- * `tk_per_channel_cast__e4m3_r128_pw` (persistent grid, 3-stage ring, 128 × 256 tiles, 2 CTAs per SM) against round
- * 20's 128 × 512 form `_pr` (docs/perf-notes/perf20-pcf.md; 1 CTA of 1024 threads per SM, each CTA walking a
- * contiguous run of tiles; the default since round 20), interleaved in one process at 8192 and 16384 tokens × 7168.
- * Settings: "pw" (perChannelLaunchTuning.pipelinedE4m3 "_pw") and "pr" ("_pr"). Round 20 also measured `_px`
- * (`_pr`'s tiles in `_pw`'s strided order): it lost and was removed.
+ * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: the base kernel
+ * `tk_per_channel_cast__e4m3_r128`, round 19's `tk_per_channel_cast__e4m3_r128_pw` (docs/perf-notes/perf19-pcf.md:
+ * persistent grid, 3-stage shared-memory ring, 128 × 256 tiles, 2 CTAs per SM) and round 20's 128 × 512 form `_pr`
+ * (docs/perf-notes/perf20-pcf.md; 1 CTA of 1024 threads per SM, each CTA walking a contiguous run of tiles; the
+ * default since round 20), interleaved in one process at 8192 and 16384 tokens × 7168. Settings: "base"
+ * (perChannelLaunchTuning.pipelinedE4m3 ""), "pw" ("_pw") and "pr" ("_pr"). This script merges bench/pcf19_tuning.ts
+ * (base against pw) and bench/pcf20_tuning.ts (pw against pr).
  *
  * Each figure: {@link interleavedMedians} over 5 rounds (20 calls after a lead copy, median of 7, per round). % is
  * of the same run's cuMemcpyDtoD (1 GiB, read + write) for the roofline's bytes: read T·H codes + T·56·4 scales + 4·T
- * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pr" are compared with "pw"'s; a
- * difference is printed as a failure and the script exits 1.
+ * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pw" and "pr" are compared with
+ * "base"'s; a difference is printed as a failure and the script exits 1.
  *
- * `deno run -A --no-check bench/pcf20_tuning.ts` (or `bun bench/pcf20_tuning.ts`).
+ * `deno run -A --no-check bench/pcf_pipelined_tuning.ts` (or `bun bench/pcf_pipelined_tuning.ts`).
  * @module
  */
 import { type DeviceTensor, perChannelCastFused, perTokenCast, type Quantized, tensor, toHost } from "../mod.ts";
@@ -21,10 +22,11 @@ import { syncAndCheck } from "../ffi/cuda.ts";
 import { perChannelLastSymbol, perChannelLaunchTuning } from "../ops/quant/per_channel_cast.ts";
 import { abStart, abVerdict, DEV, firstDifference, interleavedMedians, randomBf16 } from "./common.ts";
 
-const { stream, timer, copy } = abStart("pcf20_tuning");
+const { stream, timer, copy } = abStart("pcf_pipelined_tuning");
 const H = 7168;
 const ROUNDS = 5;
 const SETTINGS = [
+  { name: "base", form: "", sym: "tk_per_channel_cast__e4m3_r128" },
   { name: "pw", form: "_pw", sym: "tk_per_channel_cast__e4m3_r128_pw" },
   { name: "pr", form: "_pr", sym: "tk_per_channel_cast__e4m3_r128_pr" },
 ] as const;
@@ -59,7 +61,7 @@ try {
       const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
       console.log(`perChannelCastFused ${T}x${H} e4m3 [1,128] gathered → e4m3 [128,1]\t${s.name.padEnd(4)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%`);
     }
-    // one more call of each form (the kernel checked), then each form's outputs compared with pw's byte for byte
+    // one more call of each form (the kernel checked), then each form's outputs compared with base's byte for byte
     SETTINGS.forEach((s, i) => {
       perChannelLaunchTuning.pipelinedE4m3 = s.form;
       perChannelCastFused(q, optsOf(i));
@@ -74,7 +76,7 @@ try {
         const bad = firstDifference(ref, await bytesOf(outs[i][k]));
         if (bad >= 0) {
           failures++;
-          console.log(`FAIL ${T}x${H} ${SETTINGS[i].name}: ${k} differs from pw's at byte ${bad}`);
+          console.log(`FAIL ${T}x${H} ${SETTINGS[i].name}: ${k} differs from base's at byte ${bad}`);
         }
       }
     }
@@ -88,4 +90,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "pcf20_tuning: ok (data and sf of the two forms identical)");
+abVerdict(failures, "pcf_pipelined_tuning: ok (data and sf of the three forms identical)");
