@@ -6,7 +6,7 @@
 //   tk_swiglu_backward__e4m3_bf16_g128_t16w  the same bytes as main's kernel (swiglu.cu) under the 16-lane team
 //                                            form's conditions (the host selects it only there).
 //
-// Round 11's `_t16` (backward_t16 in swiglu_bwd_t16.cuh; its entry left the package in trim20; Nsight Compute on the
+// Round 11's `_t16` (backward_t16, removed from swiglu_bwd_t16.cuh with its entry in trim20; Nsight Compute on the
 // H200, 16384 × 7168: issue-bound, SM 79%, issue active 82%) stores its outputs from the compute phase's lane mapping
 // (lane r: columns 64s + 4r … + 3 of slot s): per lane-step 4 bf16 stores of 8 bytes and 4 e4m3 stores of 4 bytes,
 // 4.6 M store warp instructions at 5.2 sectors each. Here the compute phase is `_t16`'s, line for line, except that the
