@@ -3,7 +3,8 @@
  * (or `bun bench/profile.ts ...`). Picks the first case of bench/cases.ts's families whose op equals `<op>`, whose
  * token count equals `<tokens>` and whose variant contains `[variant]`, sets it up, runs it `--runs N` times (default
  * 3) and synchronises; tools/ncu_summary.py reports the last launch of each kernel name. A variant ending in
- * `@<form>` (e.g. `"bf16 weight@team-l1"`) first sets that launch form of the RMSNorm forward (bench/norm_forms.ts). The runs sit between
+ * `@<form>` (e.g. `"bf16 weight@team-l1"`) first sets that launch form of the RMSNorm forward (bench/norm_forms.ts), or of
+ * stochasticCast bf16 → e4m3 (`@sr_a12`, `@sr_a12c5`). The runs sit between
  * cuProfilerStart and cuProfilerStop, so with `ncu --profile-from-start off` only they are profiled. `--list`
  * prints every case instead. Only the families up to the one holding the case are built (bench/cases.ts's order: a
  * case of a late family still sets up the earlier ones, which under ncu takes a minute or more). tools/gpu_run.sh's
@@ -15,6 +16,7 @@ import { devices, synchronize } from "../mod.ts";
 import { runtimeName } from "../core/env.ts";
 import { type BenchCase, type CaseFactory, FAMILIES } from "./cases.ts";
 import { applyNormForm } from "./norm_forms.ts";
+import { castLaunchTuning } from "../ops/quant/elem_launch.ts";
 
 /** cuProfilerStart / cuProfilerStop of the driver (the shim does not export them: a profiling aid only). */
 function profilerApi(): { start(): number; stop(): number } {
@@ -39,11 +41,19 @@ const runsAt = args.indexOf("--runs");
 const runs = runsAt >= 0 ? Number(args.splice(runsAt, 2)[1]) : 3;
 const list = args.includes("--list");
 const [op, tokensText, variantArg = ""] = args.filter((a) => a !== "--list");
-// `<variant>@<form>`: the RMSNorm forward's launch form of bench/norm_forms.ts (normLaunchTuning knobs)
+// `<variant>@<form>`: the RMSNorm forward's launch form of bench/norm_forms.ts (normLaunchTuning knobs), or one of
+// stochasticCast bf16 → e4m3's two forms at any size (castLaunchTuning: `_sr_a12`, or the ring `_sr_a12c5` without
+// its row window), e.g. `stochasticCast 16384 "bf16→e4m3@sr_a12c5"`
+const CAST_FORMS: Record<string, Partial<typeof castLaunchTuning>> = {
+  "sr_a12": { srRing: 0 },
+  "sr_a12c5": { srRing: 5, srRingMinRows: 0, srRingMaxRows: Infinity },
+};
 const at = variantArg.lastIndexOf("@");
 const variant = at >= 0 ? variantArg.slice(0, at) : variantArg;
-if (at >= 0 && !applyNormForm(variantArg.slice(at + 1))) {
-  console.error(`unknown norm form ${variantArg.slice(at + 1)} (bench/norm_forms.ts)`);
+const form = variantArg.slice(at + 1);
+if (at >= 0 && form in CAST_FORMS) Object.assign(castLaunchTuning, CAST_FORMS[form]);
+else if (at >= 0 && !applyNormForm(form)) {
+  console.error(`unknown form ${form} (bench/norm_forms.ts, or ${Object.keys(CAST_FORMS).join(" / ")})`);
   process.exit(2);
 }
 
