@@ -36,8 +36,12 @@ constexpr uint32_t kRingCodeBytes = kTilePasses * kTileThreads * 8;  // a stage'
 constexpr uint32_t kRingExpBytes = kTilePasses * kTileThreads * 4;   // a stage's exponent words: [s][t]
 // The dynamic shared memory (the host passes the same: PLP.ringBytes).
 constexpr uint32_t kRingBytes = kRingTiles * (kRingCodeBytes + kRingExpBytes);
-// 3 CTAs: their rings, static words and the 1 KiB the driver reserves each, in an SM's 228 KiB (sm_90, sm_100)
-static_assert(kRingMinBlocks * (kRingBytes + 2 * 2 * kTileWarps * 4 + 1024) <= 228 * 1024, "3 CTAs per SM");
+// Whether 3 CTAs with rings of `bytes` fit: their rings, static words and the 1 KiB the driver reserves each, in an
+// SM's 228 KiB (sm_90, sm_100)
+constexpr bool ring_fits(uint32_t bytes) {
+  return kRingMinBlocks * (bytes + 2 * 2 * kTileWarps * 4 + 1024) <= 228 * 1024;
+}
+static_assert(ring_fits(kRingBytes), "3 CTAs per SM");
 
 // Where a thread's chunks of tile o lie (the tile walk of `__tile`).
 struct TileAt {
@@ -113,26 +117,54 @@ TK_DEV void tile_finish(const PerBlockCastLosslessParams& p, const TileWalk& t, 
   }
 }
 
-// The thread's cp.async copies of tile o into ring stage `stage` (its own slots; a dead chunk reads
-// nothing and its slots become zeros, so its exponent counts as 0, as in `__tile`).
-TK_DEV void stage_tile(const PerBlockCastLosslessParams& p, const TileWalk& t, uint32_t o, uint32_t ring, int stage) {
-  if (o >= t.tiles) return;
-  const TileAt a = t.at(o);
-  const uint8_t* sf = reinterpret_cast<const uint8_t*>(p.x_sf);
-  const uint32_t codes = ring + stage * (kRingCodeBytes + kRingExpBytes);
-  const uint32_t exps = codes + kRingCodeBytes;
-#pragma unroll
-  for (int s = 0; s < kTilePasses; ++s) {
-    const bool live = a.live(s, t.T);
-    const uint32_t slot = s * kTileThreads + t.tid;
-    // the word holding exponent_at's byte: fp32 S[m][k], or packed word (m, k / 4)
-    const uint64_t word = t.in_packed ? a.row(s) * p.x_sf_stride0 + (a.k_in / kUe8m0PerWord) * p.x_sf_stride1
-                                      : a.row(s) * p.x_sf_stride0 + a.k_in * p.x_sf_stride1;
-    cp_async<8>(codes + 8 * slot, live ? t.codes(a, s) : t.x, live);
-    cp_async<4>(exps + 4 * slot, live ? sf + 4 * word : sf, live);
-  }
+// Ring stage `stage` (shared address): its codes, [s][t] 8-byte slots, then exp_bytes of exponent words.
+TK_DEV uint32_t ring_stage(uint32_t ring, int stage, uint32_t exp_bytes) {
+  return ring + stage * (kRingCodeBytes + exp_bytes);
 }
 
+// The input sf word holding exponent_at's byte of the thread's chunk in pass s: fp32 S[m][k], or packed word
+// (m, k / 4).
+TK_DEV uint64_t sf_word(const PerBlockCastLosslessParams& p, const TileWalk& t, const TileAt& a, int s) {
+  return t.in_packed ? a.row(s) * p.x_sf_stride0 + (a.k_in / kUe8m0PerWord) * p.x_sf_stride1
+                     : a.row(s) * p.x_sf_stride0 + a.k_in * p.x_sf_stride1;
+}
+
+// `__tile_cp`'s slots: thread t copies its own chunks and exponent words into slots [s][t] of a stage and reads only
+// those.
+struct OwnSlots {
+  static constexpr uint32_t kExpBytes = kRingExpBytes;
+  static constexpr bool kPaired = false;
+  TK_DEV static uint32_t exp_slot(int s, uint32_t tid) { return s * kTileThreads + tid; }
+  // The thread's cp.async copies of tile a into a ring stage's codes and exponent words (its own slots; a dead chunk
+  // reads nothing and its slots become zeros, so its exponent counts as 0, as in `__tile`).
+  TK_DEV static void fill(const PerBlockCastLosslessParams& p, const TileWalk& t, const TileAt& a, uint32_t codes,
+                          uint32_t exps) {
+    const uint8_t* sf = reinterpret_cast<const uint8_t*>(p.x_sf);
+#pragma unroll
+    for (int s = 0; s < kTilePasses; ++s) {
+      const bool live = a.live(s, t.T);
+      const uint32_t slot = s * kTileThreads + t.tid;
+      const uint64_t word = sf_word(p, t, a, s);
+      cp_async<8>(codes + 8 * slot, live ? t.codes(a, s) : t.x, live);
+      cp_async<4>(exps + 4 * slot, live ? sf + 4 * word : sf, live);
+    }
+  }
+};
+
+// Copies tile o, if there is one, into ring stage `stage`.
+template <class Slots>
+TK_DEV void fill_stage(const PerBlockCastLosslessParams& p, const TileWalk& t, uint32_t o, uint32_t ring,
+                       int stage) {
+  if (o >= t.tiles) return;
+  const uint32_t codes = ring_stage(ring, stage, Slots::kExpBytes);
+  Slots::fill(p, t, t.at(o), codes, codes + kRingCodeBytes);
+}
+
+// The ring's tile walk, for `__tile_cp`'s slots (OwnSlots) and per_block_cast_lossless_g.cu's lane-pair slots: a
+// stage's codes are [s][t] 8-byte slots, followed by Slots::kExpBytes of exponent words (the thread's word of pass s
+// at Slots::exp_slot); Slots::fill copies a tile into a stage. With Slots::kPaired a thread reads slots its partner
+// lane wrote and refills slots its partner read: a __syncwarp before the refill and one after the copy wait.
+template <class Slots>
 TK_DEV void lossless_tiles_ring(const PerBlockCastLosslessParams& p) {
   __shared__ uint32_t block_max[2][2][kTileWarps];  // [tile parity][output block of the tile][warp]
   extern __shared__ __align__(16) uint8_t ring_smem[];
@@ -141,25 +173,29 @@ TK_DEV void lossless_tiles_ring(const PerBlockCastLosslessParams& p) {
   const uint32_t shift = t.in_packed ? 8 * (t.jc / 2 % kUe8m0PerWord) : 23;  // k_in % 4 = (jc / 2) % 4 in a tile
 #pragma unroll
   for (int i = 0; i < kRingTiles - 1; ++i) {
-    stage_tile(p, t, blockIdx.x + i * gridDim.x, ring, i);
+    fill_stage<Slots>(p, t, blockIdx.x + i * gridDim.x, ring, i);
     cp_async_commit();
   }
   uint32_t parity = 0;
   int stage = 0;
   for (uint32_t o = blockIdx.x; o < t.tiles; o += gridDim.x, parity ^= 1u) {
-    // the stage refilled here held the previous tile, whose slots this thread has read (its stores used them)
-    stage_tile(p, t, o + (kRingTiles - 1) * gridDim.x, ring, stage == 0 ? kRingTiles - 1 : stage - 1);
+    // the stage refilled here held the previous tile, whose slots this thread has read (its stores used them);
+    // paired: the partner lane's reads of them come before this point
+    if constexpr (Slots::kPaired) __syncwarp();
+    fill_stage<Slots>(p, t, o + (kRingTiles - 1) * gridDim.x, ring, stage == 0 ? kRingTiles - 1 : stage - 1);
     cp_async_commit();
     cp_async_wait<kRingTiles - 1>();
+    // paired: this tile's copies, the partner lane's half included, are visible from here
+    if constexpr (Slots::kPaired) __syncwarp();
     const TileAt a = t.at(o);
-    const uint32_t codes = ring + stage * (kRingCodeBytes + kRingExpBytes);
+    const uint32_t codes = ring_stage(ring, stage, Slots::kExpBytes);
     const uint32_t exps = codes + kRingCodeBytes;
     uint32_t w[kTilePasses][2], ein[kTilePasses];
     uint32_t emax = 0;
 #pragma unroll
     for (int s = 0; s < kTilePasses; ++s) {
       uint32_t e[1];
-      ld_shared(exps + 4 * (s * kTileThreads + t.tid), e);
+      ld_shared(exps + 4 * Slots::exp_slot(s, t.tid), e);
       ein[s] = (e[0] >> shift) & 0xffu;
       emax = max(emax, ein[s]);
     }
@@ -178,6 +214,6 @@ TK_DEV void lossless_tiles_ring(const PerBlockCastLosslessParams& p) {
 #ifndef TK_PER_BLOCK_CAST_LOSSLESS_P_NO_ENTRIES  // (per_block_cast_lossless_g.cu includes this file for its tile walk)
 extern "C" __global__ void __launch_bounds__(tk::kTileThreads, tk::kRingMinBlocks)
     tk_per_block_cast_lossless__tile_cp(const __grid_constant__ PerBlockCastLosslessParams p) {
-  tk::lossless_tiles_ring(p);
+  tk::lossless_tiles_ring<tk::OwnSlots>(p);
 }
 #endif  // TK_PER_BLOCK_CAST_LOSSLESS_P_NO_ENTRIES

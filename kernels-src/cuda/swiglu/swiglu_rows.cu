@@ -1,11 +1,14 @@
 // SwiGLU forward and per-token cast by whole rows (spec/quant.md §8.1–§8.4): the row form `_anr2` of
 // swigluForwardAndPerTokenCast (bf16 → e4m3, groups of 128), for H = 7168 only (docs/perf-notes/perf11-swr.md).
-// The default where swiglu.cu's lean cast form `_anl` would run with H = 7168 (swigluLaunchTuning.rowForm,
-// ops/quant/swiglu_launch.ts; false selects `_anl` for A/B); the same bytes as `_anl`, which serves every other launch.
+// Selected where swiglu.cu's lean cast form `_anl` would run with H = 7168 (swigluLaunchTuning.rowForm,
+// ops/quant/swiglu_launch.ts, the default; false selects `_anl` for A/B) and castRowScan is off (it is on by default
+// since round 17 and runs `_anrs`, below, instead); the same bytes as `_anl`, which serves every other launch.
 //
 // Symbols
 //   tk_swiglu_forward__bf16_e4m3_g128_anr2    swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168
 //   tk_swiglu_forward__bf16_bf16_anrp         swigluForward, bf16 x, bf16 out, H = 7168 (round 15, below)
+//   tk_swiglu_forward__bf16_e4m3_g128_anrs    `_anr2` with a per-block expert cursor (round 17, below)
+//   tk_swiglu_forward__bf16_bf16_anrps        `_anrp` with that cursor (round 18, below)
 // Under `_anl`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and hence no
 // counters), with programmatic dependent launch as swiglu.cu's kFormPdl (launched with the attribute while
 // config.pdl is set).
@@ -191,7 +194,8 @@ extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks)
 // `_anrp` (bf16 → bf16), for H = 7168 only (docs/perf-notes/perf15-swf.md; written as swiglu_rows_p.cu, folded into
 // this file so the module keeps one gate table), selected by swigluLaunchTuning.rowPrefetch (ops/quant/swiglu_launch.ts,
 // on by default since round 15: 86.4 → 88.2% of copy at 16384 × 7168 against `_an` in one process's A/B; the same
-// bytes). The same walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 → 78.4%) and was dropped (its source:
+// bytes) while forwardRowScan is off (it is on by default since round 18 and runs `_anrps`, below, instead). The same
+// walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 → 78.4%) and was dropped (its source:
 // docs/branches/perf15-swf.patch).
 //
 // Under `_an`'s conditions (every view aligned for its vector accesses, no clamp and hence no counters; the bf16
@@ -418,7 +422,8 @@ extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks)
 
 // swigluForward by whole rows with the next row's input in flight AND the block's expert kept in registers (round 18,
 // docs/perf-notes/perf18-swf.md): `_anrps` (bf16 → bf16, H = 7168), selected by swigluLaunchTuning.forwardRowScan
-// (ops/quant/swiglu_launch.ts, default off: `_anrp`) wherever `_anrp` would run, under `_anrp`'s conditions.
+// (ops/quant/swiglu_launch.ts; the default since round 18's A/B; off: `_anrp`) wherever `_anrp` would run, under
+// `_anrp`'s conditions.
 // `_anrp`'s geometry, PDL prologue, walk and row body (load_row_raw, row_weight, bf16_row: the same operations per
 // element), with the realness of each row decided by `_anrs`'s ExpertCursor / cursor_real instead of each warp's
 // binary psum search per row (~7 dependent 1-sector loads and an integer division). The cursor runs where `_anrp`'s
