@@ -32,11 +32,15 @@ const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3"]);
  *   5120 83.1 → 86.7, 6144 82.5 → 87.2, 7168 85.2 → 89.6, 8192 84.6 → 89.6–89.9, 10240 86.5 → 89.3, 12288
  *   86.8–88.4 → 87.1–89.0, 13312 88.9 → 88.5, 14336 88.2 → 86.7, 16384 88.6 → 86.6. (Round 20's 9-stage ring was
  *   below c5 at every size and left the package.)
+ *   "w3" / "w2" (round 23, not measured yet; docs/perf-notes/perf23-csr.md): `…_sr_a12w3` / `…_sr_a12w2` (cast_sr23.cu)
+ *   in c5's place, with out also on a 16-byte boundary (else `…_sr_a12`): a warp's ring of 3 / 2 stages of 64-chunk
+ *   units, each lane converting 2 consecutive chunks a step (both chunks' hash chains before either NaN probe) and
+ *   storing them with one 16-byte store; w3 keeps c5's 64 B a lane in flight, w2 32 B. Same bytes, same grid.
  * - `srRingMinRows` (default 5120), `srRingMaxRows` (default 12288): the rows the ring takes, the sizes where it won
  *   at every measured point (5120 … 12288, six sizes); it loses at 3072 and 4096 and from 13312 on (the note's
  *   analysis: the ring's steady start pays over a middle range of laps a thread), so `…_sr_a12` keeps those.
  */
-export const castLaunchTuning: { srScaledEncode: boolean; srRing: 0 | 5; srRingMinRows: number; srRingMaxRows: number } = {
+export const castLaunchTuning: { srScaledEncode: boolean; srRing: 0 | 5 | "w3" | "w2"; srRingMinRows: number; srRingMaxRows: number } = {
   srScaledEncode: true,
   srRing: 5,
   srRingMinRows: 5120,
@@ -44,14 +48,17 @@ export const castLaunchTuning: { srScaledEncode: boolean; srRing: 0 | 5; srRingM
 };
 
 /**
- * cast_sr21.cu's ring forms by `castLaunchTuning.srRing`: the symbol suffix after `_sr_a12`, the dynamic shared memory
- * (stages × 256 threads × 16 bytes) and a carveout that fits 4 CTAs per SM (4 · (ring + 1 KiB reserved) of 228 KiB:
- * 84 KiB for c5).
+ * The ring forms by `castLaunchTuning.srRing` (cast_sr21.cu's c5, cast_sr23.cu's w3 / w2): the symbol suffix after
+ * `_sr_a12`, the dynamic shared memory (stages × 256 threads × 16 bytes a chunk × 1 or 2 chunks a step), a carveout
+ * that fits 4 CTAs per SM (4 · (ring + 1 KiB reserved) of 228 KiB: 84 KiB for c5, 100 for w3, 68 for w2), and the
+ * alignment the output needs (w3 / w2 store 16 bytes: 2 chunks of e4m3).
  */
 export const SR_RING = {
-  5: { suffix: "c5", smem: 5 * 256 * 16, carveout: 50 },
+  5: { suffix: "c5", smem: 5 * 256 * 16, carveout: 50, outAlign: 8 },
+  w3: { suffix: "w3", smem: 3 * 256 * 32, carveout: 50, outAlign: 16 },
+  w2: { suffix: "w2", smem: 2 * 256 * 32, carveout: 50, outAlign: 16 },
 } as const;
-/** The ring forms index chunks in 32 bits (cast_sr21.cu): numel below this takes them. */
+/** The ring forms index chunks in 32 bits (cast_sr21.cu, cast_sr23.cu): numel below this takes them. */
 const SR_RING_MAX_NUMEL = 2 ** 34;
 
 /** The rows `srRingMinRows` / `srRingMaxRows` count: numel over the last dimension (1 for a 0-D tensor). */
@@ -92,8 +99,8 @@ export function alignedForm(x: Tensor, out: Tensor): boolean {
 
 /**
  * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`, or their `_a`
- * forms (see {@link alignedForm}; `_sr_a12` of cast_sr12.cu for `_sr_a`, and `_sr_a12c9` / `_sr_a12c5` of
- * cast_sr21.cu for `_sr_a12`, under {@link castLaunchTuning}).
+ * forms (see {@link alignedForm}; `_sr_a12` of cast_sr12.cu for `_sr_a`, and `_sr_a12c5` of cast_sr21.cu or
+ * `_sr_a12w3` / `_sr_a12w2` of cast_sr23.cu for `_sr_a12`, under {@link castLaunchTuning}).
  * grid.x = max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32 sources, 4 otherwise. Nothing for 0
  * elements.
  */
@@ -103,8 +110,9 @@ export function launchElementCast(op: string, device: Device, stream: Stream, x:
   const a = alignedForm(x, out);
   const t = castLaunchTuning;
   const sr12 = sr && a && t.srScaledEncode;
-  const ring = sr12 && t.srRing !== 0 && n < SR_RING_MAX_NUMEL && castRows(x) >= t.srRingMinRows &&
-      castRows(x) <= t.srRingMaxRows ? SR_RING[t.srRing] : null;
+  const form = sr12 && t.srRing !== 0 ? SR_RING[t.srRing] : null;
+  const ring = form && n < SR_RING_MAX_NUMEL && castRows(x) >= t.srRingMinRows && castRows(x) <= t.srRingMaxRows &&
+      (out as DeviceTensor).addr % form.outAlign === 0 ? form : null;
   const sym = `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}${a ? "_a" : ""}${sr12 ? "12" : ""}${ring ? ring.suffix : ""}`;
   const fn = ring ? kernelFunctionWithSmem(op, device, sym, ring.smem, ring.carveout) : kernelFunction(op, device, sym);
   const u = x.dtype === "fp32" ? 2 : 4;

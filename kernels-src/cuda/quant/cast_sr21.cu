@@ -90,7 +90,10 @@ struct ElemCastSrAsyncRing {
 }  // namespace
 }  // namespace tk
 
+// cast_sr23.cu includes this file (and through it cast_sr12.cu's chunk conversion and tail) and keeps this entry out
+#ifndef TK_CAST_SR21_NO_ENTRIES
 extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
     tk_cast__bf16_e4m3_sr_a12c5(const __grid_constant__ CastParams p) {
   tk::ElemCastSrAsyncRing<5>::run(p);
 }
+#endif  // TK_CAST_SR21_NO_ENTRIES
