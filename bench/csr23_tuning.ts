@@ -1,17 +1,17 @@
 /**
  * stochasticCast bf16 → e4m3 (the roofline case of bench/cases_elem.ts), `tk_cast__bf16_e4m3_sr_a12` (cast_sr12.cu)
- * and round 21's ring `…_sr_a12c5` (cast_sr21.cu; the default for 5120 … 12288 rows) against round 23's wide rings
- * `…_sr_a12w3` / `…_sr_a12w2` (cast_sr23.cu: a warp's ring of 64-chunk units, 2 consecutive chunks a lane a step and
- * one 16-byte store; 3 / 2 stages; docs/perf-notes/perf23-csr.md), in one process, at 4096, 8192, 12288 and 16384 ×
- * 7168 (CSR_TOKENS: others). Settings (castLaunchTuning.srRing with srScaledEncode on and srRingMinRows 0 /
- * srRingMaxRows Infinity, all restored at the end): "sr_a12" 0, "sr_a12c5" 5, "sr_a12w3" "w3", "sr_a12w2" "w2".
+ * against round 23's wide ring `…_sr_a12w2` (cast_sr23.cu: a warp's 2-stage ring of 64-chunk units, 2 consecutive
+ * chunks a lane a step and one 16-byte store; the default for 5120 … 14336 rows; docs/perf-notes/perf23-csr.md), in
+ * one process, at 4096, 8192, 12288 and 16384 × 7168 (CSR_TOKENS: others). Settings (castLaunchTuning.srRing with
+ * srScaledEncode on and srRingMinRows 0 / srRingMaxRows Infinity, all restored at the end): "sr_a12" 0, "sr_a12w2"
+ * "w2". (Round 21's `_sr_a12c5` and round 23's `_sr_a12w3`, measured by this script against w2, left the package.)
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy (LeadTimer of bench/common.ts),
  * the median of 7 repetitions; the settings interleaved over 5 rounds (rotated order), the median of the rounds
  * printed. % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes) for 3 bytes a value (bench/cases_elem.ts).
  * Every setting's output is compared with sr_a12's on random bf16 values with NaN, ±Inf, ±0 and subnormals written
- * in, and its launched symbol checked, at each size: a difference prints FAIL and exits 1. The last lines give, per
- * ring, the sizes at which it beat sr_a12 and at which it beat sr_a12c5.
+ * in, and its launched symbol checked, at each size: a difference prints FAIL and exits 1. The last line gives the
+ * sizes at which the ring beat sr_a12.
  * Without a CUDA device: a skip line, exit 0.
  *
  * `deno run -A --no-check bench/csr23_tuning.ts` (or `bun bench/csr23_tuning.ts`).
@@ -28,18 +28,15 @@ const H = 7168;
 // CSR_TOKENS="2048,6144,…" measures other sizes (the crossovers between the default four)
 const TOKENS = (process.env.CSR_TOKENS ?? "4096,8192,12288,16384").split(",").map(Number);
 const ROUNDS = 5;
-const SETTINGS: readonly { name: string; ring: 0 | 5 | "w3" | "w2" }[] = [
+const SETTINGS: readonly { name: string; ring: 0 | "w2" }[] = [
   { name: "sr_a12", ring: 0 },
-  { name: "sr_a12c5", ring: 5 },
-  { name: "sr_a12w3", ring: "w3" },
   { name: "sr_a12w2", ring: "w2" },
 ];
 
 const saved = { ...castLaunchTuning };
 let failures = 0;
-/** Per ring setting, the sizes at which it beat sr_a12, and sr_a12c5. */
+/** Per ring setting, the sizes at which it beat sr_a12. */
 const wins = new Map<string, number[]>();
-const winsC5 = new Map<string, number[]>();
 
 try {
   castLaunchTuning.srScaledEncode = true;
@@ -76,25 +73,22 @@ try {
     const med = interleavedMedians(timer, stream, SETTINGS, ROUNDS, (s) => void (castLaunchTuning.srRing = s.ring), () => void stochasticCast(x, o));
     const bytes = 3 * T * H;
     const base = med.get("sr_a12")!;
-    const c5 = med.get("sr_a12c5")!;
     for (const s of SETTINGS) {
       const v = med.get(s.name)!;
       const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
-      const delta = s.ring === 0 ? "" : `\tΔ ${(v - base).toFixed(2)} µs` + (s.ring === 5 ? "" : `\tΔc5 ${(v - c5).toFixed(2)} µs`);
+      const delta = s.ring === 0 ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
       console.log(`stochasticCast bf16→e4m3 SR ${T}x${H}\t${s.name.padEnd(9)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
       if (s.ring !== 0 && v < base) wins.set(s.name, [...(wins.get(s.name) ?? []), T]);
-      if (s.ring !== 0 && s.ring !== 5 && v < c5) winsC5.set(s.name, [...(winsC5.get(s.name) ?? []), T]);
     }
     for (const t of [x, y]) t.dispose();
   }
   for (const s of SETTINGS) {
     if (s.ring === 0) continue;
-    const sizes = (m: Map<string, number[]>) => (m.get(s.name) ?? []).join(", ") || "no size";
-    console.log(`${s.name}: beats sr_a12 at ${sizes(wins)}${s.ring === 5 ? "" : `; beats sr_a12c5 at ${sizes(winsC5)}`}`);
+    console.log(`${s.name}: beats sr_a12 at ${(wins.get(s.name) ?? []).join(", ") || "no size"}`);
   }
 } finally {
   Object.assign(castLaunchTuning, saved);
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "csr23_tuning: sr_a12c5's, sr_a12w3's and sr_a12w2's outputs equal sr_a12's at every size");
+abVerdict(failures, "csr23_tuning: sr_a12w2's outputs equal sr_a12's at every size");

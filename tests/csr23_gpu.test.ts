@@ -1,9 +1,9 @@
 /**
- * GPU test of `tk_cast__bf16_e4m3_sr_a12w3` / `…_sr_a12w2` (cast_sr23.cu, castLaunchTuning.srRing "w3" / "w2"; the
- * default stays c5 for 5120 … 12288 rows and `_sr_a12` elsewhere; docs/perf-notes/perf23-csr.md): stochasticCast bf16
+ * GPU test of `tk_cast__bf16_e4m3_sr_a12w2` (cast_sr23.cu, castLaunchTuning.srRing "w2"; the default for 5120 … 14336
+ * rows, `_sr_a12` elsewhere; docs/perf-notes/perf23-csr.md): stochasticCast bf16
  * → e4m3 with `_sr_a12`'s chunk conversion and tail, a warp's ring of 64-chunk units, each lane converting 2
  * consecutive chunks a step and storing them with one 16-byte store, against the CPU reference (stochastic.ref.ts)
- * byte for byte, for srRing "w3", "w2" and 0 (`_sr_a12`): every one of the 65536 bf16 patterns (NaN, ±Inf,
+ * byte for byte, for srRing "w2" and 0 (`_sr_a12`): every one of the 65536 bf16 patterns (NaN, ±Inf,
  * subnormals, ±0; NaNs as the one pattern the CPU reference keeps) under 24 quad hashes, chunks of specials (the NaN
  * probe's fallback, in either chunk of a lane's pair), chunk counts around a unit (63, 64, 65), the grid's threads G
  * and the unit laps L of the rings (the prologue's depth S − 1, S and S + 1 laps, several laps), odd chunk counts (a
@@ -13,7 +13,7 @@
  * (`_sr`), +8 (8-byte aligned only: `_sr_a12`, the fall-back) and +16 elements (the wide ring), 0 elements, the
  * `cast(…, { stochasticRounding })` form on a 3-D view, the srRingMinRows / srRingMaxRows window, 4001 × 7168 with
  * e4m3 subnormal-range values, grid points, the bf16 just below them, ±448 and beyond, ±Inf, and 16384 × 7168 against
- * `_sr_a12` and c5. The symbol and the PDL flag of every launch are asserted (elementCastLastLaunch), so a silent
+ * `_sr_a12`. The symbol and the PDL flag of every launch are asserted (elementCastLastLaunch), so a silent
  * fallback fails. Skips without a GPU, as the other GPU tests.
  * @module
  */
@@ -27,8 +27,8 @@ import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 const DEVICE = { kind: "cuda", index: 0 } as const;
-type Ring = 0 | 5 | "w3" | "w2";
-const RINGS: readonly Ring[] = ["w3", "w2", 0];
+type Ring = 0 | "w2";
+const RINGS: readonly Ring[] = ["w2", 0];
 
 function castFn(suffix: string): number {
   return kernelFunction("test", DEVICE, `tk_cast__bf16_e4m3${suffix}`);
@@ -36,7 +36,7 @@ function castFn(suffix: string): number {
 
 /** The aligned form srRing `ring` launches in its row window with out on a 16-byte boundary. */
 function alignedSymbol(ring: Ring): string {
-  return ring === 0 ? "_sr_a12" : ring === 5 ? "_sr_a12c5" : `_sr_a12${ring}`;
+  return ring === 0 ? "_sr_a12" : `_sr_a12${ring}`;
 }
 
 /** Runs f with castLaunchTuning = { srScaledEncode, srRing, srRingMinRows, srRingMaxRows } and config.numSms = sms; restores all five. */
@@ -141,13 +141,13 @@ function wideChunkCounts(g: number): number[] {
   return out;
 }
 
-gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w3 / _sr_a12w2 (castLaunchTuning.srRing) = reference = _sr_a12: every bf16 pattern under 24 hashes (seed 23101)", () => {
+gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2 (castLaunchTuning.srRing) = reference = _sr_a12: every bf16 pattern under 24 hashes (seed 23101)", () => {
   const rand = rng(23101);
   const all = bf16Elements(rand, 8 * 65536, 0, 8);
   for (const [s, off] of SEEDS) compareSr(all, `every pattern seed ${s} offset ${off}`, s, off, true, null);
 });
 
-gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w3 / _sr_a12w2: chunk counts around a unit, the grid and the unit laps under grid caps of 1 and 3 SMs, every tail, views on and off a chunk boundary, out views at +1 / +8 / +16 (seed 23102)", () => {
+gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2: chunk counts around a unit, the grid and the unit laps under grid caps of 1 and 3 SMs, every tail, views on and off a chunk boundary, out views at +1 / +8 / +16 (seed 23102)", () => {
   const rand = rng(23102);
   for (const sms of [1, 3]) {
     for (const [k, chunks] of wideChunkCounts(1024 * sms).entries()) {
@@ -165,7 +165,7 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w3 / _sr_a12w2: chunk count
   compareSr(bf16Elements(rand, 0, 0), "0 elements", 0n, 0n, true, null);
 });
 
-gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w3 / _sr_a12w2: unit laps at the device's own grid, 2^20 + 4 elements, the cast option form on a 3-D view, srScaledEncode off, the defaults (seed 23103)", () => {
+gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2: unit laps at the device's own grid, 2^20 + 4 elements, the cast option form on a 3-D view, srScaledEncode off, the defaults (seed 23103)", () => {
   const rand = rng(23103);
   const g = 1024 * config.getNumSms(DEVICE);
   for (const chunks of [g + 3, 4 * g + 1, 6 * g - 1, 27 * g + 5]) compareSr(bf16Elements(rand, 8 * chunks + 4, 0), `n=${8 * chunks + 4}`, 12345n, 4n, true, null);
@@ -193,13 +193,13 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w3 / _sr_a12w2: unit laps a
   } finally {
     dispose(dm);
   }
-  // the defaults are round 21's: c5 for 5120 … 12288 rows, `_sr_a12` elsewhere
-  assert.equal(castLaunchTuning.srRing, 5, "srRing defaults to 5");
+  // the defaults are round 23's: w2 for 5120 … 14336 rows, `_sr_a12` elsewhere
+  assert.equal(castLaunchTuning.srRing, "w2", "srRing defaults to w2");
   assert.equal(castLaunchTuning.srRingMinRows, 5120, "srRingMinRows defaults to 5120");
-  assert.equal(castLaunchTuning.srRingMaxRows, 12288, "srRingMaxRows defaults to 12288");
+  assert.equal(castLaunchTuning.srRingMaxRows, 14336, "srRingMaxRows defaults to 14336");
 });
 
-gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w3 / _sr_a12w2 = reference at 4001 × 7168 with e4m3 subnormal-range values, grid points and saturation, and = _sr_a12 = _sr_a12c5 at 16384 × 7168 (seed 23104)", () => {
+gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2 = reference at 4001 × 7168 with e4m3 subnormal-range values, grid points and saturation, and = _sr_a12 at 16384 × 7168 (seed 23104)", () => {
   const rand = rng(23104);
   const x = bf16Elements(rand, 4001 * 7168, 0);
   const d = x.data as Uint16Array;
@@ -227,7 +227,7 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w3 / _sr_a12w2 = reference 
       }, maxRows);
     const base = run(0);
     try {
-      for (const [ring, maxRows] of [[5, Infinity], ["w3", Infinity], ["w3", 16384], ["w3", 16383], ["w2", Infinity]] as const) {
+      for (const [ring, maxRows] of [["w2", Infinity], ["w2", 16384], ["w2", 16383]] as const) {
         const y = run(ring, maxRows);
         try {
           sameAllocation(y, base, `16384x7168 srRing ${ring} srRingMaxRows ${maxRows} against _sr_a12`);
@@ -243,7 +243,7 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w3 / _sr_a12w2 = reference 
   }
 });
 
-gpuTest("stochasticCast bf16 → e4m3: srRing w3 / w2 take their form for rows in [srRingMinRows, srRingMaxRows] and _sr_a12 outside, 2-D with and without a tail and an odd chunk count, 1-D and 3-D (seed 23105)", () => {
+gpuTest("stochasticCast bf16 → e4m3: srRing w2 takes its form for rows in [srRingMinRows, srRingMaxRows] and _sr_a12 outside, 2-D with and without a tail and an odd chunk count, 1-D and 3-D (seed 23105)", () => {
   const rand = rng(23105);
   const rowsOf = (x: HostTensor) => x.numel / x.shape[x.shape.length - 1];
   // [rows, 7168] (whole units for even rows), [rows, 7172] (odd rows: an odd chunk count and a tail), 1-D, [6, 5, 8]
@@ -256,7 +256,7 @@ gpuTest("stochasticCast bf16 → e4m3: srRing w3 / w2 take their form for rows i
     const cpu = stochasticCast(x, { dtype: "e4m3", seed, offset }) as HostTensor;
     const dx = uploadView(x);
     try {
-      for (const ring of ["w3", "w2"] as const) {
+      for (const ring of ["w2"] as const) {
         const r = rowsOf(x);
         for (const [lo, hi] of [[0, r], [0, r - 1], [r, Infinity], [r + 1, Infinity]]) {
           withKnobs(true, ring, null, () => {

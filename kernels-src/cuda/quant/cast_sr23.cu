@@ -1,21 +1,22 @@
 // stochasticCast bf16 → e4m3, x and out on a 16-byte boundary: `_sr_a12`'s chunk conversion (cast_sr12.cu) fed by a
 // warp's cp.async ring in shared memory, two consecutive chunks a lane a step and one 16-byte store for both (round
-// 23, docs/perf-notes/perf23-csr.md; host ops/quant/elem_launch.ts, castLaunchTuning.srRing "w3" / "w2"; the
-// default stays c5 for 5120 … 12288 rows and `_sr_a12` elsewhere).
+// 23, docs/perf-notes/perf23-csr.md; host ops/quant/elem_launch.ts, castLaunchTuning.srRing "w2", the default for
+// 5120 … 14336 rows, `_sr_a12` elsewhere).
 //
-// Symbols
-//   tk_cast__bf16_e4m3_sr_a12w3   ring of 3 stages: 2 units (64 B a lane, c5's bytes) in flight, 24 KiB a CTA
+// Symbol
 //   tk_cast__bf16_e4m3_sr_a12w2   ring of 2 stages: 1 unit (32 B a lane) in flight, 16 KiB a CTA
 //
-// Why: c5 (cast_sr21.cu) keeps 64 B a thread in flight through every conversion and won 4.8 points of copy over
-// `_sr_a12` at 8192 × 7168, but its added laps run slower than `_sr_a12`'s (round 21, H200: 89.9% at 8192, 86.7% at
+// Why: round 21's c5 (a thread-private 5-stage ring of one chunk a step; git history, docs/perf-notes/
+// perf21-csr.md) kept 64 B a thread in flight through every conversion and won 4.8 points of copy over `_sr_a12` at
+// 8192 × 7168, but its added laps run slower than `_sr_a12`'s (round 21, H200: 89.9% at 8192, 86.7% at
 // 16384, where `_sr_a12` reaches 88.9%), and deeper rings (c9, c13) were slower still. A c5 step is one chunk:
 // one 16-byte copy, a commit, a wait, one ld.shared, the conversion of 2 quads and one 8-byte store, plus the
 // loop's index, address and slot arithmetic, with only the 2 quads' hash chains to overlap. Here a step is a warp
 // unit of 64 consecutive chunks (1024 B in, 512 B out): per pair of chunks a lane issues 2 copies, 1 commit, 1
 // wait, 2 ld.shared, 4 independent quad chains and 1 16-byte store, with the step overhead paid once — fewer, wider
 // instructions, the form that took perBlockCastLossless's `__tile_cg` past `__tile_cp` (docs/perf-notes/
-// perf20-lsl.md). w3 keeps c5's bytes in flight; w2 keeps half, for the depth trend c13 < c9 < c5 at 16384.
+// perf20-lsl.md). w2 keeps half of c5's bytes in flight, for the depth trend c13 < c9 < c5 at 16384; a 3-stage w3
+// (c5's bytes) measured below w2 from 10240 rows on and left with c5 (perf23-csr.md, Measured).
 //
 // Layout: the copies stay coalesced (lane t copies the unit's chunks t and 32 + t: 512 contiguous bytes an
 // instruction, whole sectors) and a lane then reads its chunks 2t and 2t + 1, which other lanes copied: a
@@ -33,8 +34,8 @@
 //
 // Launch: `_sr_a12`'s grid, max(1, min(⌈⌈numel/8⌉ / 1024⌉, 4 · SMs)) blocks of 256 (any grid.x ≥ 1 is correct: units
 // are warp-grid-stride), dynamic shared memory kStages · 8 KiB (the host's table in elem_launch.ts), carveout 50.
-#define TK_CAST_SR21_NO_ENTRIES
-#include "cast_sr21.cu"
+#define TK_CAST_SR12_NO_ENTRIES
+#include "cast_sr12.cu"
 
 namespace tk {
 namespace {
@@ -140,10 +141,6 @@ struct ElemCastSrWideRing {
 }  // namespace
 }  // namespace tk
 
-extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
-    tk_cast__bf16_e4m3_sr_a12w3(const __grid_constant__ CastParams p) {
-  tk::ElemCastSrWideRing<3>::run(p);
-}
 extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
     tk_cast__bf16_e4m3_sr_a12w2(const __grid_constant__ CastParams p) {
   tk::ElemCastSrWideRing<2>::run(p);
