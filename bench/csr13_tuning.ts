@@ -29,7 +29,7 @@ const SETTINGS: readonly { name: string; on: boolean }[] = [
 
 const saved = castLaunchTuning.srScaledEncode;
 const savedRing = castLaunchTuning.srRing;
-castLaunchTuning.srRing = 0; // `_sr_a12` itself at 8192 rows, not round 21's ring (bench/csr21_tuning.ts)
+castLaunchTuning.srRing = 0; // `_sr_a12` itself at 8192 rows, not round 23's ring (bench/csr23_tuning.ts)
 let failures = 0;
 
 try {

@@ -4,7 +4,7 @@
  * token count equals `<tokens>` and whose variant contains `[variant]`, sets it up, runs it `--runs N` times (default
  * 3) and synchronises; tools/ncu_summary.py reports the last launch of each kernel name. A variant ending in
  * `@<form>` (e.g. `"bf16 weight@team-l1"`) first sets that launch form of the RMSNorm forward (bench/norm_forms.ts), or of
- * stochasticCast bf16 → e4m3 (`@sr_a12`, `@sr_a12c5`). The runs sit between
+ * stochasticCast bf16 → e4m3 (`@sr_a12`, `@sr_a12w2`). The runs sit between
  * cuProfilerStart and cuProfilerStop, so with `ncu --profile-from-start off` only they are profiled. `--list`
  * prints every case instead. Only the families up to the one holding the case are built (bench/cases.ts's order: a
  * case of a late family still sets up the earlier ones, which under ncu takes a minute or more). tools/gpu_run.sh's
@@ -42,11 +42,11 @@ const runs = runsAt >= 0 ? Number(args.splice(runsAt, 2)[1]) : 3;
 const list = args.includes("--list");
 const [op, tokensText, variantArg = ""] = args.filter((a) => a !== "--list");
 // `<variant>@<form>`: the RMSNorm forward's launch form of bench/norm_forms.ts (normLaunchTuning knobs), or one of
-// stochasticCast bf16 → e4m3's two forms at any size (castLaunchTuning: `_sr_a12`, or the ring `_sr_a12c5` without
-// its row window), e.g. `stochasticCast 16384 "bf16→e4m3@sr_a12c5"`
+// stochasticCast bf16 → e4m3's two forms at any size (castLaunchTuning: `_sr_a12`, or the ring `_sr_a12w2` without
+// its row window), e.g. `stochasticCast 16384 "bf16→e4m3@sr_a12w2"`
 const CAST_FORMS: Record<string, Partial<typeof castLaunchTuning>> = {
   "sr_a12": { srRing: 0 },
-  "sr_a12c5": { srRing: 5, srRingMinRows: 0, srRingMaxRows: Infinity },
+  "sr_a12w2": { srRing: "w2", srRingMinRows: 0, srRingMaxRows: Infinity },
 };
 const at = variantArg.lastIndexOf("@");
 const variant = at >= 0 ? variantArg.slice(0, at) : variantArg;

@@ -22,36 +22,38 @@ const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3"]);
  *   (cast_sr12.cu: the same kernel with §7.3's e4m3 rounding done on rz(v·2^-120), 3 fewer instructions per value, as
  *   perTokenCast's `_g128_sr_wu12`; docs/perf-notes/perf13-csr.md). Same bytes. Interleaved A/B on the H200
  *   (bench/csr13_tuning.ts): 86.7 → 88.9% of copy at 16384 × 7168, 83.1 → 85.2% at 8192. Off: `_sr_a`.
- * - `srRing` (default 5 since round 21; docs/perf-notes/perf21-csr.md): 5, where `…_sr_a12` would run, numel < 2^34
- *   and the rows (numel over the last dimension: the tokens of a [tokens, hidden] activation) are in
- *   [`srRingMinRows`, `srRingMaxRows`], runs `…_sr_a12c5` (cast_sr21.cu: `_sr_a12`'s chunk conversion and tail, each thread's next 4
- *   chunks copied by 16-byte cp.async into its own slots of a 5-stage ring in shared memory, so they stay in flight
- *   through every conversion without registers; {@link SR_RING} has the shared memory). Same bytes, same grid. Needs
- *   `srScaledEncode`. 0: `…_sr_a12` at every size. Interleaved A/B on the H200 (bench/csr21_tuning.ts, % of copy,
- *   `_sr_a12` → c5, × 7168): 2048 rows 79.4 → 101.4 (L2-resident), 3072 87.2 → 83.6, 4096 88.7–89.8 → 85.2–86.1,
- *   5120 83.1 → 86.7, 6144 82.5 → 87.2, 7168 85.2 → 89.6, 8192 84.6 → 89.6–89.9, 10240 86.5 → 89.3, 12288
- *   86.8–88.4 → 87.1–89.0, 13312 88.9 → 88.5, 14336 88.2 → 86.7, 16384 88.6 → 86.6. (Round 20's 9-stage ring was
- *   below c5 at every size and left the package.)
- * - `srRingMinRows` (default 5120), `srRingMaxRows` (default 12288): the rows the ring takes, the sizes where it won
- *   at every measured point (5120 … 12288, six sizes); it loses at 3072 and 4096 and from 13312 on (the note's
- *   analysis: the ring's steady start pays over a middle range of laps a thread), so `…_sr_a12` keeps those.
+ * - `srRing` (default "w2" since round 23; docs/perf-notes/perf23-csr.md): "w2", where `…_sr_a12` would run, numel
+ *   < 2^34, out on a 16-byte boundary and the rows (numel over the last dimension: the tokens of a [tokens, hidden]
+ *   activation) in [`srRingMinRows`, `srRingMaxRows`], runs `…_sr_a12w2` (cast_sr23.cu: `_sr_a12`'s chunk conversion
+ *   and tail fed by a warp's 2-stage cp.async ring in shared memory, each lane converting 2 consecutive chunks a step
+ *   and storing them with one 16-byte store; {@link SR_RING} has the shared memory). Same bytes, same grid. Needs
+ *   `srScaledEncode`. 0: `…_sr_a12` at every size. Interleaved A/B on the H200 (bench/csr23_tuning.ts, % of copy,
+ *   `_sr_a12` → w2, × 7168, Deno and Bun): 4096 rows 89.1–89.4 → 84.5–84.8, 5120 82.5 → 86.0, 6144 82.7 → 87.8–87.9,
+ *   8192 85.6 → 90.6, 10240 87.1 → 92.2, 12288 87.5–87.8 → 92.7–93.2, 14336 88.5–88.6 → 89.1–89.5, 16384 89.0–89.3
+ *   → 88.9–89.3 (a tie), 20480 89.9 → 89.1. Round 21's one-chunk ring `_sr_a12c5` (the default for 5120 … 12288
+ *   rows from the nineteenth run to round 23) and round 23's 3-stage `_sr_a12w3` measured below w2 from 10240 rows
+ *   on and within 0.3 µs of it below, and left the package (their source: git history, docs/perf-notes/perf21-csr.md,
+ *   perf23-csr.md).
+ * - `srRingMinRows` (default 5120), `srRingMaxRows` (default 14336): the rows the ring takes, the sizes where it won
+ *   at every measured point (5120 … 14336, seven sizes); it loses at 4096 and 20480 and ties at 16384, so `…_sr_a12`
+ *   keeps those.
  */
-export const castLaunchTuning: { srScaledEncode: boolean; srRing: 0 | 5; srRingMinRows: number; srRingMaxRows: number } = {
+export const castLaunchTuning: { srScaledEncode: boolean; srRing: 0 | "w2"; srRingMinRows: number; srRingMaxRows: number } = {
   srScaledEncode: true,
-  srRing: 5,
+  srRing: "w2",
   srRingMinRows: 5120,
-  srRingMaxRows: 12288,
+  srRingMaxRows: 14336,
 };
 
 /**
- * cast_sr21.cu's ring forms by `castLaunchTuning.srRing`: the symbol suffix after `_sr_a12`, the dynamic shared memory
- * (stages × 256 threads × 16 bytes) and a carveout that fits 4 CTAs per SM (4 · (ring + 1 KiB reserved) of 228 KiB:
- * 84 KiB for c5).
+ * The ring form by `castLaunchTuning.srRing` (cast_sr23.cu's w2): the symbol suffix after `_sr_a12`, the dynamic
+ * shared memory (2 stages × 256 threads × 2 chunks of 16 bytes), a carveout that fits 4 CTAs per SM (4 · (16 KiB +
+ * 1 KiB reserved) of 228 KiB), and the alignment the output needs (a 16-byte store holds 2 chunks of e4m3).
  */
 export const SR_RING = {
-  5: { suffix: "c5", smem: 5 * 256 * 16, carveout: 50 },
+  w2: { suffix: "w2", smem: 2 * 256 * 32, carveout: 50, outAlign: 16 },
 } as const;
-/** The ring forms index chunks in 32 bits (cast_sr21.cu): numel below this takes them. */
+/** The ring form indexes chunks in 32 bits (cast_sr23.cu): numel below this takes it. */
 const SR_RING_MAX_NUMEL = 2 ** 34;
 
 /** The rows `srRingMinRows` / `srRingMaxRows` count: numel over the last dimension (1 for a 0-D tensor). */
@@ -92,8 +94,8 @@ export function alignedForm(x: Tensor, out: Tensor): boolean {
 
 /**
  * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`, or their `_a`
- * forms (see {@link alignedForm}; `_sr_a12` of cast_sr12.cu for `_sr_a`, and `_sr_a12c9` / `_sr_a12c5` of
- * cast_sr21.cu for `_sr_a12`, under {@link castLaunchTuning}).
+ * forms (see {@link alignedForm}; `_sr_a12` of cast_sr12.cu for `_sr_a`, and `_sr_a12w2` of cast_sr23.cu for
+ * `_sr_a12`, under {@link castLaunchTuning}).
  * grid.x = max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32 sources, 4 otherwise. Nothing for 0
  * elements.
  */
@@ -103,8 +105,9 @@ export function launchElementCast(op: string, device: Device, stream: Stream, x:
   const a = alignedForm(x, out);
   const t = castLaunchTuning;
   const sr12 = sr && a && t.srScaledEncode;
-  const ring = sr12 && t.srRing !== 0 && n < SR_RING_MAX_NUMEL && castRows(x) >= t.srRingMinRows &&
-      castRows(x) <= t.srRingMaxRows ? SR_RING[t.srRing] : null;
+  const form = sr12 && t.srRing !== 0 ? SR_RING[t.srRing] : null;
+  const ring = form && n < SR_RING_MAX_NUMEL && castRows(x) >= t.srRingMinRows && castRows(x) <= t.srRingMaxRows &&
+      (out as DeviceTensor).addr % form.outAlign === 0 ? form : null;
   const sym = `tk_cast__${x.dtype}_${out.dtype}${sr ? "_sr" : ""}${a ? "_a" : ""}${sr12 ? "12" : ""}${ring ? ring.suffix : ""}`;
   const fn = ring ? kernelFunctionWithSmem(op, device, sym, ring.smem, ring.carveout) : kernelFunction(op, device, sym);
   const u = x.dtype === "fp32" ? 2 : 4;

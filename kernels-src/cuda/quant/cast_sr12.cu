@@ -8,7 +8,7 @@
 #define TK_CAST_NO_KERNELS
 #include "cast.cu"
 
-// cast_sr21.cu includes this file for the same chunk conversion and tail in another loop and keeps this entry out
+// cast_sr23.cu includes this file for the same chunk conversion and tail in another loop and keeps this entry out
 #ifndef TK_CAST_SR12_NO_ENTRIES
 extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
     tk_cast__bf16_e4m3_sr_a12(const __grid_constant__ CastParams p) {

@@ -1,21 +1,20 @@
 /**
- * stochasticCast bf16 → e4m3 (the roofline case of bench/cases_elem.ts), `tk_cast__bf16_e4m3_sr_a12`
- * (cast_sr12.cu) against round 21's ring form `tk_cast__bf16_e4m3_sr_a12c5` (cast_sr21.cu: the same chunk conversion,
- * each thread's next 4 chunks copied by cp.async into its own slots of a shared-memory ring; the default up to 12288
- * rows; docs/perf-notes/perf21-csr.md), in one process, at 4096, 8192, 12288 and 16384 × 7168 (CSR_TOKENS: others),
- * the measurement castLaunchTuning.srRingMaxRows is set from. Settings (castLaunchTuning.srRing with srScaledEncode on
- * and srRingMinRows 0 / srRingMaxRows Infinity, all restored at the end): "sr_a12" 0, "sr_a12c5" 5. (Round 21's 9-stage ring,
- * measured here below c5 at every size, left the package.)
+ * stochasticCast bf16 → e4m3 (the roofline case of bench/cases_elem.ts), `tk_cast__bf16_e4m3_sr_a12` (cast_sr12.cu)
+ * against round 23's wide ring `…_sr_a12w2` (cast_sr23.cu: a warp's 2-stage ring of 64-chunk units, 2 consecutive
+ * chunks a lane a step and one 16-byte store; the default for 5120 … 14336 rows; docs/perf-notes/perf23-csr.md), in
+ * one process, at 4096, 8192, 12288 and 16384 × 7168 (CSR_TOKENS: others). Settings (castLaunchTuning.srRing with
+ * srScaledEncode on and srRingMinRows 0 / srRingMaxRows Infinity, all restored at the end): "sr_a12" 0, "sr_a12w2"
+ * "w2". (Round 21's `_sr_a12c5` and round 23's `_sr_a12w3`, measured by this script against w2, left the package.)
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy (LeadTimer of bench/common.ts),
  * the median of 7 repetitions; the settings interleaved over 5 rounds (rotated order), the median of the rounds
  * printed. % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes) for 3 bytes a value (bench/cases_elem.ts).
  * Every setting's output is compared with sr_a12's on random bf16 values with NaN, ±Inf, ±0 and subnormals written
- * in, and its launched symbol checked, at each size: a difference prints FAIL and exits 1. The last lines give, per
- * ring, the srRingMaxRows these sizes support: the largest size up to which the ring beats sr_a12 at every size.
+ * in, and its launched symbol checked, at each size: a difference prints FAIL and exits 1. The last line gives the
+ * sizes at which the ring beat sr_a12.
  * Without a CUDA device: a skip line, exit 0.
  *
- * `deno run -A --no-check bench/csr21_tuning.ts` (or `bun bench/csr21_tuning.ts`).
+ * `deno run -A --no-check bench/csr23_tuning.ts` (or `bun bench/csr23_tuning.ts`).
  * @module
  */
 import { type DeviceTensor, empty, stochasticCast, toHost } from "../mod.ts";
@@ -24,14 +23,14 @@ import { kernelFunction, syncAndCheck } from "../ffi/cuda.ts";
 import { castLaunchTuning, elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
 import { abStart, abVerdict, DEV, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
 
-const { stream, timer, copy } = abStart("csr21_tuning");
+const { stream, timer, copy } = abStart("csr23_tuning");
 const H = 7168;
 // CSR_TOKENS="2048,6144,…" measures other sizes (the crossovers between the default four)
 const TOKENS = (process.env.CSR_TOKENS ?? "4096,8192,12288,16384").split(",").map(Number);
 const ROUNDS = 5;
-const SETTINGS: readonly { name: string; ring: 0 | 5 }[] = [
+const SETTINGS: readonly { name: string; ring: 0 | "w2" }[] = [
   { name: "sr_a12", ring: 0 },
-  { name: "sr_a12c5", ring: 5 },
+  { name: "sr_a12w2", ring: "w2" },
 ];
 
 const saved = { ...castLaunchTuning };
@@ -85,17 +84,11 @@ try {
   }
   for (const s of SETTINGS) {
     if (s.ring === 0) continue;
-    const won = wins.get(s.name) ?? [];
-    let upTo = 0;
-    for (const T of TOKENS) {
-      if (!won.includes(T)) break;
-      upTo = T;
-    }
-    console.log(`${s.name}: beats sr_a12 at ${won.length ? won.join(", ") : "no size"}; srRingMaxRows ${upTo === 0 ? "none (leave srRing 0)" : upTo} from these sizes`);
+    console.log(`${s.name}: beats sr_a12 at ${(wins.get(s.name) ?? []).join(", ") || "no size"}`);
   }
 } finally {
   Object.assign(castLaunchTuning, saved);
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "csr21_tuning: sr_a12c5's outputs equal sr_a12's at every size");
+abVerdict(failures, "csr23_tuning: sr_a12w2's outputs equal sr_a12's at every size");
