@@ -15,6 +15,7 @@
  * `deno run -A --no-check bench/gcast23_tuning.ts` (or `bun bench/gcast23_tuning.ts`).
  * @module
  */
+import process from "node:process";
 import { cast, type CastOptions, type DeviceTensor, toHost } from "../mod.ts";
 import type { HostTensor } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
@@ -68,7 +69,7 @@ async function bytesOf(t: DeviceTensor): Promise<Uint8Array> {
 const saved = { ...castBlockLaunchTuning };
 let failures = 0;
 try {
-  for (const T of [8192, 16384]) {
+  for (const T of (process.env.GCAST_TOKENS ?? "8192,16384").split(",").map(Number)) {
     for (const row of ROWS) {
       const bf = randomBf16(T, H, T + 23);
       const x = row.input === "bf16" ? bf : cast(bf, { dtype: "fp16" }) as DeviceTensor;
