@@ -1,9 +1,11 @@
 /**
- * The generic block-scaled `cast`'s round-23 forms against main's, interleaved in one process (docs/perf-notes/
+ * The generic block-scaled `cast`'s round-23 forms (the defaults since round 23) against the staged kernels they
+ * replace ("main": the knob off), interleaved in one process (docs/perf-notes/
  * perf23-gcast.md): the two generic roofline rows of bench/cases_cast_block.ts, fp16 → e4m3 [1, 128] (main:
  * `tk_cast_block_staged__fp16_e4m3_r1c128_a`; `castBlockLaunchTuning.perToken16`: `tk_per_token_cast__fp16_e4m3_g128_pdl`)
  * and bf16 → e4m3 [16, 64] (main: `tk_cast_block_staged__bf16_e4m3_r16c64_a`; `perBlock16x64`:
- * `tk_per_block_cast__bf16_e4m3_16x64`), at 8192 and 16384 × 7168, with fp32 scales (the roofline's) and packed UE8M0
+ * `tk_per_block_cast__bf16_e4m3_16x64`, at every size here: the default takes it from 10240 rows), at 8192 and 16384
+ * × 7168 (GCAST_TOKENS: others), with fp32 scales (the roofline's) and packed UE8M0
  * column-major scales. Settings per row: main (knob off), then the knob on (restored at the end).
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, 20 calls into preallocated outputs after a lead copy,
@@ -69,6 +71,7 @@ async function bytesOf(t: DeviceTensor): Promise<Uint8Array> {
 const saved = { ...castBlockLaunchTuning };
 let failures = 0;
 try {
+  castBlockLaunchTuning.perBlock16x64MinRows = 0; // both forms at every size (the default takes [16, 64] from 10240 rows)
   for (const T of (process.env.GCAST_TOKENS ?? "8192,16384").split(",").map(Number)) {
     for (const row of ROWS) {
       const bf = randomBf16(T, H, T + 23);

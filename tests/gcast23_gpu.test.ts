@@ -1,6 +1,6 @@
 /**
  * Round 23's forms of the generic block-scaled `cast` (docs/perf-notes/perf23-gcast.md; ops/quant/cast_block_launch.ts
- * `castBlockLaunchTuning`, default off): fp16 → e4m3 [1, 128] on `tk_per_token_cast__fp16_e4m3_g128_pdl`
+ * `castBlockLaunchTuning`, both the default, [16, 64] from 10240 rows): fp16 → e4m3 [1, 128] on `tk_per_token_cast__fp16_e4m3_g128_pdl`
  * (`perToken16`) and bf16 → e4m3 [16, 64] on `tk_per_block_cast__bf16_e4m3_16x64` (`perBlock16x64`). Every case runs
  * with the knob off and on and is compared byte for byte, data and sf allocations (layout padding included), with
  * the CPU reference and with each other; the kernel that ran is checked after both calls (lastCastBlockKernel, and
@@ -277,6 +277,7 @@ function onDevice(
 ): { d: DeviceTensor; s: DeviceTensor; whole: DeviceTensor | null; kernel: string } {
   const saved = { ...castBlockLaunchTuning };
   castBlockLaunchTuning[c.knob] = on;
+  castBlockLaunchTuning.perBlock16x64MinRows = 0; // every size this file builds: the default row bound has its own test
   const dx = uploadView(c.x);
   try {
     let whole: DeviceTensor | null = null;
@@ -361,13 +362,14 @@ gpuTest(
           routed: true,
           shaped: true,
         });
+        const saved = castBlockLaunchTuning.perToken16;
         castBlockLaunchTuning.perToken16 = true;
         const dx = uploadView(x16);
         try {
           dispose(cast(dx, { dtype: "e4m3", blockSize: [1, 128] }));
           assert.equal(perTokenLastLaunch().pdl, pdl, `fp16 launch attribute with config.pdl ${pdl}`);
         } finally {
-          castBlockLaunchTuning.perToken16 = false;
+          castBlockLaunchTuning.perToken16 = saved;
           dispose(dx);
         }
         runCase({
@@ -382,3 +384,35 @@ gpuTest(
     }
   },
 );
+
+gpuTest("cast round-23 defaults: both forms on, [16, 64] from 10240 rows (whole blocks at 10224 and 10240 rows)", () => {
+  assert.equal(castBlockLaunchTuning.perToken16, true, "perToken16 defaults to on");
+  assert.equal(castBlockLaunchTuning.perBlock16x64, true, "perBlock16x64 defaults to on");
+  assert.equal(castBlockLaunchTuning.perBlock16x64MinRows, 10240, "perBlock16x64MinRows defaults to 10240");
+  const rand = rng(2304);
+  for (const [T, want] of [[10224, SHAPED.perBlock16x64], [10240, NEW.perBlock16x64]] as const) {
+    const x = halfInput(rand, "bf16", T, 128);
+    const [cd, cs] = cast(x, { dtype: "e4m3", blockSize: [16, 64] }) as Quantized;
+    const dx = uploadView(x);
+    try {
+      const [d, s] = cast(dx, { dtype: "e4m3", blockSize: [16, 64] }) as [DeviceTensor, DeviceTensor];
+      try {
+        assert.equal(lastCastBlockKernel(), want, `bf16 [16,64] ${T}x128 with the defaults: ${want}`);
+        sameAllocation(d, cd, `bf16 [16,64] ${T}x128 defaults data`);
+        sameAllocation(s, cs, `bf16 [16,64] ${T}x128 defaults sf`);
+      } finally {
+        dispose(d, s);
+      }
+    } finally {
+      dispose(dx);
+    }
+  }
+  const x16 = halfInput(rand, "fp16", 16, 256);
+  const dx = uploadView(x16);
+  try {
+    dispose(cast(dx, { dtype: "e4m3", blockSize: [1, 128] }));
+    assert.equal(lastCastBlockKernel(), NEW.perToken16, "fp16 [1,128] 16x256 with the defaults");
+  } finally {
+    dispose(dx);
+  }
+});
