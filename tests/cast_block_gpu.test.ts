@@ -23,10 +23,27 @@ import {
 } from "../mod.ts";
 import { toHostSync } from "../core/tensor.ts";
 import { encodeFp16 } from "../core/dtype.ts";
-import { shapedForm } from "../ops/quant/cast_block_launch.ts";
+import { castBlockLaunchTuning, shapedForm } from "../ops/quant/cast_block_launch.ts";
 import { caseName, type GoldenCase, loadGolden, logicalBytes, opOptions } from "./golden.ts";
-import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
+import { assertBytesEqual, gpuTest as gpuTestAnyForm, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, SF_LAYOUTS, storageBytes, uploadView } from "./gpu_util.ts";
+
+/**
+ * This file tests cast_block.cu's own kernels, so round 23's routing of fp16 [1, 128] and bf16 [16, 64] to the
+ * per-token and per-block kernels (castBlockLaunchTuning; tests/gcast23_gpu.test.ts compares both ways) is off in
+ * each of its tests and restored after.
+ */
+function gpuTest(name: string, fn: () => void | Promise<void>): void {
+  gpuTestAnyForm(name, async () => {
+    const saved = { ...castBlockLaunchTuning };
+    Object.assign(castBlockLaunchTuning, { perToken16: false, perBlock16x64: false });
+    try {
+      await fn();
+    } finally {
+      Object.assign(castBlockLaunchTuning, saved);
+    }
+  });
+}
 
 type Input = HostTensor | [HostTensor, HostTensor];
 type SfConfig = Pick<CastOptions, "useTmaAlignedColMajorSf" | "roundSf" | "usePackedUe8m0" | "useE4m3Sf">;

@@ -2,14 +2,17 @@
  * Launches of the generic block-scaled cast (`kernels-src/cuda/quant/cast_block.cu`): the block shapes and forms of
  * `cast` that no dedicated kernel covers (see `cast.ts` for the routing). e4m3 output from fp32 / bf16 / fp16 with
  * 16-byte chunks inside the blocks (`singlePass`) is one launch; every other form is two launches on one stream: the
- * scale pass (sf and each block's inverse into a stream-ordered fp32 scratch) and the data pass.
+ * scale pass (sf and each block's inverse into a stream-ordered fp32 scratch) and the data pass. Behind
+ * {@link castBlockLaunchTuning}, two of those shapes run on the per-token and per-block kernels instead (the default).
  * @module
  */
 import { config } from "../../core/config.ts";
 import { type Device, deviceEmptyStrided, type DeviceTensor, type Stream, type Tensor } from "../../core/tensor.ts";
 import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { CAST_BLOCK_MODE, CastBlockParams } from "./cast_block.params.ts";
+import { launchPerBlockCastForCast } from "./per_block_cast.ts";
 import type { BlockCastArgs } from "./per_block_cast.ref.ts";
+import { launchPerTokenCastForCast } from "./per_token_cast.ts";
 import { PER_TOKEN_FLAG, SF_KIND } from "./per_token_cast.params.ts";
 import { QMAX, type QuantFmt } from "./scale.ref.ts";
 import type { SfGeometry, SfInput } from "./sf_layout.ts";
@@ -91,6 +94,45 @@ export function shapedForm(x: Tensor, re: number, ce: number, T: number, H: numb
   const s = SHAPED[x.dtype];
   return s !== undefined && re === s[0] && ce === s[1] && T % re === 0 && H % ce === 0;
 }
+/**
+ * Launch choices of the generic cast that tests and benches may flip (restore them after use); round 23,
+ * docs/perf-notes/perf23-gcast.md. Same bytes as the kernels they replace.
+ * - `perToken16` (default on): fp16 → e4m3 with effective blocks [1, 128] of a plain input, `H % 128 == 0` (any view
+ *   alignment): `tk_per_token_cast__fp16_e4m3_g128_pdl` (per_token_cast_gc23.cu: the per-token group kernel bf16
+ *   [1, 128] runs, from fp16; PDL attribute iff config.pdl) instead of `tk_cast_block_staged__fp16_e4m3_r1c128_a`.
+ *   Interleaved A/B on the H200 (bench/gcast23_tuning.ts, % of copy, fp32 / packed column-major sf, × 7168): 8192
+ *   rows 86.6–86.7 → 89.9–90.0 / 84.9–85.1 → 88.8–89.0, 10240 87.8 → 91.0 / 86.6 → 89.8, 12288 89.3 → 91.3 / 87.6 →
+ *   90.4, 14336 89.3 → 92.0 / 88.0 → 90.9, 16384 89.8–90.0 → 92.3–92.5 / 88.3–88.5 → 91.1–91.3, 24576 91.3 → 93.0 /
+ *   89.7 → 92.4. Off: the staged kernel.
+ * - `perBlock16x64` (default on) with `perBlock16x64MinRows` (default 10240): bf16 → e4m3 with effective blocks
+ *   [16, 64] of a plain input, T ≥ `perBlock16x64MinRows`, `T % 16 == 0`, `H % 64 == 0`, x 16-byte and data 8-byte
+ *   aligned: `tk_per_block_cast__bf16_e4m3_16x64` (per_block_cast_gc23.cu: perBlockCast's tile kernel, 16 × 1024
+ *   tiles) instead of `tk_cast_block_staged__bf16_e4m3_r16c64_a`. A/B as above (fp32 / packed column-major sf): 8192
+ *   rows 88.7–88.9 → 86.5–87.0 / 87.9–88.2 → 87.0–87.1 (a loss, hence the row bound), 10240 87.4 → 89.1 / 87.3 → 89.2,
+ *   12288 86.9 → 90.5 / 86.6 → 90.3, 14336 86.2 → 91.3 / 86.2 → 91.3, 16384 87.2–87.5 → 91.6–91.8 / 87.2–87.3 →
+ *   91.4–91.8, 24576 87.6 → 93.8 / 87.5 → 93.7. The bound is the smallest measured size of the win (the tile
+ *   kernel's fixed start costs more than the staged kernel's at 8192 rows). Off: the staged kernel.
+ * Every other shape, dtype, partial block or view keeps the kernels above. Read at every launch.
+ */
+export const castBlockLaunchTuning = { perToken16: true, perBlock16x64: true, perBlock16x64MinRows: 10240 };
+
+let lastKernel = "";
+/** The symbol of the first (or only) kernel the last launchCastBlock sent (tests and benches). */
+export function lastCastBlockKernel(): string {
+  return lastKernel;
+}
+
+/** The round-23 form (castBlockLaunchTuning) that a launch takes, or null; `re` × `ce` the effective block. */
+function dedicatedForm(x: Tensor, q: QuantizedSf | null, fmt: QuantFmt, re: number, ce: number, T: number, H: number, data: Tensor): "perToken16" | "perBlock16x64" | null {
+  if (q !== null || fmt !== "e4m3" || T === 0 || H === 0) return null;
+  if (castBlockLaunchTuning.perToken16 && x.dtype === "fp16" && re === 1 && ce === 128 && H % 128 === 0) return "perToken16";
+  if (
+    castBlockLaunchTuning.perBlock16x64 && x.dtype === "bf16" && re === 16 && ce === 64 && T % 16 === 0 && H % 64 === 0 &&
+    T >= castBlockLaunchTuning.perBlock16x64MinRows && addr(x) % 16 === 0 && addr(data) % 8 === 0
+  ) return "perBlock16x64";
+  return null;
+}
+
 /** Resident CTAs per SM of the staged kernel (its launch bound: 48 registers, 32 KiB of shared memory). */
 const STAGED_CTAS_PER_SM = 5;
 
@@ -135,6 +177,17 @@ export function launchCastBlock(
   const blocks = g.nbm * g.nbk;
   if (blocks === 0) return;
   const re = Math.min(a.blockRows, Math.max(T, 1)), ce = Math.min(a.blockCols, Math.max(H, 1));
+  const form = dedicatedForm(x, q, fmt, re, ce, T, H, data);
+  if (form === "perToken16") {
+    launchPerTokenCastForCast(op, device, stream, x, { tokens: T, hidden: H, numPerChannels: 128, rule: a.rule, layout: a.layout }, g, data, sf);
+    lastKernel = "tk_per_token_cast__fp16_e4m3_g128_pdl";
+    return;
+  }
+  if (form === "perBlock16x64") {
+    launchPerBlockCastForCast(op, device, stream, x, { ...a, blockRows: 16, blockCols: 64 }, data, sf);
+    lastKernel = "tk_per_block_cast__bf16_e4m3_16x64";
+    return;
+  }
   const single = singlePass(x, q, fmt, re, ce, H, data);
   const inv = single ? null : deviceEmptyStrided(op, device, [blocks], [1], "fp32", blocks, stream);
   const p = packet;
@@ -168,6 +221,7 @@ export function launchCastBlock(
     : single
     ? `tk_cast_block_single__${IN_NAME[x.dtype]}_e4m3`
     : `tk_cast_block_sf__${IN_NAME[x.dtype]}`;
+  lastKernel = first;
   p.setLaunch(
     kernelFunction(op, device, first),
     stream.handle,

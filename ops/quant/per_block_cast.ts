@@ -183,7 +183,12 @@ function launchPerBlock(
   p.u32(w.sf_rows, g ? g.paddedRows : 0);
   p.u32(w.mode, mode);
   const hint = mode === PER_BLOCK_MODE.sfOnly ? PER_BLOCK_SF_ONLY_L2_128B : 0;
-  p.u32(w.flags, (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) | hint);
+  // e4m3 scales: only the generic cast's [16, 64] form (launchPerBlockCastForCast); the per-block ops refuse them
+  p.u32(
+    w.flags,
+    (a.rule.roundSf ? PER_TOKEN_FLAG.roundSf : 0) | (a.rule.packedUe8m0 ? PER_TOKEN_FLAG.packedUe8m0 : 0) |
+      (a.rule.e4m3Sf ? PER_TOKEN_FLAG.e4m3Sf : 0) | hint,
+  );
   p.f32(w.amax_clamp, a.rule.clamp);
   const grid = Math.max(1, Math.min(tiles, PB.blocksPerSm[x.dtype] * config.getNumSms(device)));
   // PDL (docs/perf-notes/perf10-pdl.md): every per_block_cast.cu kernel issues griddepcontrol.launch_dependents first
@@ -193,6 +198,17 @@ function launchPerBlock(
   // (perf10-pdl.md, Measured) and launch plainly.
   p.setLaunch(fn, stream.handle, grid, PB.threads, 0, config.pdl && mode === PER_BLOCK_MODE.sfOnly, device.index);
   p.launch(op);
+}
+
+/**
+ * The generic `cast`'s bf16 → e4m3 [16, 64] form (ops/quant/cast_block_launch.ts, `castBlockLaunchTuning.perBlock16x64`):
+ * `tk_per_block_cast__bf16_e4m3_16x64` (per_block_cast_gc23.cu, mode cast, no hint bits) into `data` and `sf`,
+ * enqueued on `stream`. The caller has checked everything: a plain contiguous bf16 `[T, H]` device input with
+ * `T % 16 == 0`, `H % 64 == 0`, x 16-byte and data 8-byte aligned, `a` the cast's [16, 64] args (any sf layout,
+ * e4m3 scales included), `data` / `sf` of the cast's geometry.
+ */
+export function launchPerBlockCastForCast(op: string, device: Device, stream: Stream, x: Tensor, a: BlockCastArgs, data: Tensor, sf: Tensor): void {
+  launchPerBlock(op, device, stream, x, a, PER_BLOCK_MODE.cast, data, sf, null);
 }
 
 /** The stream of a device call: the one given (on the inputs' device) or the device's default stream. */

@@ -178,8 +178,9 @@ const PT = { threads: 256 };
 
 const packet = new LaunchPacket(PerTokenCastParams);
 const W = packet.w;
-const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3 };
-const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1"];
+// fp16: only through launchPerTokenCastForCast (the generic cast's fp16 [1, 128] form, per_token_cast_gc23.cu)
+const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3, fp16: 4 };
+const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1", "fp16"];
 const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
 /** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 10 + form), filled on first use. */
 const fnCache: number[][] = [];
@@ -260,6 +261,9 @@ const WU_CHUNKS = 128;
 // `aligned`: a bf16 x view that allows 16-byte accesses (alignedView); `pdl`: config.pdl at this launch
 function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned: boolean, pdl: boolean): Form {
   const n = a.numPerChannels;
+  // fp16 (launchPerTokenCastForCast: cast, e4m3, groups of 128) has `_g128_pdl` only, launched with the attribute
+  // iff config.pdl
+  if (inDtype === "fp16") return "pdl";
   // with stochasticCast, `aligned` also covers the data output (launchPerToken)
   if (sr) {
     if (!(aligned && mode === PER_TOKEN_MODE.cast && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128)) return "";
@@ -421,7 +425,9 @@ function launchPerToken(
   const grid = form === "wu" || form === "wu12" || form === "lw"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
-  const pdlLaunch = form === "pdl" || form === "pkl_pdl" || ((form === "wu" || form === "wu12") && config.pdl);
+  // bf16 takes "pdl" / "pkl_pdl" only while config.pdl is set; fp16 always takes "pdl"
+  const pdlLaunch = ((form === "pdl" || form === "pkl_pdl") && (r.x.dtype !== "fp16" || config.pdl)) ||
+    ((form === "wu" || form === "wu12") && config.pdl);
   p.setLaunch(fn, stream.handle, grid, PT.threads, 0, pdlLaunch, device.index);
   p.launch(op);
 }
@@ -436,7 +442,7 @@ export function perTokenLastLaunch(): { fn: number; pdl: boolean } {
 }
 
 /** Bits per input element of each kernel input format. */
-const IN_BITS: Record<string, number> = { fp32: 32, bf16: 16, e4m3: 8, e2m1x2: 4 };
+const IN_BITS: Record<string, number> = { fp32: 32, bf16: 16, e4m3: 8, e2m1x2: 4, fp16: 16 };
 
 /**
  * grid.x of per_token_cast.cu's launch table: `_g<N>`: min(⌈T / R⌉, 8 · SMs) with V = min(128 / bits, N)
@@ -491,6 +497,25 @@ function streamOf(p: Placement & { backend: "cuda" }, s: Stream | undefined): St
     throw new TkError("stream", "stream", "DEVICE_MISMATCH", `the stream belongs to ${s.device.kind}:${s.device.index}, the inputs to ${p.device.kind}:${p.device.index}`);
   }
   return s ?? deviceRuntime("stream").defaultStream(p.device);
+}
+
+/**
+ * The generic `cast`'s fp16 → e4m3 [1, 128] form (ops/quant/cast_block_launch.ts, `castBlockLaunchTuning.perToken16`):
+ * `tk_per_token_cast__fp16_e4m3_g128_pdl` (per_token_cast_gc23.cu) into `data` and `sf` (geometry `g`, the cast's own),
+ * enqueued on `stream`, with the PDL attribute iff config.pdl. The caller has checked everything: a plain contiguous
+ * fp16 `[T, H]` device input, `a.numPerChannels` 128, `H % 128 == 0`, e4m3 output.
+ */
+export function launchPerTokenCastForCast(
+  op: string,
+  device: Device,
+  stream: Stream,
+  x: Tensor,
+  a: PerTokenArgs,
+  g: SfGeometry,
+  data: Tensor,
+  sf: Tensor,
+): void {
+  launchPerToken(op, device, stream, { args: a, x, q: null, g }, g, PER_TOKEN_MODE.cast, data, sf, null);
 }
 
 // ---- public ops -------------------------------------------------------------------------------------------

@@ -1,13 +1,14 @@
 // Element formats as they sit in a thread's chunk of 32-bit words (little-endian: element 0 in the low bits of
 // word 0), and the per-chunk encoders of the cast outputs. Shared by every kernel that reads or writes
-// fp32 / bf16 / e4m3 / e2m1x2 rows.
+// fp32 / bf16 / e4m3 / e2m1x2 rows (and fp16 rows of the generic cast's per-token form, decode_chunk only).
 #pragma once
 #include <stdint.h>
 #include "codec.cuh"
 
 namespace tk {
 
-enum class Fmt { kFp32, kBf16, kE4m3, kE2m1 };
+// kFp16 comes last so that the other values (template arguments of every kernel) keep their numbers.
+enum class Fmt { kFp32, kBf16, kE4m3, kE2m1, kFp16 };
 
 template <Fmt kFmt>
 struct FmtTraits;
@@ -19,6 +20,12 @@ struct FmtTraits<Fmt::kFp32> {
 };
 template <>
 struct FmtTraits<Fmt::kBf16> {
+  static constexpr int kBits = 16;
+  static constexpr int kAccessBytes = 2;
+  static constexpr bool kCode = false;
+};
+template <>
+struct FmtTraits<Fmt::kFp16> {
   static constexpr int kBits = 16;
   static constexpr int kAccessBytes = 2;
   static constexpr bool kCode = false;
@@ -39,8 +46,11 @@ struct FmtTraits<Fmt::kE2m1> {
 };
 
 // Element i of a chunk, widened exactly to binary32 (codes decoded, not scaled).
+// fp16 widens in decode_chunk only (the hardware conversion; this header cannot include f16.cuh, whose encode_fp16
+// collides with stochastic.cuh's in the files that include both).
 template <Fmt kFmt>
 TK_HD float element(const uint32_t* w, int i) {
+  static_assert(kFmt != Fmt::kFp16, "fp16 chunks: decode_chunk");
   if constexpr (kFmt == Fmt::kFp32) {
     return u2f(w[i]);
   } else if constexpr (kFmt == Fmt::kBf16) {
@@ -53,12 +63,16 @@ TK_HD float element(const uint32_t* w, int i) {
 }
 
 #if defined(__CUDACC__)
-// Widen kVec elements of a chunk to binary32 (codes decoded, not scaled); e4m3 two at a time in hardware.
+// Widen kVec elements of a chunk to binary32 (codes decoded, not scaled); e4m3 two at a time in hardware, fp16 by
+// cvt.f32.f16 (exact, subnormals kept: f16.cuh's decode_fp16).
 template <Fmt kFmt, int kVec>
 TK_DEV void decode_chunk(const uint32_t* w, float* v) {
   if constexpr (kFmt == Fmt::kE4m3) {
 #pragma unroll
     for (int i = 0; i < kVec / 2; ++i) decode_e4m3x2(w[i / 2] >> (16 * (i % 2)), v[2 * i], v[2 * i + 1]);
+  } else if constexpr (kFmt == Fmt::kFp16) {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) asm("cvt.f32.f16 %0, %1;" : "=f"(v[i]) : "h"(static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2)))));
   } else {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) v[i] = element<kFmt>(w, i);

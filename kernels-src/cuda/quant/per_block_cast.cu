@@ -67,7 +67,10 @@ constexpr int kAmaxRows = 3;        // rotating rows of block maxima (one barrie
 template <Fmt kIn>
 constexpr int kMinBlocksPerSm = kIn == Fmt::kFp32 ? 2 : 4;
 
-template <Fmt kIn, Fmt kOut, int kR, int kC>
+// kCastOnly (per_block_cast_gc23.cu, the generic cast's [16, 64] form): the host launches it in mode 0 (cast) only,
+// without L2 hint bits, with x 16-byte and data kOutBytes aligned (it traps otherwise), so the precomputed and
+// sf-only paths, the hinted copies and the element-wise fallbacks are compiled out (the kernel's code is a third).
+template <Fmt kIn, Fmt kOut, int kR, int kC, bool kCastOnly = false>
 struct BlockCast {
   static constexpr int kVec = kVecBytes * 8 / FmtTraits<kIn>::kBits;  // elements per 16-byte chunk: 4 / 8
   static constexpr int kTileCols = kTileElems / kR;                    // 128 or 512
@@ -115,12 +118,17 @@ struct BlockCast {
     const uint32_t cchunk = tid % kCpr;    // this thread's chunk column inside a tile
     const uint32_t trow = tid / kCpr;      // its first row inside a tile
     const uint32_t tblk = cchunk / kCpb;   // its block inside a tile
-    const bool precomputed = p.mode == kBlockModePrecomputedSf;
-    const bool write_data = p.mode != kBlockModeSfOnly;
+    if constexpr (kCastOnly) {
+      if (p.mode != kBlockModeCast || load_hint_of(p.flags) != 0 || (p.x % kVecBytes) != 0 || (p.data % kOutBytes) != 0)
+        __trap();  // the host launches the cast-only form only under these conditions
+    }
+    const bool precomputed = !kCastOnly && p.mode == kBlockModePrecomputedSf;
+    const bool write_data = kCastOnly || p.mode != kBlockModeSfOnly;
     const bool write_sf = !precomputed;
-    const bool x_aligned = (p.x % kVecBytes) == 0;
-    const uint32_t hint = load_hint_of(p.flags);  // L2 hints on the input's 16-byte loads (common/load_hint.cuh)
-    const bool data_aligned = (p.data % kOutBytes) == 0;
+    const bool x_aligned = kCastOnly || (p.x % kVecBytes) == 0;
+    // L2 hints on the input's 16-byte loads (common/load_hint.cuh)
+    const uint32_t hint = kCastOnly ? 0u : load_hint_of(p.flags);
+    const bool data_aligned = kCastOnly || (p.data % kOutBytes) == 0;
     // one lane per (warp, block) publishes the warp's block max: the lane whose same-block bits are all 0
     const bool publisher = (lane & kGroupBits) == 0;
     // the writer of a block's sf entry: the thread holding the block's first chunk of the tile's first row
@@ -248,6 +256,7 @@ struct BlockCast {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_PER_BLOCK_CAST_NO_ENTRIES  // (per_block_cast_gc23.cu includes this file for BlockCast)
 #define TK_PER_BLOCK_CAST(in, IN, out, OUT, r, c)                                                   \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>) \
       tk_per_block_cast__##in##_##out##_##r##x##c(const __grid_constant__ PerBlockCastParams p) {   \
@@ -263,3 +272,4 @@ TK_PER_BLOCK_CAST_SHAPES(fp32, kFp32, e4m3, kE4m3)
 TK_PER_BLOCK_CAST_SHAPES(fp32, kFp32, e2m1, kE2m1)
 TK_PER_BLOCK_CAST_SHAPES(bf16, kBf16, e4m3, kE4m3)
 TK_PER_BLOCK_CAST_SHAPES(bf16, kBf16, e2m1, kE2m1)
+#endif  // TK_PER_BLOCK_CAST_NO_ENTRIES
