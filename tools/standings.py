@@ -13,7 +13,6 @@ per-block, cast-back, cast-and-cast-back, generic-cast and SwiGLU ops, ≥ 85% p
 note".
 """
 import json
-import re
 import sys
 
 # op → target % of copy; None: the issue states the target in other terms
@@ -29,19 +28,36 @@ TARGETS = {
 }
 
 
-def words(text):
-    return set(re.split(r"[\s,()\[\]→+]+", text.lower())) - {""}
+# (op, our variant) → bench/peers.py's name for the same case, where the two scripts name it differently
+PEER_NAMES = {
+    ("perBlockCast", "bf16→e4m3 128x128 fp32-sf"): "bf16→e4m3 128x128",
+    ("perBlockCast", "bf16→e4m3 128x128 packed-ue8m0"): "bf16→e4m3 128x128",
+    ("castBack", "e4m3→bf16 [128,128] fp32 sf"): "e4m3→bf16 [128,128]",
+    ("castBack", "e4m3→bf16 [1,128] fp32 sf"): "e4m3→bf16 [1,128]",
+    ("perTokenCastAndCastBack", "bf16 e4m3 [1,128]"): "bf16 [1,128] in place",
+    ("swigluForward", "bf16→bf16 + weights, 64 experts"): "bf16→bf16 + weights",
+    ("swigluForwardAndPerTokenCast", "bf16→e4m3 128, 64 experts"): "bf16→e4m3 [1,128]",
+    ("swigluBackwardAndPerTokenCast", "e4m3 x, bf16 dy → bf16 + e4m3 128 + weightGrad, 64 experts"):
+        "e4m3 x, bf16 dy → bf16 + e4m3 128 + weightGrad",
+    ("normForward", "bf16 weight"): "bf16 F.rms_norm",
+    ("normForwardAndPerTokenCast", "bf16→e4m3 128 packed-ue8m0"): "bf16→e4m3 packed",
+    ("addRmsnormForwardAndPerTokenCast", "bf16→e4m3 128 packed-ue8m0, residual in place"):
+        "bf16→e4m3 packed, residual in place",
+    ("normBackward", "bf16 weight, fp32 weightGrad"): "bf16 dx+dw(fp32)",
+    ("applyRotary", "bf16 MLA q[..., 128:192] of [T,128,192] interleaved"): "64/192 in place",
+    ("applyRotary", "bf16 [T,128,64] NeoX"): "[T,128,64] in place",
+    ("randn", "fp32 2^28 (binary64 Box–Muller, compute-bound by design)"): "fp32 2^28",
+    ("randnLike", "bf16 [T, H] (binary64 Box–Muller)"): "bf16 [T, H] randn_like",
+}
 
 
 def peer_pct(peers, impl, op, variant, tokens):
-    """The peer row of the same op and size: the same variant name, else the only one, else the one sharing the most
-    words with ours (peers.py names some cases its own way, e.g. "bf16 F.rms_norm"); None when that is a tie."""
-    cands = [p for p in peers if (p["impl"], p["op"], p["tokens"]) == (impl, op, tokens)]
-    exact = [p for p in cands if p["variant"] == variant]
-    if exact or len(cands) == 1:
-        return (exact or cands)[0]["pct_copy"]
-    scored = sorted(((len(words(p["variant"]) & words(variant)), p["pct_copy"]) for p in cands), reverse=True)
-    return scored[0][1] if scored and (len(scored) == 1 or scored[0][0] > scored[1][0]) else None
+    """The peer row of the same op, size and case (the same variant name, or its PEER_NAMES entry); None if absent."""
+    name = PEER_NAMES.get((op, variant), variant)
+    for p in peers:
+        if (p["impl"], p["op"], p["variant"], p["tokens"]) == (impl, op, name, tokens):
+            return p["pct_copy"]
+    return None
 
 
 def fmt(v, target):
