@@ -8,40 +8,15 @@
  * (elementCastLastLaunch), so a silent fallback fails. Skips without a GPU, as the other GPU tests.
  */
 import assert from "node:assert/strict";
-import { cast, type DeviceTensor, HostTensor, stochasticCast, type Tensor, zeros } from "../mod.ts";
+import { cast, type DeviceTensor, type HostTensor, stochasticCast, type Tensor, zeros } from "../mod.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { kernelFunction } from "../ffi/cuda.ts";
 import { castLaunchTuning, elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { bf16Elements, dispose, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 function castFn(suffix: string): number {
   return kernelFunction("test", { kind: "cuda", index: 0 }, `tk_cast__bf16_e4m3${suffix}`);
-}
-
-/** bf16 storage of n + pad elements: every pattern in order (copies = whole sweeps, shuffled within a sweep), then random. */
-function bf16Elements(rand: () => number, n: number, pad: number, sweeps = 0): HostTensor {
-  const total = n + pad;
-  const d = new Uint16Array(total);
-  let i = 0;
-  for (let s = 0; s < sweeps && i + 65536 <= total; s++, i += 65536) {
-    const perm = new Uint16Array(65536);
-    for (let k = 0; k < 65536; k++) perm[k] = k;
-    for (let k = 65535; k > 0; k--) {
-      const j = Math.floor(rand() * (k + 1));
-      const t = perm[k];
-      perm[k] = perm[j];
-      perm[j] = t;
-    }
-    d.set(perm, i);
-  }
-  for (; i < total; i++) {
-    const r = rand();
-    d[i] = r < 0.5 ? Math.floor(rand() * 65536) : encodeBf16(Math.fround((rand() * 2 - 1) * 2 ** (rand() * 40 - 30)));
-  }
-  // NaNs: the one pattern the CPU reference keeps (as tests/elem_gpu.test.ts)
-  for (let k = 0; k < total; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
-  return new HostTensor(d, "bf16", [n], [1], pad);
 }
 
 /** SR bf16 → e4m3 of x on the device with the knob `on`, the symbol asserted, bytes equal to the CPU reference's. */

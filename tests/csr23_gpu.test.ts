@@ -18,13 +18,13 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { cast, type DeviceTensor, HostTensor, stochasticCast, type Tensor, zeros } from "../mod.ts";
+import { cast, type DeviceTensor, type HostTensor, stochasticCast, type Tensor, zeros } from "../mod.ts";
 import { config } from "../core/config.ts";
 import { encodeBf16 } from "../core/dtype.ts";
 import { kernelFunction } from "../ffi/cuda.ts";
 import { castLaunchTuning, elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { bf16Elements as bf16Storage, dispose, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 const DEVICE = { kind: "cuda", index: 0 } as const;
 type Ring = 0 | "w2";
@@ -53,33 +53,8 @@ function withKnobs<T>(scaled: boolean, ring: Ring, sms: number | null, f: () => 
   }
 }
 
-/** bf16 storage of n + pad elements: every pattern in order (copies = whole sweeps, shuffled within a sweep), then random. */
-function bf16Elements(rand: () => number, n: number, pad: number, sweeps = 0): HostTensor {
-  const total = n + pad;
-  const d = new Uint16Array(total);
-  let i = 0;
-  for (let s = 0; s < sweeps && i + 65536 <= total; s++, i += 65536) {
-    const perm = new Uint16Array(65536);
-    for (let k = 0; k < 65536; k++) perm[k] = k;
-    for (let k = 65535; k > 0; k--) {
-      const j = Math.floor(rand() * (k + 1));
-      const t = perm[k];
-      perm[k] = perm[j];
-      perm[j] = t;
-    }
-    d.set(perm, i);
-  }
-  for (; i < total; i++) {
-    const r = rand();
-    d[i] = r < 0.5 ? Math.floor(rand() * 65536) : encodeBf16(Math.fround((rand() * 2 - 1) * 2 ** (rand() * 40 - 30)));
-  }
-  // specials (the NaN probe's fallback, ±Inf, ±0, subnormals, 448 and beyond) at random places: either chunk of a pair
-  const sp = [0x7fc0, 0x7f80, 0xff80, 0x8000, 0x0000, 0x0001, 0x807f, 0x43e0, 0xc3e0, 0x43f0];
-  for (let k = Math.floor(rand() * 97); k < total; k += 97 + Math.floor(rand() * 400)) d[k] = sp[k % sp.length];
-  // NaNs: the one pattern the CPU reference keeps (as tests/elem_gpu.test.ts)
-  for (let k = 0; k < total; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
-  return new HostTensor(d, "bf16", [n], [1], pad);
-}
+/** bf16 storage with specials planted (gpu_util.ts bf16Elements). */
+const bf16Elements = (rand: () => number, n: number, pad: number, sweeps = 0): HostTensor => bf16Storage(rand, n, pad, sweeps, true);
 
 /**
  * SR bf16 → e4m3 of x on the device under grid cap `sms` for every srRing (srScaledEncode on, the whole row window),

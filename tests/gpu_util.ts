@@ -218,3 +218,37 @@ export function packedScales(e: Uint8Array, T: number, H: number): HostTensor {
   for (let m = 0; m < T; m++) for (let k = 0; k < nbk; k++) w[m * cols + (k >> 2)] |= e[m * nbk + k] << (8 * (k & 3));
   return tensor(w, [T, cols], "int32") as HostTensor;
 }
+
+/**
+ * bf16 storage of n + pad elements for the SR cast tests (tests/csr13_gpu.test.ts, tests/csr23_gpu.test.ts): every
+ * pattern in order (copies = whole sweeps, shuffled within a sweep), then random; with `specials`, NaN, ±Inf, ±0,
+ * subnormals, 448 and beyond planted at random places; NaNs folded to the one pattern the CPU reference keeps.
+ */
+export function bf16Elements(rand: () => number, n: number, pad: number, sweeps = 0, specials = false): HostTensor {
+  const total = n + pad;
+  const d = new Uint16Array(total);
+  let i = 0;
+  for (let s = 0; s < sweeps && i + 65536 <= total; s++, i += 65536) {
+    const perm = new Uint16Array(65536);
+    for (let k = 0; k < 65536; k++) perm[k] = k;
+    for (let k = 65535; k > 0; k--) {
+      const j = Math.floor(rand() * (k + 1));
+      const t = perm[k];
+      perm[k] = perm[j];
+      perm[j] = t;
+    }
+    d.set(perm, i);
+  }
+  for (; i < total; i++) {
+    const r = rand();
+    d[i] = r < 0.5 ? Math.floor(rand() * 65536) : encodeBf16(Math.fround((rand() * 2 - 1) * 2 ** (rand() * 40 - 30)));
+  }
+  if (specials) {
+    // the NaN probe's fallback, ±Inf, ±0, subnormals, 448 and beyond at random places (either chunk of a lane's pair)
+    const sp = [0x7fc0, 0x7f80, 0xff80, 0x8000, 0x0000, 0x0001, 0x807f, 0x43e0, 0xc3e0, 0x43f0];
+    for (let k = Math.floor(rand() * 97); k < total; k += 97 + Math.floor(rand() * 400)) d[k] = sp[k % sp.length];
+  }
+  // NaNs: the one pattern the CPU reference keeps (as tests/elem_gpu.test.ts)
+  for (let k = 0; k < total; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
+  return new HostTensor(d, "bf16", [n], [1], pad);
+}
