@@ -9,11 +9,10 @@
  */
 import assert from "node:assert/strict";
 import { cast, type DeviceTensor, type HostTensor, stochasticCast, type Tensor, zeros } from "../mod.ts";
-import { encodeBf16 } from "../core/dtype.ts";
 import { kernelFunction } from "../ffi/cuda.ts";
 import { castLaunchTuning, elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { bf16Elements, dispose, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { bf16Elements, dispose, plantSrEdges, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 function castFn(suffix: string): number {
   return kernelFunction("test", { kind: "cuda", index: 0 }, `tk_cast__bf16_e4m3${suffix}`);
@@ -97,16 +96,6 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12 (castLaunchTuning.srScaled
 gpuTest("stochasticCast bf16 → e4m3 through _sr_a12 = reference at full size, 4001 × 7168, with e4m3 subnormal-range values, grid points and saturation (seed 13103)", () => {
   const rand = rng(13103);
   const x = bf16Elements(rand, 4001 * 7168, 0);
-  const d = x.data as Uint16Array;
-  // the scaled rounding's branches: magnitudes below 2^-6 (binary32 subnormals after the 2^-120 scaling), e4m3 grid
-  // points and the bf16 just below them, 448 and beyond, ±0, ±Inf
-  const edges: number[] = [0, -0, 448, -448, 464, 480, Infinity, -Infinity];
-  for (let e = -10; e <= 8; e++) for (let m = 0; m < 8; m++) edges.push((1 + m / 8) * 2 ** e, -(1 + m / 8) * 2 ** e);
-  for (let k = 0; k < d.length; k += 7) {
-    const v = edges[Math.floor(rand() * edges.length)];
-    const b = encodeBf16(v);
-    d[k] = rand() < 0.5 || !(Number.isFinite(v) && v !== 0) ? b : b - 1;
-  }
-  for (let k = 0; k < d.length; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
+  plantSrEdges(rand, x);
   compareSr(x.view([4001, 7168]) as HostTensor, "4001x7168", 99n, 0n, true);
 });

@@ -20,11 +20,10 @@
 import assert from "node:assert/strict";
 import { cast, type DeviceTensor, type HostTensor, stochasticCast, type Tensor, zeros } from "../mod.ts";
 import { config } from "../core/config.ts";
-import { encodeBf16 } from "../core/dtype.ts";
 import { kernelFunction } from "../ffi/cuda.ts";
 import { castLaunchTuning, elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { bf16Elements as bf16Storage, dispose, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { bf16Elements as bf16Storage, dispose, plantSrEdges, readAllocation, sameAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 const DEVICE = { kind: "cuda", index: 0 } as const;
 type Ring = 0 | "w2";
@@ -177,17 +176,7 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2: unit laps at the device
 gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2 = reference at 4001 × 7168 with e4m3 subnormal-range values, grid points and saturation, and = _sr_a12 at 16384 × 7168 (seed 23104)", () => {
   const rand = rng(23104);
   const x = bf16Elements(rand, 4001 * 7168, 0);
-  const d = x.data as Uint16Array;
-  // the scaled rounding's branches: magnitudes below 2^-6, e4m3 grid points and the bf16 just below them, 448 and
-  // beyond, ±0, ±Inf
-  const edges: number[] = [0, -0, 448, -448, 464, 480, Infinity, -Infinity];
-  for (let e = -10; e <= 8; e++) for (let m = 0; m < 8; m++) edges.push((1 + m / 8) * 2 ** e, -(1 + m / 8) * 2 ** e);
-  for (let k = 0; k < d.length; k += 7) {
-    const v = edges[Math.floor(rand() * edges.length)];
-    const b = encodeBf16(v);
-    d[k] = rand() < 0.5 || !(Number.isFinite(v) && v !== 0) ? b : b - 1;
-  }
-  for (let k = 0; k < d.length; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
+  plantSrEdges(rand, x);
   compareSr(x.view([4001, 7168]) as HostTensor, "4001x7168", 99n, 0n, true, null);
   // the bench shape, device against device (`_sr_a12` = the reference: the test above and tests/csr13_gpu.test.ts)
   const big = bf16Elements(rand, 16384 * 7168, 0).view([16384, 7168]) as HostTensor;

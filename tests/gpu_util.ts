@@ -252,3 +252,20 @@ export function bf16Elements(rand: () => number, n: number, pad: number, sweeps 
   for (let k = 0; k < total; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
   return new HostTensor(d, "bf16", [n], [1], pad);
 }
+
+/**
+ * Plants the SR e4m3 cast's rounding edges into every 7th element of bf16 storage `x` (tests/csr13_gpu.test.ts,
+ * tests/csr23_gpu.test.ts): magnitudes below 2^-6 (binary32 subnormals after the 2^-120 scaling), e4m3 grid points and
+ * the bf16 just below them, 448 and beyond, ±0, ±Inf; then folds NaNs to the one pattern the CPU reference keeps.
+ */
+export function plantSrEdges(rand: () => number, x: HostTensor): void {
+  const d = x.data as Uint16Array;
+  const edges: number[] = [0, -0, 448, -448, 464, 480, Infinity, -Infinity];
+  for (let e = -10; e <= 8; e++) for (let m = 0; m < 8; m++) edges.push((1 + m / 8) * 2 ** e, -(1 + m / 8) * 2 ** e);
+  for (let k = 0; k < d.length; k += 7) {
+    const v = edges[Math.floor(rand() * edges.length)];
+    const b = encodeBf16(v);
+    d[k] = rand() < 0.5 || !(Number.isFinite(v) && v !== 0) ? b : b - 1;
+  }
+  for (let k = 0; k < d.length; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
+}
