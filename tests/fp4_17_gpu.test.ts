@@ -17,7 +17,7 @@ import assert from "node:assert/strict";
 import { type HostTensor, perTokenCast, perTokenCastWithSfOnly } from "../mod.ts";
 import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, sameAllocation, samePair, uploadView, withPdl } from "./gpu_util.ts";
+import { dispose, randomInput, shuffledBf16Patterns, sameAllocation, samePair, uploadView, withPdl } from "./gpu_util.ts";
 import { ptcFn, withSpecials } from "./per_token_rows.ts";
 
 /**
@@ -43,15 +43,7 @@ function allPatterns(seed: number, T: number, H: number): HostTensor {
   const rand = rng(seed);
   const x = randomInput(rand, T, H, "bf16");
   const d = x.data as Uint16Array;
-  const perm = new Uint16Array(65536);
-  for (let k = 0; k < 65536; k++) perm[k] = k;
-  for (let k = 65535; k > 0; k--) {
-    const j = Math.floor(rand() * (k + 1));
-    const t = perm[k];
-    perm[k] = perm[j];
-    perm[j] = t;
-  }
-  d.set(perm, 0);
+  d.set(shuffledBf16Patterns(rand), 0);
   return x;
 }
 

@@ -219,6 +219,19 @@ export function packedScales(e: Uint8Array, T: number, H: number): HostTensor {
   return tensor(w, [T, cols], "int32") as HostTensor;
 }
 
+/** The 65536 bf16 patterns in an order shuffled by `rand` (Fisher–Yates, 65535 draws). */
+export function shuffledBf16Patterns(rand: () => number): Uint16Array {
+  const perm = new Uint16Array(65536);
+  for (let k = 0; k < 65536; k++) perm[k] = k;
+  for (let k = 65535; k > 0; k--) {
+    const j = Math.floor(rand() * (k + 1));
+    const t = perm[k];
+    perm[k] = perm[j];
+    perm[j] = t;
+  }
+  return perm;
+}
+
 /**
  * bf16 storage of n + pad elements for the SR cast tests (tests/csr13_gpu.test.ts, tests/csr23_gpu.test.ts): every
  * pattern in order (copies = whole sweeps, shuffled within a sweep), then random; with `specials`, NaN, ±Inf, ±0,
@@ -229,15 +242,7 @@ export function bf16Elements(rand: () => number, n: number, pad: number, sweeps 
   const d = new Uint16Array(total);
   let i = 0;
   for (let s = 0; s < sweeps && i + 65536 <= total; s++, i += 65536) {
-    const perm = new Uint16Array(65536);
-    for (let k = 0; k < 65536; k++) perm[k] = k;
-    for (let k = 65535; k > 0; k--) {
-      const j = Math.floor(rand() * (k + 1));
-      const t = perm[k];
-      perm[k] = perm[j];
-      perm[j] = t;
-    }
-    d.set(perm, i);
+    d.set(shuffledBf16Patterns(rand), i);
   }
   for (; i < total; i++) {
     const r = rand();
