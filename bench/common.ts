@@ -106,7 +106,7 @@ export class LeadTimer {
 }
 
 /**
- * The interleaved A/B of the tuning scripts (bench/sr12_tuning.ts, csr13_tuning.ts): `rounds` rounds, each timing
+ * The interleaved A/B of the tuning scripts (bench/lsl_tiled_tuning.ts, pcf_pipelined_tuning.ts, …): `rounds` rounds, each timing
  * every setting once with {@link LeadTimer} after `apply(setting)`, the order rotated by one each round; the median
  * of each setting's rounds (µs a call), by name.
  */

@@ -3,7 +3,7 @@
  * against round 23's wide ring `…_sr_a12w2` (cast_sr23.cu: a warp's 2-stage ring of 64-chunk units, 2 consecutive
  * chunks a lane a step and one 16-byte store; the default for 5120 … 14336 rows; docs/perf-notes/perf23-csr.md), in
  * one process, at 4096, 8192, 12288 and 16384 × 7168 (CSR_TOKENS: others). Settings (castLaunchTuning.srRing with
- * srScaledEncode on and srRingMinRows 0 / srRingMaxRows Infinity, all restored at the end): "sr_a12" 0, "sr_a12w2"
+ * srRingMinRows 0 / srRingMaxRows Infinity, all restored at the end): "sr_a12" 0, "sr_a12w2"
  * "w2". (Round 21's `_sr_a12c5` and round 23's `_sr_a12w3`, measured by this script against w2, left the package.)
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy (LeadTimer of bench/common.ts),
@@ -39,7 +39,6 @@ let failures = 0;
 const wins = new Map<string, number[]>();
 
 try {
-  castLaunchTuning.srScaledEncode = true;
   castLaunchTuning.srRingMinRows = 0;
   castLaunchTuning.srRingMaxRows = Infinity;
   for (const T of TOKENS) {

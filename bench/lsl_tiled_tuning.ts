@@ -1,19 +1,19 @@
 /**
  * perBlockCastLossless's launch forms, interleaved in one process: main's two launches (`__sf`, then `__data_a`;
- * losslessLaunchTuning.tiled off), round 16's `__tile`
- * (`losslessLaunchTuning.tiledForm` 0), round 19's `__tile_cp` (2: a cp.async ring of 3 tiles in shared memory;
+ * losslessLaunchTuning.tiled off), round 19's `__tile_cp` (`losslessLaunchTuning.tiledForm` 2: a cp.async ring of 3 tiles in shared memory;
  * docs/perf-notes/perf19-lsl.md) and round 20's `__tile_cg` (3, the default since round 20's A/B: the same ring filled
  * by lane pairs, 16-byte cp.async.cg of the codes and one exponent word a pair, with the L2::256B prefetch hint;
  * docs/perf-notes/perf20-lsl.md). Rounds 19 and 20 had a script each (lsl19_tuning: tile against cp; lsl20_tuning: cp
- * against cg) and round 16 one (lsl16_tuning: main's launches against tile), merged here on 2026-12-03. The roofline's cases (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with
+ * against cg) and round 16 one (lsl16_tuning: main's launches against tile), merged here on 2026-12-03; round 16's
+ * `__tile` (tiledForm 0) left with its setting in trim24. The roofline's cases (bench/cases_more.ts): MXFP4 input (e2m1x2 codes with
  * fp32 power-of-two scales [1, 32], made by perTokenCast from random bf16) → e4m3 [128, 128] with fp32 scales or
  * packed UE8M0 (TMA-aligned column-major), 8192 and 16384 × 7168.
- * Settings (restored at the end): dataAligned on; tiled off; tiled on with tiledForm 0 / 2 / 3.
+ * Settings (restored at the end): dataAligned on; tiled off; tiled on with tiledForm 2 / 3.
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, 20 calls into preallocated outputs after a lead copy,
  * rotated order over 5 rounds, the median printed). % is of the same run's cuMemcpyDtoD (1 GiB, read + write) for
  * the bytes the roofline counts: T·H/2 codes + the input scales read, T·H e4m3 bytes + the output scales written.
- * Δ is the row's time minus the row before's (tile against main, cp against tile, cg against cp). Each form's data and sf (whole
+ * Δ is the row's time minus the row before's (cp against main, cg against cp). Each form's data and sf (whole
  * allocations) are compared byte for byte with the form before's, and each setting's launch is checked to be the
  * expected kernel: a difference prints FAIL and exits 1.
  *
@@ -30,8 +30,7 @@ const { stream, timer, copy } = abStart("lsl_tiled_tuning");
 const H = 7168;
 const ROUNDS = 5;
 const SETTINGS = [
-  { name: "main", tiled: false, form: 0, kernel: "tk_per_block_cast_lossless__data_a" },
-  { name: "tile", tiled: true, form: 0, kernel: "tk_per_block_cast_lossless__tile" },
+  { name: "main", tiled: false, form: 3, kernel: "tk_per_block_cast_lossless__data_a" },
   { name: "cp", tiled: true, form: 2, kernel: "tk_per_block_cast_lossless__tile_cp" },
   { name: "cg", tiled: true, form: 3, kernel: "tk_per_block_cast_lossless__tile_cg" },
 ] as const;

@@ -1,6 +1,7 @@
 /**
- * The interleaved A/B of normForwardAndPerTokenCast's bulk-rows forms, used by bench/ncast18_tuning.ts (`_br4a`
- * against `_br4y`; rounds 14 and 15 ran it on the forms `_br4w` / `_br4x`, no longer built): 8192 and 16384 × 7168, a weight, outScale
+ * The interleaved A/B of normForwardAndPerTokenCast's bulk-rows forms, for a candidate against the default `_br4y`
+ * (rounds 14, 15 and 18 ran it on `_br4w` / `_br4x` / `_br4a` against their successors, through ncast14 … ncast18_tuning,
+ * retired with those forms; ncast18_tuning left in trim24): 8192 and 16384 × 7168, a weight, outScale
  * 1; g128 with packed UE8M0 TMA-aligned scales and with fp32 row-major scales, g32 packed at 16384. Each setting is a
  * set of normLaunchTuning knob values (restored at the end). Each figure: interleavedMedians (bench/common.ts:
  * LeadTimer, rotated order over 5 rounds, the median printed); % is of the same run's cuMemcpyDtoD for the bytes

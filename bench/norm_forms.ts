@@ -30,8 +30,7 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // the cast by bulk rows with the largest shared-memory carveout (perf5-norm's first default: 68.1% against 72.9%
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },
-  // normBackward's rows kernel before round 11: _b4swx in place of the default _b4swc (docs/perf-notes/perf11-nbw.md)
-  "bwd-swx": { backwardForm: "swx" },
+  // ("bwd-swx", normBackward's rows kernel before round 11, `_b4swx` in place of `_b4swc`, left with it in trim24)
 };
 
 const DEFAULTS = { ...normLaunchTuning };

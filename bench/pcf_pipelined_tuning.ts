@@ -1,17 +1,16 @@
 /**
  * perChannelCastFused of an e4m3 input with fp32 [1,128] scales, gathered by the roofline's permutation
  * (bench/cases_more.ts: output row p reads input row (p · 7919) mod T) → e4m3 [128,1], fp32 sf: the base kernel
- * `tk_per_channel_cast__e4m3_r128`, round 19's `tk_per_channel_cast__e4m3_r128_pw` (docs/perf-notes/perf19-pcf.md:
- * persistent grid, 3-stage shared-memory ring, 128 × 256 tiles, 2 CTAs per SM) and round 20's 128 × 512 form `_pr`
+ * `tk_per_channel_cast__e4m3_r128` and round 20's 128 × 512 form `_pr`
  * (docs/perf-notes/perf20-pcf.md; 1 CTA of 1024 threads per SM, each CTA walking a contiguous run of tiles; the
  * default since round 20), interleaved in one process at 8192 and 16384 tokens × 7168. Settings: "base"
- * (perChannelLaunchTuning.pipelinedE4m3 ""), "pw" ("_pw") and "pr" ("_pr"). This script merges bench/pcf19_tuning.ts
- * (base against pw) and bench/pcf20_tuning.ts (pw against pr).
+ * (perChannelLaunchTuning.pipelinedE4m3 "") and "pr" ("_pr"). This script merges bench/pcf19_tuning.ts (base against
+ * pw) and bench/pcf20_tuning.ts (pw against pr); round 19's "pw" (`_r128_pw`: 128 × 256 tiles, 2 CTAs per SM,
+ * docs/perf-notes/perf19-pcf.md) left with its kernel in trim24.
  *
  * Each figure: {@link interleavedMedians} over 5 rounds (20 calls after a lead copy, median of 7, per round). % is
  * of the same run's cuMemcpyDtoD (1 GiB, read + write) for the roofline's bytes: read T·H codes + T·56·4 scales + 4·T
- * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pw" and "pr" are compared with
- * "base"'s; a difference is printed as a failure and the script exits 1.
+ * indices, write T·H codes + (T/128)·H·4 scales. The output bytes (data and sf) of "pr" are compared with "base"'s; a difference is printed as a failure and the script exits 1.
  *
  * `deno run -A --no-check bench/pcf_pipelined_tuning.ts` (or `bun bench/pcf_pipelined_tuning.ts`).
  * @module
@@ -27,7 +26,6 @@ const H = 7168;
 const ROUNDS = 5;
 const SETTINGS = [
   { name: "base", form: "", sym: "tk_per_channel_cast__e4m3_r128" },
-  { name: "pw", form: "_pw", sym: "tk_per_channel_cast__e4m3_r128_pw" },
   { name: "pr", form: "_pr", sym: "tk_per_channel_cast__e4m3_r128_pr" },
 ] as const;
 const saved = { ...perChannelLaunchTuning };

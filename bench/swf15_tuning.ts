@@ -1,10 +1,11 @@
 /**
- * The row-prefetch forms `_anrp` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf15-swf.md) against
+ * The row-prefetch form `_anrps` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf15-swf.md, perf18-swf.md;
+ * round 15's `_anrp` with round 18's expert cursor, `_anrp` itself left in trim24) against
  * main's forms, interleaved in one process: the roofline cases of swigluForwardAndPerTokenCast (bench/cases_swiglu.ts:
  * bf16 → e4m3, groups of 128, fp32 sf) and swigluForward (bench/cases_more.ts: bf16 → bf16 into a preallocated out),
  * 8192 and 16384 tokens × H = 7168, psum over 64 experts (alignment 128), row weights, no clamp. Settings
- * (swigluLaunchTuning.rowPrefetch, restored at the end): "main" off (the forward's `_an`), "anrp" on (the forward's
- * `_anrp`). The cast's `_anrp` lost (fifteenth run) and is not built: its rows now run `_anr2` in both settings, a
+ * (swigluLaunchTuning.rowPrefetch, restored at the end): "main" off (the forward's `_an`), "anrps" on (the forward's
+ * `_anrps`). The cast's `_anrp` lost (fifteenth run) and is not built: its rows run `_anrs` in both settings, a
  * control of the run's drift.
  *
  * Each figure: interleavedMedians (bench/common.ts: LeadTimer, rotated order over 5 rounds, the median printed).
@@ -28,7 +29,7 @@ const A = 128;
 const ROUNDS = 5;
 const SETTINGS: readonly { name: string; on: boolean }[] = [
   { name: "main", on: false },
-  { name: "anrp", on: true },
+  { name: "anrps", on: true },
 ];
 const OPS = ["swigluForwardAndPerTokenCast", "swigluForward"] as const;
 type Op = (typeof OPS)[number];
@@ -62,7 +63,7 @@ async function compare(op: Op, random: boolean, c: ReturnType<typeof abInputs>):
     const bad = firstDifference(outs[1][k], outs[0][k]);
     if (bad >= 0) {
       failures++;
-      console.log(`FAIL ${op} ${c.T}x${H} ${random ? "random" : "roofline"} input: anrp's output ${k} differs from main's at byte ${bad}`);
+      console.log(`FAIL ${op} ${c.T}x${H} ${random ? "random" : "roofline"} input: anrps's output ${k} differs from main's at byte ${bad}`);
     }
   }
 }
@@ -96,4 +97,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "swf15_tuning: anrp's outputs equal main's");
+abVerdict(failures, "swf15_tuning: anrps's outputs equal main's");

@@ -4,7 +4,8 @@
  * 8192 and 16384 tokens × H = 7168, psum over 64 experts (alignment 128), row weights, no clamp. Settings
  * (swigluLaunchTuning.rowForm, restored at the end):
  * - "main": rowForm off: the lean cast form `_anl` (main's before perf11-swr);
- * - "anr2": rowForm on (the default): the row form `_anr2`, a grid of one wave (2 blocks of 448 threads per SM).
+ * - "anrs": rowForm on (the default): the row form `_anrs` (round 11's `_anr2` with round 17's expert cursor; `_anr2`
+ *   itself left in trim24), a grid of one wave (2 blocks of 448 threads per SM).
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy of 2 GiB (LeadTimer of
  * bench/common.ts), the median of 7 repetitions; the settings interleaved over 5 rounds (rotated order), the median
@@ -29,7 +30,7 @@ const ROUNDS = 5;
 type Tuning = Partial<typeof swigluLaunchTuning>;
 const SETTINGS: readonly { name: string; t: Tuning }[] = [
   { name: "main", t: { rowForm: false } },
-  { name: "anr2", t: { rowForm: true } },
+  { name: "anrs", t: { rowForm: true } },
 ];
 const OPS = ["swigluForwardAndPerTokenCast"] as const;
 
@@ -107,4 +108,4 @@ try {
   syncAndCheck(0, stream.handle);
   timer.dispose();
 }
-abVerdict(failures, "swr11_tuning: anr2's outputs equal main's");
+abVerdict(failures, "swr11_tuning: anrs's outputs equal main's");

@@ -87,13 +87,13 @@ export class Config {
    * - perTokenCast bf16 → e4m3 with groups of 128 and no stochasticCast (and `cast` of bf16 with [1, 128] blocks,
    *   which runs it);
    * - perTokenCast bf16 → e4m3 with stochasticCast and groups of 128 on 16-byte-accessible x and data (its
-   *   `_g128_sr_wu` kernel);
+   *   `_g128_sr_wu12` kernel);
    * - perTokenCastAndCastBack bf16 → e4m3 with groups of 128 on aligned rows of H ≤ 8192 (its `_r1` kernel);
-   * - normForward on aligned views (`_tp16hr`); normForwardAndPerTokenCast e4m3 on aligned views (`_br4a`; with a
+   * - normForward on aligned views (`_tp16hr`); normForwardAndPerTokenCast e4m3 on aligned views (`_br4y`; with a
    *   residual `_tp16c_res`) and addRmsnormForwardAndPerTokenCast e4m3 on aligned views (`_tp16c_res`);
    * - swigluForward bf16 → bf16, swigluForwardAndPerTokenCast bf16 → e4m3 with groups of 128 without a clamp and
-   *   swigluBackward bf16 → bf16, where their aligned-only forms run (`_a`, `_an`, `_g128_anl`, `_g128_anr2` at
-   *   H = 7168, backward `_a`);
+   *   swigluBackward bf16 → bf16, where their aligned-only forms run (`_a`, `_an`, `_g128_anl`; at
+   *   H = 7168 `_anrps` and `_g128_anrs`; backward `_a`);
    * - castBack / perTokenCastBack e4m3 → bf16 with H / 8 ≥ 256 (the segmented kernel);
    * - perBlockCastWithSfOnly (not perBlockCast nor perBlockCastWithPrecomputedSf, which run the same kernels
    *   plainly; docs/perf-notes/perf10-pdl.md);

@@ -38,11 +38,11 @@ function alignedSymbol(ring: Ring): string {
   return ring === 0 ? "_sr_a12" : `_sr_a12${ring}`;
 }
 
-/** Runs f with castLaunchTuning = { srScaledEncode, srRing, srRingMinRows, srRingMaxRows } and config.numSms = sms; restores all five. */
-function withKnobs<T>(scaled: boolean, ring: Ring, sms: number | null, f: () => T, maxRows = Infinity, minRows = 0): T {
+/** Runs f with castLaunchTuning = { srRing, srRingMinRows, srRingMaxRows } and config.numSms = sms; restores all four. */
+function withKnobs<T>(ring: Ring, sms: number | null, f: () => T, maxRows = Infinity, minRows = 0): T {
   const prev = { ...castLaunchTuning };
   const prevSms = config.numSms;
-  Object.assign(castLaunchTuning, { srScaledEncode: scaled, srRing: ring, srRingMinRows: minRows, srRingMaxRows: maxRows });
+  Object.assign(castLaunchTuning, { srRing: ring, srRingMinRows: minRows, srRingMaxRows: maxRows });
   config.numSms = sms;
   try {
     return f();
@@ -56,7 +56,7 @@ function withKnobs<T>(scaled: boolean, ring: Ring, sms: number | null, f: () => 
 const bf16Elements = (rand: () => number, n: number, pad: number, sweeps = 0): HostTensor => bf16Storage(rand, n, pad, sweeps, true);
 
 /**
- * SR bf16 → e4m3 of x on the device under grid cap `sms` for every srRing (srScaledEncode on, the whole row window),
+ * SR bf16 → e4m3 of x on the device under grid cap `sms` for every srRing (the whole row window),
  * the symbol asserted, bytes equal to the CPU reference's; 1-D inputs also into out views at +1 (`_sr`), +8 (8-byte
  * aligned: `_sr_a12` for the wide rings) and +16 elements.
  */
@@ -65,7 +65,7 @@ function compareSr(x: HostTensor, label: string, seed: bigint, offset: bigint, a
   const dx = uploadView(x);
   try {
     for (const ring of RINGS) {
-      withKnobs(true, ring, sms, () => {
+      withKnobs(ring, sms, () => {
         const tag = `${label} sms ${sms ?? "device"} srRing ${ring}`;
         const gpu = stochasticCast(dx, { dtype: "e4m3", seed, offset });
         try {
@@ -139,7 +139,7 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2: chunk counts around a u
   compareSr(bf16Elements(rand, 0, 0), "0 elements", 0n, 0n, true, null);
 });
 
-gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2: unit laps at the device's own grid, 2^20 + 4 elements, the cast option form on a 3-D view, srScaledEncode off, the defaults (seed 23103)", () => {
+gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2: unit laps at the device's own grid, 2^20 + 4 elements, the cast option form on a 3-D view, the defaults (seed 23103)", () => {
   const rand = rng(23103);
   const g = 1024 * config.getNumSms(DEVICE);
   for (const chunks of [g + 3, 4 * g + 1, 6 * g - 1, 27 * g + 5]) compareSr(bf16Elements(rand, 8 * chunks + 4, 0), `n=${8 * chunks + 4}`, 12345n, 4n, true, null);
@@ -149,18 +149,11 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2: unit laps at the device
   const dm = uploadView(m);
   try {
     for (const ring of RINGS) {
-      withKnobs(true, ring, null, () => {
+      withKnobs(ring, null, () => {
         const gpu = cast(dm, { dtype: "e4m3", stochasticRounding: true, seed: 3n }) as Tensor;
         assert.equal(elementCastLastLaunch().fn, castFn(alignedSymbol(ring)), `cast SR [6, 5, 8] srRing ${ring}: symbol`);
         assert.equal(elementCastLastLaunch().pdl, false, `cast SR [6, 5, 8] srRing ${ring}: no PDL attribute`);
         sameAllocation(gpu, cpu, `cast SR [6, 5, 8] srRing ${ring}`);
-        dispose(gpu);
-      });
-      // the rings need the scaled encode: without it the knob leaves `_sr_a`
-      withKnobs(false, ring, null, () => {
-        const gpu = cast(dm, { dtype: "e4m3", stochasticRounding: true, seed: 3n }) as Tensor;
-        assert.equal(elementCastLastLaunch().fn, castFn("_sr_a"), `cast SR [6, 5, 8] srScaledEncode off srRing ${ring}: symbol _sr_a`);
-        sameAllocation(gpu, cpu, `cast SR [6, 5, 8] srScaledEncode off srRing ${ring}`);
         dispose(gpu);
       });
     }
@@ -183,7 +176,7 @@ gpuTest("stochasticCast bf16 → e4m3 through _sr_a12w2 = reference at 4001 × 7
   const db = uploadView(big);
   try {
     const run = (ring: Ring, maxRows = Infinity) =>
-      withKnobs(true, ring, null, () => {
+      withKnobs(ring, null, () => {
         const y = stochasticCast(db, { dtype: "e4m3", seed: 7n, offset: 0x1_0000_0008n }) as DeviceTensor;
         const want = maxRows >= 16384 ? alignedSymbol(ring) : "_sr_a12";
         assert.equal(elementCastLastLaunch().fn, castFn(want), `16384x7168 srRing ${ring} srRingMaxRows ${maxRows}: symbol ${want}`);
@@ -223,7 +216,7 @@ gpuTest("stochasticCast bf16 → e4m3: srRing w2 takes its form for rows in [srR
       for (const ring of ["w2"] as const) {
         const r = rowsOf(x);
         for (const [lo, hi] of [[0, r], [0, r - 1], [r, Infinity], [r + 1, Infinity]]) {
-          withKnobs(true, ring, null, () => {
+          withKnobs(ring, null, () => {
             const tag = `[${x.shape.join(", ")}] srRing ${ring} srRingMinRows ${lo} srRingMaxRows ${hi}`;
             const gpu = stochasticCast(dx, { dtype: "e4m3", seed, offset });
             try {

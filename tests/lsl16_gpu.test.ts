@@ -1,7 +1,8 @@
 /**
- * Round 16 (docs/perf-notes/perf16-lsl.md): perBlockCastLossless in one launch, `tk_per_block_cast_lossless__tile`
- * (knob `losslessLaunchTuning.tiled`, default on since round 16's A/B; `tiledForm` 0 here, since round 20 the
- * default is 3, `__tile_cg`: lsl_tiled_gpu.test.ts), against the CPU reference byte for byte on the whole allocations
+ * Round 16 (docs/perf-notes/perf16-lsl.md): perBlockCastLossless in one launch (knob `losslessLaunchTuning.tiled`,
+ * default on since round 16's A/B), here by `tiledForm` 2, `tk_per_block_cast_lossless__tile_cp` (round 19; it takes
+ * exactly the calls round 16's `__tile`, tiledForm 0, took, and replaced it in this file when trim24 removed it; since
+ * round 20 the default is 3, `__tile_cg`: lsl_tiled_gpu.test.ts), against the CPU reference byte for byte on the whole allocations
  * (data and sf, padding included), with the launched kernel and the launch count (1, main: 2) checked after every
  * device call: every input sf layout (fp32 and packed UE8M0, row- and column-major) × every output sf layout; row
  * tails (a partial last 128-row band, 1 row) and column tails (a tile's second output block partly or wholly past H,
@@ -22,16 +23,16 @@ import { toColMajor } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, fp32Scales, packedScales, randomFp4, readAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
-const TILE = "tk_per_block_cast_lossless__tile";
+const TILE = "tk_per_block_cast_lossless__tile_cp";
 const DATA_A = "tk_per_block_cast_lossless__data_a";
 const DATA = "tk_per_block_cast_lossless__data";
 const IN_LAYOUTS = ["fp32-row", "fp32-col", "packed-row", "packed-col"] as const;
 const MX: Pick<PerBlockCastLosslessOptions, "fmt" | "xBlockSize" | "outBlockSize"> = { fmt: "e4m3", xBlockSize: [1, 32], outBlockSize: [128, 128] };
 
-/** Runs `f` with `losslessLaunchTuning.tiled = on` (dataAligned on, tiledForm 0: `__tile`), restoring the knobs afterwards. */
+/** Runs `f` with `losslessLaunchTuning.tiled = on` (dataAligned on, tiledForm 2: `__tile_cp`), restoring the knobs afterwards. */
 function withTiled<R>(on: boolean, f: () => R): R {
   const saved = { ...losslessLaunchTuning };
-  Object.assign(losslessLaunchTuning, { tiled: on, dataAligned: true, tiledForm: 0 });
+  Object.assign(losslessLaunchTuning, { tiled: on, dataAligned: true, tiledForm: 2 });
   try {
     return f();
   } finally {
@@ -65,7 +66,7 @@ function compare(x: Quantized, o: PerBlockCastLosslessOptions, kernel: string, l
 // (second tile half past H), 1024, 7168, 8224 (H % 256 = 32)
 const SHAPES: [number, number][] = [[0, 256], [1, 128], [1, 7168], [3, 96], [7, 160], [128, 256], [130, 384], [257, 1024], [33, 7168], [9, 8224]];
 
-gpuTest("perBlockCastLossless __tile = reference: every input × output sf layout, row and column tails (seed 1601)", () => {
+gpuTest("perBlockCastLossless __tile_cp = reference: every input × output sf layout, row and column tails (seed 1601)", () => {
   const rand = rng(1601);
   for (const inLay of IN_LAYOUTS) {
     for (const [T, H] of SHAPES) {
@@ -75,7 +76,7 @@ gpuTest("perBlockCastLossless __tile = reference: every input × output sf layou
   }
 });
 
-gpuTest("perBlockCastLossless __tile = reference: one block row from an output block taller than the tensor; other blocks stay on main's launches (seed 1602)", () => {
+gpuTest("perBlockCastLossless __tile_cp = reference: one block row from an output block taller than the tensor; other blocks stay on main's launches (seed 1602)", () => {
   const rand = rng(1602);
   for (const [T, ob, kernel] of [[100, [256, 128], TILE], [128, [1024, 128], TILE], [300, [256, 128], DATA_A], [100, [64, 128], DATA_A]] as [number, [number, number], string][]) {
     const x = randomFp4(rand, T, 1024, [1, 32], "fp32-row", 110);
@@ -90,7 +91,7 @@ gpuTest("perBlockCastLossless __tile = reference: one block row from an output b
   compare(randomFp4(rand, 67, 1024, [1, 8], "fp32-row", 105), { fmt: "e4m3", xBlockSize: [1, 8], outBlockSize: [128, 128] }, DATA, "in [1, 8]");
 });
 
-gpuTest("perBlockCastLossless __tile = reference on special values: zero code blocks, −0, exponents 0/1 and 249–255 (Inf, NaN fp32 scales) (seed 1603)", () => {
+gpuTest("perBlockCastLossless __tile_cp = reference on special values: zero code blocks, −0, exponents 0/1 and 249–255 (Inf, NaN fp32 scales) (seed 1603)", () => {
   const rand = rng(1603);
   const [T, H] = [300, 1536]; // 3 bands (the last partial) × 12 output blocks: 6 tiles
   const nbk = H / 32;
@@ -117,7 +118,7 @@ gpuTest("perBlockCastLossless __tile = reference on special values: zero code bl
   }
 });
 
-gpuTest("perBlockCastLossless __tile raises DEVICE_VALUE at the next sync when an input block is more than 2^11 below its output block's largest", async () => {
+gpuTest("perBlockCastLossless __tile_cp raises DEVICE_VALUE at the next sync when an input block is more than 2^11 below its output block's largest", async () => {
   const T = 256, H = 256; // the case of tests/per_block_gpu.test.ts, one tile a band
   const data = tensor(new Uint8Array((T * H) / 2).fill(0x22), [T, H / 2], "e2m1x2");
   const e = new Uint8Array(T * (H / 32)).fill(130);
@@ -137,7 +138,7 @@ gpuTest("perBlockCastLossless __tile raises DEVICE_VALUE at the next sync when a
   dispose(dx, d, s, dg);
 });
 
-gpuTest("perBlockCastLossless __tile takes codes at an 8-byte offset and output views at a 16-byte offset; off those it runs main's launches (seed 1604)", () => {
+gpuTest("perBlockCastLossless __tile_cp takes codes at an 8-byte offset and output views at a 16-byte offset; off those it runs main's launches (seed 1604)", () => {
   const rand = rng(1604);
   compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 8), MX, TILE, "codes at byte 8");
   compare(randomFp4(rand, 67, 1024, [1, 32], "fp32-row", 105, 4), MX, DATA, "codes at byte 4");
@@ -161,7 +162,7 @@ gpuTest("perBlockCastLossless __tile takes codes at an 8-byte offset and output 
   }
 });
 
-gpuTest("perBlockCastLossless __tile = main's launches = reference at 3000 × 7168, and = main's at 8192 × 7168 (more tiles than CTAs) (seed 1605)", () => {
+gpuTest("perBlockCastLossless __tile_cp = main's launches = reference at 3000 × 7168, and = main's at 8192 × 7168 (more tiles than CTAs) (seed 1605)", () => {
   const rand = rng(1605);
   for (const [T, withRef] of [[3000, true], [8192, false]] as [number, boolean][]) {
     for (const inLay of ["fp32-row", "packed-col"] as const) {
@@ -174,11 +175,11 @@ gpuTest("perBlockCastLossless __tile = main's launches = reference at 3000 × 71
           const main = withTiled(false, () => perBlockCastLossless(dx, o));
           assert.equal(lastLosslessDataKernel(), DATA_A, `${label}: knob off`);
           const tiled = runTiled(dx, o, TILE, label);
-          assertBytesEqual(readAllocation(tiled[0] as DeviceTensor), readAllocation(main[0] as DeviceTensor), `${label}: data, __tile against main`);
-          assertBytesEqual(readAllocation(tiled[1] as DeviceTensor), readAllocation(main[1] as DeviceTensor), `${label}: sf, __tile against main`);
+          assertBytesEqual(readAllocation(tiled[0] as DeviceTensor), readAllocation(main[0] as DeviceTensor), `${label}: data, __tile_cp against main`);
+          assertBytesEqual(readAllocation(tiled[1] as DeviceTensor), readAllocation(main[1] as DeviceTensor), `${label}: sf, __tile_cp against main`);
           if (withRef) {
             const ref = perBlockCastLossless(x, o) as [HostTensor, HostTensor];
-            samePair(tiled as [DeviceTensor, DeviceTensor], ref, `${label} __tile`);
+            samePair(tiled as [DeviceTensor, DeviceTensor], ref, `${label} __tile_cp`);
           } else {
             dispose(tiled);
           }

@@ -1,18 +1,18 @@
 /**
- * perBlockCastLossless's one-launch tiled forms, picked by `losslessLaunchTuning.tiledForm`: 0 = `__tile` (round 16),
- * 2 = `__tile_cp` (round 19, docs/perf-notes/perf19-lsl.md: a cp.async ring of 3 tiles in shared memory), 3 =
+ * perBlockCastLossless's one-launch tiled forms, picked by `losslessLaunchTuning.tiledForm`: 2 = `__tile_cp` (round 19, docs/perf-notes/perf19-lsl.md: a cp.async ring of 3 tiles in shared memory), 3 =
  * `__tile_cg` (round 20 and the default since, docs/perf-notes/perf20-lsl.md: the same ring filled by lane pairs with
- * 16-byte L2-only copies); each test pins its form. Rounds 19 and 20 had a file each (lsl19_gpu, forms 0 and 2, seeds
+ * 16-byte L2-only copies); each test pins its form. (Form 0, round 16's `__tile`, left the package in trim24; its
+ * tests here now run forms 2 and 3 against main's two launches.) Rounds 19 and 20 had a file each (lsl19_gpu, forms 0 and 2, seeds
  * 1901–1906; lsl20_gpu, forms 2 and 3, seeds 2001–2006), merged here on 2026-12-03: each seeded case runs both
  * seeds, every form on each. For every form, against the CPU reference byte for byte on the whole allocations (data
  * and sf, padding included), with the launched kernel and the launch count (1) checked after every device call: every
  * input sf layout (fp32 and packed UE8M0, row- and column-major) × every output sf layout over row tails (a partial
  * last 128-row band, 1 row) and column tails (a tile's second output block partly or wholly past H); a single block
  * row from an output block taller than the tensor (T ≤ 128); special values (zero code blocks, −0, exponent bytes 0/1
- * and 249–255); more tiles than CTAs (3000 × 7168, and 16384 × 7168 against the reference and, on the device, `__tile`
- * against main's two launches, `__tile_cp` against `__tile` and `__tile_cg` against `__tile_cp`); the contract
- * violated (DEVICE_VALUE at the next sync with `__tile`'s count); codes at a 16-byte offset (every form) and at an
- * 8-byte offset (forms 0 and 2 take it, form 3 runs `__tile_cp`), output views at a 16-byte offset, and the calls
+ * and 249–255); more tiles than CTAs (3000 × 7168, and 16384 × 7168 against the reference and, on the device,
+ * `__tile_cp` against main's two launches and `__tile_cg` against `__tile_cp`); the contract violated (DEVICE_VALUE at
+ * the next sync with `__tile`'s count); codes at a 16-byte offset (every form) and at an 8-byte offset (form 2 takes
+ * it, form 3 runs `__tile_cp`), output views at a 16-byte offset, and the calls
  * every form leaves to main's launches (codes or output off alignment, other block shapes), with the kernel main runs
  * asserted. Skipped without a GPU.
  * @module
@@ -26,7 +26,7 @@ import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, fp32Scales, packedScales, randomFp4, readAllocation, samePair, SF_LAYOUTS_FP32, storageBytes, uploadView } from "./gpu_util.ts";
 
 /** The symbol each `tiledForm` launches where the tiled form is taken. */
-const FORMS = [[0, "tk_per_block_cast_lossless__tile"], [2, "tk_per_block_cast_lossless__tile_cp"], [3, "tk_per_block_cast_lossless__tile_cg"]] as const;
+const FORMS = [[2, "tk_per_block_cast_lossless__tile_cp"], [3, "tk_per_block_cast_lossless__tile_cg"]] as const;
 type Form = (typeof FORMS)[number][0];
 const SYMBOL: Record<Form, string> = Object.fromEntries(FORMS) as Record<Form, string>;
 const DATA_A = "tk_per_block_cast_lossless__data_a";
@@ -78,7 +78,7 @@ function compare(x: Quantized, o: PerBlockCastLosslessOptions, kernel: Expect, l
 // (second tile half past H), 1024, 7168, 8224 (H % 256 = 32)
 const SHAPES: [number, number][] = [[1, 128], [1, 7168], [3, 96], [7, 160], [128, 256], [130, 384], [257, 1024], [33, 7168], [9, 8224], [200, 2080]];
 
-gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference: every input × output sf layout, row and column tails (seeds 1901, 2001)", () => {
+gpuTest("perBlockCastLossless tiledForm 2/3 = reference: every input × output sf layout, row and column tails (seeds 1901, 2001)", () => {
   for (const seed of [1901, 2001]) {
     const rand = rng(seed);
     for (const inLay of IN_LAYOUTS) {
@@ -90,7 +90,7 @@ gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference: every input × output
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference: one block row from an output block taller than the tensor; other blocks stay on main's launches (seeds 1902, 2002)", () => {
+gpuTest("perBlockCastLossless tiledForm 2/3 = reference: one block row from an output block taller than the tensor; other blocks stay on main's launches (seeds 1902, 2002)", () => {
   for (const seed of [1902, 2002]) {
     const rand = rng(seed);
     const at = `seed ${seed}`;
@@ -106,7 +106,7 @@ gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference: one block row from an
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference on special values: zero code blocks, −0, exponents 0/1 and 249–255 (seeds 1903, 2003)", () => {
+gpuTest("perBlockCastLossless tiledForm 2/3 = reference on special values: zero code blocks, −0, exponents 0/1 and 249–255 (seeds 1903, 2003)", () => {
   for (const seed of [1903, 2003]) {
     const rand = rng(seed);
     const [T, H] = [300, 1536]; // 3 bands (the last partial) × 12 output blocks: 6 tiles
@@ -134,7 +134,7 @@ gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference on special values: zer
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/2/3 raise DEVICE_VALUE with __tile's count when an input block is more than 2^11 below its output block's largest", async () => {
+gpuTest("perBlockCastLossless tiledForm 2/3 raise DEVICE_VALUE with __tile's count when an input block is more than 2^11 below its output block's largest", async () => {
   const T = 256, H = 256;
   const data = tensor(new Uint8Array((T * H) / 2).fill(0x22), [T, H / 2], "e2m1x2");
   const e = new Uint8Array(T * (H / 32)).fill(130);
@@ -159,7 +159,7 @@ gpuTest("perBlockCastLossless tiledForm 0/2/3 raise DEVICE_VALUE with __tile's c
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/2/3 take codes at a 16-byte offset (at 8 bytes 0 and 2 too, form 3 runs __tile_cp) and output views at a 16-byte offset; off those main's launches run (seeds 1904, 2004)", () => {
+gpuTest("perBlockCastLossless tiledForm 2/3 take codes at a 16-byte offset (at 8 bytes 2 too, form 3 runs __tile_cp) and output views at a 16-byte offset; off those main's launches run (seeds 1904, 2004)", () => {
   for (const seed of [1904, 2004]) {
     const rand = rng(seed);
     const at = `seed ${seed}`;
@@ -190,7 +190,7 @@ gpuTest("perBlockCastLossless tiledForm 0/2/3 take codes at a 16-byte offset (at
   }
 });
 
-gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference at 3000 × 7168 and 16384 × 7168, and __tile_cg = __tile_cp = __tile = main's launches at 16384 × 7168 (seeds 1905, 2005)", () => {
+gpuTest("perBlockCastLossless tiledForm 2/3 = reference at 3000 × 7168 and 16384 × 7168, and __tile_cg = __tile_cp = main's launches at 16384 × 7168 (seeds 1905, 2005)", () => {
   for (const seed of [1905, 2005]) {
     const rand = rng(seed);
     const at = `seed ${seed}`;
@@ -201,7 +201,6 @@ gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference at 3000 × 7168 and 16
     const o = { ...MX, ...SF_LAYOUTS_FP32[5][1] };
     const label = `${at} 16384x7168 packed-col → packed-col`;
     try {
-      const tile = runForm(0, dx, o, TILED, label);
       const main = (() => {
         const saved = { ...losslessLaunchTuning };
         losslessLaunchTuning.tiled = false;
@@ -215,22 +214,20 @@ gpuTest("perBlockCastLossless tiledForm 0/2/3 = reference at 3000 × 7168 and 16
       const cp = runForm(2, dx, o, TILED, label);
       const cg = runForm(3, dx, o, TILED, label);
       const pairs: [string, Quantized, Quantized][] = [
-        ["main's launches against __tile", main, tile],
-        ["form 2 against __tile", cp, tile],
         ["form 2 against main's launches", cp, main],
         ["form 3 against form 2", cg, cp],
       ];
       for (const [what, a, b] of pairs) {
         for (const t of [0, 1] as const) assertBytesEqual(readAllocation(a[t] as DeviceTensor), readAllocation(b[t] as DeviceTensor), `${at} ${what}, output ${t}`);
       }
-      dispose(cg, cp, main, tile);
+      dispose(cg, cp, main);
     } finally {
       dispose(dx);
     }
   }
 });
 
-gpuTest("perBlockCastLossless: tiledForm defaults to 3 (__tile_cg, one launch); 2 launches __tile_cp and 0 __tile, once (seeds 1906, 2006)", () => {
+gpuTest("perBlockCastLossless: tiledForm defaults to 3 (__tile_cg, one launch); 2 launches __tile_cp, once (seeds 1906, 2006)", () => {
   assert.equal(losslessLaunchTuning.tiledForm, 3);
   for (const seed of [1906, 2006]) {
     const x = randomFp4(rng(seed), 130, 1024, [1, 32], "fp32-row", 110);

@@ -4,7 +4,7 @@
  * normForwardAndPerTokenCast with a residual on aligned views (`normLaunchTuning.castRowForm` 1; 0 runs the warp
  * rows `_e4m3_g<N>_wr_res`). Against the CPU reference, byte for byte on every output allocation (data, sf, outBf16, rstd,
  * residualOut), with the kernel that ran checked after every device call (a silent fallback fails; without a residual
- * main's `_br4y` (castWarpBound) still runs): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3 /
+ * main's `_br4y` still runs): groups of 32 and 128, every sf layout, outBf16 or not, weight or not, outScale 1 / 0.3 /
  * 3e38 / 1e-39, 2-D / 3-D, padded strides, dead pieces and warps, 0 rows, grid caps (a block's later rows), NaN /
  * ±Inf / subnormal / huge rows, the bench's 3000 × 7168 with PDL on and off; unaligned views on main's `_br4` /
  * `_wr_res`; the knob at 0 on `_wr_res`. Skipped, and counted as skipped, without a GPU.
@@ -121,7 +121,7 @@ function compareOn(x: HostTensor, r: HostTensor | undefined, w: HostTensor | nul
 
 /**
  * The kernel the default (castRowForm 1) runs for groups of `npc` on aligned views: `_tp16c_res` with a residual (from
- * H > 256), main's `_br4y` (`_br4a` with castWarpBound off) without.
+ * H > 256), main's `_br4y` without.
  */
 function SYM(npc: number, res: boolean): string {
   return `tk_norm_forward__bf16_e4m3_g${npc}${res ? "_tp16c_res" : "_br4y"}`;

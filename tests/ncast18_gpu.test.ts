@@ -1,5 +1,5 @@
 /**
- * Round 18 (docs/perf-notes/perf18-ncast.md): `tk_norm_forward__bf16_e4m3_g<N>_br4y` (normLaunchTuning.castWarpBound:
+ * Round 18 (docs/perf-notes/perf18-ncast.md): `tk_norm_forward__bf16_e4m3_g<N>_br4y` (round 9's
  * `_br4a` trimmed in rounds 14, 15 and 18; round 18 made its bench copy of step 4 + the cast takes the |y| maximum by max.xorsign.abs.bf16x2, builds its addresses
  * from per-row bases and leaves by the warp vote alone) against the CPU reference, byte for byte on every output
  * allocation (data, sf, outBf16, rstd), with the kernel that ran and its PDL flag checked after every device call:
@@ -8,19 +8,17 @@
  * 0.3, outBf16, 2-D / 3-D, padded strides, 1 / 7 / 300 / 3000 rows, grid caps 0 / 1 / 3 (a block's later rows), NaN /
  * ±Inf / subnormal / huge rows, PDL on and off, the smallest amax clamp (the division fallback); NaN products from
  * NaN weights inside finite rows (whole chunks, one half of every pair, single elements: the maximum's NaN handling);
- * the knob off runs `_br4a`. (The round-14 and -15 files, ncast14 / ncast15, left with their kernels `_br4w` / `_br4x`;
+ * (`_br4a` and its knob castWarpBound left in trim24.) (The round-14 and -15 files, ncast14 / ncast15, left with their kernels `_br4w` / `_br4x`;
  * their sweeps are this file's with other seeds, their clamp test is this file's second.) Skipped, and counted as skipped, without a GPU.
  * @module
  */
-import assert from "node:assert/strict";
 import { config } from "../core/config.ts";
-import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { castFormBenchShape, castFormSweep, compareOn, rows, weightOf, withCastForm } from "./ncast_rows_util.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { SF_LAYOUTS_FP32, withPdl } from "./gpu_util.ts";
 
 gpuTest(
-  `_e4m3_g<N>_br4y (castWarpBound) = reference: groups 32 / 128, partly live and dead warps, every fp32 / packed sf layout, weight, outScale, outBf16, 2-D / 3-D, strides, rows, grid caps, special rows, PDL (seed 18201)`,
+  `_e4m3_g<N>_br4y = reference: groups 32 / 128, partly live and dead warps, every fp32 / packed sf layout, weight, outScale, outBf16, 2-D / 3-D, strides, rows, grid caps, special rows, PDL (seed 18201)`,
   // mostly the trimmed copy's case (a weight, outScale 1) on the packed layouts
   () => castFormSweep("_br4y", 18201, { weight: 0.85, outScale1: 0.75, specialEvery: 3 }),
 );
@@ -79,25 +77,6 @@ gpuTest(
 );
 
 gpuTest(
-  `_br4y at the bench's shape 3000 × 7168 (packed UE8M0, weight, outScale 1; g32 / g128, PDL on and off), and the knob off runs _br4a (seed 18202)`,
-  () => {
-    const rand = rng(18202);
-    castFormBenchShape("_br4y", rand);
-    for (const npc of [32, 128] as const) {
-      withCastForm(
-        "_br4a",
-        0,
-        () =>
-          compareOn(
-            rows(rand, 0, 7, 2176, 2176, false),
-            weightOf(rand, 2176),
-            1,
-            { fmt: "e4m3", numPerChannels: npc, roundSf: true, usePackedUe8m0: true },
-            `tk_norm_forward__bf16_e4m3_g${npc}_br4a`,
-            `knob off g${npc}`,
-          ),
-      );
-    }
-    assert.equal(normLaunchTuning.castWarpBound, true, "the default is _br4y (since round 18's A/B)");
-  },
+  `_br4y at the bench's shape 3000 × 7168 (packed UE8M0, weight, outScale 1; g32 / g128, PDL on and off) (seed 18202)`,
+  () => castFormBenchShape("_br4y", rng(18202)),
 );

@@ -68,23 +68,24 @@ export function compareOn(
   }
 }
 
-/** The aligned bulk-rows forms of the plain fused cast, by the knobs that select them. */
-export type CastForm = "_br4a" | "_br4y";
+/**
+ * The aligned bulk-rows form of the plain fused cast (round 9's `_br4a`, which the knob castWarpBound selected, left
+ * the package in trim24).
+ */
+export type CastForm = "_br4y";
 
 /**
- * Runs f with the bulk-rows forms from any row count, the aligned form `form` (castWarpBound) and grid
- * cap `blocks`; restores the knobs however f ends.
+ * Runs f with the bulk-rows forms from any row count (the aligned form `form`) and grid cap `blocks`; restores the
+ * knobs however f ends.
  */
-export function withCastForm<T>(form: CastForm, blocks: number, f: () => T): T {
+export function withCastForm<T>(_form: CastForm, blocks: number, f: () => T): T {
   const t = normLaunchTuning;
   const prev = [
-    t.castWarpBound,
     t.castBulkRows,
     t.forwardBlocksPerSm,
     t.forwardWarpRowsMinRowsPerSm,
     t.teamThreads,
   ] as const;
-  t.castWarpBound = form === "_br4y";
   t.castBulkRows = true;
   t.forwardBlocksPerSm = blocks;
   t.forwardWarpRowsMinRowsPerSm = 0;
@@ -92,8 +93,7 @@ export function withCastForm<T>(form: CastForm, blocks: number, f: () => T): T {
   try {
     return f();
   } finally {
-    [t.castWarpBound, t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] =
-      prev;
+    [t.castBulkRows, t.forwardBlocksPerSm, t.forwardWarpRowsMinRowsPerSm, t.teamThreads] = prev;
   }
 }
 

@@ -23,7 +23,7 @@ import {
   type NormForwardOptions,
 } from "../ops/norm/mod.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
-import { backwardRowsForm, usesB4swx } from "../ops/norm/norm_backward.ts";
+import { backwardRowsForm, usesB4swc } from "../ops/norm/norm_backward.ts";
 import { castViewsAligned } from "../ops/norm/norm_forward.ts";
 import { loadGolden } from "./golden.ts";
 import { refuses } from "./refuses.ts";
@@ -639,21 +639,21 @@ function compareBackwardOn(
 }
 
 for (
-  const [dtype, blocks, prefetch, fold, pdl] of [
-    ["fp32", 0, "bulk", 16, true],
-    ["fp32", 0, "bulk", 8, false],
-    ["bf16", 4, "bulk", 16, true],
-    ["bf16", 4, "thread", 16, false],
-    ["bf16", 4, "off", 8, true],
-    ["bf16", 4, "off", 16, false],
+  const [dtype, blocks, prefetch, pdl] of [
+    ["fp32", 0, "bulk", true],
+    ["fp32", 0, "bulk", false],
+    ["bf16", 4, "bulk", true],
+    ["bf16", 4, "thread", false],
+    ["bf16", 4, "off", true],
+    ["bf16", 4, "off", false],
   ] as const
 ) {
   for (const weight of [false, true]) {
     const seed = 9000 + (dtype === "bf16" ? 100 : 0) + (weight ? 10 : 0);
-    const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "") + `, fold ${fold} warps${pdl ? " PDL" : ""}`;
+    const form = (blocks ? ` (${blocks} blocks/SM form)` : "") + (blocks === 4 ? ` prefetch ${prefetch}` : "") + (pdl ? ", fold PDL" : "");
     gpuTest(`normBackward kernels = reference: ${dtype}${form}, weight ${weight}, residualOutGrad, outScale, fp32/bf16 gradients, accumulate, T ∈ {1, 511, 512, 513, 1100} (seed ${seed})`, () => {
       const rand = rng(seed);
-      withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
+      withBwdTuning({ backwardPrefetch: prefetch, backwardFoldPdl: pdl }, () => {
         for (const [T, H] of [[1, 32], [511, 512], [512, 96], [513, 640], [3, 8192], [40, 7168], [1100, 1024]]) {
           for (const wgDtype of weight ? ["fp32", "bf16"] as const : ["fp32"] as const) {
             for (const accumulate of weight ? [false, true] : [false]) {
@@ -889,27 +889,27 @@ gpuTest("normForward, its fused cast and normBackward kernels = reference on NaN
   }
 });
 
-for (const [blocks, prefetch, fold, pdl] of [[4, "bulk", 16, true], [4, "thread", 16, false], [4, "off", 8, false]] as const) {
-  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9401)`, () => {
-    withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl }, () => {
+for (const [blocks, prefetch, pdl] of [[4, "bulk", true], [4, "thread", false], [4, "off", false]] as const) {
+  gpuTest(`normBackward at full size: 4001 × 7168 bf16, ${blocks} blocks/SM form${blocks === 4 ? `, prefetch ${prefetch}` : ""}${pdl ? ", fold PDL" : ""} (seed 9401)`, () => {
+    withBwdTuning({ backwardPrefetch: prefetch, backwardFoldPdl: pdl }, () => {
       compareBackward(rng(9401), { T: 4001, H: 7168, dtype: "bf16", weight: true, ro: true, outScale: 1, wgDtype: "fp32", accumulate: true, stride: 7168 }, "4001x7168");
     });
   });
 }
 
 // `_b4swc_unit`, the default bf16 rows kernel where its compiled-in launch conditions hold (a weight, no
-// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md, perf8-nbw.md, perf11-nbw.md), or
-// `_b4swx_unit` there under backwardForm "swx" (the third setting), and `_b4_unit` / `_b4` elsewhere: each must give
-// the reference's bytes, under each prefetch setting (read by the `_b4` fallbacks only).
+// residualOutGrad, outScale 1, 4096 < H ≤ 8192, aligned views; perf7-nbw.md, perf8-nbw.md, perf11-nbw.md), and
+// `_b4_unit` / `_b4` elsewhere: each must give the reference's bytes, under each prefetch setting (read by the `_b4`
+// fallbacks only).
 // H = 4128: 258 chunks, so most threads own one live chunk (chunk 1 dead); strides H + 8 (aligned), H + 4 (8-byte
 // rows: `_b4`);
 // T spans 1 … 4001 (one row per slot, partial slots, several rows per slot); fp32 and bf16 gradients, accumulated
 // or not. (~70 M elements of CPU reference per setting: keep it small, the device waits.)
-for (const [prefetch, fold, pdl, form] of [["off", 8, false, "swc"], ["bulk", 16, true, "swc"], ["thread", 16, false, "swx"]] as const) {
-  gpuTest(`normBackward _b4${form} and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}, fold ${fold} warps${pdl ? " PDL" : ""} (seed 9601)`, () => {
+for (const [prefetch, pdl] of [["off", false], ["bulk", true], ["thread", false]] as const) {
+  gpuTest(`normBackward _b4swc and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}${pdl ? ", fold PDL" : ""} (seed 9601)`, () => {
     const rand = rng(9601);
-    withBwdTuning({ backwardPrefetch: prefetch, backwardFoldWarps: fold, backwardFoldPdl: pdl, backwardForm: form }, () => {
-      // _b4swc (or _b4swx under "swx") is picked for the common launch, and not for the fallbacks
+    withBwdTuning({ backwardPrefetch: prefetch, backwardFoldPdl: pdl }, () => {
+      // _b4swc is picked for the common launch, and not for the fallbacks
       const xs = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 8));
       const xu = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 4));
       const x4 = uploadView(rows(rand, 0, 3, 4096, "bf16"));
@@ -918,14 +918,14 @@ for (const [prefetch, fold, pdl, form] of [["off", 8, false, "swc"], ["bulk", 16
       const dxs = uploadView(moderate(rand, [3, 7168], "bf16"));
       try {
         const common = { x: xs, weight: ws, gradOut: xs, residualOutGrad: null, xGrad: dxs };
-        assert.equal(usesB4swx(common, 1), true);
-        assert.equal(backwardRowsForm(common, 1), `_b4${form}`);
+        assert.equal(usesB4swc(common, 1), true);
+        assert.equal(backwardRowsForm(common, 1), "_b4swc");
         assert.equal(backwardRowsForm(common, 0.3), "_b4");
-        assert.equal(usesB4swx(common, 0.3), false);
-        assert.equal(usesB4swx({ ...common, residualOutGrad: xs }, 1), false);
-        assert.equal(usesB4swx({ ...common, weight: null }, 1), false);
-        assert.equal(usesB4swx({ ...common, x: xu, gradOut: xu }, 1), false);
-        assert.equal(usesB4swx({ ...common, x: x4, gradOut: x4, weight: w4 }, 1), false);
+        assert.equal(usesB4swc(common, 0.3), false);
+        assert.equal(usesB4swc({ ...common, residualOutGrad: xs }, 1), false);
+        assert.equal(usesB4swc({ ...common, weight: null }, 1), false);
+        assert.equal(usesB4swc({ ...common, x: xu, gradOut: xu }, 1), false);
+        assert.equal(usesB4swc({ ...common, x: x4, gradOut: x4, weight: w4 }, 1), false);
       } finally {
         dispose(xs, xu, x4, ws, w4, dxs);
       }
@@ -955,11 +955,10 @@ for (const [prefetch, fold, pdl, form] of [["off", 8, false, "swc"], ["bulk", 16
   });
 }
 
-// `_b4swc_unit`'s xGrad and weight gradient are the same bits run to run, as `_b4swx_unit`'s (backwardForm "swx")
-// and as its `_b4_unit` fallback's on a launch where every one of the 512 slots walks 8 rows (the default twice,
-// `_b4swx`, then the same gradOut values in a view whose 8-byte row stride forces `_b4_unit`; no CPU reference: the
-// test above ties all three to it).
-gpuTest("normBackward _b4swc: xGrad and weightGrad bit-identical run to run, to _b4swx and to _b4_unit, 4096 × 7168 bf16 (seed 9603)", () => {
+// `_b4swc_unit`'s xGrad and weight gradient are the same bits run to run and as its `_b4_unit` fallback's on a launch
+// where every one of the 512 slots walks 8 rows (the default twice, then the same gradOut values in a view whose
+// 8-byte row stride forces `_b4_unit`; no CPU reference: the test above ties both to it).
+gpuTest("normBackward _b4swc: xGrad and weightGrad bit-identical run to run and to _b4_unit, 4096 × 7168 bf16 (seed 9603)", () => {
   const rand = rng(9603);
   const T = 4096, H = 7168, S = H + 4;
   const x = uploadView(randomInput(rand, T, H, "bf16"));
@@ -974,10 +973,8 @@ gpuTest("normBackward _b4swc: xGrad and weightGrad bit-identical run to run, to 
   try {
     const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
     assert.equal(backwardRowsForm(common, 1), "_b4swc");
-    assert.equal(withBwdTuning({ backwardForm: "swx" }, () => backwardRowsForm(common, 1)), "_b4swx");
     assert.equal(backwardRowsForm({ ...common, gradOut: dyu }, 1), "_b4");
     outs.push(["_b4swc", normBackward(x, w, dy, rstd)], ["_b4swc", normBackward(x, w, dy, rstd)]);
-    outs.push(["_b4swx", withBwdTuning({ backwardForm: "swx" }, () => normBackward(x, w, dy, rstd))]);
     outs.push(["_b4_unit", normBackward(x, w, dyu, rstd)]);
     const rx = readAllocation(outs[0][1][0] as DeviceTensor), rw = readAllocation(outs[0][1][1] as DeviceTensor);
     outs.slice(1).forEach(([form, [gx, gw]], i) => {

@@ -2,15 +2,15 @@
  * perChannelCastFused of an e4m3 input with the knob perChannelLaunchTuning.pipelinedE4m3 pinned to each of its values
  * against the CPU reference, byte for byte on both output allocations, with the kernel that ran checked after every
  * device call: "_pr" runs round 20's 128 × 512 form `tk_per_channel_cast__e4m3_r128_pr` (docs/perf-notes/perf20-pcf.md;
- * each CTA walks a contiguous run of tiles; the default since round 20), "_pw" round 19's 128 × 256 form
- * `tk_per_channel_cast__e4m3_r128_pw` (docs/perf-notes/perf19-pcf.md; strided tiles, 3-stage ring), "" the base kernel
- * `tk_per_channel_cast__e4m3_r128`. Gathers from 1, 127, 129, 300 and 4001 tokens with partial last blocks, repeated
+ * each CTA walks a contiguous run of tiles; the default since round 20), "" the base kernel
+ * `tk_per_channel_cast__e4m3_r128` (round 19's "_pw", `tk_per_channel_cast__e4m3_r128_pw`, docs/perf-notes/
+ * perf19-pcf.md, was a third setting until trim24 removed it). Gathers from 1, 127, 129, 300 and 4001 tokens with partial last blocks, repeated
  * and out-of-order indices, negative entries (zero rows), no gather, roundSf off / on, every input-scale layout the op
  * accepts (fp32 row-major; column-major where T = 1 or H = 128), preallocated outputs, H = 128 / 384 / 512 / 640 /
  * 1152 / 2048 / 7168 (128-column halves and quarters beyond H in the last tile), every e4m3 code with special scales,
- * bad indices counted once each, grids of 1, 3 and all SMs (many tiles per CTA: `_pw`'s ring wraps many times, `_pr`'s
+ * bad indices counted once each, grids of 1, 3 and all SMs (many tiles per CTA: `_pr`'s ring wraps many times, its
  * runs start and end inside a row block and cross row blocks), an unaligned x view (the base kernel runs whatever the
- * knob), the default (`_pr` runs), and the bench shape 16384 × 7168 (the three forms equal). Each test runs round 19's
+ * knob), the default (`_pr` runs), and the bench shape 16384 × 7168 (the two forms equal). Each test runs round 19's
  * data (seeds 19001 … 19006) and round 20's (20001 … 20006); this file merges tests/pcf19_gpu.test.ts and
  * tests/pcf20_gpu.test.ts. Skipped, and counted as skipped, without a GPU.
  * @module
@@ -23,9 +23,9 @@ import { toColMajor } from "./golden.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { dispose, sameAllocation, up } from "./gpu_util.ts";
 
-type Form = "" | "_pw" | "_pr";
-/** The default first, then round 19's `_pw`, then the base kernel (knob ""). */
-const FORMS = ["_pr", "_pw", ""] as const;
+type Form = "" | "_pr";
+/** The default first, then the base kernel (knob ""). */
+const FORMS = ["_pr", ""] as const;
 const symOf = (form: Form) => `tk_per_channel_cast__e4m3_r128${form}`;
 
 /** Runs f with pipelinedE4m3 = `form` and config.numSms = `sms`; restores both. */
@@ -203,7 +203,7 @@ gpuTest("_pr is the default; each knob runs its form; for an unaligned x view ev
   }
 });
 
-gpuTest("_pr = _pw = base = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seeds 19006, 20006)", () => {
+gpuTest("_pr = base = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seeds 19006, 20006)", () => {
   const T = 16384, H = 7168;
   for (const seed of [19006, 20006]) {
     const rand = rng(seed);

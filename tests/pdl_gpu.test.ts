@@ -106,7 +106,7 @@ const FULL = [4001, 7168] as const;
  * casts on aligned views (`_br4y`, `_tp16c_res`; `_wr_res`, plain, with castRowForm 0), SwiGLU's aligned-only forms (`_a`, `_an`, `_g128_anl`), castBack /
  * perTokenCastBack e4m3 → bf16 with H / 8 ≥ 256 (the segmented kernel), perBlockCastWithSfOnly. Never: their
  * fallbacks (unaligned views: `_rr4_l2`, `_br4`, `_wr_res`, SwiGLU's main kernels; castBack's row teams), the
- * element casts (`tk_cast__bf16_e4m3_a` / `_sr_a` and the unaligned ones), perBlockCast and
+ * element casts (`tk_cast__bf16_e4m3_a` / `_sr_a12` and the unaligned ones), perBlockCast and
  * perBlockCastWithPrecomputedSf; nothing with config.pdl off.
  */
 gpuTest("PDL selection: _tp16hr, _br4y, _tp16c_res, SwiGLU's aligned forms (_g128_anl included), castBack's segmented kernel and perBlockCastWithSfOnly carry the PDL attribute while config.pdl is set; their fallbacks, the element casts, perBlockCast, perBlockCastWithPrecomputedSf and every launch with config.pdl off do not (seed 10001)", async () => {
@@ -313,7 +313,7 @@ gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, 
       if (!clamp) {
         const [cd] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...PACKED, ...co });
         await both(() => swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...PACKED, ...dco }), ([gd, gs], t) => {
-          // H = 7168: the row form `_anrs` (swigluLaunchTuning.rowForm and castRowScan, the defaults; perf11-swr,
+          // H = 7168: the row form `_anrs` (swigluLaunchTuning.rowForm, the default; perf11-swr,
           // perf17-swl), else `_anl`
           const form = Hs === 7168 ? "_anrs" : "_anl";
           assert.equal(swigluLastLaunch().fn, fnOf(`tk_swiglu_forward__bf16_e4m3_g128${form}`), `${t} forward+cast ${form}`);

@@ -921,11 +921,11 @@ gpuTest("perTokenCast with PDL right after a kernel (perTokenCastBack) or a copy
   });
 });
 
-// ---- perTokenCast with stochasticCast: _g128_sr_wu (perTokenLaunchTuning.srWarpUnits; docs/perf-notes/perf10-ptsr.md)
+// ---- perTokenCast with stochasticCast: the warp units, _g128_sr_wu12 (docs/perf-notes/perf10-ptsr.md, perf12-sr.md)
 
 /**
  * perTokenCast bf16 → e4m3 with stochasticCast = the CPU reference (stochastic.ref.ts) through both kernels:
- * `_g128_sr_wu` (x base, row stride and data base multiples of 16 bytes) and `_g128_sr` (any other view); sf = the RN
+ * `_g128_sr_wu12` (x base, row stride and data base multiples of 16 bytes) and `_g128_sr` (any other view); sf = the RN
  * call's. First the NaN cases (the 1 × 64 row that failed on the first GPU run, NaNs of every pattern in quads with
  * other values, a group whose e4m3 sf byte is 0: inv = +Inf and 0·Inf products), each on an aligned view and on a
  * view one element off; then every sf layout; H = 64 (one warp unit, 8 live chunks of 128), 576 / 2048 (partial last
@@ -933,10 +933,10 @@ gpuTest("perTokenCast with PDL right after a kernel (perTokenCastBack) or a copy
  * padding, or nothing); several units per warp and the grid wrapping (4001 × 7168: 28007 units over 1056 blocks);
  * strided rows (7168 + 64 and 7168 + 128: aligned); views whose base or row stride is not a multiple of 16 bytes
  * (stride 577, offsets of 2 and 8 bytes) and data outputs at an 8-byte offset take `_g128_sr`, x or data at a
- * 16-byte offset `_g128_sr_wu`; specials and SR edge values; config.pdl on and off (the PDL attribute follows it on
- * `_g128_sr_wu`, never on `_g128_sr`); every call twice (the replay path keeps the form).
+ * 16-byte offset `_g128_sr_wu12`; specials and SR edge values; config.pdl on and off (the PDL attribute follows it on
+ * `_g128_sr_wu12`, never on `_g128_sr`); every call twice (the replay path keeps the form).
  */
-gpuTest("perTokenCast stochasticCast = reference through _g128_sr_wu12 (perTokenLaunchTuning.srScaledEncode, the default) and _g128_sr: NaN quads of every pattern, inv = +Inf, bf16 → e4m3 groups of 128, every sf layout, tails, 0 rows, 4001 × 7168, strided and 16-byte-offset views, unaligned views and outputs, specials, PDL on / off, replay (seeds 10101, 10102)", async () => {
+gpuTest("perTokenCast stochasticCast = reference through _g128_sr_wu12 and _g128_sr: NaN quads of every pattern, inv = +Inf, bf16 → e4m3 groups of 128, every sf layout, tails, 0 rows, 4001 × 7168, strided and 16-byte-offset views, unaligned views and outputs, specials, PDL on / off, replay (seeds 10101, 10102)", async () => {
   {
     const early: [string, HostTensor, { roundSf?: true; useE4m3Sf?: true }][] = [
       ["1x64 specials (seed 10101)", withSrEdges(withSpecials(randomInput(rng(10101), 1, 64, "bf16", 64))), {}],

@@ -1,5 +1,6 @@
 /**
- * swigluForward's row-prefetch form `_anrp` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf15-swf.md;
+ * swigluForward's row-prefetch form (`_anrps` since trim24, round 15's `_anrp` before: kernels-src/cuda/swiglu/swiglu_rows.cu,
+ * docs/perf-notes/perf15-swf.md, perf18-swf.md;
  * `swigluLaunchTuning.rowPrefetch`, on by default, set and restored in try/finally) against the CPU reference and
  * main's `_an` byte for byte at H = 7168 (the only hidden size it is built for): T = 1, 2, 5, 37 and more rows than
  * a grid of one wave (blocks walk several rows, the last prefetch past T), random rows with NaN / ±Inf / ±0, gpu_util's
@@ -8,7 +9,7 @@
  * 1 / 4 / 16 / 128, weights with and without routedScalingFactor, PDL on and off; the launched kernel asserted after
  * every call. swigluForwardAndPerTokenCast keeps its row form (`_anrs` since round 17) with the knob on (the same walk lost for the cast) and is
  * checked against the reference on every sf layout alongside. Then the bench's shape 3000 × 7168 (psum, weights,
- * scaling) against `_an`, and the cases `_anrp` does not take (a clamp, another H, x off alignment) run main's
+ * scaling) against `_an`, and the cases the row-prefetch form does not take (a clamp, another H, x off alignment) run main's
  * choice. Skipped, and counted as skipped, without a GPU.
  * @module
  */
@@ -25,16 +26,13 @@ import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl 
 const SEED = 15201;
 /** The cast's default row form at H = 7168 (`_anr2` until round 17, `_anrs` since: tests/swl17_gpu.test.ts). */
 const CAST_ROWS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
-const FWD_ANRP = "tk_swiglu_forward__bf16_bf16_anrp";
+/** The row-prefetch form (round 15's `_anrp`, pinned here by forwardRowScan off until trim24 removed both). */
+const FWD_ROWS = "tk_swiglu_forward__bf16_bf16_anrps";
 
-/**
- * Runs `f` with swigluLaunchTuning.rowPrefetch = `on` and forwardRowScan off (round 18's `_anrps`, the default since,
- * would take `_anrp`'s calls: tests/swf18_gpu.test.ts), restoring both however `f` ends.
- */
+/** Runs `f` with swigluLaunchTuning.rowPrefetch = `on`, restoring it however `f` ends. */
 function withPrefetch<R>(on: boolean, f: () => R): R {
   const saved = { ...swigluLaunchTuning };
   swigluLaunchTuning.rowPrefetch = on;
-  swigluLaunchTuning.forwardRowScan = false;
   try {
     return f();
   } finally {
@@ -54,7 +52,7 @@ const SMALL_PSUM: readonly [number, number, number[]][] = [
   [2, 1, [2]], // one expert, every row real
 ];
 
-/** Both ops under `_anrp` against the CPU reference (real rows; the sf with its padding rows) and the launched kernel. */
+/** Both ops under the row-prefetch form against the CPU reference (real rows; the sf with its padding rows) and the launched kernel. */
 function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl: boolean, tag: string): number {
   const T = x.shape[0];
   const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
@@ -66,7 +64,7 @@ function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl
         const fr = swigluForward(x, { fmt: "bf16", ...co }) as HostTensor;
         const fg = swigluForward(dx, { fmt: "bf16", ...dco }) as DeviceTensor;
         const last = swigluLastLaunch();
-        assert.equal(last.fn, fnOf(FWD_ANRP), `swigluForward ${tag}: kernel`);
+        assert.equal(last.fn, fnOf(FWD_ROWS), `swigluForward ${tag}: kernel`);
         assert.equal(last.pdl, config.pdl, `swigluForward ${tag}: PDL as config.pdl`);
         assertBytesEqual(realRows(readAllocation(fg), real, 2 * H), realRows(storageBytes(fr), real, 2 * H), `swigluForward ${tag}`);
         dispose(fg);
@@ -89,7 +87,7 @@ function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl
   return calls;
 }
 
-gpuTest("_anrp (rowPrefetch on) equals the CPU reference at H = 7168: small and random psum layouts, 0-token experts, alignments, weights, scaling, PDL on and off", () => {
+gpuTest("_anrps (rowPrefetch on) equals the CPU reference at H = 7168: small and random psum layouts, 0-token experts, alignments, weights, scaling, PDL on and off", () => {
   const rand = rng(SEED);
   let calls = 0, n = 0;
   for (const [T, A, ps] of SMALL_PSUM) {
@@ -109,7 +107,7 @@ gpuTest("_anrp (rowPrefetch on) equals the CPU reference at H = 7168: small and 
   assert.equal(swigluLaunchTuning.rowPrefetch, true, "the knob is restored (default on)");
 });
 
-gpuTest("_anrp equals main's _an (and the cast its row form) at the bench's shape 3000 × 7168 (psum over 64 experts, alignment 128, weights, scaling; PDL on and off)", () => {
+gpuTest("_anrps equals main's _an (and the cast its row form) at the bench's shape 3000 × 7168 (psum over 64 experts, alignment 128, weights, scaling; PDL on and off)", () => {
   const rand = rng(SEED + 1);
   const T = 3000, A = 128;
   const x = inputX(rand, T, 1);
@@ -137,7 +135,7 @@ gpuTest("_anrp equals main's _an (and the cast its row form) at the bench's shap
           });
         const m = run(false), p = run(true);
         assert.deepEqual(m.fn, [fnOf("tk_swiglu_forward__bf16_bf16_an"), fnOf(CAST_ROWS)], "knob off: main's forms");
-        assert.deepEqual(p.fn, [fnOf(FWD_ANRP), fnOf(CAST_ROWS)], "knob on: _anrp (the cast keeps its row form)");
+        assert.deepEqual(p.fn, [fnOf(FWD_ROWS), fnOf(CAST_ROWS)], "knob on: _anrps (the cast keeps its row form)");
         assertBytesEqual(p.f, m.f, `3000 swigluForward pdl ${pdl}`);
         assertBytesEqual(p.d, m.d, `3000 cast data pdl ${pdl}`);
         assertBytesEqual(p.s, m.s, `3000 cast sf pdl ${pdl}`);
@@ -148,7 +146,7 @@ gpuTest("_anrp equals main's _an (and the cast its row form) at the bench's shap
   }
 });
 
-gpuTest("with rowPrefetch on, the cases _anrp does not take run main's choice (clampValue, another H, x off alignment)", () => {
+gpuTest("with rowPrefetch on, the cases _anrps does not take run main's choice (clampValue, another H, x off alignment)", () => {
   const rand = rng(SEED + 2);
   withPrefetch(true, () => {
     const x2 = inputX(rand, 3, 0);

@@ -1,6 +1,6 @@
 /**
  * swigluForward's row-prefetch form with the block's expert cursor, `_anrps` (kernels-src/cuda/swiglu/swiglu_rows.cu,
- * docs/perf-notes/perf18-swf.md; `swigluLaunchTuning.forwardRowScan`, the default since round 18, set and restored in try/finally)
+ * docs/perf-notes/perf18-swf.md; `swigluLaunchTuning.rowPrefetch`, on by default, set and restored in try/finally)
  * against the CPU reference on the output's real rows (the padding rows, which the forward leaves unwritten, masked)
  * at H = 7168, the only hidden size it is built for: T = 1, 2, 5, 37, 700 (blocks walk several rows, the last
  * prefetch past T), random rows with NaN / ±Inf / ±0, gpu_util's row kinds and edge groups; psum layouts that move the
@@ -10,9 +10,10 @@
  * lies more than 31 experts further (the cursor's binary-search fallback) or 1–31 further (the warp scan); token
  * alignments 1 / 4 / 16 / 128, weights with and without routedScalingFactor (the factor only with weights), PDL on
  * and off; the launched kernel and its PDL flag asserted after every call. Then the bench's shape 3000 × 7168 (64
- * experts at alignment 128, 512 at 1; weights, scaling) against `_anrp` (forwardRowScan off) byte for byte, PDL on
- * and off, and against the CPU reference; the cases the knob does not take (rowPrefetch off, a clamp, another H, x off
- * alignment) run main's choice, and the cast keeps `_anrs`. Every psum here keeps §11.2 (psum[e] ≥ align(psum[e−1], A),
+ * experts at alignment 128, 512 at 1; weights, scaling) against `_an` (rowPrefetch off) byte for byte, PDL on
+ * and off, and against the CPU reference (until trim24 against round 15's `_anrp`, forwardRowScan off, both removed);
+ * the cases the row form does not take (rowPrefetch off, a clamp, another H, x off alignment) run main's choice, and
+ * the cast keeps `_anrs`. Every psum here keeps §11.2 (psum[e] ≥ align(psum[e−1], A),
  * psum[E−1] ≤ T). Skipped, and counted as skipped, without a GPU.
  * @module
  */
@@ -27,19 +28,19 @@ import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
 
 const SEED = 18101;
-const FWD_ANRP = "tk_swiglu_forward__bf16_bf16_anrp";
+const FWD_AN = "tk_swiglu_forward__bf16_bf16_an";
 const FWD_ANRPS = "tk_swiglu_forward__bf16_bf16_anrps";
 const CAST_ANRS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
 const FWD = { fmt: "bf16" } as const;
 
-/** Runs `f` with swigluLaunchTuning.forwardRowScan = `on`, restoring it however `f` ends. */
+/** Runs `f` with swigluLaunchTuning.rowPrefetch = `on` (off: `_an`), restoring it however `f` ends. */
 function withScan<R>(on: boolean, f: () => R): R {
-  const saved = swigluLaunchTuning.forwardRowScan;
-  swigluLaunchTuning.forwardRowScan = on;
+  const saved = swigluLaunchTuning.rowPrefetch;
+  swigluLaunchTuning.rowPrefetch = on;
   try {
     return f();
   } finally {
-    swigluLaunchTuning.forwardRowScan = saved;
+    swigluLaunchTuning.rowPrefetch = saved;
   }
 }
 
@@ -114,10 +115,10 @@ gpuTest("_anrps equals the CPU reference at H = 7168: small, stair, padding-run 
     calls += checkCase(inputX(rand, T, 1), co, A, n++ % 2 === 0, `T=${T} random psum E=${E} A=${A}`);
   }
   assert.ok(calls > 0);
-  assert.equal(swigluLaunchTuning.forwardRowScan, true, "the knob is restored (default on)");
+  assert.equal(swigluLaunchTuning.rowPrefetch, true, "the knob is restored (default on)");
 });
 
-gpuTest("_anrps equals _anrp (forwardRowScan off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
+gpuTest("_anrps equals _an (rowPrefetch off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
   const rand = rng(SEED + 1);
   const T = 3000;
   for (const [E, A] of [[64, 128], [512, 1]]) {
@@ -137,7 +138,7 @@ gpuTest("_anrps equals _anrp (forwardRowScan off) at the bench's shape 3000 × 7
               return out;
             });
           const m = run(false);
-          assert.equal(m.fn, fnOf(FWD_ANRP), "knob off: _anrp");
+          assert.equal(m.fn, fnOf(FWD_AN), "knob off: _an");
           const q = run(true);
           assert.equal(q.fn, fnOf(FWD_ANRPS), "knob on: _anrps");
           assertBytesEqual(q.f, m.f, `3000 E=${E} swigluForward pdl ${pdl}`);
@@ -157,7 +158,7 @@ gpuTest("_anrps equals _anrp (forwardRowScan off) at the bench's shape 3000 × 7
   }
 });
 
-gpuTest("forwardRowScan: the cases the knob does not take run main's choice (rowPrefetch off, clampValue, another H, x off alignment); the cast keeps _anrs", () => {
+gpuTest("rowPrefetch: the cases the row form does not take run main's choice (rowPrefetch off, clampValue, another H, x off alignment); the cast keeps _anrs", () => {
   const rand = rng(SEED + 2);
   withScan(true, () => {
     const x2 = inputX(rand, 3, 0);
@@ -192,5 +193,5 @@ gpuTest("forwardRowScan: the cases the knob does not take run main's choice (row
     assertBytesEqual(readAllocation(fu), want2, "x off alignment forward");
     dispose(d2, du, fu);
   });
-  assert.equal(swigluLaunchTuning.forwardRowScan, true, "the knob is restored (default on)");
+  assert.equal(swigluLaunchTuning.rowPrefetch, true, "the knob is restored (default on)");
 });

@@ -1,6 +1,6 @@
 /**
- * Inputs and comparisons shared by the GPU tests of SwiGLU's row forms at H = 7168 (tests/swr11_gpu.test.ts: `_anr2`;
- * tests/swf15_gpu.test.ts: `_anrp`): bf16 [T, 2H] inputs with special values and the cast's edge groups, the option
+ * Inputs and comparisons shared by the GPU tests of SwiGLU's row forms at H = 7168 (tests/swr11_gpu.test.ts and
+ * swl17_gpu.test.ts: `_anrs`; tests/swf15_gpu.test.ts and swf18_gpu.test.ts: `_anrps`): bf16 [T, 2H] inputs with special values and the cast's edge groups, the option
  * sets (psum layouts, weights, scaling), their device copies, and the real-row views of outputs the forward leaves
  * unwritten on padding rows.
  * @module

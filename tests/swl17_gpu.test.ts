@@ -1,8 +1,8 @@
 /**
  * swigluForwardAndPerTokenCast's row form with the block's expert cursor, `_anrs` (kernels-src/cuda/swiglu/swiglu_rows.cu,
- * docs/perf-notes/perf17-swl.md; `swigluLaunchTuning.castRowScan`, the default since round 17, set and restored in
+ * docs/perf-notes/perf17-swl.md; the row form `swigluLaunchTuning.rowForm` takes since round 17, set and restored in
  * try/finally) against the CPU reference on the
- * data's real rows and every sf layout (the sf's padding rows included, as `_anr2` zeroes them; the padding rows of
+ * data's real rows and every sf layout (the sf's padding rows included, as `_anl` zeroes them; the padding rows of
  * the data, which the forward leaves unwritten, masked) at H = 7168, the only hidden size they are built for: T = 1,
  * 2, 5, 37, 700 (blocks walk several rows), random rows with NaN / ±Inf / ±0, gpu_util's row kinds and edge groups;
  * psum layouts that move the cursor every way: random with 0-token experts, small hand-made ones (a padding gap after a
@@ -10,9 +10,10 @@
  * a block's next row lies more than 31 experts further (the cursor's binary-search fallback) or 1–31 further (the
  * warp scan); token alignments 1 / 4 / 16 / 128, weights with and without routedScalingFactor, PDL on and off; the
  * launched kernel and its PDL flag asserted after every call. Then the bench's shape 3000 × 7168 (64 and 512 experts,
- * weights, scaling) against `_anr2` (castRowScan off) byte for byte, PDL on and off, and against the CPU reference;
- * a data view 8 bytes into its allocation; the cases the knob does not take (rowForm off, a clamp, another H, x off alignment) run main's
- * choice. Every psum here keeps §11.2 (psum[e] ≥ align(psum[e−1], A), psum[E−1] ≤ T). Skipped, and counted as
+ * weights, scaling) against `_anl` (rowForm off) byte for byte, PDL on and off, and against the CPU reference;
+ * a data view 8 bytes into its allocation; the cases the row form does not take (a clamp, another H, x off alignment)
+ * run main's choice. (Until trim24 the comparison was with `_anr2`, the knob castRowScan's off, both removed.)
+ * Every psum here keeps §11.2 (psum[e] ≥ align(psum[e−1], A), psum[E−1] ≤ T). Skipped, and counted as
  * skipped, without a GPU.
  * @module
  */
@@ -27,18 +28,18 @@ import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
 
 const SEED = 17301;
-const CAST_ANR2 = "tk_swiglu_forward__bf16_e4m3_g128_anr2";
+const CAST_ANL = "tk_swiglu_forward__bf16_e4m3_g128_anl";
 const CAST_ANRS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
 const CAST = { fmt: "e4m3", numPerChannels: 128 } as const;
 
-/** Runs `f` with swigluLaunchTuning.castRowScan = `on`, restoring it however `f` ends. */
+/** Runs `f` with swigluLaunchTuning.rowForm = `on` (off: `_anl`), restoring it however `f` ends. */
 function withScan<R>(on: boolean, f: () => R): R {
-  const saved = swigluLaunchTuning.castRowScan;
-  swigluLaunchTuning.castRowScan = on;
+  const saved = swigluLaunchTuning.rowForm;
+  swigluLaunchTuning.rowForm = on;
   try {
     return f();
   } finally {
-    swigluLaunchTuning.castRowScan = saved;
+    swigluLaunchTuning.rowForm = saved;
   }
 }
 
@@ -117,10 +118,10 @@ gpuTest("_anrs equals the CPU reference at H = 7168: small, stair and random psu
     }
   }
   assert.ok(calls > 0);
-  assert.equal(swigluLaunchTuning.castRowScan, true, "the knob is restored (default on)");
+  assert.equal(swigluLaunchTuning.rowForm, true, "the knob is restored (default on)");
 });
 
-gpuTest("_anrs equals _anr2 (castRowScan off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
+gpuTest("_anrs equals _anl (rowForm off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
   const rand = rng(SEED + 1);
   const T = 3000;
   for (const [E, A] of [[64, 128], [512, 1]]) {
@@ -140,7 +141,7 @@ gpuTest("_anrs equals _anr2 (castRowScan off) at the bench's shape 3000 × 7168 
               return out;
             });
           const m = run(false);
-          assert.equal(m.fn, fnOf(CAST_ANR2), "knob off: _anr2");
+          assert.equal(m.fn, fnOf(CAST_ANL), "knob off: _anl");
           const q = run(true);
           assert.equal(q.fn, fnOf(CAST_ANRS), "knob on: _anrs");
           assertBytesEqual(q.d, m.d, `3000 E=${E} cast data pdl ${pdl}`);
@@ -162,7 +163,7 @@ gpuTest("_anrs equals _anr2 (castRowScan off) at the bench's shape 3000 × 7168 
   }
 });
 
-gpuTest("castRowScan: a data view 8 bytes into its allocation runs _anrs (off: _anr2); the cases the knob does not take run main's choice (rowForm off, clampValue, another H, x off alignment)", () => {
+gpuTest("rowForm: a data view 8 bytes into its allocation runs _anrs (off: _anl); the cases the row form does not take run main's choice (rowForm off, clampValue, another H, x off alignment)", () => {
   const rand = rng(SEED + 2);
   {
     // a preallocated data view 8 bytes into its allocation (the cast's 8-byte condition holds, 16 does not); every row real
@@ -174,7 +175,7 @@ gpuTest("castRowScan: a data view 8 bytes into its allocation runs _anrs (off: _
       const dd = uploadView(new HostTensor(new Uint8Array(T * H + 8), "e4m3", [T, H], [H, 1], 8));
       withScan(on, () => {
         const [d, s] = swigluForwardAndPerTokenCast(dx, { ...CAST, out: { data: dd } });
-        assert.equal(swigluLastLaunch().fn, fnOf(on ? CAST_ANRS : CAST_ANR2), `data at +8: ${on}`);
+        assert.equal(swigluLastLaunch().fn, fnOf(on ? CAST_ANRS : CAST_ANL), `data at +8: ${on}`);
         assertBytesEqual(readAllocation(d as DeviceTensor).subarray(8), want, `data at +8 (${on}) vs CPU`);
         dispose(s);
       });
@@ -214,5 +215,5 @@ gpuTest("castRowScan: a data view 8 bytes into its allocation runs _anrs (off: _
     assertBytesEqual(readAllocation(cu as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x2, CAST)[0] as HostTensor), "x off alignment cast");
     dispose(d2, du, cu, su);
   });
-  assert.equal(swigluLaunchTuning.castRowScan, true, "the knob is restored (default on)");
+  assert.equal(swigluLaunchTuning.rowForm, true, "the knob is restored (default on)");
 });

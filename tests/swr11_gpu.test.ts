@@ -1,6 +1,6 @@
 /**
- * The row form of swigluForwardAndPerTokenCast (`_anr2`: kernels-src/cuda/swiglu/swiglu_rows.cu,
- * docs/perf-notes/perf11-swr.md; the default at H = 7168) against the CPU reference and the lean cast form `_anl`
+ * The row form of swigluForwardAndPerTokenCast (`_anrs` since trim24, round 11's `_anr2` before:
+ * kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf11-swr.md, perf17-swl.md; the default at H = 7168) against the CPU reference and the lean cast form `_anl`
  * (`swigluLaunchTuning.rowForm` off, restored afterwards), byte for byte: H = 7168 (the only hidden size it is built for) with
  * T = 0, 1, 5, 37 and more rows than a grid of one wave (each block then walks several rows), random bf16 rows of
  * every kind tests/gpu_util.ts randomInput makes (huge, tiny, ±0, rounding ties) and random values with NaN / ±Inf,
@@ -23,12 +23,13 @@ const SEED = Number(Date.now() % 1_000_000);
 
 type Tuning = Partial<typeof swigluLaunchTuning>;
 /**
- * The settings compared: the lean cast form `_anl` (knob off) and the row form `_anr2` (the default until round 17;
- * castRowScan off pins it: its successor `_anrs` has tests/swl17_gpu.test.ts).
+ * The settings compared: the lean cast form `_anl` (knob off) and the row form `_anrs` (the default; round 11's
+ * `_anr2`, which castRowScan off pinned here, left the package in trim24; tests/swl17_gpu.test.ts has `_anrs`'s own
+ * psum walks).
  */
 const SETTINGS: readonly { name: string; t: Tuning }[] = [
   { name: "anl", t: { rowForm: false } },
-  { name: "anr2", t: { rowForm: true, castRowScan: false } },
+  { name: "anrs", t: { rowForm: true } },
 ];
 
 /** Runs `f` under the tuning `t`, restoring the previous values however `f` ends. */
@@ -45,13 +46,13 @@ function withTuning<R>(t: Tuning, f: () => R): R {
 
 /** The cast kernel a setting must launch for an aligned, unclamped call at H = 7168. */
 function expectedSymbol(s: Tuning): string {
-  return s.rowForm ? "tk_swiglu_forward__bf16_e4m3_g128_anr2" : "tk_swiglu_forward__bf16_e4m3_g128_anl";
+  return s.rowForm ? "tk_swiglu_forward__bf16_e4m3_g128_anrs" : "tk_swiglu_forward__bf16_e4m3_g128_anl";
 }
 
 
 
 
-gpuTest("the row form _anr2 equals the CPU reference and _anl byte for byte at H = 7168", () => {
+gpuTest("the row form _anrs equals the CPU reference and _anl byte for byte at H = 7168", () => {
   const seed = SEED;
   console.log(`swr11 row forms seed ${seed}`);
   const rand = rng(seed);

@@ -65,12 +65,13 @@ export const NORM_BLOCK_THREADS = 256;
  *   per SM; step 4 and the cast by a rolled loop). H200, 16384 × 7168: 72.9% of copy against 60.6% for the cast by
  *   register rows (removed) and 50.5% for the team kernel (bench/RESULTS.md, seventh run). Off: the team kernel.
  *   Where every view allows 16-byte accesses (x's base and strides, the weight, data, outBf16: multiples of 16 bytes)
- *   it runs `tk_norm_forward__bf16_e4m3_g<N>_br4a` instead: the same kernel compiled for aligned views only (no
- *   element-load fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk: 24 of ~265
+ *   it ran `tk_norm_forward__bf16_e4m3_g<N>_br4a` instead (rounds 9–13): the same kernel compiled for aligned views
+ *   only (no element-load fallbacks, which ptxas if-converts into predicated narrow loads issued with every chunk: 24 of ~265
  *   warp-instructions a chunk in `_br4`), with the bench's case (a weight, outScale = 1, rounded scales as packed
  *   UE8M0) in its own copy of the loop; same launch geometry, registers (40) and bits. H200, 8192 / 16384 × 7168:
  *   70.5 / 76.9% of copy against `_br4`'s 67.1 / 73.2% (2026-12-01, docs/perf-notes/perf9-ncast.md; its knob
- *   `castBulkRowsAligned` was removed). Since round 18 aligned views run `_e4m3_g<N>_br4y` (`castWarpBound`).
+ *   `castBulkRowsAligned` was removed). Since round 18 aligned views run `_e4m3_g<N>_br4y`
+ *   (see the note after castRowForm).
  * - `bulkRowsCarveout` (default 85): the shared-memory carveout (percent of the most, 228 KiB on the H200) asked for
  *   the bulk-rows launches. 85 leaves ~60 KiB of L1 for the weight (read through L1 by every row): 72.9% against
  *   68.1% with 100 (14 blocks' worth of shared memory at H = 7168, 28 KiB of L1).
@@ -104,11 +105,12 @@ export const normLaunchTuning = {
    * against 63.0–77.5%, as did a cast by whole chunks; both were removed.)
    */
   castRowForm: 1 as 0 | 1,
-  /**
-   * Where `_e4m3_g<N>_br4a` would run (normForwardAndPerTokenCast, no residual, aligned views; N ∈ {32, 128}), true
-   * (the default) runs `tk_norm_forward__bf16_e4m3_g<N>_br4y` (kernels-src/cuda/norm/norm_cast_br4y.cu); false runs
-   * `_br4a`. Same launch geometry, PDL prologue, 40 registers without spills (12 blocks per SM) and bits. `_br4y` is
-   * `_br4a` with three rounds of trimming, each A/B'd in one process on the H200 (bench/RESULTS.md):
+  /*
+   * (Removed in trim24: `castWarpBound`. normForwardAndPerTokenCast without residual on aligned views (N ∈ {32, 128})
+   * runs `tk_norm_forward__bf16_e4m3_g<N>_br4y` (kernels-src/cuda/norm/norm_cast_br4y.cu); the knob's false ran round
+   * 9's `_br4a` (same launch geometry, PDL prologue, 40 registers without spills, 12 blocks per SM, and bits), which
+   * left the package with it (docs/branches/trim24-removed.patch). `_br4y` is `_br4a` with three rounds of trimming,
+   * each A/B'd in one process on the H200 (bench/RESULTS.md):
    * - round 14 (`_br4w`, docs/perf-notes/perf14-ncast.md): step 4 + the cast's loop bounded per warp by a warp vote
    *   (77.5 → 80.3% of copy at 16384 × 7168 g128 packed);
    * - round 15 (`_br4x`, perf15-ncast.md): the UE8M0 exponent from amax's bits instead of a division, bf16x2 products
@@ -116,30 +118,25 @@ export const normLaunchTuning = {
    * - round 18 (`_br4y`, perf18-ncast.md): the |y| maximum by max.xorsign.abs.bf16x2, addresses from per-row bases,
    *   the warp vote as the only exit (80.9 → 82.8%; g32 packed 79.2 → 81.0%, fp32 row-major 77.6 → 78.0%).
    * The intermediate `_br4w` and `_br4x` left the package when `_br4y` landed (−0.33 MB; their source is
-   * docs/branches/perf15-br4wx.patch).
+   * docs/branches/perf15-br4wx.patch).)
    */
-  castWarpBound: true,
   /**
-   * bf16 `_b4` normBackward (not `_b4swx`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
+   * bf16 `_b4` normBackward (not `_b4swc`): how the slot's next row (t + 512) is sent toward L2 while row t is computed
    * (docs/perf-notes/perf3-nbw.md): "bulk" (one cp.async.bulk.prefetch.L2 per input and row), "thread"
    * (per-thread prefetch.global.L2 of each thread's chunks), "off" (the default). Hints only: same bits either way.
    * Measured on the H200 (bench/nbw_tuning.ts, 2026-11-30): every setting of the three knobs within 58.3–59.2% of
    * copy at 16384 rows (54–55% at 8192), i.e. no gain: the defaults are the round-2 kernel's (plus one barrier a row).
    */
   backwardPrefetch: "off" as "bulk" | "thread" | "off",
-  /** normBackward's weight-gradient fold: 16 warps per block (`_w16`) or 8 (the older kernel, the default). Same bits. */
-  backwardFoldWarps: 8 as 8 | 16,
+  // (Removed in trim24: `backwardFoldWarps`, whose 16 picked the 16-warp fold `_w16`, level with the 8-warp fold
+  // in round 3's table (58.3–59.2% of copy in every setting) and never the default.)
   /** normBackward's fold launched as a programmatic dependent of the rows kernel (when `config.pdl`; default off). Same bits. */
   backwardFoldPdl: false,
-  /**
-   * bf16 normBackward's rows kernel where usesB4swx (ops/norm/norm_backward.ts) holds: "swc" (the default)
-   * `_b4swc_unit` of kernels-src/cuda/norm/norm_backward_sw.cu (x, gradOut and xGrad moved by warp-ordered 16-byte
-   * lanes, 4 whole 128-byte lines per instruction, x and xGrad exchanged between lanes by shuffles; H200: 67.1% of
-   * copy at 8192 × 7168, 72.2% at 16384, against 63.0 / 68.5% for `_b4swx`; docs/perf-notes/perf11-nbw.md), or "swx"
-   * `_b4swx_unit` of norm_backward.cu (main's kernel before round 11, kept for A/B). Same bits; every other launch is
-   * unaffected.
-   */
-  backwardForm: "swc" as "swc" | "swx",
+  // (Removed in trim24: `backwardForm`. bf16 normBackward's rows kernel where usesB4swc (ops/norm/norm_backward.ts)
+  // holds is `_b4swc_unit` of kernels-src/cuda/norm/norm_backward_sw.cu (x, gradOut and xGrad moved by warp-ordered
+  // 16-byte lanes, 4 whole 128-byte lines per instruction; H200: 67.1% of copy at 8192 × 7168, 72.2% at 16384);
+  // the knob's "swx" ran round 8's `_b4swx_unit` (63.0 / 68.5%; docs/perf-notes/perf11-nbw.md), which left the
+  // package with it.)
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

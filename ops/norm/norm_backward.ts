@@ -169,7 +169,7 @@ const packet = new LaunchPacket(NormBackwardParams);
 const W = packet.w;
 /**
  * Dynamic shared memory of the bf16 rows kernels (norm_backward.cu kAccBytes): the 32 weight-gradient partials of
- * each of the 256 threads, fp32. With their static shared memory (34 KiB; `_b4`, `_b4swx` and `_b4swc` 18 KiB) that
+ * each of the 256 threads, fp32. With their static shared memory (34 KiB; `_b4` and `_b4swc` 18 KiB) that
  * is above 48 KiB, so the launch raises the function's limit first. fp32 rows kernels take none.
  */
 const BF16_ACC_SMEM = 2 * 16 * 4 * NORM_BLOCK_THREADS;
@@ -187,15 +187,14 @@ function aligned16(t: Tensor, rows: number, bytes: number): boolean {
 }
 
 /**
- * Whether the bf16 rows kernel is one with the launch conditions compiled in (`_b4swc_unit` by default, `_b4swx_unit`
- * under {@link normLaunchTuning}.backwardForm "swx"; see {@link backwardRowsForm}): a bf16 launch of the four-block
- * form with a weight, no residualOutGrad, outScale = 1 (after RN32), 4096 < H ≤ 8192 (one team of 256 threads a
- * block, a tree of 512 nodes) and 16-byte aligned x, gradOut, xGrad and weight views. Otherwise `_b4` (same bits).
- * `_b4swx_unit` is `_b4` with them compiled in, the thread's first weight chunk in registers and x through L1 (H200,
- * 16384 × 7168: 67.7% of copy against 59.0% for `_b4`; docs/perf-notes/perf8-nbw.md). Exported for the GPU tests
- * only (not re-exported by mod.ts).
+ * Whether the bf16 rows kernel is the one with the launch conditions compiled in (`_b4swc_unit`; see
+ * {@link backwardRowsForm}): a bf16 launch of the four-block form with a weight, no residualOutGrad, outScale = 1
+ * (after RN32), 4096 < H ≤ 8192 (one team of 256 threads a block, a tree of 512 nodes) and 16-byte aligned x,
+ * gradOut, xGrad and weight views. Otherwise `_b4` (same bits). (Round 8's `_b4swx_unit`, the first kernel with them
+ * compiled in: 67.7% of copy against 59.0% for `_b4` at 16384 × 7168, docs/perf-notes/perf8-nbw.md; replaced by
+ * `_b4swc_unit` in round 11, removed in trim24.) Exported for the GPU tests only (not re-exported by mod.ts).
  */
-export function usesB4swx(
+export function usesB4swc(
   t: { x: Tensor; weight: Tensor | null; gradOut: Tensor; residualOutGrad: Tensor | null; xGrad: Tensor },
   outScale: number,
 ): boolean {
@@ -206,26 +205,25 @@ export function usesB4swx(
 }
 
 /**
- * The rows kernel's form suffix of a launch: where {@link usesB4swx}, `_b4swc` (the default: norm_backward_sw.cu,
- * whole 128-byte lines of x, gradOut and xGrad per warp instruction; H200, 16384 × 7168: 72.2% of copy against 68.5%
- * for `_b4swx`, 8192: 67.1% against 63.0%; docs/perf-notes/perf11-nbw.md), or `_b4swx` under
- * {@link normLaunchTuning}.backwardForm "swx" (outScale = 1 only, both); `_b4` for every other bf16 launch; "" for
- * fp32. Exported for the GPU tests only (not re-exported by mod.ts).
+ * The rows kernel's form suffix of a launch: where {@link usesB4swc}, `_b4swc` (norm_backward_sw.cu, whole 128-byte
+ * lines of x, gradOut and xGrad per warp instruction; H200, 16384 × 7168: 72.2% of copy against 68.5% for round 8's
+ * `_b4swx`, 8192: 67.1% against 63.0%; docs/perf-notes/perf11-nbw.md; outScale = 1 only); `_b4` for every other
+ * bf16 launch; "" for fp32. Exported for the GPU tests only (not re-exported by mod.ts).
  */
 export function backwardRowsForm(
   t: { x: Tensor; weight: Tensor | null; gradOut: Tensor; residualOutGrad: Tensor | null; xGrad: Tensor },
   outScale: number,
-): "" | "_b4" | "_b4swx" | "_b4swc" {
-  if (!usesB4swx(t, outScale)) return t.x.dtype === "bf16" ? "_b4" : "";
-  return normLaunchTuning.backwardForm === "swx" ? "_b4swx" : "_b4swc";
+): "" | "_b4" | "_b4swc" {
+  if (usesB4swc(t, outScale)) return "_b4swc";
+  return t.x.dtype === "bf16" ? "_b4" : "";
 }
 
 /**
  * Launches norm_backward.cu per its launch table: `tk_norm_backward__<dtype>` (bf16: `_b4swc_unit` of
- * norm_backward_sw.cu, or `_b4swx_unit` under backwardForm "swx", where {@link usesB4swx}, else `_b4`, with 32 KiB
+ * norm_backward_sw.cu, where {@link usesB4swc}, else `_b4`, with 32 KiB
  * of dynamic shared memory;
  * `_unit` for outScale = 1) over the
- * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad[_w16]` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
+ * 512 token slots, then (with a weight) `tk_norm_backward_weight_grad` over the columns, the slot partials living in a stream-ordered fp32 workspace `[min(T, 512), H]`. `T = 0`: no launch;
  * an allocated gradient is zero-filled, an accumulated one left as it is (spec D.3).
  */
 function launchNormBackward(
@@ -270,7 +268,7 @@ function launchNormBackward(
   const teams = NORM_BLOCK_THREADS / P;
   // outScale = 1 (after RN32, as the kernel sees it): the kernel without the dy ⊗ outScale multiplications
   // bf16: the four-blocks-per-SM form (_b4); where its compiled-in launch conditions hold (outScale = 1 only),
-  // _b4swc of norm_backward_sw.cu, or _b4swx when normLaunchTuning.backwardForm is "swx"
+  // _b4swc of norm_backward_sw.cu
   const form = backwardRowsForm(t, outScale);
   const sym = `tk_norm_backward__${t.x.dtype}${form}${Math.fround(outScale) === 1 ? "_unit" : ""}`;
   const smem = t.x.dtype === "bf16" ? BF16_ACC_SMEM : 0;
@@ -278,12 +276,11 @@ function launchNormBackward(
   p.setLaunch(fn, stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, smem, false, device.index);
   p.launch(op);
   if (ws) {
-    // the fold: 16 subtree warps (512 threads, `_w16`) unless the tuning knob asks for the 8-warp kernel
-    const w16 = normLaunchTuning.backwardFoldWarps !== 8;
-    const fold = kernelFunction(op, device, w16 ? "tk_norm_backward_weight_grad_w16" : "tk_norm_backward_weight_grad");
+    // the fold: 8 subtree warps (256 threads)
+    const fold = kernelFunction(op, device, "tk_norm_backward_weight_grad");
     // programmatic dependent launch: the fold's launch overlaps the rows kernel; it waits for that grid's end
     const pdl = config.pdl && normLaunchTuning.backwardFoldPdl;
-    p.setLaunch(fold, stream.handle, H / 32, w16 ? 2 * NORM_BLOCK_THREADS : NORM_BLOCK_THREADS, 0, pdl, device.index);
+    p.setLaunch(fold, stream.handle, H / 32, NORM_BLOCK_THREADS, 0, pdl, device.index);
     p.launch(op);
     ws.dispose(); // stream-ordered: freed after the fold
   }

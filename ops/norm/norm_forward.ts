@@ -258,7 +258,7 @@ function vec16(t: Tensor | null): boolean {
 }
 
 /**
- * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4y` / `_br4a`, `_e4m3_g<N>_tp16c_res`; with
+ * Whether the views of a fused cast allow the aligned-only kernels (`_e4m3_g<N>_br4y`, `_e4m3_g<N>_tp16c_res`; with
  * normLaunchTuning.castRowForm 0 the residual casts stay on `_e4m3_g<N>_wr_res`), the defaults wherever `_e4m3_g<N>_br4` /
  * `_e4m3_g<N>_wr_res` would run on such views): the bases and row / batch strides of the bf16
  * rows (x, and residual and residualOut when given), the weight, data and outBf16 at multiples of 16 bytes (data and
@@ -305,7 +305,7 @@ export function launchNormForward(
   const rowsForm = x.dtype === "bf16" && t.teamThreads === 0 && B * T >= t.forwardWarpRowsMinRowsPerSm * config.getNumSms(device);
   // any H, no residual: one block of 4 warps per row, for normForward the row held in registers
   // (`_rr4_l2`; on views that allow 16-byte accesses `_tp16hr` below), for the cast landed in shared memory by a bulk
-  // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4y` (`_br4a` with castWarpBound off),
+  // copy (`_e4m3_g<N>_br4`: 2H bytes of dynamic shared memory, the carveout of `bulkRowsCarveout`; `_e4m3_g<N>_br4y`,
   // compiled for aligned views only, where the views allow it)
   const bulkRows = rowsForm && !r.residual && !!c && t.castBulkRows;
   const regRows = rowsForm && !r.residual && !c && t.forwardRegRows;
@@ -315,7 +315,7 @@ export function launchNormForward(
   // the register-rows case on views that allow 16-byte accesses (x, out, the weight): one block of 512 threads per
   // row, two passes, x held in registers between them (`_tp16hr`); other views keep `_rr4_l2`
   const twoPass = regRows && vec16(x) && vec16(o.out) && (!r.w || (r.w as DeviceTensor).addr % 16 === 0);
-  // (the aligned-only forms of the casts, `_br4y` (`_br4a` with castWarpBound off) / `_tp16c_res`, where the views allow them)
+  // (the aligned-only forms of the casts, `_br4y` / `_tp16c_res`, where the views allow them)
   const aligned = () => !!c && castViewsAligned(x, r.w, c.data, c.outBf16, r.residual, o.residualOut);
   // (round 11, normLaunchTuning.castRowForm 1, the default: the residual casts on aligned views in `_tp16hr`'s
   // geometry, `_e4m3_g<N>_tp16c_res` (norm_cast_tp16.cu); 0: `_wr_res` (its aligned-only compile `_wr_resa` was
@@ -324,7 +324,7 @@ export function launchNormForward(
   const form = castRow
     ? "_tp16c_res"
     : bulkRows
-    ? (aligned() ? (t.castWarpBound ? "_br4y" : "_br4a") : "_br4")
+    ? (aligned() ? "_br4y" : "_br4")
     : twoPass
     ? "_tp16hr"
     : regRows
@@ -377,7 +377,7 @@ export function launchNormForward(
   // team kernels: 8 blocks per SM by default, two full waves of the 4 resident bf16 blocks (plain and cast: 64
   // registers), four of the 2 fp32 ones (a count that is not a multiple of the resident blocks leaves a part-empty
   // last wave). _wr_res: a warp per row, one block per 8 rows by default (the block scheduler balances the tail).
-  // _rr4_l2, _e4m3_g<N>_br4[a]: one block of 128 threads per row, one block per row by default; _tp16hr: one block
+  // _rr4_l2, _e4m3_g<N>_br4[y]: one block of 128 threads per row, one block per row by default; _tp16hr: one block
   // of 512 threads per row, one block per row by default.
   // _e4m3_g<N>_tp16c_res: one block of 512 threads per row, one block per row by default.
   const oneRow = regRows || bulkRows || castRow;
@@ -385,7 +385,7 @@ export function launchNormForward(
   const perSm = forwardBlocksPerSm(wr || oneRow ? 1 << 20 : 8);
   const grid = Math.max(1, Math.min(Math.ceil((B * T) / rowsPerBlock), perSm * config.getNumSms(device), 2 ** 31 - 1));
   // PDL (docs/perf-notes/perf10-pdl.md): the kernels that issue griddepcontrol.launch_dependents first and
-  // griddepcontrol.wait before their first global access (`_tp16hr`, `_e4m3_g<N>_br4y` / `_br4a`, `_e4m3_g<N>_tp16c_res`) are launched as programmatic dependents of
+  // griddepcontrol.wait before their first global access (`_tp16hr`, `_e4m3_g<N>_br4y`, `_e4m3_g<N>_tp16c_res`) are launched as programmatic dependents of
   // the previous kernel in the stream while `config.pdl` is set (read at every launch); every other form, and these
   // with `config.pdl` off, launch plainly (the two instructions then have no effect).
   const pdl = config.pdl && pdlForms.has(form);
@@ -394,7 +394,7 @@ export function launchNormForward(
 }
 
 /** The forms of norm_forward.cu compiled with the griddepcontrol prologue (launched with PDL while config.pdl). */
-const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4a", "_br4y", "_tp16c_res"]);
+const pdlForms: ReadonlySet<string> = new Set(["_tp16hr", "_br4y", "_tp16c_res"]);
 
 /**
  * The function handle and the PDL flag of the launch header the norm forward family (normForward,

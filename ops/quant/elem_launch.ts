@@ -10,7 +10,7 @@ import { kernelFunction, kernelFunctionWithSmem, LaunchPacket } from "../../ffi/
 import { CastParams } from "./elem.params.ts";
 
 /**
- * The pairs of cast.cu with an aligned-only `_a` form (RN `tk_cast__<in>_<out>_a` and SR `…_sr_a`): bf16 → e4m3, the
+ * The pairs of cast.cu with an aligned-only `_a` form (RN `tk_cast__<in>_<out>_a` and SR `…_sr_a12`, cast_sr12.cu): bf16 → e4m3, the
  * unaligned fallback compiled out (+0.2–0.7 points of copy RN, +3.0–3.6 SR on an H200; fp32 → e4m3 and fp32 → bf16
  * tied and have none: docs/perf-notes/perf9-cast.md).
  */
@@ -18,16 +18,17 @@ const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3"]);
 
 /**
  * Launch choices of the element casts that tests and benches may flip (restore them after use).
- * - `srScaledEncode` (default on since round 13): where `tk_cast__bf16_e4m3_sr_a` would run, `…_sr_a12` instead
- *   (cast_sr12.cu: the same kernel with §7.3's e4m3 rounding done on rz(v·2^-120), 3 fewer instructions per value, as
- *   perTokenCast's `_g128_sr_wu12`; docs/perf-notes/perf13-csr.md). Same bytes. Interleaved A/B on the H200
- *   (bench/csr13_tuning.ts): 86.7 → 88.9% of copy at 16384 × 7168, 83.1 → 85.2% at 8192. Off: `_sr_a`.
+ * - (Removed in trim24: `srScaledEncode`. The aligned SR form is `…_sr_a12` (cast_sr12.cu: cast.cu's aligned kernel
+ *   with §7.3's e4m3 rounding done on rz(v·2^-120), 3 fewer instructions per value, as perTokenCast's `_g128_sr_wu12`;
+ *   docs/perf-notes/perf13-csr.md; interleaved A/B on the H200, bench/csr13_tuning.ts: 86.7 → 88.9% of copy at
+ *   16384 × 7168, 83.1 → 85.2% at 8192 against round 9's `tk_cast__bf16_e4m3_sr_a`, which the knob's off ran and
+ *   which left the package with it: docs/branches/trim24-removed.patch.)
  * - `srRing` (default "w2" since round 23; docs/perf-notes/perf23-csr.md): "w2", where `…_sr_a12` would run, numel
  *   < 2^34, out on a 16-byte boundary and the rows (numel over the last dimension: the tokens of a [tokens, hidden]
  *   activation) in [`srRingMinRows`, `srRingMaxRows`], runs `…_sr_a12w2` (cast_sr23.cu: `_sr_a12`'s chunk conversion
  *   and tail fed by a warp's 2-stage cp.async ring in shared memory, each lane converting 2 consecutive chunks a step
- *   and storing them with one 16-byte store; {@link SR_RING} has the shared memory). Same bytes, same grid. Needs
- *   `srScaledEncode`. 0: `…_sr_a12` at every size. Interleaved A/B on the H200 (bench/csr23_tuning.ts, % of copy,
+ *   and storing them with one 16-byte store; {@link SR_RING} has the shared memory). Same bytes, same grid. 0:
+ *   `…_sr_a12` at every size. Interleaved A/B on the H200 (bench/csr23_tuning.ts, % of copy,
  *   `_sr_a12` → w2, × 7168, Deno and Bun): 4096 rows 89.1–89.4 → 84.5–84.8, 5120 82.5 → 86.0, 6144 82.7 → 87.8–87.9,
  *   8192 85.6 → 90.6, 10240 87.1 → 92.2, 12288 87.5–87.8 → 92.7–93.2, 14336 88.5–88.6 → 89.1–89.5, 16384 89.0–89.3
  *   → 88.9–89.3 (a tie), 20480 89.9 → 89.1. Round 21's one-chunk ring `_sr_a12c5` (the default for 5120 … 12288
@@ -38,8 +39,7 @@ const ALIGNED_FORMS: ReadonlySet<string> = new Set(["bf16_e4m3"]);
  *   at every measured point (5120 … 14336, seven sizes); it loses at 4096 and 20480 and ties at 16384, so `…_sr_a12`
  *   keeps those.
  */
-export const castLaunchTuning: { srScaledEncode: boolean; srRing: 0 | "w2"; srRingMinRows: number; srRingMaxRows: number } = {
-  srScaledEncode: true,
+export const castLaunchTuning: { srRing: 0 | "w2"; srRingMinRows: number; srRingMaxRows: number } = {
   srRing: "w2",
   srRingMinRows: 5120,
   srRingMaxRows: 14336,
@@ -93,9 +93,9 @@ export function alignedForm(x: Tensor, out: Tensor): boolean {
 }
 
 /**
- * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`, or their `_a`
- * forms (see {@link alignedForm}; `_sr_a12` of cast_sr12.cu for `_sr_a`, and `_sr_a12w2` of cast_sr23.cu for
- * `_sr_a12`, under {@link castLaunchTuning}).
+ * cast.cu's launch: `tk_cast__<in>_<out>` (RN) or `…_sr` with `idxBase = uint32(offset/4 + seed)`, or their aligned
+ * forms (see {@link alignedForm}: RN `_a`, SR `_sr_a12` of cast_sr12.cu, and `_sr_a12w2` of cast_sr23.cu in place of
+ * `_sr_a12` under {@link castLaunchTuning}).
  * grid.x = max(1, min(⌈⌈numel / 8⌉ / (256 · U)⌉, 4 · SMs)), U = 2 for fp32 sources, 4 otherwise. Nothing for 0
  * elements.
  */
@@ -104,7 +104,7 @@ export function launchElementCast(op: string, device: Device, stream: Stream, x:
   if (n === 0) return;
   const a = alignedForm(x, out);
   const t = castLaunchTuning;
-  const sr12 = sr && a && t.srScaledEncode;
+  const sr12 = sr && a;
   const form = sr12 && t.srRing !== 0 ? SR_RING[t.srRing] : null;
   const ring = form && n < SR_RING_MAX_NUMEL && castRows(x) >= t.srRingMinRows && castRows(x) <= t.srRingMaxRows &&
       (out as DeviceTensor).addr % form.outAlign === 0 ? form : null;

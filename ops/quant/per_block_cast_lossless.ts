@@ -2,9 +2,9 @@
  * `perBlockCastLossless`: exact FP4 → FP8 re-blocking (spec/API.md §3.1; numerics and legal arguments:
  * spec/quant.md §10, §11). Checks, then dispatch to the CPU reference (`per_block_cast_lossless.ref.ts`) or the
  * CUDA kernels (`kernels-src/cuda/quant/per_block_cast_lossless.cu`; the aligned data form behind
- * {@link losslessLaunchTuning}: `per_block_cast_lossless_a.cu`; the one-launch tiled form behind it too:
- * `per_block_cast_lossless_t.cu`, and its pipelined form, the default: `per_block_cast_lossless_p.cu`; that form with
- * 16-byte L2-only copies behind the knob: `per_block_cast_lossless_g.cu`).
+ * {@link losslessLaunchTuning}: `per_block_cast_lossless_a.cu`; the one-launch tiled forms behind it too, their tile
+ * constants in `per_block_cast_lossless_t.cuh`: the pipelined form `per_block_cast_lossless_p.cu`, and that form with
+ * 16-byte L2-only copies, the default: `per_block_cast_lossless_g.cu`).
  * @module
  */
 import { type OpOptions, place } from "../../core/backend.ts";
@@ -51,10 +51,10 @@ const PL = { threads: 256, warpsPerBlock: 8, sfBlocksPerSm: 4, dataBlocksPerSm: 
 const packet = new LaunchPacket(PerBlockCastLosslessParams);
 /** per_block_cast_lossless_a.cu's launch table: 8192 elements a block per step, 8 blocks per SM resident (one wave). */
 const PLA = { threads: 256, blocksPerSm: 8, elemsPerTile: 8192, minInBlockCols: 16, xAlign: 8, dataAlign: 16 };
-/** per_block_cast_lossless_t.cu's launch table: tiles of 128 rows × 256 columns, 4 blocks per SM resident. */
-const PLT = { threads: 256, blocksPerSm: 4, tileRows: 128, tileCols: 256, inBlockCols: 32, outBlockCols: 128, xAlign: 8, dataAlign: 16 };
+/** per_block_cast_lossless_t.cuh's tiles: 128 rows × 256 columns, and the launch checks of the tiled forms. */
+const PLT = { threads: 256, tileRows: 128, tileCols: 256, inBlockCols: 32, outBlockCols: 128, xAlign: 8, dataAlign: 16 };
 /**
- * The pipelined forms of `__tile` (same tiles and launch checks), by `losslessLaunchTuning.tiledForm`: CTAs per SM
+ * The pipelined forms of round 16's `__tile` (same tiles and launch checks), by `losslessLaunchTuning.tiledForm`: CTAs per SM
  * resident, dynamic shared memory and the carveout that fits 3 of them, and the codes' alignment the form needs.
  * 2: per_block_cast_lossless_p.cu, a ring of 3 tiles × 256 threads × 8 chunks × (8 code + 4 exponent bytes) = 72 KiB
  * (kRingBytes). 3: per_block_cast_lossless_g.cu, the same ring with one exponent word a lane pair: 3 × 8 × (256 · 8 +
@@ -73,7 +73,7 @@ const PLP = {
  *   base 16-byte aligned; every other call runs `tk_per_block_cast_lossless__data`. false runs `__data` for every
  *   call (the pre-round-11 form, kept for A/B). The `__sf` launch is the same.
  * - `tiled` (default true since round 16, docs/perf-notes/perf16-lsl.md: 52.5 → 67.3% of copy at 16384 × 7168):
- *   the whole op runs as ONE launch, the form `tiledForm` picks of `tk_per_block_cast_lossless__tile` (a CTA a tile of 128 rows × 256 columns: every code and input scale of the
+ *   the whole op runs as ONE launch, the form `tiledForm` picks of round 16's `tk_per_block_cast_lossless__tile` (a CTA a tile of 128 rows × 256 columns: every code and input scale of the
  *   tile loaded once, 8 chunks a thread in flight, the block max of the exponent bytes by shuffles and one barrier,
  *   then the scales and the e4m3 codes), where the blocks as the kernels take them are input [1, 32] and output
  *   [128, 128] (or one block row of ≤ 128 rows), the codes' base is 8-byte and the output data's base 16-byte
@@ -84,19 +84,19 @@ const PLP = {
  *   pair's chunks copied by 16-byte cp.async.cg, with one exponent word a pair, all with the L2::256B prefetch hint,
  *   into a ring of 3 tiles in shared memory, two tiles ahead in flight, 3 CTAs per SM); a codes base only 8-byte
  *   aligned runs form 2. 2 (the default of round 19, docs/perf-notes/perf19-lsl.md, kept for A/B) runs
- *   `tk_per_block_cast_lossless__tile_cp`: the same ring filled by each thread's own 8-byte chunks and exponent words;
- *   0 runs `__tile` (kept for A/B). Forms 2 and 3 take the same calls as `__tile` (they copy whole 32-bit words of
- *   the input scales, whose fp32 or int32 storage is always 4-byte aligned) with the same bytes, and their grid is
- *   balanced: every CTA gets ⌈tiles / grid⌉ or one fewer tiles, with grid ≤ CTAs per SM · SMs.
+ *   `tk_per_block_cast_lossless__tile_cp`: the same ring filled by each thread's own 8-byte chunks and exponent words.
+ *   Both take the same calls as `__tile` did (they copy whole 32-bit words of the input scales, whose fp32 or int32
+ *   storage is always 4-byte aligned) with the same bytes, and their grid is balanced: every CTA gets ⌈tiles / grid⌉
+ *   or one fewer tiles, with grid ≤ CTAs per SM · SMs. (Form 0, round 16's `__tile` itself (52.5 → 67.3% of copy at
+ *   16384 × 7168, perf16-lsl.md), left the package in trim24: docs/branches/trim24-removed.patch.)
  */
-export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 0 | 2 | 3 } = { dataAligned: true, tiled: true, tiledForm: 3 };
+export const losslessLaunchTuning: { dataAligned: boolean; tiled: boolean; tiledForm: 2 | 3 } = { dataAligned: true, tiled: true, tiledForm: 3 };
 
 let lastDataKernel = "";
 /**
  * The symbol of the last data launch of {@link perBlockCastLossless} on a device ("" before any): for tests. With
  * `losslessLaunchTuning.tiled` taken, the op's only launch: the form `losslessLaunchTuning.tiledForm` picks
- * (`tk_per_block_cast_lossless__tile_cg` by default, `__tile_cp` with 2 or a codes base only 8-byte aligned,
- * `tk_per_block_cast_lossless__tile` with 0).
+ * (`tk_per_block_cast_lossless__tile_cg` by default, `__tile_cp` with 2 or a codes base only 8-byte aligned).
  */
 export function lastLosslessDataKernel(): string {
   return lastDataKernel;
@@ -146,17 +146,10 @@ function launchLossless(op: string, device: Device, stream: Stream, data: Tensor
   ) {
     const tiles = Math.ceil(a.T / PLT.tileRows) * Math.ceil(a.H / PLT.tileCols);
     const knob = losslessLaunchTuning.tiledForm;
-    const form = knob !== 0 && xAddr % PLP[knob].xAlign !== 0 ? 2 : knob;
-    if (form === 0) {
-      const grid = Math.max(1, Math.min(tiles, PLT.blocksPerSm * sms));
-      lastDataKernel = "tk_per_block_cast_lossless__tile";
-      p.setLaunch(kernelFunction(op, device, lastDataKernel), stream.handle, grid, PLT.threads, 0, false, device.index);
-    } else {
-      const f = PLP[form];
-      const grid = Math.ceil(tiles / Math.ceil(tiles / (f.blocksPerSm * sms)));
-      lastDataKernel = f.symbol;
-      p.setLaunch(kernelFunctionWithSmem(op, device, f.symbol, f.ringBytes, f.carveout), stream.handle, grid, PLT.threads, f.ringBytes, false, device.index);
-    }
+    const f = PLP[xAddr % PLP[knob].xAlign !== 0 ? 2 : knob];
+    const grid = Math.ceil(tiles / Math.ceil(tiles / (f.blocksPerSm * sms)));
+    lastDataKernel = f.symbol;
+    p.setLaunch(kernelFunctionWithSmem(op, device, f.symbol, f.ringBytes, f.carveout), stream.handle, grid, PLT.threads, f.ringBytes, false, device.index);
     p.launch(op);
     return;
   }

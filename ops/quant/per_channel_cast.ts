@@ -187,30 +187,29 @@ function kernelSymbol(l: Launch): string {
  *   8192 × 7168, 56.8 → 60.3% at 16384 against `_pw`): perChannelCastFused of an e4m3 input (numPerChannels 128)
  *   runs `tk_per_channel_cast__e4m3_r128_pr` (per_channel_cast_pr20.cu: a persistent grid, 1 CTA of 1024 threads
  *   per SM, whose CTAs keep the next two 128 × 512 tiles' reads in flight through a 3-stage shared-memory ring, each
- *   CTA walking a contiguous run of tiles) when x's and data's addresses are multiples of 16 bytes. `"_pw"`: round
- *   19's default `tk_per_channel_cast__e4m3_r128_pw` (per_channel_cast_pl19.cu: the same ring with 128 × 256 tiles,
- *   2 CTAs per SM, strided tile order; docs/perf-notes/perf19-pcf.md). `""`: the base kernel
- *   `tk_per_channel_cast__e4m3_r128` (kept for A/B). Round 16's `_r128_sm` and its knob `stagedE4m3` left the package
- *   in trim20 (docs/branches/trim20-removed.patch); round 20's `_px` (`_pr`'s tiles in `_pw`'s strided order) lost
- *   and was not kept.
+ *   CTA walking a contiguous run of tiles) when x's and data's addresses are multiples of 16 bytes. `""`: the base
+ *   kernel `tk_per_channel_cast__e4m3_r128` (kept for A/B). Round 19's default `"_pw"`,
+ *   `tk_per_channel_cast__e4m3_r128_pw` (the same ring with 128 × 256 tiles, 2 CTAs per SM, strided tile order;
+ *   docs/perf-notes/perf19-pcf.md), left the package in trim24 (docs/branches/trim24-removed.patch); round 16's
+ *   `_r128_sm` and its knob `stagedE4m3` in trim20 (docs/branches/trim20-removed.patch); round 20's `_px` (`_pr`'s
+ *   tiles in `_pw`'s strided order) lost and was not kept.
  *
  * Otherwise (another op or format, an unaligned x or data) the base kernel. Same bytes in every case.
  */
-export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pw" | "_pr" } = { pipelinedE4m3: "_pr" };
+export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pr" } = { pipelinedE4m3: "_pr" };
 
-/** The shared-memory carveout (percent) of `_pw` and `_pr`: their resident CTAs (2 × 108 KiB or 1 × 216 KiB dynamic) must fit. */
+/** The shared-memory carveout (percent) of `_pr`: its resident CTA (216 KiB dynamic) must fit. */
 const PIPELINED_CARVEOUT = 100;
 
 /**
- * per_channel_cast_pl19.cu's and per_channel_cast_pr20.cu's launch table: block threads, dynamic shared memory
- * (bytes), resident CTAs per SM (the persistent grid is that many per SM, at most one per tile) and tile columns.
+ * per_channel_cast_pr20.cu's launch table: block threads, dynamic shared memory (bytes), resident CTAs per SM (the
+ * persistent grid is that many per SM, at most one per tile) and tile columns.
  */
 const PIPELINED = {
-  _pw: { threads: 512, smem: 110592, perSm: 2, cols: 256 },
   _pr: { threads: 1024, smem: 221184, perSm: 1, cols: 512 },
 } as const;
 
-/** Whether a launch may run `_pr` / `_pw`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
+/** Whether a launch may run `_pr`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
 function e4m3Pipelinable(l: Launch, data: Tensor): boolean {
   return l.op === "perChannelCastFused" && !l.transpose && l.r === 128 && l.inp.x.dtype === "e4m3" &&
     l.inp.q?.numPerChannels === 128 && addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0;

@@ -213,14 +213,18 @@ const fnCache: number[][] = [];
  *   81.7 → 87.2% of copy back to back, 74.5 → 77.9% with a copy and 72.6 → 75.8% with another kernel between
  *   casts). `config.pdl` off: "" / "pkl", launched without the attribute. Read at every launch; the replay path
  *   compares it.
- * - "wu": perTokenCast bf16 → e4m3 with stochasticCast, groups of 128 (any sf layout), x base / row stride and data
- *   base multiples of 16 bytes: `_g128_sr_wu` (per_token_cast.cu, run_warp_units: warp units of 4 chunks per lane
- *   walked flat over (row, 1024-column segment) pairs, staged one unit ahead, the same step() and stochastic encode
- *   as `_g128_sr`), launched with the PDL attribute iff `config.pdl`. Measured on the H200 (docs/perf-notes/
- *   perf10-ptsr.md): 62.3 → 76.1% of copy at 16384 × 7168 (fp32 sf), 60.1 → 73.3% at 8192. Any other
- *   stochasticCast view runs `…_sr`, without the attribute; both give the same bytes.
+ * - "wu12": perTokenCast bf16 → e4m3 with stochasticCast, groups of 128 (any sf layout), x base / row stride and data
+ *   base multiples of 16 bytes: `_g128_sr_wu12` (per_token_cast_sr12.cu: per_token_cast.cu's run_warp_units, warp
+ *   units of 4 chunks per lane walked flat over (row, 1024-column segment) pairs, staged one unit ahead, the same
+ *   step() and hash as `_g128_sr`, with the §7.3 e4m3 rounding in a domain scaled by 2^-120, ~3 fewer instructions
+ *   per value), launched with the PDL attribute iff `config.pdl`. Measured on the H200: round 10's `_g128_sr_wu` (the
+ *   warp units with `_g128_sr`'s encoder; docs/perf-notes/perf10-ptsr.md) 62.3 → 76.1% of copy at 16384 × 7168 (fp32
+ *   sf), 60.1 → 73.3% at 8192; round 12's scaled encoder (perf12-sr.md, bench/sr12_tuning.ts) 75.0 → 90.4% and
+ *   72.5 → 86.2% on top. Any other stochasticCast view runs `…_sr`, without the attribute; all give the same bytes.
+ *   (`_g128_sr_wu`, kept for A/B behind perTokenLaunchTuning.srScaledEncode, left the package with the knob in
+ *   trim24: docs/branches/trim24-removed.patch.)
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu" | "wu12" | "lw";
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "lw";
 const FORM_INDEX: Record<Form, number> = {
   "": 0,
   sor4: 1,
@@ -229,26 +233,21 @@ const FORM_INDEX: Record<Form, number> = {
   sor4_a: 4,
   pdl: 5,
   pkl_pdl: 6,
-  wu: 7,
-  wu12: 8,
-  lw: 9,
+  wu12: 7,
+  lw: 8,
 };
 
 /**
  * Launch choices of perTokenCast that tests and benches may flip (restore them after use).
- * - `srScaledEncode` (default on since round 12): where "wu" would run, `_g128_sr_wu12` instead
- *   (per_token_cast_sr12.cu: the same warp units and hash, the §7.3 e4m3 rounding in a domain scaled by 2^-120, ~3
- *   fewer instructions per value; docs/perf-notes/perf12-sr.md). Same bytes. Measured on the H200 (interleaved A/B,
- *   bench/sr12_tuning.ts): 75.0 → 90.4% of copy at 16384 × 7168, 72.5 → 86.2% at 8192. Off: `_g128_sr_wu`.
  * - `e2m1LaneWide` (default on since round 17): perTokenCast bf16 → e2m1 without stochasticCast, x base / row stride
  *   and data base multiples of 16 bytes, with groups of 16 and e4m3 scales without roundSf (NVFP4; any sf layout)
  *   runs `_g16_lw` instead of `_g16_u4` (per_token_cast_fp4_17.cu: a lane owns 32 consecutive values — whole groups,
- *   lane-local amax and scale, one 16-byte code store per lane — walked as `_sr_wu`'s warp units;
+ *   lane-local amax and scale, one 16-byte code store per lane — walked as `_sr_wu12`'s warp units;
  *   docs/perf-notes/perf17-fp4.md). Same bytes. Measured on the H200 (interleaved A/B, bench/fp4_17_tuning.ts):
  *   55.6 → 59.7% of copy at 16384 × 7168, 53.3 → 57.1% at 8192. The same form for MXFP4 lost (73.9 → 73.2%) and is
  *   not built. Any other view or option keeps main's kernels. Read at every launch; the replay path compares it.
  */
-export const perTokenLaunchTuning = { srScaledEncode: true, e2m1LaneWide: true };
+export const perTokenLaunchTuning = { e2m1LaneWide: true };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
@@ -267,7 +266,7 @@ function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, ali
   // with stochasticCast, `aligned` also covers the data output (launchPerToken)
   if (sr) {
     if (!(aligned && mode === PER_TOKEN_MODE.cast && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128)) return "";
-    return perTokenLaunchTuning.srScaledEncode ? "wu12" : "wu";
+    return "wu12";
   }
   if ((inDtype !== "fp32" && inDtype !== "bf16") || GROUP_INDEX[n] === undefined) return "";
   if (mode === PER_TOKEN_MODE.sfOnly) {
@@ -341,7 +340,6 @@ interface Replay {
   clamp: number;
   /** config.pdl at the launch */
   pdl: boolean;
-  sr12: boolean;
   /** perTokenLaunchTuning.e2m1LaneWide at the launch */
   lw: boolean;
   device: Device;
@@ -372,7 +370,7 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
   return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
-    perTokenLaunchTuning.srScaledEncode === m.sr12 && perTokenLaunchTuning.e2m1LaneWide === m.lw;
+    perTokenLaunchTuning.e2m1LaneWide === m.lw;
 }
 
 function launchPerToken(
@@ -420,14 +418,14 @@ function launchPerToken(
   p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
-  // `_g128_sr_wu` (and `_g<N>_lw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
+  // `_g128_sr_wu12` (and `_g<N>_lw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
   // 8 · SMs as the `_g<N>` kernels
-  const grid = form === "wu" || form === "wu12" || form === "lw"
+  const grid = form === "wu12" || form === "lw"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
   // bf16 takes "pdl" / "pkl_pdl" only while config.pdl is set; fp16 always takes "pdl"
   const pdlLaunch = ((form === "pdl" || form === "pkl_pdl") && (r.x.dtype !== "fp16" || config.pdl)) ||
-    ((form === "wu" || form === "wu12") && config.pdl);
+    (form === "wu12" && config.pdl);
   p.setLaunch(fn, stream.handle, grid, PT.threads, 0, pdlLaunch, device.index);
   p.launch(op);
 }
@@ -596,7 +594,6 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         clampKey: a.rule.e4m3Sf ? (a.rule.fmt === "e4m3" ? "e4m3/e4m3sf" : "e2m1/e4m3sf") : a.rule.fmt,
         clamp: a.rule.clamp,
         pdl: config.pdl,
-        sr12: perTokenLaunchTuning.srScaledEncode,
         lw: perTokenLaunchTuning.e2m1LaneWide,
         device: pl.device,
         streamObj: stream,

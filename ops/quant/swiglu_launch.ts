@@ -34,7 +34,7 @@ const FORWARD_PARTS = 3;
 /** Column parts of the lean cast form `_anl` (kFwdLeanParts of swiglu.cu: 4 CTAs per SM on sm_90a). */
 const FORWARD_LEAN_PARTS = 4;
 
-/** The cast's row form `_anr2` (kernels-src/cuda/swiglu/swiglu_rows.cu): the one hidden size it is built for (kRowHidden). */
+/** The row forms `_anrs` / `_anrps` (kernels-src/cuda/swiglu/swiglu_rows.cu): the one hidden size they are built for (kRowHidden). */
 const ROW_HIDDEN = 7168;
 /** Threads of a row-form block (kRowThreads): 56 teams of 8 lanes, one group of 128 output columns each. */
 const ROW_THREADS = 448;
@@ -57,37 +57,29 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   (bench/RESULTS.md): round 11's `_t16` 54.6% of copy against main's 46.3%; `_t16w` 57.3% against `_t16`'s 54.7%
  *   (sixteenth run). `_t16` ("team16", the default from round 11 to 17) left the package in trim20
  *   (docs/branches/trim20-removed.patch).
- * - `rowForm`: swigluForwardAndPerTokenCast with H = 7168 by the row form `tk_swiglu_forward__bf16_e4m3_g128_anr2`
- *   (true, the default: kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf11-swr.md: one row per
- *   448-thread block, 2 CTAs per SM, a grid of one wave; measured on the H200 at 16384 × 7168: 85.5% of copy against
- *   81.2%) where the lean cast form `_anl` would run, or by `_anl` (false, kept for A/B). `_anl` (or main's kernel)
- *   serves every launch the row form does not take in either setting.
+ * - `rowForm`: swigluForwardAndPerTokenCast with H = 7168 by the row form `tk_swiglu_forward__bf16_e4m3_g128_anrs`
+ *   (true, the default: kernels-src/cuda/swiglu/swiglu_rows.cu) where the lean cast form `_anl` would run, or by `_anl`
+ *   (false, kept for A/B). `_anl` (or main's kernel) serves every launch the row form does not take in either setting.
+ *   `_anrs` is round 11's `_anr2` (docs/perf-notes/perf11-swr.md: one row per 448-thread block, 2 CTAs per SM, a grid
+ *   of one wave; H200, 16384 × 7168: 85.5% of copy against `_anl`'s 81.2%) with the block's expert kept in registers
+ *   between its rows (round 17, docs/perf-notes/perf17-swl.md: a row needs no psum load until it passes psum[e], then
+ *   one coalesced warp load and a ballot, instead of each warp's binary search per row; 16384 × 7168 85.4 → 86.1%,
+ *   8192 × 7168 83.5 → 84.5% of copy). The same bytes.
  * - `rowPrefetch` (default true): swigluForward at H = 7168 runs the row-prefetch form
- *   `tk_swiglu_forward__bf16_bf16_anrp` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf15-swf.md) where
- *   `_an` would run: whole rows per 448-thread block, 2 CTAs per SM, a grid of one wave, the block's next row's input
- *   loaded while the current row is computed; the same bytes. H200, one process's interleaved A/B (bench/RESULTS.md,
- *   fifteenth run): 16384 × 7168 86.4 → 88.2%, 8192 × 7168 84.3 → 86.7% of copy. false: `_an` (kept for A/B). The
- *   same walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 → 78.4%) and is not built.
- * - `castRowScan` (default true since round 17's A/B): where `_anr2` would run (rowForm set),
- *   `tk_swiglu_forward__bf16_e4m3_g128_anrs` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf17-swl.md):
- *   `_anr2`'s walk, geometry and row body with the block's expert kept in registers between its rows (a row needs no
- *   psum load until it passes psum[e], then one coalesced warp load and a ballot) instead of each warp's binary search
- *   per row. The same bytes. H200, one process's interleaved A/B (bench/RESULTS.md, sixteenth run): 16384 × 7168
- *   85.4 → 86.1%, 8192 × 7168 83.5 → 84.5% of copy. false: `_anr2` (kept for A/B).
- * - `forwardRowScan` (default true since round 18's A/B): where `_anrp` would run (rowPrefetch set),
- *   `tk_swiglu_forward__bf16_bf16_anrps` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf18-swf.md):
- *   `_anrp`'s prefetch walk, geometry and row body with each row's realness decided by `_anrs`'s expert cursor (the
- *   block's expert kept in registers; no psum load until a row passes psum[e], then one coalesced warp load and a
- *   ballot) instead of each warp's binary search per row, one row ahead so that a padding row's input is not loaded.
- *   The same bytes. H200, one process's interleaved A/B (bench/RESULTS.md, sixteenth run): 16384 × 7168
- *   88.5 → 90.2%, 8192 × 7168 86.8 → 88.8% of copy. false: `_anrp` (kept for A/B).
+ *   `tk_swiglu_forward__bf16_bf16_anrps` (kernels-src/cuda/swiglu/swiglu_rows.cu) where `_an` would run: whole rows
+ *   per 448-thread block, 2 CTAs per SM, a grid of one wave, the block's next row's input loaded while the current
+ *   row is computed (round 15's `_anrp`, docs/perf-notes/perf15-swf.md: 16384 × 7168 86.4 → 88.2%, 8192 × 7168 84.3 →
+ *   86.7% of copy against `_an`), each row's realness decided by `_anrs`'s expert cursor one row ahead, so that a
+ *   padding row's input is not loaded (round 18, docs/perf-notes/perf18-swf.md: 88.5 → 90.2%, 86.8 → 88.8%). The
+ *   same bytes. false: `_an` (kept for A/B). The same walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 →
+ *   78.4%) and is not built.
+ * (`castRowScan` and `forwardRowScan`, whose false ran `_anr2` and `_anrp`, left with those kernels in trim24:
+ * docs/branches/trim24-removed.patch.)
  */
 export const swigluLaunchTuning = {
   backwardCastForm: "team16w" as "main" | "team16w",
   rowForm: true,
   rowPrefetch: true,
-  castRowScan: true,
-  forwardRowScan: true,
 };
 
 const packet = new LaunchPacket(SwigluParams);
@@ -147,22 +139,19 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
  * of 128 bytes). The no-clamp form (`_an`, or forward__bf16_e4m3_g128's `_anl`) where it is built and the launch
  * has no clamp (then there are no counters either), else `_a` where it is built. Where forward__bf16_e4m3_g128's
- * `_anl` would run with H = 7168, the row form `_anr2` instead while {@link swigluLaunchTuning}.rowForm is set (the
- * default; the same conditions and bytes, docs/perf-notes/perf11-swr.md); where swigluForward's `_an` would run with
- * H = 7168, the row-prefetch form `_anrp` while rowPrefetch is set (the default), `_anrps` instead while forwardRowScan is
- * also set (the default); where `_anr2` would run, `_anrs` while castRowScan is set (the default). swigluBackwardAndPerTokenCast's
+ * `_anl` would run with H = 7168, the row form `_anrs` instead while {@link swigluLaunchTuning}.rowForm is set (the
+ * default; the same conditions and bytes); where swigluForward's `_an` would run with H = 7168, the row-prefetch form
+ * `_anrps` while rowPrefetch is set (the default). swigluBackwardAndPerTokenCast's
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16w` while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16w" (the default) and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anr2" | "_anrp" | "_anrps" | "_anrs" | "_t16w" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anrps" | "_anrs" | "_t16w" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
   if (a.hidden !== ROW_HIDDEN) return f;
-  if (swigluLaunchTuning.rowPrefetch && f === "_an" && a.symbol === "tk_swiglu_forward__bf16_bf16") {
-    return swigluLaunchTuning.forwardRowScan ? "_anrps" : "_anrp";
-  }
+  if (swigluLaunchTuning.rowPrefetch && f === "_an" && a.symbol === "tk_swiglu_forward__bf16_bf16") return "_anrps";
   if (f !== "_anl" || !swigluLaunchTuning.rowForm) return f;
-  return swigluLaunchTuning.castRowScan ? "_anrs" : "_anr2";
+  return "_anrs";
 }
 
 function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
@@ -240,13 +229,13 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
-  const rows = form === "_anr2" || form === "_anrp" || form === "_anrps" || form === "_anrs";
+  const rows = form === "_anrps" || form === "_anrs";
   const team = form === "_t16w";
   const rowsPerBlock = team ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))
     : Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
-  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anr2`, `_anrp`, `_anrps`, `_anrs`) are compiled with the
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anrps`, `_anrs`) are compiled with the
   // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.

@@ -4,10 +4,10 @@
 //   tk_norm_backward__fp32          xGrad, and the weight-gradient partial sums of each token slot (bf16: _b4 below)
 //   tk_norm_backward__<in>_unit     the same for outScale = 1 (no g = dy ⊗ outScale multiplications; same bits)
 //   tk_norm_backward__bf16_b4[_unit]  the bf16 rows kernels in their four-blocks-per-SM form (kFour; host default
-//                                     where _b4swx does not apply)
-//   tk_norm_backward__bf16_b4swx_unit _b4 compiled for a weight, no residualOutGrad, aligned views, 4096 < H ≤ 8192
-//                                     and outScale = 1, the thread's first weight chunk in registers, x through L1
-//                                     (norm_backward_rows_wreg; the host picks it wherever those hold; perf8-nbw.md)
+//                                     where norm_backward_sw.cu's _b4swc_unit does not apply)
+//   (round 8's _b4swx_unit, _b4 compiled for a weight, no residualOutGrad, aligned views, 4096 < H ≤ 8192 and
+//   outScale = 1 with the thread's first weight chunk in registers (perf8-nbw.md), was replaced by _b4swc_unit in
+//   round 11 and left the package in trim24: docs/branches/trim24-removed.patch)
 //   tk_norm_backward_weight_grad    the fixed-order fold of the 512 slots per column, + the accumulated gradient
 //
 // Launch geometry (the host follows this table; both kernels read everything they need from NormBackwardParams):
@@ -16,27 +16,23 @@
 //   tk_norm_backward__<in>[_b4][_unit]
 //                            256      ceilDiv(min(T, 512), 256 / P)  team σ (P threads, P = max(1, N/2) as in
 //                                                                    norm_forward.cu) = slot σ: rows σ, σ + 512, …
-//   tk_norm_backward__bf16_b4swx_unit
-//                            256      min(T, 512)                    P = 256 (4096 < H ≤ 8192): block σ = slot σ
 //   ..._weight_grad          256      H / 32                         32 columns per block, 8 warps × 64 slots each
-//   ..._weight_grad_w16      512      H / 32                         32 columns per block, 16 warps × 32 slots each
 //   The fold may be launched with programmatic dependent launch (PDL): the rows kernels trigger their dependents at
 //   their start, the fold waits (griddepcontrol.wait) for the rows grid's completion before any read.
 //
 //   Static shared memory: 1 KiB each (the tree's cross-warp step, the fold's subtrees; _b4 2 KiB: two alternating
-//   tree buffers, _w16 2 KiB: 16 subtrees); the bf16 rows kernel also
+//   tree buffers); the bf16 rows kernel also
 //   33 KiB of staging slots (x and gradOut chunks, rstd: the slot's next row, copied by cp.async), the _b4 form
-//   16 KiB (the current row's gradOut chunks), as _b4swx.
+//   16 KiB (the current row's gradOut chunks).
 //   Dynamic shared memory: the bf16 rows kernels take 32 KiB (kAccBytes: the weight-gradient partials), launched
 //   with that many bytes after the host raised their MAX_DYNAMIC_SHARED_SIZE_BYTES to it (66 / 50 KiB in all, above
 //   48 KiB); the fp32 rows kernels and the fold take none.
 //   Occupancy: bf16 rows (_b4) 64 registers → 4 blocks per SM (4 × 50 KiB of shared
-//   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM. _b4swx as _b4 (64
-//   registers, 0 spills; one barrier register: bar.sync 0).
+//   memory; 528 resident blocks ≥ the 512 slots on 132 SMs); fp32 rows 1 block per SM.
 //   _b4 L2 prefetch (flags kBwdPrefetchBulk / kBwdPrefetchThread, host normLaunchTuning.backwardPrefetch): at the
 //   top of row t the slot's row t + 512 of x and gradOut (bulk: residualOutGrad too) is sent toward L2 (one bulk
 //   prefetch per input by team threads 0, 32, 64, or a per-thread prefetch of each live chunk), aligned views only,
-//   and its rstd word by team thread 0; a hint, no bits change. _b4swx reads no flags (no prefetch).
+//   and its rstd word by team thread 0; a hint, no bits change.
 //   Rows (x, gradOut, residualOutGrad, xGrad, the workspace row) move in whole 32-byte sectors (kBwdFullSectors):
 //   for P ≥ 2 lanes 2m, 2m + 1 copy, load and store their two chunks' pieces together (common/rms_tree.cuh), the
 //   chunk ownership (and so every sum) unchanged.
@@ -46,7 +42,7 @@
 // the same additions in the same order); the slot's team is the only writer of row σ
 // of the fp32 workspace [min(T, 512), H]. The second kernel folds the slots of a column by halving (distance 256
 // first): warp w computes the subtree of slots ≡ w (mod S) recursively (distances 256 … S), then warp 0 combines
-// the S subtrees with distances S/2 … 1 (S = 8, or 16 for _w16: the same tree). Slots ≥ T are +0 leaves, as in the
+// the S = 8 subtrees with distances S/2 … 1. Slots ≥ T are +0 leaves, as in the
 // reference. Nothing depends on the grid or the SM count.
 //
 // The row gradient: the row dot product Σ xh ⊗ gw by TREE (common/rms_tree.cuh), then
@@ -123,7 +119,7 @@ constexpr bool kBwdFullSectors = false;
 // would not fit): each row's x and rstd load into registers at its top, and its gradOut is copied into this
 // thread's shared slots (16 KiB) and read from there in each pass instead of being held in registers.
 // (Its launches with a weight, no residualOutGrad, aligned views, 4096 < H ≤ 8192 and outScale = 1 run
-// norm_backward_rows_wreg below, the _b4swx symbol.)
+// norm_backward_sw.cu's _b4swc_unit.)
 template <Fmt kIn, bool kOne, bool kFour = false>
 TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   static_assert(!kFour || (kIn == Fmt::kBf16 && kAccShared<kIn>), "the four-block form is bf16 with shared partials");
@@ -467,186 +463,6 @@ TK_DEV void norm_backward_rows(const NormBackwardParams& p) {
   }
 }
 
-// ---- weight in registers (the _b4swx symbol) ----------------------------------------------------------------------
-// The _b4 geometry (four blocks of 256 threads per SM, 64 registers; the slot's partials in this thread's
-// shared-memory words; x and rstd into registers and gradOut into this thread's shared slots at the top of each row),
-// compiled for the launches that have a weight, no residualOutGrad, 16-byte aligned views of x, gradOut, xGrad and
-// the weight, 4096 < H ≤ 8192 (one team of 256 a block, a tree of 512 nodes; chunk 0 always live) and outScale = 1
-// (the host checks all of it before it picks the symbol; perf7-nbw.md, perf8-nbw.md), so that no flag selects and no
-// unaligned element path is emitted, and:
-// - the thread's first kWRegs weight chunks (8 words each) are loaded ONCE per block, before the row loop, and read
-//   from registers in both passes of every row, instead of 2 × 2 ld.global.v4 per chunk and row through L1; a later
-//   chunk's weight is read by piece through L1 where it is used. kWRegs = 2 (every weight load out of the row loop)
-//   needs 68 registers (ptxas: 24 bytes of spills at 64), so the symbol keeps chunk 0's (every thread has a live
-//   chunk 0): at H = 7168 a row issues 24 weight loads instead of 56 (60 global-load warp instructions instead of
-//   92). To make room, pass 1 does chunk_tree's first step (q_k ⊕ q_k+8) as the second half's products arrive, and
-//   pass 2 works by quarter chunk (one float4 of partials, two packed xGrad words), storing each 16-byte piece of
-//   xGrad once its two quarters are packed;
-// - x is loaded with L1 allocation (ld.global.nc, not .L1::no_allocate): a warp's piece-1 request of a sector can
-//   then be served by the sector its piece-0 request brought (or has in flight) instead of asking L2 again (each
-//   16-byte lane access at a 32-byte lane stride touches 32 half-used sectors).
-// H200, bf16 × 7168, fp32 weightGrad: 62.4% of copy at 8192 rows, 67.7% at 16384, against 59.7 / 63.9% for the
-// flags-compiled-in _b4 form it replaced (_b4s) and 54.9 / 59.0% for _b4 (perf8-nbw.md). Each operation is _b4's, on
-// the same operands, in the same order: xh = x ⊗ rstd, g = dy, gw = g ⊗ w, q = xh ⊗ gw, chunk_tree, the team tree
-// (RmsTeam::reduce, two alternating buffers, one block barrier), m = dot ⊘ H, d = (gw ⊖ xh ⊗ m) ⊗ rstd rounded by
-// pairs (encode_bf16x2_words: per word the bits of set_all / encode_bf16x2), A ⊕= xh ⊗ g for the slot's rows
-// ascending, one thread per column (spec D.3).
-TK_DEV void norm_backward_rows_wreg(const NormBackwardParams& p) {
-  using Chunk = RowChunk<Fmt::kBf16>;
-  constexpr int kL = kRmsChunksPerThread;
-  constexpr int kPieces = Chunk::kPieces;  // 2 pieces of 8 elements per chunk
-  constexpr int kWRegs = 1;                // the weight chunks held in registers (chunk 0)
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  __shared__ float smem[2 * kRmsBlockThreads];  // the tree's cross-warp step, two buffers alternating by row
-  // this thread's gradOut slots: [chunk][piece][thread], 16 KiB (written and read by this thread only)
-  __shared__ __align__(16) uint8_t stage_buf[kL * kPieces * kRmsBlockThreads * kVecBytes];
-  extern __shared__ float4 acc_smem[];  // the partials: [chunk][quad][thread] float4, 32 KiB (kAccBytes)
-
-  const uint32_t H = p.hidden, K = H / kRmsChunk;
-  const uint32_t T = p.num_tokens;
-  const uint32_t slots = T < kSlots ? T : kSlots;
-  // one team of P = 256 per block, N = 512 (4096 < H ≤ 8192): compile-time team fields
-  RmsTeam team(kRmsBlockThreads, K);
-  team.threads = kRmsBlockThreads, team.p = threadIdx.x, team.team = 0, team.teams = 1, team.nodes = 2 * kRmsBlockThreads;
-  // chunk 0 (c = thread < 256 < K) is always live; chunk 1 where c < K
-  uint32_t c[kL];
-  bool live[kL];
-#pragma unroll
-  for (int i = 0; i < kL; ++i) {
-    c[i] = threadIdx.x + i * kRmsBlockThreads;
-    live[i] = i == 0 || c[i] < K;
-  }
-  const uint32_t sigma = blockIdx.x;
-  // a block beyond the slots (a grid wider than min(T, 512)) has nothing to do; the whole block leaves together
-  if (sigma >= slots) return;
-  const uint32_t stage_base = smem_addr(stage_buf) + threadIdx.x * kVecBytes;
-  auto slot = [&](int i, int s) { return stage_base + (i * kPieces + s) * kRmsBlockThreads * kVecBytes; };
-  auto acc_at = [&](int i, int q) -> float4& { return acc_smem[(i * (kRmsChunk / 4) + q) * kRmsBlockThreads + threadIdx.x]; };
-  bwd_rows_zero_partials<kL>(acc_at);
-
-  // the weight's first kWRegs chunks, once (zeros for a dead chunk, whose products are never used); a later chunk
-  // by piece through L1 where it is used, as _b4
-  const uint8_t* wp = reinterpret_cast<const uint8_t*>(p.weight);
-  Chunk wc[kWRegs];
-#pragma unroll
-  for (int i = 0; i < kWRegs; ++i) {
-    wc[i].zero();
-    if (live[i]) wc[i].template load<false>(wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes, true);
-  }
-  auto w_piece = [&](int i, int s, uint32_t (&q)[4]) {
-    if (i < kWRegs) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) q[k] = wc[i < kWRegs ? i : 0].w[4 * s + k];
-    } else {
-      q[0] = q[1] = q[2] = q[3] = 0;
-      if (live[i]) ld_cached(wp + static_cast<uint64_t>(c[i]) * Chunk::kBytes + kVecBytes * s, q);
-    }
-  };
-
-  for (uint32_t t = sigma; t < T; t += kSlots) {
-    // gradOut into this thread's slots, x and rstd into registers (zeros for a dead chunk)
-    const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(t) * p.x_row_stride * 2;
-    const uint8_t* dyr = reinterpret_cast<const uint8_t*>(p.grad_out) + static_cast<uint64_t>(t) * p.grad_out_row_stride * 2;
-#pragma unroll
-    for (int i = 0; i < kL; ++i)
-      if (live[i])
-#pragma unroll
-        for (int s = 0; s < kPieces; ++s) cp_async<kVecBytes>(slot(i, s), dyr + static_cast<uint64_t>(c[i]) * Chunk::kBytes + kVecBytes * s, true);
-    cp_async_commit();
-    Chunk xc[kL];
-#pragma unroll
-    for (int i = 0; i < kL; ++i) {
-      xc[i].zero();
-      if (live[i]) {
-#pragma unroll
-        for (int s = 0; s < kPieces; ++s) {
-          uint32_t q[4];
-          const uint8_t* a = xr + static_cast<uint64_t>(c[i]) * Chunk::kBytes + kVecBytes * s;
-          ld_cached(a, q);  // through L1 (allocating): piece 1 can hit the sector piece 0 brought
-#pragma unroll
-          for (int k = 0; k < 4; ++k) xc[i].w[4 * s + k] = q[k];
-        }
-      }
-    }
-    const float rs = u2f(ld_u32(reinterpret_cast<const float*>(p.rstd) + t));
-    cp_async_wait<0>();
-
-    // gradOut's piece s of chunk i from this thread's slot (zeros for a dead chunk)
-    auto dy_piece = [&](int i, int s, uint32_t (&q)[4]) {
-      q[0] = q[1] = q[2] = q[3] = 0;
-      if (live[i]) ld_shared(slot(i, s), q);
-    };
-    // pass 1: dot = TREE(xh ⊗ gw); chunk_tree's first step (q_k ⊕ q_k+8) done as the second half's products arrive
-    float cs[kL];
-#pragma unroll
-    for (int i = 0; i < kL; ++i) {
-      float q[kRmsChunk / 2];
-#pragma unroll
-      for (int s = 0; s < kPieces; ++s) {
-        uint32_t dw[4], ww[4];
-        dy_piece(i, s, dw);
-        w_piece(i, s, ww);
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          const int j = 8 * s + k;
-          const float xh = mul_rn(xc[i].at(j), rs);
-          const float gw = mul_rn(element<Fmt::kBf16>(dw, k), element<Fmt::kBf16>(ww, k));
-          const float v = mul_rn(xh, gw);
-          q[k] = s == 0 ? v : add_rn(q[k], v);
-        }
-      }
-#pragma unroll
-      for (int h = kRmsChunk / 4; h >= 1; h /= 2)  // chunk_tree's steps 4, 2, 1
-#pragma unroll
-        for (int k = 0; k < h; ++k) q[k] = add_rn(q[k], q[k + h]);
-      cs[i] = live[i] ? q[0] : 0.0f;  // +0 pad (a dead chunk's products could be −0)
-    }
-    const float dot = team.template reduce<false, true>(cs[0], cs[1], smem + ((t / kSlots) & 1) * kRmsBlockThreads);
-    const float m = div_rn(dot, static_cast<float>(H));
-    // Recompute xh and gw below instead of keeping 2 × 32 values alive across the reduction: hide x's words from
-    // the optimizer so it cannot reuse the first pass's values (the weight's words stay as they are: loaded once).
-    bwd_rows_hide(xc);
-
-    // pass 2: d = (gw ⊖ xh ⊗ m) ⊗ rstd, RNx by pairs, one 16-byte piece of xGrad per half chunk; A ⊕= xh ⊗ g
-    uint8_t* dxr = reinterpret_cast<uint8_t*>(p.x_grad) + static_cast<uint64_t>(t) * H * 2;
-#pragma unroll
-    for (int i = 0; i < kL; ++i) {
-#pragma unroll
-      for (int s = 0; s < kPieces; ++s) {
-        uint32_t dw[4], ww[4];
-        dy_piece(i, s, dw);
-        w_piece(i, s, ww);
-        // by quarter chunk (4 elements: one float4 of partials, two packed xGrad words), the piece's 16 bytes
-        // stored once both quarters are packed
-        uint32_t o[4];
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const float4 v = acc_at(i, 2 * s + u);
-          float a[4] = {v.x, v.y, v.z, v.w};
-          float d[4];
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const int e = 4 * u + k, j = 8 * s + e;
-            const float xh = mul_rn(xc[i].at(j), rs);
-            const float g = element<Fmt::kBf16>(dw, e);
-            const float gw = mul_rn(g, element<Fmt::kBf16>(ww, e));
-            d[k] = mul_rn(sub_rn(gw, mul_rn(xh, m)), rs);
-            a[k] = add_rn(a[k], mul_rn(xh, g));
-          }
-          acc_at(i, 2 * s + u) = make_float4(a[0], a[1], a[2], a[3]);
-          encode_bf16x2_words<2>(d, o + 2 * u);
-        }
-        if (live[i]) st_v4(dxr + static_cast<uint64_t>(c[i]) * Chunk::kBytes + kVecBytes * s, o[0], o[1], o[2], o[3]);
-      }
-    }
-    // this thread's slots are refilled by its next row's copies only after its reads above have returned (the
-    // xGrad stores consume them), and nobody else reads them: no barrier
-  }
-
-  uint8_t* ws = reinterpret_cast<uint8_t*>(p.workspace) + static_cast<uint64_t>(sigma) * H * 4;
-  bwd_rows_store_partials(ws, c, live, acc_at);
-}
-
 // Node (σ, kD) of the slot fold: the sum over slots σ + kD·i folded by halving; leaves (kD = 512) are A_σ,j.
 template <uint32_t kD>
 TK_DEV float slot_node(const float* ws, uint32_t sigma, uint32_t slots, uint64_t H, uint32_t j) {
@@ -659,22 +475,13 @@ TK_DEV float slot_node(const float* ws, uint32_t sigma, uint32_t slots, uint64_t
   }
 }
 
-// v[i] ⊕= v[i + h] for i < h, for h = kH, kH/2, …, 1 (compile-time indices: v stays in registers).
-template <uint32_t kH, uint32_t kN>
-TK_DEV void fold_halving(float (&v)[kN]) {
-  if constexpr (kH >= 1) {
-#pragma unroll
-    for (uint32_t i = 0; i < kH; ++i) v[i] = add_rn(v[i], v[i + kH]);
-    fold_halving<kH / 2>(v);
-  }
-}
-
-// kS subtrees (warps; the block has kS · 32 threads): warp w folds the slots ≡ w (mod kS) down to node (w, kS)
-// (distances 256 … kS), then warp 0 folds the kS nodes (distances kS/2 … 1). The same tree for every kS: 8 (the
-// original 256-thread block, 64 loads per lane) or 16 (512 threads, 32 loads per lane: twice the loads in flight per
-// column block; normLaunchTuning.backwardFoldWarps).
-template <uint32_t kS>
+// kS = 8 subtrees (warps; the block has 256 threads): warp w folds the slots ≡ w (mod kS) down to node (w, kS)
+// (distances 256 … kS), then warp 0 folds the kS nodes (distances kS/2 … 1). (A 16-warp form, `_w16`: 512 threads,
+// the subtree's 32 leaves loaded at once, then folded by halving; the same tree and bits. It measured level with this
+// one (round 3, 58.3–59.2% of copy in every setting of normBackward's knobs) and left the package in trim24,
+// docs/branches/trim24-removed.patch.)
 TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
+  constexpr uint32_t kS = kSubtrees;
   // Launched as a programmatic dependent of the rows kernel (host normLaunchTuning.backwardFoldPdl): wait until
   // that grid has completed and its workspace writes are visible. Returns at once for a plain launch.
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -683,22 +490,7 @@ TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
   const uint32_t warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const uint32_t j = blockIdx.x * kWarpSize + lane;  // H % 32 == 0: every lane has a column
   const float* ws = reinterpret_cast<const float*>(p.workspace);
-  if constexpr (kS == kSubtrees) {
-    sub[warp][lane] = slot_node<kS>(ws, warp, slots, p.hidden, j);
-  } else {
-    // the subtree's 512 / kS leaves (slots warp + kS · i) loaded first, all in flight at once, then folded by
-    // halving over i: distance h in i is distance kS · h in slots (256 … kS), the same additions as slot_node
-    constexpr uint32_t kN = kSlots / kS;
-    float v[kN];
-#pragma unroll
-    for (uint32_t i = 0; i < kN; ++i) {
-      const uint32_t sigma = warp + kS * i;
-      v[i] = 0.0f;
-      if (sigma < slots) v[i] = u2f(ld_u32(ws + static_cast<uint64_t>(sigma) * p.hidden + j));
-    }
-    fold_halving<kN / 2>(v);
-    sub[warp][lane] = v[0];
-  }
+  sub[warp][lane] = slot_node<kS>(ws, warp, slots, p.hidden, j);
   __syncthreads();
   if (warp != 0) return;
   float a[kS];
@@ -736,7 +528,7 @@ TK_DEV void norm_backward_weight_grad(const NormBackwardParams& p) {
 
 TK_NORM_BACKWARD(fp32, kFp32)
 
-// The bf16 rows kernels run four blocks per SM (kFour) where _b4swx does not apply (the three-block bf16 form,
+// The bf16 rows kernels run four blocks per SM (kFour) where _b4swc does not apply (the three-block bf16 form,
 // 37% of copy against 49% on the H200, was removed on 2026-12-01 to keep the package small).
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
     tk_norm_backward__bf16_b4(const __grid_constant__ NormBackwardParams p) {
@@ -747,21 +539,7 @@ extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
   tk::norm_backward_rows<tk::Fmt::kBf16, true, true>(p);
 }
 
-// The _b4 launches with a weight, no residualOutGrad, aligned views, 4096 < H ≤ 8192 and outScale = 1, with the
-// thread's first weight chunk in registers and x through L1 (norm_backward_rows_wreg; the host's default wherever
-// those conditions hold). Same bits as _b4.
-extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
-    tk_norm_backward__bf16_b4swx_unit(const __grid_constant__ NormBackwardParams p) {
-  tk::norm_backward_rows_wreg(p);
-}
-
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads)
     tk_norm_backward_weight_grad(const __grid_constant__ NormBackwardParams p) {
-  tk::norm_backward_weight_grad<tk::kSubtrees>(p);
-}
-// The fold with 16 subtrees: 512 threads per block (the host default; normLaunchTuning.backwardFoldWarps = 8 picks
-// the one above). Same bits.
-extern "C" __global__ void __launch_bounds__(2 * tk::kRmsBlockThreads)
-    tk_norm_backward_weight_grad_w16(const __grid_constant__ NormBackwardParams p) {
-  tk::norm_backward_weight_grad<2 * tk::kSubtrees>(p);
+  tk::norm_backward_weight_grad(p);
 }

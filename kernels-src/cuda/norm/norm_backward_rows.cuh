@@ -1,7 +1,7 @@
 // The steps of the bf16 rows kernels that hold a row's x in registers and the slot's partials in shared memory,
-// norm_backward.cu's _b4swx (norm_backward_rows_wreg) and norm_backward_sw.cu's _b4swc (norm_backward_rows_sw):
-// the partials' start and store, and the barrier between the passes. Shared so that the two files cannot drift
-// apart; moving them here left every kernel's .text identical (tools/textcmp.py). The passes' arithmetic (the
+// norm_backward_sw.cu's _b4swc (norm_backward_rows_sw) and, until trim24 removed it, norm_backward.cu's _b4swx
+// (norm_backward_rows_wreg): the partials' start and store, and the barrier between the passes. Shared so that the
+// two files could not drift apart; moving them here left every kernel's .text identical (tools/textcmp.py). The passes' arithmetic (the
 // same operations in the same order in both) stays in each kernel: as helpers here it changed the register
 // allocation (_b4swc on sm_90a, _b4swx on sm_100a).
 #pragma once

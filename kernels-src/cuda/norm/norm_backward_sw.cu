@@ -1,8 +1,9 @@
 // RMSNorm backward (spec/norm-rope-rand.md §A.5, D.2, D.3), the bf16 rows kernel that moves rows in whole 32-byte
 // sectors and 128-byte lines (round 11, docs/perf-notes/perf11-nbw.md). The default for the launches of
-// norm_backward.cu's _b4swx_unit (a weight, no residualOutGrad, 16-byte aligned x, gradOut, xGrad and weight,
-// 4096 < H ≤ 8192, outScale = 1); normLaunchTuning.backwardForm "swx" runs _b4swx_unit there instead. The fold
-// (tk_norm_backward_weight_grad[_w16]) is norm_backward.cu's.
+// round 8's _b4swx_unit (a weight, no residualOutGrad, 16-byte aligned x, gradOut, xGrad and weight, 4096 < H ≤ 8192,
+// outScale = 1). _b4swx_unit (norm_backward.cu's norm_backward_rows_wreg, the reference of the comparisons below) was
+// kept for A/B behind normLaunchTuning.backwardForm "swx" until trim24 removed it with the knob; its source:
+// docs/branches/trim24-removed.patch. The fold (tk_norm_backward_weight_grad) is norm_backward.cu's.
 //
 // Symbol
 //   tk_norm_backward__bf16_b4swc_unit   _b4swx with gradOut's cp.async copies, x's loads and xGrad's stores in whole

@@ -26,15 +26,14 @@
 //   tk_norm_forward__bf16_e4m3_g<N>_br4    bf16, any H, no residual, fused cast: the register rows' team with the
 //                                          row landed in shared memory by one bulk copy (below, "bulk rows"); the
 //                                          host's choice for the cast from the same row count (castBulkRows) on views
-//                                          that do not allow 16-byte accesses (_br4a takes the others)
+//                                          that do not allow 16-byte accesses (_br4y takes the others)
 //   tk_norm_forward__bf16_e4m3_g<N>_wr_resa  the residual casts' warp rows compiled for aligned views only; the host's
 //                                          default where _e4m3_g<N>_wr_res would run and every view allows 16-byte
 //                                          accesses (measured 70.4 / 76.1% of copy against 65.1 / 68.3%, 8192 / 16384
 //                                          rows, H200); PDL in place (round 10: griddepcontrol, as _tp16hr)
-//   tk_norm_forward__bf16_e4m3_g<N>_br4a   the bulk rows compiled for aligned views only (below, "aligned bulk rows");
-//                                          the host's default where _e4m3_g<N>_br4 would run and every view allows
-//                                          16-byte accesses (measured 70.5 / 76.9% of copy against 67.1 / 73.2%);
-//                                          PDL in place (round 10: griddepcontrol, as _tp16hr)
+//   (the bulk rows compiled for aligned views only, "aligned bulk rows" below, run as norm_cast_br4y.cu's
+//   _e4m3_g<N>_br4y: the host's default where _e4m3_g<N>_br4 would run and every view allows 16-byte accesses; round
+//   9's plain form _e4m3_g<N>_br4a, 70.5 / 76.9% of copy against _br4's 67.1 / 73.2%, left the package in trim24)
 //
 // Launch geometry (the host follows this table; any grid.x ≥ 1 is correct, rows are walked grid-stride):
 //
@@ -64,7 +63,8 @@
 //   correct, rows walked grid-stride by block, each later row behind a barrier). Registers (no spills, sm_90a and
 //   sm_100a): 40 → 12 blocks per SM; the host asks for an 85% shared-memory carveout (normLaunchTuning.
 //   bulkRowsCarveout; measured 72.9% of copy against 68.1% with the largest), which leaves L1 room for the weight.
-//   _e4m3_g<N>_br4a: as _e4m3_g<N>_br4 (40 registers, 12 blocks per SM, the same carveout), aligned views only.
+//   _e4m3_g<N>_br4y (norm_cast_br4y.cu): as _e4m3_g<N>_br4 (40 registers, 12 blocks per SM, the same carveout), aligned
+//   views only.
 //
 //   Step 4 loads the weight through L1, one chunk after the other. (A form staging it in shared memory once per
 //   block measured slower on the H200, 2026-11-30: 56.3 against 62.0% of copy, and was removed.)
@@ -1285,7 +1285,7 @@ struct NormForwardBulkRows {
   }
 };
 
-// ---- aligned bulk rows: tk_norm_forward__bf16_e4m3_g<N>_br4a -------------------------------------------------------
+// ---- aligned bulk rows: tk_norm_forward__bf16_e4m3_g<N>_br4y -------------------------------------------------------
 // The bulk rows' cast (above: one block of 4 warps per row, the row landed in shared memory by one bulk copy, thread
 // p owning chunks p + 128 j for the sums and the tree, step 4 + the cast as a rolled loop over j) compiled for aligned
 // views only. The host launches it only when x's base and strides, the weight, data and outBf16 are multiples of 16
@@ -1531,13 +1531,6 @@ extern "C" __global__ void __launch_bounds__(tk::kTpThreads, tk::kTpMinBlocks)
   }
 TK_NORM_FORWARD_BR(32, tk_norm_forward__bf16_e4m3_g32_br4)
 TK_NORM_FORWARD_BR(128, tk_norm_forward__bf16_e4m3_g128_br4)
-// Aligned bulk rows (bf16, any H, aligned views; the host's default for the cast where castBulkRows runs and the
-// views allow it): NormForwardBulkRowsA, dynamic shared memory 2H bytes, as `_br4`.
-#define TK_NORM_FORWARD_BRA(n, name)                                                                      \
-  extern "C" __global__ void __launch_bounds__(128, tk::kBrMinBlocks<n>)                                  \
-      name(const __grid_constant__ NormForwardParams p) {                                                 \
-    tk::NormForwardBulkRowsA<n>(p).run();                                                                 \
-  }
-TK_NORM_FORWARD_BRA(32, tk_norm_forward__bf16_e4m3_g32_br4a)
-TK_NORM_FORWARD_BRA(128, tk_norm_forward__bf16_e4m3_g128_br4a)
+// (Aligned bulk rows, NormForwardBulkRowsA, are instantiated by norm_cast_br4y.cu only, as `_e4m3_g<N>_br4y`; round
+// 9's `_e4m3_g<N>_br4a`, their plain form, left the package in trim24, docs/branches/trim24-removed.patch.)
 #endif  // TK_NORM_FORWARD_NO_ENTRIES

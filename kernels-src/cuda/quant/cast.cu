@@ -4,9 +4,10 @@
 // Symbols
 //   tk_cast__<in>_<out>      in, out ∈ {fp32, bf16, fp16, e4m3}: RN (in == out copies the bytes)
 //   tk_cast__<in>_<out>_sr   (fp32 → bf16 | fp16 | e4m3), (bf16 | fp16 → e4m3): stochastic rounding
-//   tk_cast__bf16_e4m3_a     aligned-only forms of bf16 → e4m3 (RN and SR): the same kernel with the unaligned
-//   tk_cast__bf16_e4m3_sr_a  fallback compiled out (x and out on a chunk boundary, 8 elements of each dtype: the
-//                            host (ops/quant/elem_launch.ts) takes them whenever that holds; they trap otherwise).
+//   tk_cast__bf16_e4m3_a     the aligned-only form of bf16 → e4m3 RN (SR: `_sr_a12` of cast_sr12.cu, ElemCast<…,
+//                            true, true> with another encoder): the same kernel with the unaligned fallback compiled
+//                            out (x and out on a chunk boundary, 8 elements of each dtype: the host
+//                            (ops/quant/elem_launch.ts) takes them whenever that holds; they trap otherwise).
 //                            ptxas if-converts the fallback into predicated 2-byte loads that issue beside every
 //                            16-byte load: +0.2–0.7 points RN, +3.0–3.6 points SR on an H200. fp32 → e4m3 and
 //                            fp32 → bf16 had such forms too and tied, so they were not kept (docs/perf-notes/
@@ -197,11 +198,6 @@ struct ElemCast {
       tk_cast__##in##_##out##_a(const __grid_constant__ CastParams p) {                                         \
     tk::ElemCast<tk::Elem::IN, tk::Elem::OUT, false, true>::run(p);                                              \
   }
-#define TK_CAST_SR_A(in, IN, out, OUT)                                                                          \
-  extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)                                              \
-      tk_cast__##in##_##out##_sr_a(const __grid_constant__ CastParams p) {                                      \
-    tk::ElemCast<tk::Elem::IN, tk::Elem::OUT, true, true>::run(p);                                               \
-  }
 #define TK_CAST_FROM(in, IN)        \
   TK_CAST(in, IN, fp32, kFp32)      \
   TK_CAST(in, IN, bf16, kBf16)      \
@@ -218,5 +214,6 @@ TK_CAST_SR(fp32, kFp32, e4m3, kE4m3)
 TK_CAST_SR(bf16, kBf16, e4m3, kE4m3)
 TK_CAST_SR(fp16, kFp16, e4m3, kE4m3)
 TK_CAST_A(bf16, kBf16, e4m3, kE4m3)
-TK_CAST_SR_A(bf16, kBf16, e4m3, kE4m3)
+// (The aligned SR form runs with the scaled-domain encoder of cast_sr12.cu, `_sr_a12`; this file's `_sr_a` left the
+// package in trim24, docs/branches/trim24-removed.patch.)
 #endif  // TK_CAST_NO_KERNELS

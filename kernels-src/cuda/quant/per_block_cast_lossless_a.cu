@@ -118,7 +118,7 @@ TK_DEV void lossless_data_aligned(const PerBlockCastLosslessParams& p) {
 }  // namespace
 }  // namespace tk
 
-#ifndef TK_PER_BLOCK_CAST_LOSSLESS_A_NO_ENTRIES  // (per_block_cast_lossless_t.cu includes this file for exponent_at)
+#ifndef TK_PER_BLOCK_CAST_LOSSLESS_A_NO_ENTRIES  // (per_block_cast_lossless_t.cuh includes this file for exponent_at)
 extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm)
     tk_per_block_cast_lossless__data_a(const __grid_constant__ PerBlockCastLosslessParams p) {
   tk::lossless_data_aligned(p);

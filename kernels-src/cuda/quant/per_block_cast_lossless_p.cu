@@ -1,11 +1,12 @@
 // perBlockCastLossless (spec/quant.md §10) in one launch, `__tile`'s tiles with the next tiles' loads in flight
 // while a tile is encoded (round 19, docs/perf-notes/perf19-lsl.md; knob `losslessLaunchTuning.tiledForm`,
-// ops/quant/per_block_cast_lossless.ts: 2, the default since round 19's A/B, runs this form; 0 runs `__tile`).
+// ops/quant/per_block_cast_lossless.ts: 2 runs this form, the default of round 19; 3, the default since round 20, runs
+// `__tile_cg`, which falls back to this form on a codes base only 8-byte aligned).
 //
 // Symbol
 //   tk_per_block_cast_lossless__tile_cp   a ring of 3 tiles a CTA in shared memory, filled by cp.async
 //
-// Accepted: exactly what `__tile` accepts (per_block_cast_lossless_t.cu), plus a 4-byte aligned input sf base
+// Accepted: exactly what `__tile` accepted (per_block_cast_lossless_t.cuh), plus a 4-byte aligned input sf base
 // (the form copies whole 32-bit words of it; an int32 or fp32 tensor always is). Same tiles, same thread ↔ chunk
 // map, same arithmetic: thread t owns chunk column jc = t % 16 in rows t / 16 + 16 s, s < 8, of a 128 × 256 tile.
 //
@@ -24,8 +25,7 @@
 // word; packed: the same byte of the same word), invalid chunks (rows past T, columns past H) count as exponent 0
 // and are neither checked nor written, as in `__tile`; Eout, the exactness check (op id, condition bit, count of
 // lanes), the scale writes (threads 0 and 8, SfOut), the padding rows and the e4m3 table are `__tile`'s code paths.
-#define TK_PER_BLOCK_CAST_LOSSLESS_T_NO_ENTRIES
-#include "per_block_cast_lossless_t.cu"
+#include "per_block_cast_lossless_t.cuh"
 
 namespace tk {
 namespace {

@@ -463,7 +463,7 @@ struct PerChannel {
 }  // namespace
 }  // namespace tk
 
-// Entries: left out where another source includes this file for its helpers (per_channel_cast_pl19.cu).
+// Entries: left out where another source includes this file for its helpers (per_channel_cast_pl19.cuh).
 #ifndef TK_PER_CHANNEL_CAST_NO_ENTRIES
 #define TK_PER_CHANNEL_CAST(in, IN, r)                                                                   \
   extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, tk::kMinBlocksPerSm<tk::Fmt::IN>)     \

@@ -1,5 +1,5 @@
 // perChannelCastFused of an e4m3 input with [1, 128] fp32 scales, R = 128: round 19's persistent 3-stage ring
-// (per_channel_cast_pl19.cu) with 128 × 512 tiles, i.e. 512 contiguous bytes of each gathered row per tile (branch
+// (per_channel_cast_pl19.cuh) with 128 × 512 tiles, i.e. 512 contiguous bytes of each gathered row per tile (branch
 // perf20-pcf, docs/perf-notes/perf20-pcf.md). Numerics: per_channel_cast.cu, spec/quant.md §5.1-5.2.
 //
 // Symbol (the host runs it only for perChannelCastFused of an e4m3 input with numPerChannels 128 and 16-byte
@@ -18,14 +18,13 @@
 // more than the latency hiding. This form doubles it again with the same bytes in flight per SM (2 × 64 KiB), one
 // CTA walking a row. Round 20 measured it at 57.1 / 60.3% (`_pw` 55.3 / 56.8%); the same tiles in `_pw`'s strided
 // order (`_px`, neighbouring CTAs reading a row's neighbouring segments at the same time) lost at 53.6 / 55.1% and
-// left the package (docs/perf-notes/perf20-pcf.md).
+// left the package (docs/perf-notes/perf20-pcf.md); `_pw` was kept for A/B until trim24.
 //
 // Per tile, the work of each 128-column quarter is `_pw`'s per half (warps 8q … 8q + 7 on quarter q), and so are
 // the bytes: the same helpers on the same values, the same dead / zero / bad row handling and report (one reporter
 // per row: piece 0 of the tile at column 0); a quarter beyond H (H / 128 not a multiple of 4) reads nothing,
 // stores no sf and no data.
-#define TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES
-#include "per_channel_cast_pl19.cu"
+#include "per_channel_cast_pl19.cuh"
 
 extern "C" __global__ void __launch_bounds__(tk::PerChannelPipelined<4, true>::kThreads,
                                              tk::PerChannelPipelined<4, true>::kCtasPerSm)

@@ -54,7 +54,7 @@
 //                                        stream has completed and its writes are visible) before its first global
 //                                        read or write. Both are no-ops in a launch without the PDL attribute (PTX
 //                                        ISA, griddepcontrol). Same bytes, same geometry as _g128 / _g128_pkl
-//   tk_per_token_cast__bf16_e4m3_g128_sr_wu
+//   tk_per_token_cast__bf16_e4m3_g128_sr_wu12 (per_token_cast_sr12.cu, the run_warp_units form of this file)
 //                                        perTokenCast (mode 0 only) bf16 → e4m3 with stochasticCast, groups of 128,
 //                                        x base / row stride and data base multiples of 16 bytes (the host checks
 //                                        it): GroupCast::run_warp_units — warp units of 4 chunks per lane (32
@@ -63,11 +63,10 @@
 //                                        eight dead at H = 7168 and pay the per-unit work — amax shuffles, sf_and_inv
 //                                        with its two IEEE divisions, the sf store, staging — per 16 values), staged
 //                                        one unit ahead by cp.async, no element-wide fallback; the same step() and
-//                                        stochastic encode (common/sr_chunk.cuh) as _g128_sr, so the same bytes;
-//                                        the griddepcontrol prologue of _pdl (launched with the PDL attribute while
-//                                        config.pdl is set). Behind ops/quant/per_token_cast.ts
-//                                        perTokenLaunchTuning.srWarpUnits (default off until measured;
-//                                        docs/perf-notes/perf10-ptsr.md)
+//                                        stochastic rounding as _g128_sr (§7.3 in the scaled domain of
+//                                        common/stochastic.cuh), so the same bytes; the griddepcontrol prologue of
+//                                        _pdl (launched with the PDL attribute while config.pdl is set);
+//                                        docs/perf-notes/perf10-ptsr.md, perf12-sr.md
 //   tk_per_token_cast__…_sr              the same with stochasticCast: the data's RN encode replaced by the
 //                                        software stochastic rounding of common/sr_chunk.cuh (§2.5, §7.3–§7.4);
 //                                        scales, geometry and every other step identical
@@ -83,7 +82,7 @@
 //   _sor4_a  256      0             as _g<N> (4 resident blocks per SM, as _sor4)
 //   _pdl     256      0             as _g<N> (_g128_pdl, _g128_pkl_pdl; launched with the PDL attribute)
 //   _sr_wu   256      0             max(1, min(ceilDiv(T · U, 8), 8 · SMs))   U = ceilDiv(H / 8, 128) warp units a row
-//                                  (_g128_sr_wu: 32 KiB static smem, 4 resident blocks per SM; PDL attribute iff
+//                                  (_g128_sr_wu12: 32 KiB static smem, 4 resident blocks per SM; PDL attribute iff
 //                                  config.pdl)
 //   _g<N> / _u4 / _sor4, sf only, fp32 / bf16 in, when ops/quant/per_token_cast.ts SF_ONLY_ONE_WAVE is set (off:
 //            it measured slower with _g<N>): ceilDiv(G, n), G = ceilDiv(T, R), n = ceilDiv(G, 4 · SMs) (one wave)
@@ -94,7 +93,7 @@
 //   32 + 1 KiB; _sor4 and _sor4_a none; _pkl and _pdl as _g<N>) / ≤ 8 KiB (code inputs), _row 128 B. Registers
 //   (sm_90a, ptxas): _sor4 56–62, _u4sca 63 (sm_100a: _sor4 60–64, _u4sca 56, as _u4). bf16 → e4m3, sm_90a /
 //   sm_100a: _g128 56 / 46, _g128_pkl 56 / 54, _g128_sor4 59 / 60, _g128_sor4_a 60 / 62; _g128_pdl and _g128_pkl_pdl
-//   56 on sm_90a (as _g128 / _g128_pkl); _g128_sr 56 / 46, _g128_sr_wu 60 / 56.
+//   56 on sm_90a (as _g128 / _g128_pkl); _g128_sr 56 / 46, _g128_sr_wu (trim24: removed) 60 / 56.
 //   The cap 8 · SMs (two rounds of 4 resident blocks per SM) measured best on an H200 (bf16 → e4m3, N = 128,
 //   H = 7168: 91% of the large-memcpy bandwidth at T = 16384, 79% at T = 4096, where a memcpy moving the same
 //   bytes reaches 75%; uncapped: 85% / 73%).
@@ -814,13 +813,9 @@ extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
   tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE4m3, 128, false, 4, tk::kFormSfRegs, true>(p).run();
 }
 TK_PER_TOKEN_CAST_PDL(bf16, kBf16, e4m3, kE4m3, 128, , tk::kFormAnyMode)
-// perTokenCast bf16 → e4m3 with stochasticCast, groups of 128, x and data 16-byte aligned: warp units of 4 chunks
-// walked flat over (row, segment) pairs (run_warp_units), with the PDL prologue (launched with the attribute while
-// config.pdl is set); docs/perf-notes/perf10-ptsr.md
-extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
-    tk_per_token_cast__bf16_e4m3_g128_sr_wu(const __grid_constant__ PerTokenCastParams p) {
-  tk::GroupCast<tk::Fmt::kBf16, tk::Fmt::kE4m3, 128, true, 4, tk::kFormSrWarpUnits, true, true>(p).run();
-}
+// (The warp-units form of the stochastic cast, GroupCast<kBf16, kE4m3, 128, true, 4, kFormSrWarpUnits, true, true>,
+// is instantiated by per_token_cast_sr12.cu only, as `_g128_sr_wu12`; round 10's `_g128_sr_wu` with this file's
+// encoder left the package in trim24, docs/branches/trim24-removed.patch.)
 TK_PER_TOKEN_CAST_PDL(bf16, kBf16, e4m3, kE4m3, 128, _pkl, tk::kFormPackedEvictLast)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e4m3, kE4m3)
 TK_PER_TOKEN_CAST_ROW(fp32, kFp32, e2m1, kE2m1)

@@ -1,16 +1,18 @@
-// SwiGLU forward and per-token cast by whole rows (spec/quant.md §8.1–§8.4): the row form `_anr2` of
-// swigluForwardAndPerTokenCast (bf16 → e4m3, groups of 128), for H = 7168 only (docs/perf-notes/perf11-swr.md).
-// Selected where swiglu.cu's lean cast form `_anl` would run with H = 7168 (swigluLaunchTuning.rowForm,
-// ops/quant/swiglu_launch.ts, the default; false selects `_anl` for A/B) and castRowScan is off (it is on by default
-// since round 17 and runs `_anrs`, below, instead); the same bytes as `_anl`, which serves every other launch.
+// SwiGLU forward (and per-token cast) by whole rows (spec/quant.md §8.1–§8.4), for H = 7168 only: the row forms of
+// swigluForwardAndPerTokenCast (bf16 → e4m3, groups of 128) and swigluForward (bf16 → bf16). Selected where swiglu.cu's
+// lean cast form `_anl` (swigluLaunchTuning.rowForm, ops/quant/swiglu_launch.ts, the default; false selects `_anl` for
+// A/B) or swigluForward's `_an` (swigluLaunchTuning.rowPrefetch, the default; false selects `_an`) would run with
+// H = 7168; the same bytes as those forms, which serve every other launch.
 //
 // Symbols
-//   tk_swiglu_forward__bf16_e4m3_g128_anr2    swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168
-//   tk_swiglu_forward__bf16_bf16_anrp         swigluForward, bf16 x, bf16 out, H = 7168 (round 15, below)
-//   tk_swiglu_forward__bf16_e4m3_g128_anrs    `_anr2` with a per-block expert cursor (round 17, below)
-//   tk_swiglu_forward__bf16_bf16_anrps        `_anrp` with that cursor (round 18, below)
-// Under `_anl`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and hence no
-// counters), with programmatic dependent launch as swiglu.cu's kFormPdl (launched with the attribute while
+//   tk_swiglu_forward__bf16_e4m3_g128_anrs    swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168 (round 17)
+//   tk_swiglu_forward__bf16_bf16_anrps        swigluForward, bf16 x, bf16 out, H = 7168 (round 18)
+// (The forms they refined, round 11's `_anr2` and round 15's `_anrp` (the same walks with each warp's binary psum
+// search per row instead of the block's expert cursor), were kept for A/B behind the knobs castRowScan and
+// forwardRowScan until trim24 removed them with the knobs; their source: docs/branches/trim24-removed.patch.)
+//
+// Under `_anl`'s or `_an`'s conditions (swigluFormSuffix: every view aligned for its vector accesses, no clamp and
+// hence no counters), with programmatic dependent launch as swiglu.cu's kFormPdl (launched with the attribute while
 // config.pdl is set).
 //
 // Launch geometry (ops/quant/swiglu_launch.ts follows it; any grid.x ≥ 1 is correct, the kernel is grid-stride):
@@ -22,7 +24,7 @@
 // chunks of 8 columns at 128q + 8r and 128q + 64 + 8r (gate and up: the same columns of both halves), as a step of
 // swiglu.cu's forward does. So a group of 128 is one team, its amax one xor butterfly of 3 shuffles, and its scale
 // and inverse (sf_and_inv: two IEEE divisions) are computed once per group. A row's weight is loaded with its 4 loads,
-// and the expert test of the block's next row (the psum search: ~7 dependent loads) runs while they are in flight,
+// and the expert test of the block's next row (the expert cursor below; `_anr2`'s psum search) runs while they are in flight,
 // so neither stands between a row's loads and its arithmetic; a row's whole input is loaded before any of it is
 // computed (16 registers of raw words), and the warps of the SM (2 × 14) hide the load latency of each other.
 // Why rows instead of swiglu.cu's units of 4 rows × a part of the columns: no per-unit prologue (psum search, weight,
@@ -60,22 +62,6 @@ constexpr int kRowMinBlocks = 2;
 
 TK_DEV void row_pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 TK_DEV void row_pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-
-// Whether row t (< T) is real (§8.1): binary search of the first e with psum[e] > t (reads only [0, E)).
-// swiglu_rows.cuh's row_is_real with the row 32-bit (T < 2^32): psum[e] > t as int64 is psum[e] ≥ 0 and psum[e] > t unsigned.
-TK_DEV bool row_real(const SwigluParams& p, uint32_t t) {
-  if (p.num_experts == 0) return true;
-  uint32_t lo = 0, hi = p.num_experts;
-  while (lo < hi) {
-    const uint32_t mid = (lo + hi) / 2;
-    const int32_t v = psum_at(p, mid);
-    if (v >= 0 && static_cast<uint32_t>(v) > t) hi = mid;
-    else lo = mid + 1;
-  }
-  if (lo == p.num_experts) return false;
-  const int64_t start = lo == 0 ? 0 : align_up(psum_at(p, lo - 1), p.token_alignment);
-  return static_cast<int64_t>(t) >= start;
-}
 
 // The e4m3 cast's scale tensor (swiglu.cu's make_sf_out): H / 128 scale columns.
 TK_DEV SfOut row_sf_out(const SwigluParams& p) {
@@ -120,100 +106,6 @@ TK_DEV void row_prologue(const SwigluParams& p, float* table) {
   check_psum(p);
 }
 
-// e4m3 codes of groups of 128 + sf (swigluForwardAndPerTokenCast).
-TK_DEV void forward_rows_cast(const SwigluParams& p) {
-  row_pdl_launch_dependents();
-  __shared__ __align__(16) float table[kExpNegBf16TableSize];
-  row_prologue(p, table);
-
-  constexpr uint32_t H = kRowHidden;
-  const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
-  const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
-  const uint32_t T = p.num_tokens;
-  // Pointers and strides are formed from the parameters (constant bank) where they are used, and rows are 32-bit
-  // (T < 2^32): every register held across the row loop is one the 16 raw words and the next row's search compete for.
-  uint32_t row = blockIdx.x;
-  bool real = row < T && row_real(p, row);
-  for (; row < T; row += gridDim.x) {
-    uint32_t gw[2][4], uw[2][4];
-    if (real) {
-      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + static_cast<uint64_t>(row) * (4 * H) + 2 * c0;
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        ld_stream(xr + 2 * 64 * s, gw[s]);
-        ld_stream(xr + 2 * (H + 64 * s), uw[s]);
-      }
-    }
-    const float w = real ? row_weight(p, row) : 1.0f;  // in flight with the row's loads
-    // the next row's state while this row's loads are in flight (block-uniform: no divergence)
-    const uint32_t next = row + gridDim.x;
-    const bool real_next = next < T && row_real(p, next);
-    if (real) {  // padding rows (§8.1) get nothing written, as in swiglu.cu's forward
-      float v[2][kRowChunk];
-#pragma unroll
-      for (int s = 0; s < 2; ++s) row_chunk_values(table, gw[s], uw[s], p.flags & kHasWeights, w, v[s]);
-      // The group's amax is the maximumNumber of {0} ∪ {|v|} over its 128 values, as in swiglu.cu's `_anl`:
-      // one max tree with fabsf folded into the max's operands, then the team's butterfly; max is exact and
-      // order independent, and the max with 0 leaves 0 (never NaN) for an all-NaN group, as main's chains from 0.
-      float m[kRowChunk];
-#pragma unroll
-      for (int i = 0; i < kRowChunk; ++i) m[i] = max_num(fabsf(v[0][i]), fabsf(v[1][i]));
-#pragma unroll
-      for (int h = kRowChunk / 2; h >= 1; h /= 2)
-#pragma unroll
-        for (int i = 0; i < h; ++i) m[i] = max_num(m[i], m[i + h]);
-      const float amax = group_max<kRowTeam>(max_num(m[0], 0.0f));
-      const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kE4m3Max, p.sf_flags);
-      uint8_t* const outr = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(row) * H + c0;
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        float sc[kRowChunk];
-#pragma unroll
-        for (int i = 0; i < kRowChunk; ++i) sc[i] = mul_rn(v[s][i], si.inv);
-        uint32_t o[2];
-        encode_chunk<Fmt::kE4m3, kRowChunk>(sc, o);
-        st_v2(outr + 64 * s, o[0], o[1]);
-      }
-      // after the codes: the sf's address arithmetic then does not compete with the 16 values for registers
-      if (r == 0) row_sf_out(p).store(row, q, si.stored);
-    }
-    real = real_next;
-  }
-  row_sf_out(p).zero_padding_rows(p.num_tokens, p.sf_rows);
-}
-
-}  // namespace
-}  // namespace tk
-
-extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anr2(
-    const __grid_constant__ SwigluParams p) {
-  tk::forward_rows_cast(p);
-}
-
-// swigluForward by whole rows with the next row's input in flight (spec/quant.md §8.1–§8.4): the row-prefetch form
-// `_anrp` (bf16 → bf16), for H = 7168 only (docs/perf-notes/perf15-swf.md; written as swiglu_rows_p.cu, folded into
-// this file so the module keeps one gate table), selected by swigluLaunchTuning.rowPrefetch (ops/quant/swiglu_launch.ts,
-// on by default since round 15: 86.4 → 88.2% of copy at 16384 × 7168 against `_an` in one process's A/B; the same
-// bytes) while forwardRowScan is off (it is on by default since round 18 and runs `_anrps`, below, instead). The same
-// walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 → 78.4%) and was dropped (its source:
-// docs/branches/perf15-swf.patch).
-//
-// Under `_an`'s conditions (every view aligned for its vector accesses, no clamp and hence no counters; the bf16
-// out's base and row stride multiples of 16 bytes), with this file's PDL prologue.
-//
-// Geometry: `_anr2`'s (448 threads, a team of 8 lanes per group of 128 columns, lane r of team q the chunks at
-// 128q + 8r and 128q + 64 + 8r of gate and up; 2 blocks per SM, grid min(T, 2 · SMs), rows blockIdx.x, + gridDim.x …).
-//
-// A thread issues the 4 loads (64 bytes) and the weight of its block's NEXT row before it computes the current one,
-// whose raw words it loaded one iteration earlier, so the latency of row n + 1 runs under the arithmetic of row n
-// (16 more registers: the next row's raw words). The next row's input is loaded for any row < T (x and the weights
-// have T rows; a padding row's words are read and never used, as `_anl`'s late search does); whether it is real (the
-// psum search) is found after the current row's stores, while its loads are still in flight. Every bf16 word is
-// computed by the same operations as swiglu.cu's `_an` (row_chunk_values: silu(g) · u, then · w; encode_bf16x2 per
-// pair); padding rows get nothing written.
-namespace tk {
-namespace {
-
 // A row's raw input words: slot s's gate chunk g[s] and up chunk u[s] (16 bytes each).
 struct RowRaw {
   uint32_t g[2][4], u[2][4];
@@ -243,57 +135,14 @@ TK_DEV void bf16_row(const SwigluParams& p, const float* table, uint32_t row, ui
   }
 }
 
-TK_DEV void forward_rows_prefetch(const SwigluParams& p) {
-  row_pdl_launch_dependents();
-  __shared__ __align__(16) float table[kExpNegBf16TableSize];
-  row_prologue(p, table);
-
-  const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
-  const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
-  const uint32_t T = p.num_tokens;
-  uint32_t row = blockIdx.x;
-  RowRaw cur;
-  float w = 1.0f;
-  if (row < T) {
-    load_row_raw(p, row, c0, cur);
-    w = row_weight(p, row);
-  }
-  bool real = row < T && row_real(p, row);
-  for (; row < T; row += gridDim.x) {
-    const uint32_t next = row + gridDim.x;
-    RowRaw nxt;
-    float wn = 1.0f;
-    if (next < T) {  // block-uniform; in flight during this row's arithmetic
-      load_row_raw(p, next, c0, nxt);
-      wn = row_weight(p, next);
-    } else {
-#pragma unroll
-      for (int s = 0; s < 2; ++s)
-#pragma unroll
-        for (int k = 0; k < 4; ++k) nxt.g[s][k] = nxt.u[s][k] = 0;
-    }
-    if (real) {  // padding rows (§8.1) get nothing written
-      bf16_row(p, table, row, c0, cur, w);
-    }
-    real = next < T && row_real(p, next);  // after the stores: the search runs under the next row's loads
-    cur = nxt;
-    w = wn;
-  }
-}
-
 }  // namespace
 }  // namespace tk
 
-extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_bf16_anrp(
-    const __grid_constant__ SwigluParams p) {
-  tk::forward_rows_prefetch(p);
-}
-
 // swigluForwardAndPerTokenCast by whole rows with a per-block expert cursor (round 17, docs/perf-notes/perf17-swl.md):
 // `_anrs` (bf16 → e4m3, groups of 128, H = 7168), selected by swigluLaunchTuning.castRowScan (ops/quant/swiglu_launch.ts;
-// the default since round 17's A/B; off: `_anr2`). `_anr2`'s geometry, walk, PDL prologue and row body (the same operations
-// per element: row_chunk_values, the `_anl` amax, group_max, sf_and_inv, mul_rn + encode_chunk<kE4m3>, the sf by lane 0
-// of the team, zero_padding_rows), under `_anr2`'s conditions.
+// the default since round 17's A/B; off: `_anl`). Round 11's `_anr2` geometry, walk, PDL prologue and row body (the
+// same operations per element: row_chunk_values, the `_anl` amax, group_max, sf_and_inv, mul_rn + encode_chunk<kE4m3>,
+// the sf by lane 0 of the team, zero_padding_rows), under `_anl`'s conditions.
 //
 // What changes: `_anr2`'s Nsight profile (bench/runs/2026-12-02-h200-ncu-round16.txt) counts 2.77 M global load warp
 // instructions at 6.0 sectors each. The input loads are already whole 16-sector requests (0.92 M of them: 4 per warp
@@ -317,11 +166,12 @@ struct ExpertCursor {
   int64_t start;
 };
 
-// row_real's predicate psum[e] > t (as int64: psum[e] ≥ 0 and psum[e] > t unsigned).
+// The binary search's predicate psum[e] > t (as int64: psum[e] ≥ 0 and psum[e] > t unsigned).
 TK_DEV bool psum_above(int32_t v, uint32_t t) { return v >= 0 && static_cast<uint32_t>(v) > t; }
 
 // Moves the cursor to row t (t ≥ every row it was moved to before; block-uniform, every lane of the warp active) and
-// says whether t is real: row_real's answer for a non-decreasing psum.
+// says whether t is real: the answer of a binary search of the first e with psum[e] > t (swiglu_rows.cuh's
+// row_is_real) for a non-decreasing psum.
 TK_DEV bool cursor_real(const SwigluParams& p, ExpertCursor& c, uint32_t t) {
   const uint32_t E = p.num_experts;
   if (E == 0) return true;
@@ -422,8 +272,14 @@ extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks)
 
 // swigluForward by whole rows with the next row's input in flight AND the block's expert kept in registers (round 18,
 // docs/perf-notes/perf18-swf.md): `_anrps` (bf16 → bf16, H = 7168), selected by swigluLaunchTuning.forwardRowScan
-// (ops/quant/swiglu_launch.ts; the default since round 18's A/B; off: `_anrp`) wherever `_anrp` would run, under
-// `_anrp`'s conditions.
+// (ops/quant/swiglu_launch.ts; the default since round 18's A/B; off: `_an`) wherever `_an` would run with H = 7168, under
+// `_an`'s conditions (every view aligned for its vector accesses, no clamp and hence no counters; the bf16 out's base
+// and row stride multiples of 16 bytes).
+// Round 15's `_anrp` (docs/perf-notes/perf15-swf.md: 86.4 → 88.2% of copy at 16384 × 7168 against `_an`): a thread
+// issues the 4 loads (64 bytes) and the weight of its block's NEXT row before it computes the current one, whose raw
+// words it loaded one iteration earlier, so the latency of row n + 1 runs under the arithmetic of row n (16 more
+// registers: the next row's raw words); every bf16 word by the same operations as swiglu.cu's `_an`
+// (row_chunk_values: silu(g) · u, then · w; encode_bf16x2 per pair); padding rows get nothing written.
 // `_anrp`'s geometry, PDL prologue, walk and row body (load_row_raw, row_weight, bf16_row: the same operations per
 // element), with the realness of each row decided by `_anrs`'s ExpertCursor / cursor_real instead of each warp's
 // binary psum search per row (~7 dependent 1-sector loads and an integer division). The cursor runs where `_anrp`'s

@@ -1,14 +1,14 @@
 // perChannelCastFused of an e4m3 input with [1, 128] fp32 scales, R = 128: a persistent grid whose CTAs keep the
-// next tiles' reads in flight through a 3-stage shared-memory ring, 128 × 256 tiles (branch perf19-pcf,
-// docs/perf-notes/perf19-pcf.md). Numerics: per_channel_cast.cu, spec/quant.md §5.1-5.2.
+// next tiles' reads in flight through a 3-stage shared-memory ring (branch perf19-pcf, docs/perf-notes/perf19-pcf.md).
+// Numerics: per_channel_cast.cu, spec/quant.md §5.1-5.2.
 //
-// Symbol (the host runs it only for perChannelCastFused of an e4m3 input with numPerChannels 128 and 16-byte
-// aligned x and data; perChannelLaunchTuning.pipelinedE4m3 "_pw", the default in round 19; round 20's `_pr`,
-// per_channel_cast_pr20.cu, replaced it as the default)
-//   tk_per_channel_cast__e4m3_r128_pw   tile 128 rows × 256 columns (256 contiguous bytes of each gathered row),
-//                                       512 threads, 2 CTAs per SM
+// No entry: the ring (PerChannelPipelined) is instantiated by per_channel_cast_pr20.cu as `_pr` = <4, true>. The
+// design below is round 19's `tk_per_channel_cast__e4m3_r128_pw` = <2, false> (tile 128 rows × 256 columns: 256
+// contiguous bytes of each gathered row, 512 threads, 2 CTAs per SM; perChannelLaunchTuning.pipelinedE4m3 "_pw", the
+// default in round 19), which round 20's `_pr` replaced as the default and trim24 removed with the knob value (its
+// source: docs/branches/trim24-removed.patch).
 //
-// Launch geometry: block.x = kThreads (512), dynamic shared memory kSmemBytes (110,592 B, carveout 100%),
+// `_pw`'s launch geometry: block.x = kThreads (512), dynamic shared memory kSmemBytes (110,592 B, carveout 100%),
 // grid.x = min(tiles, kCtasPerSm · SMs) with tiles = ceilDiv(T_out, 128) · ceilDiv(H, kCols); any grid.x ≥ 1 is
 // correct. CTA b takes tiles b, b + grid.x, … (column tiles fastest, as the one-tile-per-CTA kernels).
 //
@@ -43,12 +43,13 @@
 // no sf and no data for it.
 //
 // The template's kHalves (128-column halves per tile) and kWalk (tile order) are there for round 20's 128 × 512
-// form `_pr` = <4, true> (per_channel_cast_pr20.cu, which includes this file behind
-// TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES): kWalk = false is the order above (`_pw` = <2, false>); kWalk = true gives CTA b the contiguous run of tiles [⌊b · tiles / grid⌋,
+// form `_pr` = <4, true> (per_channel_cast_pr20.cu): kWalk = false is the order above (`_pw` = <2, false>); kWalk =
+// true gives CTA b the contiguous run of tiles [⌊b · tiles / grid⌋,
 // ⌊(b + 1) · tiles / grid⌋), so that it walks a row block's column tiles one after the other, and it loads the
 // posToToken entries only when a tile's row block differs from the previous tile's.
 //
 // x_sf is fp32 (perChannelCastFused accepts only fp32 input scales for an e4m3 input), any strides.
+#pragma once
 #define TK_PER_CHANNEL_CAST_NO_ENTRIES
 #include "per_channel_cast.cu"
 
@@ -253,11 +254,3 @@ struct PerChannelPipelined {
 
 }  // namespace
 }  // namespace tk
-
-#ifndef TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES
-extern "C" __global__ void __launch_bounds__(tk::PerChannelPipelined<2, false>::kThreads,
-                                             tk::PerChannelPipelined<2, false>::kCtasPerSm)
-    tk_per_channel_cast__e4m3_r128_pw(const __grid_constant__ PerChannelCastParams p) {
-  tk::PerChannelPipelined<2, false>(p).run();
-}
-#endif  // TK_PER_CHANNEL_CAST_PL19_NO_ENTRIES
