@@ -157,8 +157,9 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   if (T === 0) return;
   const input = data.dtype === "e2m1x2" ? "e2m1" : "e4m3";
   const outFmt = out.dtype as "fp32" | "bf16";
-  const seg = useSegments(H, input, outFmt);
-  const sym = `tk_cast_back${seg ? "_seg" : ""}__${input}_${out.dtype}`;
+  const ring = useE2m1Ring(data, out, lay, T, H, c);
+  const seg = !ring && useSegments(H, input, outFmt);
+  const sym = `tk_cast_back${seg ? "_seg" : ""}__${input}_${out.dtype}${ring ? "_w" : ""}`;
   const fn = kernelFunction(op, device, sym);
   const p = packet;
   const w = p.w;
@@ -177,7 +178,7 @@ function launchCastBack(op: string, device: Device, stream: Stream, data: Tensor
   p.u32(w.sf_kind, SF_KIND[lay.kind === "packed" ? "packedChannel" : lay.kind]);
   p.u32(w.op_id, op === "castBack" ? OP_ID.castBack : OP_ID.perTokenCastBack);
   p.u32(w.flags, input === "e4m3" && outFmt === "bf16" ? CAST_BACK_L2_256B : 0);
-  const grid = seg ? castBackSegGrid(T, H) : castBackGrid(device, T, H, input, outFmt);
+  const grid = ring ? castBackRingGrid(device, T, H) : seg ? castBackSegGrid(T, H) : castBackGrid(device, T, H, input, outFmt);
   // PDL (docs/perf-notes/perf10-pdl.md): the segmented kernel issues griddepcontrol.launch_dependents first and
   // griddepcontrol.wait before its first global access; it is launched as a programmatic dependent of the previous
   // kernel in the stream while `config.pdl` is set (read at every launch). The row-team kernels launch plainly.
@@ -229,4 +230,29 @@ function useSegments(H: number, input: "e4m3" | "e2m1", out: "fp32" | "bf16"): b
 function castBackSegGrid(T: number, H: number): number {
   const segs = Math.ceil(H / 8 / SEG_PIECES);
   return Math.max(1, Math.min(T * segs, 0x7fffffff));
+}
+
+/**
+ * Launch choices of castBack / perTokenCastBack that tests and benches may flip (restore them after use).
+ * - `e2m1Ring` (default on since the twentieth run: [1,32] fp32 sf at 8192 × 7168 77.6 → 83.5%, 16384 81.4 → 86.4%;
+ *   round 24, docs/perf-notes/perf24-unp.md): e2m1 → bf16 with fp32 scales (row- or
+ *   column-major) of blocks [r, c ≥ 32] (the whole row included), codes and out on a 16-byte boundary and
+ *   T · H < 2^36, runs `tk_cast_back__e2m1_bf16_w` (unpack24.cu: cast_back.cu's piece conversion fed by a warp's
+ *   2-stage cp.async ring over the flat codes, one 16-byte copy of codes and one scale a lane a step, 4 16-byte
+ *   stores, every store instruction of a warp 512 contiguous bytes). Same bytes. Everything else keeps
+ *   cast_back.cu's kernels.
+ * - `ringGridPerSm` (default 4): the ring form's grid, max(1, min(⌈T·H / 8192⌉, ringGridPerSm · SMs)) blocks of 256
+ *   (one warp per 32 chunks of 32 values up to the cap).
+ */
+export const castBackLaunchTuning: { e2m1Ring: boolean; ringGridPerSm: number } = { e2m1Ring: true, ringGridPerSm: 4 };
+/** T · H a ring launch may take (unpack24.cu indexes 32-value chunks in 32 bits). */
+const RING_MAX_VALUES = 2 ** 36;
+
+function useE2m1Ring(data: Tensor, out: Tensor, lay: CastBackSf, T: number, H: number, c: number): boolean {
+  return castBackLaunchTuning.e2m1Ring && data.dtype === "e2m1x2" && out.dtype === "bf16" && lay.kind === "fp32" && c >= 32 &&
+    T * H < RING_MAX_VALUES && (data as DeviceTensor).addr % 16 === 0 && (out as DeviceTensor).addr % 16 === 0;
+}
+
+function castBackRingGrid(device: Device, T: number, H: number): number {
+  return Math.max(1, Math.min(Math.ceil((T * H) / (32 * THREADS)), castBackLaunchTuning.ringGridPerSm * config.getNumSms(device)));
 }

@@ -90,9 +90,32 @@ const W = packet.w;
 const THREADS = 256;
 
 /**
+ * Launch choices of unpackFromE2m1fnX2 that tests and benches may flip (restore them after use).
+ * - `ring` (default on since the twentieth run: 8192 × 7168 → bf16 80.5 → 83.7%, 16384 84.3 → 86.8%; → fp32 83.6 → 85.5,
+ *   85.0 → 86.5; round 24, docs/perf-notes/perf24-unp.md): for contiguous codes (one launch over rows · K
+ *   bytes, column stride 1, row stride K) with x and out on a 16-byte boundary and fewer than 2^35 code bytes, runs
+ *   `tk_unpack_e2m1x2__<dtype>_w` (unpack24.cu: unpack.cu's conversion fed by a warp's 2-stage cp.async ring, one
+ *   16-byte copy of codes a lane a step, 4 / 8 16-byte stores, every store instruction of a warp 512 contiguous
+ *   bytes). Same bytes. Every other view keeps unpack.cu's kernels.
+ * - `ringGridPerSm` (default 8, which beat 4 at both sizes and both dtypes): the ring form's grid,
+ *   max(1, min(⌈rows·K / 4096⌉, ringGridPerSm · SMs)) blocks of
+ *   256 (one warp per 512 code bytes up to the cap).
+ */
+export const unpackLaunchTuning: { ring: boolean; ringGridPerSm: number } = { ring: true, ringGridPerSm: 8 };
+/** Code bytes a ring launch may take (unpack24.cu indexes 16-byte chunks in 32 bits). */
+const RING_MAX_BYTES = 2 ** 35;
+
+/** The function handle and the PDL flag of the launch header unpackFromE2m1fnX2 last sent (tests). */
+export function unpackLastLaunch(): { fn: number; pdl: boolean } {
+  const u = new Uint32Array(packet.bytes.buffer, packet.bytes.byteOffset, 16);
+  return { fn: u[0] + u[1] * 4294967296, pdl: (u[11] & 1) === 1 };
+}
+
+/**
  * unpack.cu's launches: `tk_unpack_e2m1x2__<dtype>` over `[rows, K]` views of the codes, grid.x =
- * max(1, min(⌈⌈rows·K / 8⌉ / 256⌉, 4 · SMs)). The leading dimensions are folded into rows when their strides allow;
- * otherwise one launch per index of the dimensions before the last two. Nothing for 0 elements.
+ * max(1, min(⌈⌈rows·K / 8⌉ / 256⌉, 4 · SMs)); or unpack24.cu's `…_w` under {@link unpackLaunchTuning}.ring. The
+ * leading dimensions are folded into rows when their strides allow; otherwise one launch per index of the dimensions
+ * before the last two. Nothing for 0 elements.
  */
 function launchUnpack(op: string, device: Device, stream: Stream, x: Tensor, out: Tensor): void {
   if (x.numel === 0) return;
@@ -109,8 +132,13 @@ function launchUnpack(op: string, device: Device, stream: Stream, x: Tensor, out
   }
   const rows = n === 1 ? 1 : x.shape.slice(Math.max(lead, 0), n - 1).reduce((a, b) => a * b, 1);
   const rs = n === 1 ? K : x.strides[n - 2];
-  const fn = kernelFunction(op, device, `tk_unpack_e2m1x2__${out.dtype}`);
-  const grid = Math.max(1, Math.min(Math.ceil(Math.ceil((rows * K) / 8) / THREADS), 4 * config.getNumSms(device)));
+  const t = unpackLaunchTuning;
+  const ring = t.ring && lead <= 0 && cs === 1 && (rows <= 1 || rs === K) && rows * K < RING_MAX_BYTES &&
+    (x as DeviceTensor).addr % 16 === 0 && (out as DeviceTensor).addr % 16 === 0;
+  const fn = kernelFunction(op, device, `tk_unpack_e2m1x2__${out.dtype}${ring ? "_w" : ""}`);
+  const grid = ring
+    ? Math.max(1, Math.min(Math.ceil((rows * K) / (THREADS * 16)), t.ringGridPerSm * config.getNumSms(device)))
+    : Math.max(1, Math.min(Math.ceil(Math.ceil((rows * K) / 8) / THREADS), 4 * config.getNumSms(device)));
   const outBytes = 2 * K * rows * (out.dtype === "fp32" ? 4 : 2);
   const outer = lead > 0 ? x.shape.slice(0, lead) : [];
   const idx = new Array<number>(outer.length).fill(0);

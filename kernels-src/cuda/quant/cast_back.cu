@@ -314,9 +314,11 @@ constexpr int kSegMinBlocksPerSm = 8;
     tk::CastBack<tk::Fmt::IN, tk::Fmt::OUT>(p).run_segments<tk::kSegPiecesPerThread>();               \
   }
 
+#ifndef TK_CAST_BACK_NO_ENTRIES  // (unpack24.cu includes this file for CastBack, not these entries)
 TK_CAST_BACK_SEG(e4m3, kE4m3, bf16, kBf16)
 
 TK_CAST_BACK(e4m3, kE4m3, fp32, kFp32)
 TK_CAST_BACK(e4m3, kE4m3, bf16, kBf16)
 TK_CAST_BACK(e2m1, kE2m1, fp32, kFp32)
 TK_CAST_BACK(e2m1, kE2m1, bf16, kBf16)
+#endif  // TK_CAST_BACK_NO_ENTRIES

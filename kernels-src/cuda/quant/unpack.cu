@@ -22,7 +22,7 @@
 namespace tk {
 namespace {
 
-constexpr int kBlockThreads = 256;
+constexpr int kUnpackThreads = 256;
 constexpr int kSpanBytes = 256;  // code bytes a warp converts per step (512 values)
 
 template <bool kBf16>
@@ -107,9 +107,11 @@ struct Unpack {
 }  // namespace
 }  // namespace tk
 
-extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4) tk_unpack_e2m1x2__fp32(const __grid_constant__ UnpackParams p) {
+#ifndef TK_UNPACK_NO_ENTRIES  // (unpack24.cu includes this file for Unpack, not these entries)
+extern "C" __global__ void __launch_bounds__(tk::kUnpackThreads, 4) tk_unpack_e2m1x2__fp32(const __grid_constant__ UnpackParams p) {
   tk::Unpack<false>::run(p);
 }
-extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4) tk_unpack_e2m1x2__bf16(const __grid_constant__ UnpackParams p) {
+extern "C" __global__ void __launch_bounds__(tk::kUnpackThreads, 4) tk_unpack_e2m1x2__bf16(const __grid_constant__ UnpackParams p) {
   tk::Unpack<true>::run(p);
 }
+#endif  // TK_UNPACK_NO_ENTRIES
