@@ -246,8 +246,22 @@ const FORM_INDEX: Record<Form, number> = {
  *   docs/perf-notes/perf17-fp4.md). Same bytes. Measured on the H200 (interleaved A/B, bench/fp4_17_tuning.ts):
  *   55.6 → 59.7% of copy at 16384 × 7168, 53.3 → 57.1% at 8192. The same form for MXFP4 lost (73.9 → 73.2%) and is
  *   not built. Any other view or option keeps main's kernels. Read at every launch; the replay path compares it.
+ * - `precomputedRing` (round 25, default 4 since the twentieth run; docs/perf-notes/perf25-ptps.md):
+ *   perTokenCastWithPrecomputedSf bf16 → e4m3 with 128 columns a scale (fp32 or e4m3 sf), x base / row stride and
+ *   data base multiples of 16 bytes, runs `_g128_psr4`, a warp's cp.async ring (per_token_cast_ps25.cu: 4 chunks a
+ *   lane a step, 1024 columns a warp unit) instead of `_g128`; 0 keeps `_g128`. Same bytes. Any other view or option
+ *   keeps `_g128`. Measured on the H200 (bench/ptps25_tuning.ts, interleaved A/B): 8192 × 7168 86.0 → 92.2%, 16384
+ *   90.4 → 93.1% of copy; the 2-chunk `_psr2` tied at 8192 (92.4) and lost at 16384 (92.1) and is not built.
+ *   `precomputedRingBlocksPerSm`: the ring's persistent grid, CTAs per SM (0: the launch bound, 4).
+ *   `precomputedRingPdl`: launch it with the PDL attribute while `config.pdl` is set (the kernel's griddepcontrol
+ *   prologue is a no-op without it). Read at every launch.
  */
-export const perTokenLaunchTuning = { e2m1LaneWide: true };
+export const perTokenLaunchTuning: {
+  e2m1LaneWide: boolean;
+  precomputedRing: 0 | 4;
+  precomputedRingBlocksPerSm: number;
+  precomputedRingPdl: boolean;
+} = { e2m1LaneWide: true, precomputedRing: 4, precomputedRingBlocksPerSm: 0, precomputedRingPdl: true };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
@@ -373,6 +387,32 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
     perTokenLaunchTuning.e2m1LaneWide === m.lw;
 }
 
+/** Launch bound (CTAs per SM) of the `_psr4` ring (per_token_cast_ps25.cu). */
+const PS_RING_BOUND = 4;
+/** Function handles of the `_psr4` ring per device and symbol, filled on first use. */
+const psRingCache: Map<string, number>[] = [];
+
+/**
+ * Chunks a lane a step of the `_psr4` ring a perTokenCastWithPrecomputedSf launch takes: perTokenLaunchTuning.
+ * precomputedRing when set and the call qualifies (bf16 → e4m3, 128 columns a scale, x base / row stride and data
+ * base multiples of 16 bytes), else 0 (`_g128` or the other group kernels).
+ */
+function precomputedRingOf(r: Resolved, data: Tensor | null): number {
+  const n = perTokenLaunchTuning.precomputedRing;
+  const a = r.args;
+  const ok = n !== 0 && r.x.dtype === "bf16" && a.rule.fmt === "e4m3" && a.numPerChannels === 128 && alignedView(r.x) &&
+    addrOf(data) % 16 === 0;
+  return ok ? n : 0;
+}
+
+function psRingFn(op: string, device: Device, n: number): number {
+  const sym = `tk_per_token_cast__bf16_e4m3_g128_psr${n}`;
+  const cache = psRingCache[device.index] ?? (psRingCache[device.index] = new Map());
+  let fn = cache.get(sym);
+  if (fn === undefined) cache.set(sym, fn = kernelFunction(op, device, sym));
+  return fn;
+}
+
 function launchPerToken(
   op: string,
   device: Device,
@@ -394,7 +434,8 @@ function launchPerToken(
       : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.e2m1LaneWide) && alignedView(r.x) &&
         addrOf(data) % 16 === 0);
   const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl);
-  const fn = variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, form);
+  const ring = mode === PER_TOKEN_MODE.precomputedSf ? precomputedRingOf(r, data) : 0;
+  const fn = ring !== 0 ? psRingFn(op, device, ring) : variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, form);
   packetGen++;
   const p = packet;
   p.u64(W.x, addrOf(r.x));
@@ -420,12 +461,18 @@ function launchPerToken(
   p.u32(W.op_id, OP_ID.perTokenCast);
   // `_g128_sr_wu12` (and `_g<N>_lw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
   // 8 · SMs as the `_g<N>` kernels
-  const grid = form === "wu12" || form === "lw"
+  // `_psr4`: warp units of 128 chunks, warp-grid-stride, one persistent wave of the CTAs an SM holds
+  const ringBlocks = perTokenLaunchTuning.precomputedRingBlocksPerSm || PS_RING_BOUND;
+  const grid = ring !== 0
+    ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / (32 * ring))) / 8), ringBlocks * config.getNumSms(device)))
+    : form === "wu12" || form === "lw"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
   // bf16 takes "pdl" / "pkl_pdl" only while config.pdl is set; fp16 always takes "pdl"
-  const pdlLaunch = ((form === "pdl" || form === "pkl_pdl") && (r.x.dtype !== "fp16" || config.pdl)) ||
-    (form === "wu12" && config.pdl);
+  const pdlLaunch = ring !== 0
+    ? config.pdl && perTokenLaunchTuning.precomputedRingPdl
+    : ((form === "pdl" || form === "pkl_pdl") && (r.x.dtype !== "fp16" || config.pdl)) ||
+      (form === "wu12" && config.pdl);
   p.setLaunch(fn, stream.handle, grid, PT.threads, 0, pdlLaunch, device.index);
   p.launch(op);
 }
