@@ -193,12 +193,22 @@ function kernelSymbol(l: Launch): string {
  *   docs/perf-notes/perf19-pcf.md), left the package in trim24 (docs/branches/trim24-removed.patch); round 16's
  *   `_r128_sm` and its knob `stagedE4m3` in trim20 (docs/branches/trim20-removed.patch); round 20's `_px` (`_pr`'s
  *   tiles in `_pw`'s strided order) lost and was not kept.
+ *   Otherwise (another op or format, an unaligned x or data) the base kernel.
+ * - `pipelinedBf16` (default `"_rg"` since the twentieth run, docs/perf-notes/perf25-pcfb.md: the roofline's
+ *   gathered case 80.9 → 86.3% of copy at 8192 × 7168, 85.8 → 87.7% at 16384, interleaved A/B; `""`: the base kernel):
+ *   `"_rg"` runs perChannelCastFused of a bf16 input as `tk_per_channel_cast__bf16_r128_rg` (per_channel_cast_rg25.cu:
+ *   the base kernel's 128 × 128 tiles and arithmetic in a persistent grid, 2 CTAs of 256 threads per SM, each thread
+ *   keeping its next two tiles' rows in flight through a private 3-stage cp.async ring, packed bf16 amax) when x's and
+ *   data's addresses are multiples of 16 bytes and H % 8 == 0; otherwise the base kernel.
  *
- * Otherwise (another op or format, an unaligned x or data) the base kernel. Same bytes in every case.
+ * Same bytes in every case.
  */
-export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pr" } = { pipelinedE4m3: "_pr" };
+export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pr"; pipelinedBf16: "" | "_rg" } = {
+  pipelinedE4m3: "_pr",
+  pipelinedBf16: "_rg",
+};
 
-/** The shared-memory carveout (percent) of `_pr`: its resident CTA (216 KiB dynamic) must fit. */
+/** The shared-memory carveout (percent) of `_pr` and `_rg`: their resident CTAs (1 × 216 KiB, 2 × 104.5 KiB dynamic) must fit. */
 const PIPELINED_CARVEOUT = 100;
 
 /**
@@ -208,6 +218,15 @@ const PIPELINED_CARVEOUT = 100;
 const PIPELINED = {
   _pr: { threads: 1024, smem: 221184, perSm: 1, cols: 512 },
 } as const;
+
+/** per_channel_cast_rg25.cu's launch table (as {@link PIPELINED}; tiles of 128 rows × 128 columns). */
+const RING_GATHER = { threads: 256, smem: 107008, perSm: 2, cols: 128 } as const;
+
+/** Whether a launch may run `_rg`: perChannelCastFused of bf16, x and data 16-byte aligned, H % 8 == 0. */
+function bf16Ringable(l: Launch, data: Tensor): boolean {
+  return l.op === "perChannelCastFused" && !l.transpose && l.r === 128 && l.inp.x.dtype === "bf16" && l.inp.H % 8 === 0 &&
+    addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0;
+}
 
 /** Whether a launch may run `_pr`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
 function e4m3Pipelinable(l: Launch, data: Tensor): boolean {
@@ -225,8 +244,13 @@ function launchPerChannel(device: Device, stream: Stream, l: Launch, data: Tenso
   const { inp, tOut, r } = l;
   if (tOut === 0 || inp.H === 0) return;
   const eligible = e4m3Pipelinable(l, data);
-  const pipelined = eligible && perChannelLaunchTuning.pipelinedE4m3 !== "" ? PIPELINED[perChannelLaunchTuning.pipelinedE4m3] : null;
-  const sym = pipelined ? `tk_per_channel_cast__e4m3_r128${perChannelLaunchTuning.pipelinedE4m3}` : kernelSymbol(l);
+  const ring = perChannelLaunchTuning.pipelinedBf16 !== "" && bf16Ringable(l, data);
+  const pipelined = ring ? RING_GATHER : eligible && perChannelLaunchTuning.pipelinedE4m3 !== "" ? PIPELINED[perChannelLaunchTuning.pipelinedE4m3] : null;
+  const sym = ring
+    ? `tk_per_channel_cast__bf16_r128${perChannelLaunchTuning.pipelinedBf16}`
+    : pipelined
+    ? `tk_per_channel_cast__e4m3_r128${perChannelLaunchTuning.pipelinedE4m3}`
+    : kernelSymbol(l);
   const fn = pipelined ? kernelFunctionWithSmem(l.op, device, sym, pipelined.smem, PIPELINED_CARVEOUT) : kernelFunction(l.op, device, sym);
   lastSymbol = sym;
   const p = packet;

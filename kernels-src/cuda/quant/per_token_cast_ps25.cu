@@ -1,13 +1,13 @@
 // perTokenCastWithPrecomputedSf bf16 → e4m3 with groups of 128, x and data on a 16-byte boundary: per_token_cast.cu's
 // chunk conversion fed by a warp's cp.async ring in shared memory, two consecutive chunks a lane and one 16-byte
 // store for both (round 25, docs/perf-notes/perf25-ptps.md; host ops/quant/per_token_cast.ts,
-// perTokenLaunchTuning.precomputedRing, default off).
+// perTokenLaunchTuning.precomputedRing, the default since the twentieth run: 8192 × 7168 86.0 → 92.2% of copy,
+// 16384 90.4 → 93.1% on the H200).
 //
-// Symbols
-//   tk_per_token_cast__bf16_e4m3_g128_psr2   a warp's unit: 512 columns of a row (2 chunks a lane), 16 KiB a CTA,
-//                                            launch bound 8
+// Symbol
 //   tk_per_token_cast__bf16_e4m3_g128_psr4   a warp's unit: 1024 columns of a row (2 pairs of chunks a lane), 32 KiB
-//                                            a CTA, launch bound 4
+//                                            a CTA, launch bound 4. The one-pair `_psr2` (512 columns, 16 KiB, bound
+//                                            8) tied at 8192 and lost at 16384 (92.1%) and is not instantiated.
 //
 // Why: main runs this case on `_g128` (GroupCast, mode 2), measured 89.8% of copy at 16384 × 7168 and ~86% at 8192
 // (H200). Its 8-warp row team stages 2 thread-private chunks a step (one unit in four dead at H = 7168: 896 chunks

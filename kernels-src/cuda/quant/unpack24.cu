@@ -2,7 +2,7 @@
 // one 16-byte copy of codes a lane a step (round 24, docs/perf-notes/perf24-unp.md): unpackFromE2m1fnX2 (unpack.cu's
 // conversion; host ops/quant/unpack.ts, unpackLaunchTuning.ring) and castBack / perTokenCastBack e2m1 → bf16 with
 // fp32 block scales of c ≥ 32 columns (cast_back.cu's CastBack::process; host ops/quant/cast_back.ts,
-// castBackLaunchTuning.e2m1Ring). Both knobs default off. One file, so one cubin per arch for the three.
+// castBackLaunchTuning.e2m1Ring). Both knobs on by default since the twentieth run. One file, so one cubin per arch for the three.
 //
 // Symbols
 //   tk_unpack_e2m1x2__bf16_w    a step: 16 code bytes a lane → 4 16-byte stores (64 output bytes)
