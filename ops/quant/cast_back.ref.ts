@@ -1,6 +1,6 @@
 /**
  * CPU reference of block dequantization — spec/quant.md §2.6 and §6: `out = fl(decode(q) · s)`, then binary32 as
- * is or bf16 by §1.5. Serves `perTokenCastBack` (blocks `[1, N]`) and the generic `castBack`.
+ * is (a NaN as 0x7FC00000) or bf16 by §1.5. Serves `perTokenCastBack` (blocks `[1, N]`) and the generic `castBack`.
  * @module
  */
 import { decodeE2m1, decodeE4m3, decodeUe8m0, encodeBf16 } from "../../core/dtype.ts";
@@ -38,7 +38,9 @@ export function castBackRef(
     for (let j = 0; j < hidden; j++) {
       const q = fp4 ? decodeE2m1(j & 1 ? d[row + (j >> 1)] >> 4 : d[row + (j >> 1)] & 0xf) : decodeE4m3(d[row + j]);
       const y = Math.fround(q * scaleAt(sf, lay, m, Math.floor(j / blockCols)));
-      if (fmt === "fp32") (o.data as Float32Array)[orow + j * o.strides[1]] = y;
+      // a NaN product (0 · ±Inf, a NaN code or scale) is written as 0x7FC00000, as the kernels write it: the bits of
+      // an arithmetic NaN differ between engines and CPUs (x86's 0 · Inf is 0xFFC00000), docs/DECISIONS.md
+      if (fmt === "fp32") (o.data as Float32Array)[orow + j * o.strides[1]] = y === y ? y : NaN;
       else (o.data as Uint16Array)[orow + j * o.strides[1]] = encodeBf16(y);
     }
   }
