@@ -4,7 +4,7 @@
  * @module
  */
 import process from "node:process";
-import { type DeviceTensor, devices, empty, type HostTensor, type PerTokenCastOptions, synchronize, tensor, toDevice } from "../mod.ts";
+import { type DeviceTensor, devices, empty, type HostTensor, type PerTokenCastOptions, synchronize, type Tensor, tensor, toDevice, toHost } from "../mod.ts";
 import { createEvent, destroyEvent, elapsedMs, kernelFunction, LaunchPacket, recordEvent, syncAndCheck } from "../ffi/cuda.ts";
 import { GuardSelftestParams } from "../ops/runtime/guard_selftest.params.ts";
 import { deviceRuntime, type Device, type Stream } from "../core/tensor.ts";
@@ -127,6 +127,12 @@ export function interleavedMedians<S extends { name: string }>(
     }
   }
   return new Map([...us].map(([k, v]) => [k, v.sort((a, b) => a - b)[rounds >> 1]]));
+}
+
+/** The bytes of a tensor's storage, copied to the host (a device tensor is read back; outputs compared byte for byte). */
+export async function hostBytes(t: Tensor): Promise<Uint8Array> {
+  const h = (await toHost(t)) as HostTensor;
+  return new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
 }
 
 /** The first index at which two byte arrays differ (-1 when equal; the shorter length when one is a prefix). */

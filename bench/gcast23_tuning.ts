@@ -18,11 +18,10 @@
  * @module
  */
 import process from "node:process";
-import { cast, type CastOptions, type DeviceTensor, toHost } from "../mod.ts";
-import type { HostTensor } from "../core/tensor.ts";
+import { cast, type CastOptions, type DeviceTensor } from "../mod.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { castBlockLaunchTuning, lastCastBlockKernel } from "../ops/quant/cast_block_launch.ts";
-import { abStart, abVerdict, firstDifference, interleavedMedians, randomBf16 } from "./common.ts";
+import { abStart, abVerdict, firstDifference, hostBytes, interleavedMedians, randomBf16 } from "./common.ts";
 
 const { stream, timer, copy } = abStart("gcast23_tuning");
 const H = 7168;
@@ -61,11 +60,6 @@ const SF = [
 /** The storage bytes of an sf grid (fp32, or packed UE8M0 column-major with 4-row padding). */
 function sfBytes(nbm: number, nbk: number, packed: boolean): number {
   return packed ? Math.ceil(nbm / 4) * 4 * Math.ceil(nbk / 4) * 4 : nbm * nbk * 4;
-}
-
-async function bytesOf(t: DeviceTensor): Promise<Uint8Array> {
-  const h = (await toHost(t)) as HostTensor;
-  return new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
 }
 
 const saved = { ...castBlockLaunchTuning };
@@ -111,7 +105,7 @@ try {
           console.log(`cast ${tag.padEnd(42)}\t${s.name.padEnd(13)}\t${t.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
         }
         for (const part of ["data", "sf"] as const) {
-          const bad = firstDifference(await bytesOf(outs[1][part]), await bytesOf(outs[0][part]));
+          const bad = firstDifference(await hostBytes(outs[1][part]), await hostBytes(outs[0][part]));
           if (bad >= 0) {
             failures++;
             console.log(`FAIL ${tag}: ${row.knob}'s ${part} differs from main's at byte ${bad}`);

@@ -16,11 +16,11 @@
  * @module
  */
 import process from "node:process";
-import { type DeviceTensor, devices, perBlockCastLossless, perTokenCast, type Quantized, toHost } from "../mod.ts";
-import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
+import { type DeviceTensor, devices, perBlockCastLossless, perTokenCast, type Quantized } from "../mod.ts";
+import { deviceRuntime, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { lastLosslessDataKernel, losslessLaunchTuning } from "../ops/quant/per_block_cast_lossless.ts";
-import { copyRateGBs, DEV, LeadTimer, randomBf16Host } from "./common.ts";
+import { copyRateGBs, DEV, hostBytes, LeadTimer, randomBf16Host } from "./common.ts";
 
 if (devices().length === 0) {
   console.log("lsl11_tuning needs a CUDA device; none found");
@@ -53,11 +53,6 @@ const copy = copyRateGBs(2 ** 30);
 console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
 const saved = losslessLaunchTuning.dataAligned;
 let failures = 0;
-
-const bytesOf = async (t: DeviceTensor) => {
-  const d = ((await toHost(t)) as HostTensor).data;
-  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
-};
 
 try {
   for (const T of [4096, 8192, 16384]) {
@@ -95,8 +90,8 @@ try {
         console.log(`perBlockCastLossless ${T}x${H} e2m1 [1,32] → e4m3 128x128 ${v.name.padEnd(12)}\t${s.name.padEnd(6)}\t${t.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
       }
       for (const part of ["data", "sf"] as const) {
-        const ref = await bytesOf(outs[0][part]);
-        const got = await bytesOf(outs[1][part]);
+        const ref = await hostBytes(outs[0][part]);
+        const got = await hostBytes(outs[1][part]);
         let bad = got.length === ref.length ? -1 : 0;
         for (let j = 0; j < ref.length && bad < 0; j++) if (ref[j] !== got[j]) bad = j;
         if (bad >= 0) {

@@ -20,11 +20,11 @@
  * `deno run -A --no-check bench/lsl_tiled_tuning.ts` (or `bun bench/lsl_tiled_tuning.ts`).
  * @module
  */
-import { type DeviceTensor, perBlockCastLossless, perTokenCast, type Quantized, toHost } from "../mod.ts";
-import { type HostTensor, toDevice } from "../core/tensor.ts";
+import { type DeviceTensor, perBlockCastLossless, perTokenCast, type Quantized } from "../mod.ts";
+import { toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { lastLosslessDataKernel, losslessLaunchTuning } from "../ops/quant/per_block_cast_lossless.ts";
-import { abStart, abVerdict, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
+import { abStart, abVerdict, firstDifference, hostBytes, interleavedMedians, randomBf16Host } from "./common.ts";
 
 const { stream, timer, copy } = abStart("lsl_tiled_tuning");
 const H = 7168;
@@ -46,11 +46,6 @@ const VARIANTS = [
 function sfBytes(nbm: number, nbk: number, packed: boolean, colMajor: boolean): number {
   const cols = packed ? Math.ceil(nbk / 4) : nbk;
   return (colMajor ? Math.ceil(nbm / 4) * 4 : nbm) * cols * 4;
-}
-
-async function bytesOf(t: DeviceTensor): Promise<Uint8Array> {
-  const h = (await toHost(t)) as HostTensor;
-  return new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
 }
 
 const saved = { ...losslessLaunchTuning };
@@ -96,7 +91,7 @@ try {
       for (const [i, s] of SETTINGS.entries()) {
         if (i === 0) continue;
         for (const part of ["data", "sf"] as const) {
-          const bad = firstDifference(await bytesOf(outs[i][part]), await bytesOf(outs[i - 1][part]));
+          const bad = firstDifference(await hostBytes(outs[i][part]), await hostBytes(outs[i - 1][part]));
           if (bad >= 0) {
             failures++;
             console.log(`FAIL ${tag}: ${s.name}'s ${part} differs from ${SETTINGS[i - 1].name}'s at byte ${bad}`);

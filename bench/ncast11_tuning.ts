@@ -20,11 +20,11 @@
  * @module
  */
 import process from "node:process";
-import { addRmsnormForwardAndPerTokenCast, type DeviceTensor, devices, toHost } from "../mod.ts";
-import { deviceRuntime, type HostTensor, toDevice } from "../core/tensor.ts";
+import { addRmsnormForwardAndPerTokenCast, type DeviceTensor, devices } from "../mod.ts";
+import { deviceRuntime, toDevice } from "../core/tensor.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
-import { copyRateGBs, DEV, LeadTimer, randomBf16Host } from "./common.ts";
+import { copyRateGBs, DEV, hostBytes, LeadTimer, randomBf16Host } from "./common.ts";
 
 if (devices().length === 0) {
   console.log("ncast11_tuning needs a CUDA device; none found");
@@ -51,17 +51,13 @@ console.log(`cuMemcpyDtoD 1 GiB: ${copy.gbps.toFixed(0)} GB/s = 100%`);
 const saved = normLaunchTuning.castRowForm;
 let failures = 0;
 
-async function bytesOf(t: DeviceTensor): Promise<Uint8Array> {
-  const d = ((await toHost(t)) as HostTensor).data;
-  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
-}
 function firstDiff(a: Uint8Array, b: Uint8Array): number {
   if (a.length !== b.length) return Math.min(a.length, b.length);
   for (let j = 0; j < a.length; j++) if (a[j] !== b[j]) return j;
   return -1;
 }
 async function compare(tag: string, name: string, what: string, got: DeviceTensor, ref: DeviceTensor): Promise<void> {
-  const bad = firstDiff(await bytesOf(got), await bytesOf(ref));
+  const bad = firstDiff(await hostBytes(got), await hostBytes(ref));
   if (bad >= 0) {
     failures++;
     console.log(`FAIL ${tag} ${name}: ${what} differs from main's at byte ${bad}`);

@@ -15,11 +15,11 @@
  * `deno run -A --no-check bench/pcf_pipelined_tuning.ts` (or `bun bench/pcf_pipelined_tuning.ts`).
  * @module
  */
-import { type DeviceTensor, perChannelCastFused, perTokenCast, type Quantized, tensor, toHost } from "../mod.ts";
-import { deviceEmptyStrided, type HostTensor, toDevice } from "../core/tensor.ts";
+import { type DeviceTensor, perChannelCastFused, perTokenCast, type Quantized, tensor } from "../mod.ts";
+import { deviceEmptyStrided, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { perChannelLastSymbol, perChannelLaunchTuning } from "../ops/quant/per_channel_cast.ts";
-import { abStart, abVerdict, DEV, firstDifference, interleavedMedians, randomBf16 } from "./common.ts";
+import { abStart, abVerdict, DEV, firstDifference, hostBytes, interleavedMedians, randomBf16 } from "./common.ts";
 
 const { stream, timer, copy } = abStart("pcf_pipelined_tuning");
 const H = 7168;
@@ -30,11 +30,6 @@ const SETTINGS = [
 ] as const;
 const saved = { ...perChannelLaunchTuning };
 let failures = 0;
-
-const bytesOf = async (t: DeviceTensor) => {
-  const d = ((await toHost(t)) as HostTensor).data;
-  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
-};
 
 try {
   for (const T of [8192, 16384]) {
@@ -69,9 +64,9 @@ try {
       }
     });
     for (const k of ["data", "sf"] as const) {
-      const ref = await bytesOf(outs[0][k]);
+      const ref = await hostBytes(outs[0][k]);
       for (let i = 1; i < SETTINGS.length; i++) {
-        const bad = firstDifference(ref, await bytesOf(outs[i][k]));
+        const bad = firstDifference(ref, await hostBytes(outs[i][k]));
         if (bad >= 0) {
           failures++;
           console.log(`FAIL ${T}x${H} ${SETTINGS[i].name}: ${k} differs from base's at byte ${bad}`);

@@ -20,19 +20,11 @@
  * @module
  */
 import process from "node:process";
-import {
-  type DeviceTensor,
-  empty,
-  perTokenCastWithPrecomputedSf,
-  perTokenCastWithSfOnly,
-  type Tensor,
-  toHost,
-} from "../mod.ts";
+import { type DeviceTensor, empty, perTokenCastWithPrecomputedSf, perTokenCastWithSfOnly } from "../mod.ts";
 import { config } from "../core/config.ts";
-import type { HostTensor } from "../core/tensor.ts";
 import { kernelFunction, syncAndCheck } from "../ffi/cuda.ts";
 import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
-import { abStart, abVerdict, DEV, firstDifference, interleavedMedians, randomBf16 } from "./common.ts";
+import { abStart, abVerdict, DEV, firstDifference, hostBytes, interleavedMedians, randomBf16 } from "./common.ts";
 
 const { stream, timer, copy } = abStart("ptps25_tuning");
 const H = 7168;
@@ -59,11 +51,6 @@ function apply(s: Setting): void {
   });
 }
 
-async function bytesOf(t: Tensor): Promise<Uint8Array> {
-  const h = (await toHost(t)) as HostTensor;
-  return new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
-}
-
 try {
   for (const T of TOKENS) {
     const x = randomBf16(T, H, T + 25);
@@ -81,7 +68,7 @@ try {
         failures++;
         console.log(`FAIL ${T}x${H} ${s.name}: another launch (fn ${l.fn}, pdl ${l.pdl})`);
       }
-      const got = await bytesOf(data);
+      const got = await hostBytes(data);
       if (ref === null) {
         ref = got;
         continue;
