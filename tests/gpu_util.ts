@@ -274,3 +274,14 @@ export function plantSrEdges(rand: () => number, x: HostTensor): void {
   }
   for (let k = 0; k < d.length; k++) if ((d[k] & 0x7fff) > 0x7f80) d[k] = 0x7fc0;
 }
+
+/**
+ * `n` gather indices into `T` rows (perChannelCastFused's posToToken): random with repeats, ~1 in 5 negative (a zero
+ * row), a descending run of 24, then a run of 16 copies of one row.
+ */
+export function gatherPositions(rand: () => number, n: number, T: number): HostTensor {
+  const idx = Int32Array.from({ length: n }, () => (rand() < 0.2 ? -1 - Math.floor(rand() * 3) : Math.floor(rand() * T)));
+  for (let p = 0; p < Math.min(n, 24); p++) idx[p] = (T - 1 - p + T) % T;
+  for (let p = 24; p < Math.min(n, 40); p++) idx[p] = Math.floor(T / 2);
+  return tensor(idx, [n], "int32") as HostTensor;
+}

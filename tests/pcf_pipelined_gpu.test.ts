@@ -21,7 +21,7 @@ import { type DeviceTensor, HostTensor, perChannelCastFused, type Quantized, ten
 import { perChannelLastSymbol, perChannelLaunchTuning } from "../ops/quant/per_channel_cast.ts";
 import { toColMajor } from "./golden.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { dispose, sameAllocation, up } from "./gpu_util.ts";
+import { dispose, gatherPositions, sameAllocation, up } from "./gpu_util.ts";
 
 type Form = "" | "_pr";
 /** The default first, then the base kernel (knob ""). */
@@ -54,14 +54,6 @@ function randomQuantized(rand: () => number, T: number, H: number, colMajor: boo
     i % 29 === 11 ? SPECIAL_SCALES[(i / 29 | 0) % SPECIAL_SCALES.length] : 2 ** Math.floor(rand() * 30 - 15) * (1 + rand()));
   const s = tensor(sf, [T, H / 128], "fp32") as HostTensor;
   return [tensor(codes, [T, H], "e4m3"), colMajor ? toColMajor(s) : s];
-}
-
-/** `n` indices into `T` rows: random with repeats, ~1 in 5 negative, a descending run, a run of one repeated row. */
-function positions(rand: () => number, n: number, T: number): HostTensor {
-  const idx = Int32Array.from({ length: n }, () => (rand() < 0.2 ? -1 - Math.floor(rand() * 3) : Math.floor(rand() * T)));
-  for (let p = 0; p < Math.min(n, 24); p++) idx[p] = (T - 1 - p + T) % T;
-  for (let p = 24; p < Math.min(n, 40); p++) idx[p] = Math.floor(T / 2);
-  return tensor(idx, [n], "int32") as HostTensor;
 }
 
 interface Run {
@@ -114,7 +106,7 @@ gpuTest("each form = reference: gathers from 1 / 127 / 129 / 300 / 4001 tokens, 
         for (const colMajor of T === 1 || H === 128 ? [false, true] : [false]) {
           // 9 runs a case: every 4th preallocated, so each form and grid size meets preallocated outputs
           const runs = FORMS.flatMap((form) => [null, 1, 3].map((sms) => ({ form, sms, preallocated: n++ % 4 === 0 })));
-          check(`${seed} ${T}→${out}x${H} roundSf ${roundSf} sf ${colMajor ? "col" : "row"}-major`, randomQuantized(rand, T, H, colMajor), positions(rand, out, T), roundSf, runs);
+          check(`${seed} ${T}→${out}x${H} roundSf ${roundSf} sf ${colMajor ? "col" : "row"}-major`, randomQuantized(rand, T, H, colMajor), gatherPositions(rand, out, T), roundSf, runs);
         }
       }
     }
@@ -147,7 +139,7 @@ gpuTest("each form = reference on every e4m3 code in every column with special i
     const sf = Float32Array.from({ length: T * (H / 128) }, (_, i) => (i % 13 === 0 ? SPECIAL_SCALES[(i / 13 | 0) % SPECIAL_SCALES.length] : 2 ** Math.floor(rand() * 30 - 15) * (1 + rand())));
     const q: Quantized = [tensor(codes, [T, H], "e4m3"), tensor(sf, [T, H / 128], "fp32")];
     for (const roundSf of [false, true]) {
-      check(`${seed} all codes x${H} roundSf ${roundSf} gather`, q, positions(rand, 400, T), roundSf, runs);
+      check(`${seed} all codes x${H} roundSf ${roundSf} gather`, q, gatherPositions(rand, 400, T), roundSf, runs);
       check(`${seed} all codes x${H} roundSf ${roundSf} no gather`, q, null, roundSf, runs);
     }
   }
@@ -158,7 +150,7 @@ gpuTest("each form: an index ≥ T raises DEVICE_VALUE once per bad entry, in a 
     const rand = rng(seed);
     const T = 200;
     const q = randomQuantized(rand, T, H, false);
-    const pos = positions(rand, 400, T); // four blocks: bad entries in the first, the third and the partial last one
+    const pos = gatherPositions(rand, 400, T); // four blocks: bad entries in the first, the third and the partial last one
     const idx = pos.data as Int32Array;
     idx[3] = T;
     idx[260] = 1 << 30;
@@ -192,7 +184,7 @@ gpuTest("_pr is the default; each knob runs its form; for an unaligned x view ev
     const rand = rng(seed);
     const T = 300;
     const [x, sf] = randomQuantized(rand, T, H, false) as [HostTensor, HostTensor];
-    const pos = positions(rand, 272, T);
+    const pos = gatherPositions(rand, 272, T);
     check(`${seed} x${H} default and knobs`, [x, sf], pos, false, [{ form: perChannelLaunchTuning.pipelinedE4m3, sym: symOf("_pr") }, ...FORMS.map((form) => ({ form }))]);
     // the same codes one byte into their storage: x's device address is not a multiple of 16
     const shifted = new Uint8Array(T * H + 1);

@@ -20,7 +20,7 @@ import { type DeviceTensor, HostTensor, perChannelCastFused, type Quantized, ten
 import { perChannelLastSymbol, perChannelLaunchTuning } from "../ops/quant/per_channel_cast.ts";
 import { logicalBytes } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, sameAllocation, storageBytes, up, uploadView } from "./gpu_util.ts";
+import { dispose, gatherPositions, sameAllocation, storageBytes, up, uploadView } from "./gpu_util.ts";
 
 type Form = "" | "_rg";
 const FORMS = ["_rg", ""] as const;
@@ -65,14 +65,6 @@ function randomBf16(rand: () => number, T: number, H: number): HostTensor {
     }
   }
   return tensor(v, [T, H], "bf16") as HostTensor;
-}
-
-/** `n` indices into `T` rows: random with repeats, ~1 in 5 negative, a descending run, a run of one repeated row. */
-function positions(rand: () => number, n: number, T: number): HostTensor {
-  const idx = Int32Array.from({ length: n }, () => (rand() < 0.2 ? -1 - Math.floor(rand() * 3) : Math.floor(rand() * T)));
-  for (let p = 0; p < Math.min(n, 24); p++) idx[p] = (T - 1 - p + T) % T;
-  for (let p = 24; p < Math.min(n, 40); p++) idx[p] = Math.floor(T / 2);
-  return tensor(idx, [n], "int32") as HostTensor;
 }
 
 interface Run {
@@ -121,7 +113,7 @@ gpuTest("each form = reference: gathers from 1 … 4001 tokens into 16 … 4016 
   let n = 0;
   for (const [T, H, out] of cases) {
     const x = randomBf16(rand, T, H);
-    const pos = positions(rand, out, T);
+    const pos = gatherPositions(rand, out, T);
     for (const roundSf of [false, true]) {
       // every 3rd run preallocated, so each form and grid size meets preallocated outputs
       const runs = FORMS.flatMap((form) => [null, 1, 3].map((sms) => ({ form, sms, preallocated: n++ % 3 === 0 })));
@@ -156,7 +148,7 @@ gpuTest("each form: an index ≥ T raises DEVICE_VALUE once per bad entry, in a 
   const rand = rng(25004);
   const T = 200, H = 1152;
   const x = randomBf16(rand, T, H);
-  const pos = positions(rand, 400, T); // four blocks: bad entries in the first, the third and the partial last one
+  const pos = gatherPositions(rand, 400, T); // four blocks: bad entries in the first, the third and the partial last one
   const idx = pos.data as Int32Array;
   idx[3] = T;
   idx[260] = 1 << 30;
@@ -188,10 +180,10 @@ gpuTest("_rg is the default; H % 8 != 0, an unaligned x or data view and an fp32
   const rand = rng(25005);
   const T = 300, H = 1152;
   const x = randomBf16(rand, T, H);
-  const pos = positions(rand, 272, T);
+  const pos = gatherPositions(rand, 272, T);
   check("25005 default", x, pos, false, [{ form: perChannelLaunchTuning.pipelinedBf16, sym: RG }]);
   // H % 8 == 4: a 16-byte piece would straddle the end of a row
-  for (const h of [4, 100]) check(`25005 x${h}`, randomBf16(rand, 129, h), positions(rand, 144, 129), true, FORMS.map((form) => ({ form, sym: BASE })));
+  for (const h of [4, 100]) check(`25005 x${h}`, randomBf16(rand, 129, h), gatherPositions(rand, 144, 129), true, FORMS.map((form) => ({ form, sym: BASE })));
   // the same values one element into their storage: x's device address is not a multiple of 16
   const shifted = new Uint16Array(T * H + 1);
   shifted.set(x.data as Uint16Array, 1);
@@ -211,7 +203,7 @@ gpuTest("_rg is the default; H % 8 != 0, an unaligned x or data view and an fp32
   dispose(dx, dpos);
   // an fp32 input: the fp32 base kernel
   const xf = tensor(Float32Array.from({ length: 129 * 256 }, () => (rand() - 0.5) * 1000), [129, 256], "fp32") as HostTensor;
-  check("25005 fp32", xf, positions(rand, 144, 129), false, FORMS.map((form) => ({ form, sym: "tk_per_channel_cast__fp32_r128" })));
+  check("25005 fp32", xf, gatherPositions(rand, 144, 129), false, FORMS.map((form) => ({ form, sym: "tk_per_channel_cast__fp32_r128" })));
 });
 
 gpuTest("_rg = base = reference at the bench shape: 16384 × 7168 gathered by (p · 7919) mod T, zero rows (seed 25006)", () => {
