@@ -135,6 +135,27 @@ export async function hostBytes(t: Tensor): Promise<Uint8Array> {
   return new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
 }
 
+/**
+ * An A/B script's output check across settings: the first output given is the reference, each later one is compared
+ * with it byte for byte and a difference is printed as a FAIL line naming the first differing byte and both values.
+ * `check` returns the failures it found (0 or 1), for the script's count.
+ */
+export class FirstOutput {
+  #ref: Uint8Array | null = null;
+  constructor(private readonly refName: string) {}
+
+  check(got: Uint8Array, label: string): number {
+    if (this.#ref === null) {
+      this.#ref = got;
+      return 0;
+    }
+    const bad = firstDifference(got, this.#ref);
+    if (bad < 0) return 0;
+    console.log(`FAIL ${label}: differs from ${this.refName}'s at byte ${bad} (${got[bad]} vs ${this.#ref[bad]})`);
+    return 1;
+  }
+}
+
 /** The first index at which two byte arrays differ (-1 when equal; the shorter length when one is a prefix). */
 export function firstDifference(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);

@@ -17,11 +17,11 @@
  * `deno run -A --no-check bench/csr23_tuning.ts` (or `bun bench/csr23_tuning.ts`).
  * @module
  */
-import { type DeviceTensor, empty, stochasticCast, toHost } from "../mod.ts";
-import { type HostTensor, toDevice } from "../core/tensor.ts";
+import { type DeviceTensor, empty, stochasticCast } from "../mod.ts";
+import { toDevice } from "../core/tensor.ts";
 import { kernelFunction, syncAndCheck } from "../ffi/cuda.ts";
 import { castLaunchTuning, elementCastLastLaunch } from "../ops/quant/elem_launch.ts";
-import { abStart, abVerdict, DEV, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
+import { abStart, abVerdict, DEV, FirstOutput, hostBytes, interleavedMedians, randomBf16Host } from "./common.ts";
 
 const { stream, timer, copy } = abStart("csr23_tuning");
 const H = 7168;
@@ -49,7 +49,7 @@ try {
     const x = toDevice(hx) as DeviceTensor;
     const y = empty([T, H], "e4m3", { device: 0 }) as DeviceTensor;
     const o = { dtype: "e4m3", seed: 7n, out: y } as const;
-    let ref: Uint8Array | null = null;
+    const first = new FirstOutput("sr_a12");
     for (const s of SETTINGS) {
       castLaunchTuning.srRing = s.ring;
       stochasticCast(x, o);
@@ -57,17 +57,7 @@ try {
         failures++;
         console.log(`FAIL stochasticCast ${T}x${H} ${s.name}: another kernel was launched`);
       }
-      const h = (await toHost(y)) as HostTensor;
-      const got = new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
-      if (ref === null) {
-        ref = got;
-        continue;
-      }
-      const bad = firstDifference(got, ref);
-      if (bad >= 0) {
-        failures++;
-        console.log(`FAIL stochasticCast ${T}x${H} ${s.name}: differs from sr_a12's at byte ${bad} (${got[bad]} vs ${ref[bad]})`);
-      }
+      failures += first.check(await hostBytes(y), `stochasticCast ${T}x${H} ${s.name}`);
     }
     const med = interleavedMedians(timer, stream, SETTINGS, ROUNDS, (s) => void (castLaunchTuning.srRing = s.ring), () => void stochasticCast(x, o));
     const bytes = 3 * T * H;

@@ -24,7 +24,7 @@ import { type DeviceTensor, empty, perTokenCastWithPrecomputedSf, perTokenCastWi
 import { config } from "../core/config.ts";
 import { kernelFunction, syncAndCheck } from "../ffi/cuda.ts";
 import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
-import { abStart, abVerdict, DEV, firstDifference, hostBytes, interleavedMedians, randomBf16 } from "./common.ts";
+import { abStart, abVerdict, DEV, FirstOutput, hostBytes, interleavedMedians, randomBf16 } from "./common.ts";
 
 const { stream, timer, copy } = abStart("ptps25_tuning");
 const H = 7168;
@@ -59,7 +59,7 @@ try {
     const data = empty([T, H], "e4m3", { device: 0 }) as DeviceTensor;
     const opts = { ...o, out: data };
     const run = () => void perTokenCastWithPrecomputedSf(x, sf, opts);
-    let ref: Uint8Array | null = null;
+    const first = new FirstOutput("g128");
     for (const s of SETTINGS) {
       apply(s);
       run();
@@ -68,16 +68,7 @@ try {
         failures++;
         console.log(`FAIL ${T}x${H} ${s.name}: another launch (fn ${l.fn}, pdl ${l.pdl})`);
       }
-      const got = await hostBytes(data);
-      if (ref === null) {
-        ref = got;
-        continue;
-      }
-      const bad = firstDifference(got, ref);
-      if (bad >= 0) {
-        failures++;
-        console.log(`FAIL ${T}x${H} ${s.name}: differs from g128's at byte ${bad} (${got[bad]} vs ${ref[bad]})`);
-      }
+      failures += first.check(await hostBytes(data), `${T}x${H} ${s.name}`);
     }
     const med = interleavedMedians(timer, stream, SETTINGS, ROUNDS, apply, run);
     const bytes = 3 * T * H + T * (H / 128) * 4;

@@ -19,12 +19,12 @@
  * `deno run -A --no-check bench/unp24_tuning.ts` (or `bun bench/unp24_tuning.ts`).
  * @module
  */
-import { castBack, type DeviceTensor, empty, perTokenCast, toHost, unpackFromE2m1fnX2 } from "../mod.ts";
-import { type HostTensor, toDevice } from "../core/tensor.ts";
+import { castBack, type DeviceTensor, empty, perTokenCast, unpackFromE2m1fnX2 } from "../mod.ts";
+import { toDevice } from "../core/tensor.ts";
 import { kernelFunction, syncAndCheck } from "../ffi/cuda.ts";
 import { castBackLastLaunch, castBackLaunchTuning } from "../ops/quant/cast_back.ts";
 import { unpackLastLaunch, unpackLaunchTuning } from "../ops/quant/unpack.ts";
-import { abStart, abVerdict, DEV, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
+import { abStart, abVerdict, DEV, FirstOutput, hostBytes, interleavedMedians, randomBf16Host } from "./common.ts";
 
 const { stream, timer, copy } = abStart("unp24_tuning");
 const H = 7168;
@@ -50,7 +50,7 @@ function apply(s: (typeof SETTINGS)[number]): void {
 
 /** Runs `run` under every setting, checks its symbol and compares its output with main's; then times the settings. */
 async function measure(label: string, T: number, bytes: number, y: DeviceTensor, run: () => void, lastFn: () => number, sym: string): Promise<void> {
-  let ref: Uint8Array | null = null;
+  const first = new FirstOutput("main");
   for (const s of SETTINGS) {
     apply(s);
     run();
@@ -59,17 +59,7 @@ async function measure(label: string, T: number, bytes: number, y: DeviceTensor,
       failures++;
       console.log(`FAIL ${label} ${T}x${H} ${s.name}: another kernel than ${want} was launched`);
     }
-    const h = (await toHost(y)) as HostTensor;
-    const got = new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength).slice();
-    if (ref === null) {
-      ref = got;
-      continue;
-    }
-    const bad = firstDifference(got, ref);
-    if (bad >= 0) {
-      failures++;
-      console.log(`FAIL ${label} ${T}x${H} ${s.name}: differs from main's at byte ${bad} (${got[bad]} vs ${ref[bad]})`);
-    }
+    failures += first.check(await hostBytes(y), `${label} ${T}x${H} ${s.name}`);
   }
   const med = interleavedMedians(timer, stream, SETTINGS, ROUNDS, apply, run);
   const base = med.get("main")!;
