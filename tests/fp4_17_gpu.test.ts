@@ -9,7 +9,8 @@
  * unaligned views (main's kernels: the knob never applies), every bf16 pattern shuffled into groups, NaN / ±Inf / ±0 /
  * subnormal rows, rounding ties, 3000, 8192 × 7168 (the bench's shape), replay with the knob flipped. Options the
  * form does not take (fp32 sf, groups of 32 without roundSf, perTokenCastWithSfOnly) keep main's kernels with the
- * knob on. The symbol of every launch is asserted (perTokenLastLaunch), so a silent fallback fails; the form has no
+ * knob on. mxfp4Wide (round 26, MXFP4's default since) is off in the first test. The symbol of every launch is
+ * asserted (perTokenLastLaunch), so a silent fallback fails; the form has no
  * PDL variant (its launch never carries the attribute, PDL on or off). Skips without a GPU.
  * @module
  */
@@ -83,7 +84,10 @@ async function checkView(x: HostTensor, aligned: boolean, what: string, layouts 
 }
 
 gpuTest("perTokenCast bf16 → e2m1 through _g16_lw (e2m1LaneWide) = reference = _g16_u4; MXFP4 stays on _g32_u4sca: NVFP4 row / col sf, MXFP4 every roundSf layout, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, specials, 3000 and 8192 × 7168, replay (seeds 17101, 17102)", async () => {
-  const saved = perTokenLaunchTuning.e2m1LaneWide;
+  const saved = perTokenLaunchTuning.e2m1LaneWide, savedMx = perTokenLaunchTuning.mxfp4Wide;
+  // MXFP4's own form (round 26's mxfp4Wide, the default) is tests/fp4_26_gpu.test.ts's subject: here it is off, so
+  // MXFP4 shows that e2m1LaneWide leaves it on `_g32_u4sca`
+  perTokenLaunchTuning.mxfp4Wide = false;
   try {
     await checkView(allPatterns(17103, 8, 8192), true, "every bf16 pattern 8x8192");
     await checkView(allPatterns(17104, 72, 960), true, "every bf16 pattern 72x960");
@@ -105,6 +109,7 @@ gpuTest("perTokenCast bf16 → e2m1 through _g16_lw (e2m1LaneWide) = reference =
     }
   } finally {
     perTokenLaunchTuning.e2m1LaneWide = saved;
+    perTokenLaunchTuning.mxfp4Wide = savedMx;
   }
 });
 

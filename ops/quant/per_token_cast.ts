@@ -223,8 +223,10 @@ const fnCache: number[][] = [];
  *   72.5 → 86.2% on top. Any other stochasticCast view runs `…_sr`, without the attribute; all give the same bytes.
  *   (`_g128_sr_wu`, kept for A/B behind perTokenLaunchTuning.srScaledEncode, left the package with the knob in
  *   trim24: docs/branches/trim24-removed.patch.)
+ * - "mxw": perTokenLaunchTuning.mxfp4Wide (round 26): `_g32_mxw` (per_token_cast_fp4_26.cu), same walk and bytes
+ *   as "lw" for MXFP4.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "lw";
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "lw" | "mxw";
 const FORM_INDEX: Record<Form, number> = {
   "": 0,
   sor4: 1,
@@ -235,6 +237,7 @@ const FORM_INDEX: Record<Form, number> = {
   pkl_pdl: 6,
   wu12: 7,
   lw: 8,
+  mxw: 9,
 };
 
 /**
@@ -255,13 +258,27 @@ const FORM_INDEX: Record<Form, number> = {
  *   `precomputedRingBlocksPerSm`: the ring's persistent grid, CTAs per SM (0: the launch bound, 4).
  *   `precomputedRingPdl`: launch it with the PDL attribute while `config.pdl` is set (the kernel's griddepcontrol
  *   prologue is a no-op without it). Read at every launch.
+ * - `mxfp4Wide` (round 26, default on since its A/B; docs/perf-notes/perf26-fp4.md): perTokenCast bf16 → e2m1 without
+ *   stochasticCast, groups of 32 with roundSf (MXFP4; rounded fp32 or packed UE8M0 sf, any layout), x base / row
+ *   stride and data base multiples of 16 bytes, runs `_g32_mxw` instead of `_g32_u4sca` (per_token_cast_fp4_26.cu:
+ *   `_g16_lw`'s warp units and ring, a lane's group of 32 with a NaN-propagating amax that proves it finite, the
+ *   product folded into the rounding fmas, no per-chunk NaN test). Same bytes. Any other view or option keeps main's
+ *   kernels. Read at every launch; the replay path compares it. Measured on the H200 (bench/fp4_26_tuning.ts,
+ *   interleaved A/B, packed UE8M0 sf): 8192 × 7168 69.2–69.3 → 81.0–81.9%, 16384 73.6–73.8 → 86.0–88.2% of copy.
  */
 export const perTokenLaunchTuning: {
   e2m1LaneWide: boolean;
   precomputedRing: 0 | 4;
   precomputedRingBlocksPerSm: number;
   precomputedRingPdl: boolean;
-} = { e2m1LaneWide: true, precomputedRing: 4, precomputedRingBlocksPerSm: 0, precomputedRingPdl: true };
+  mxfp4Wide: boolean;
+} = {
+  e2m1LaneWide: true,
+  precomputedRing: 4,
+  precomputedRingBlocksPerSm: 0,
+  precomputedRingPdl: true,
+  mxfp4Wide: true,
+};
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
 function alignedView(x: Tensor): boolean {
@@ -293,6 +310,10 @@ function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, ali
     perTokenLaunchTuning.e2m1LaneWide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" &&
     n === 16 && a.rule.e4m3Sf && !a.rule.roundSf
   ) return "lw";
+  if (
+    perTokenLaunchTuning.mxfp4Wide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" && n === 32 &&
+    a.rule.roundSf
+  ) return "mxw";
   const pdlForm = pdl && inDtype === "bf16" && a.rule.fmt === "e4m3" && n === 128;
   if (a.rule.packedUe8m0 && a.rule.fmt === "e4m3" && (n === 32 || n === 128)) return pdlForm ? "pkl_pdl" : "pkl";
   if (pdlForm) return "pdl";
@@ -356,6 +377,8 @@ interface Replay {
   pdl: boolean;
   /** perTokenLaunchTuning.e2m1LaneWide at the launch */
   lw: boolean;
+  /** perTokenLaunchTuning.mxfp4Wide at the launch */
+  mxw: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -384,7 +407,7 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
   return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
-    perTokenLaunchTuning.e2m1LaneWide === m.lw;
+    perTokenLaunchTuning.e2m1LaneWide === m.lw && perTokenLaunchTuning.mxfp4Wide === m.mxw;
 }
 
 /** Launch bound (CTAs per SM) of the `_psr4` ring (per_token_cast_ps25.cu). */
@@ -431,8 +454,8 @@ function launchPerToken(
   const aligned = r.x.dtype === "bf16" &&
     (mode === PER_TOKEN_MODE.sfOnly
       ? alignedView(r.x)
-      : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.e2m1LaneWide) && alignedView(r.x) &&
-        addrOf(data) % 16 === 0);
+      : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.e2m1LaneWide || perTokenLaunchTuning.mxfp4Wide) &&
+        alignedView(r.x) && addrOf(data) % 16 === 0);
   const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl);
   const ring = mode === PER_TOKEN_MODE.precomputedSf ? precomputedRingOf(r, data) : 0;
   const fn = ring !== 0 ? psRingFn(op, device, ring) : variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, form);
@@ -459,13 +482,13 @@ function launchPerToken(
   p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
-  // `_g128_sr_wu12` (and `_g<N>_lw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
+  // `_g128_sr_wu12` (and `_g<N>_lw` / `_g32_mxw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
   // 8 · SMs as the `_g<N>` kernels
   // `_psr4`: warp units of 128 chunks, warp-grid-stride, one persistent wave of the CTAs an SM holds
   const ringBlocks = perTokenLaunchTuning.precomputedRingBlocksPerSm || PS_RING_BOUND;
   const grid = ring !== 0
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / (32 * ring))) / 8), ringBlocks * config.getNumSms(device)))
-    : form === "wu12" || form === "lw"
+    : form === "wu12" || form === "lw" || form === "mxw"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
   // bf16 takes "pdl" / "pkl_pdl" only while config.pdl is set; fp16 always takes "pdl"
@@ -642,6 +665,7 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         clamp: a.rule.clamp,
         pdl: config.pdl,
         lw: perTokenLaunchTuning.e2m1LaneWide,
+        mxw: perTokenLaunchTuning.mxfp4Wide,
         device: pl.device,
         streamObj: stream,
         d: dg,

@@ -199,7 +199,10 @@ struct LaneWideE2m1 {
 }  // namespace
 }  // namespace tk
 
+// per_token_cast_fp4_26.cu includes this file for LaneWideE2m1's slot() with TK_PTC_FP4_17_NO_ENTRIES defined
+#ifndef TK_PTC_FP4_17_NO_ENTRIES
 extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
     tk_per_token_cast__bf16_e2m1_g16_lw(const __grid_constant__ PerTokenCastParams p) {
   tk::LaneWideE2m1<16>::run(p);
 }
+#endif  // TK_PTC_FP4_17_NO_ENTRIES

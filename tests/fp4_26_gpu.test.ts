@@ -1,0 +1,148 @@
+/**
+ * Round 26 (docs/perf-notes/perf26-fp4.md): `tk_per_token_cast__bf16_e2m1_g32_mxw` (MXFP4: groups of 32, roundSf;
+ * perTokenLaunchTuning.mxfp4Wide, default on since its A/B), against the CPU reference byte for byte on both output allocations
+ * (data and sf, padding included) and against main's `_g32_u4sca` with the knob off, for every roundSf layout (fp32
+ * row / col, packed UE8M0 row / col): 0 rows, 1 row, rows whose last warp unit has dead lanes (H = 576, 960,
+ * 7168 + 64), dead warps (1 × 64), strided and 16-byte-offset views (the knob's kernel), unaligned views (main's
+ * kernel: the knob never applies), every bf16 pattern shuffled into groups (NaN / ±Inf groups take the kernel's
+ * scalar path), edge rows (all zero: inverse 2^127, scalar path; subnormal-only: inverse above 2^126, scalar path;
+ * ~2^-118 and near the bf16 maximum: the fast path's inverse range ends), 3000 and 8192 × 7168, replay with the knob
+ * flipped, PDL on and off (the form never carries the attribute). Options the form does not take keep main's kernels
+ * with the knob on. The symbol of every launch is asserted (perTokenLastLaunch). Skips without a GPU.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { type HostTensor, perTokenCast, perTokenCastWithSfOnly } from "../mod.ts";
+import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
+import { gpuTest, rng } from "./harness.ts";
+import { dispose, randomInput, shuffledBf16Patterns, sameAllocation, samePair, uploadView, withPdl } from "./gpu_util.ts";
+import { ptcFn, withSpecials } from "./per_token_rows.ts";
+
+const MAIN = "bf16_e2m1_g32_u4sca";
+const FORM = "bf16_e2m1_g32_mxw";
+
+/** The roundSf layouts at groups of 32 the knob takes: [label, options]. */
+const TAKEN: readonly [string, Record<string, unknown>][] = [
+  ["mxfp4-fp32-row", { numPerChannels: 32, roundSf: true }],
+  ["mxfp4-fp32-col", { numPerChannels: 32, roundSf: true, useTmaAlignedColMajorSf: true }],
+  ["mxfp4-packed-row", { numPerChannels: 32, roundSf: true, usePackedUe8m0: true }],
+  ["mxfp4-packed-col", { numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }],
+];
+
+/** [T, H] bf16 rows holding every one of the 65536 bf16 patterns, shuffled (T · H ≥ 65536), rest random finite. */
+function allPatterns(seed: number, T: number, H: number): HostTensor {
+  const rand = rng(seed);
+  const x = randomInput(rand, T, H, "bf16");
+  (x.data as Uint16Array).set(shuffledBf16Patterns(rand), 0);
+  return x;
+}
+
+/**
+ * Rows at the ends of the fast path's inverse range [2^-125, 2^126]: all ±0; subnormal bf16 only; values near 2^-118;
+ * values near the bf16 maximum; then random rows. Signs random.
+ */
+function edgeRows(seed: number, H: number): HostTensor {
+  const rand = rng(seed);
+  const x = randomInput(rand, 8, H, "bf16");
+  const d = x.data as Uint16Array;
+  const sign = () => (rand() < 0.5 ? 0x8000 : 0);
+  for (let j = 0; j < H; j++) {
+    d[j] = sign();
+    d[H + j] = sign() | (1 + Math.floor(rand() * 0x7f));
+    d[2 * H + j] = sign() | (0x0480 + Math.floor(rand() * 0x100));
+    d[3 * H + j] = sign() | (0x7e80 + Math.floor(rand() * 0xff));
+  }
+  return x;
+}
+
+/** Runs one view through main's kernel (knob off), the form (knob on), replay, and the knob off again. */
+async function checkView(x: HostTensor, aligned: boolean, what: string, layouts = TAKEN): Promise<void> {
+  const dx = uploadView(x);
+  const T = x.shape[0];
+  try {
+    for (const [name, extra] of layouts) {
+      const o = { fmt: "e2m1", ...extra } as const;
+      const c = perTokenCast(x, o as never);
+      for (const pdl of [false, true]) {
+        await withPdl(pdl, () => {
+          const label = `${what} ${name} pdl ${pdl}`;
+          perTokenLaunchTuning.mxfp4Wide = false;
+          const main = perTokenCast(dx, o as never);
+          if (T > 0) assert.equal(perTokenLastLaunch().fn, ptcFn(MAIN), `${label}: main's symbol`);
+          perTokenLaunchTuning.mxfp4Wide = true;
+          const got = perTokenCast(dx, o as never);
+          if (T > 0) {
+            const l = perTokenLastLaunch();
+            assert.equal(l.fn, ptcFn(aligned ? FORM : MAIN), `${label}: symbol`);
+            assert.equal(l.pdl, false, `${label}: no PDL attribute`);
+          }
+          samePair(got, c, label);
+          samePair(main, c, `${label} (main's kernel)`);
+          samePair(perTokenCast(dx, o as never), c, `${label} (again: replay)`);
+          perTokenLaunchTuning.mxfp4Wide = false;
+          samePair(perTokenCast(dx, o as never), c, `${label} (knob off on the replayed options)`);
+          if (T > 0) assert.equal(perTokenLastLaunch().fn, ptcFn(MAIN), `${label}: knob off`);
+        });
+      }
+    }
+  } finally {
+    dispose(dx);
+  }
+}
+
+gpuTest("perTokenCast bf16 → MXFP4 through _g32_mxw (mxfp4Wide) = reference = _g32_u4sca: every roundSf layout, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, edge and special rows, 3000 and 8192 × 7168, replay (seeds 26101, 26102)", async () => {
+  const saved = perTokenLaunchTuning.mxfp4Wide;
+  try {
+    await checkView(allPatterns(26103, 8, 8192), true, "every bf16 pattern 8x8192");
+    await checkView(allPatterns(26104, 72, 960), true, "every bf16 pattern 72x960");
+    await checkView(edgeRows(26105, 7168), true, "edge rows 8x7168");
+    await checkView(edgeRows(26106, 576), true, "edge rows 8x576");
+    for (const seed of [26101, 26102]) {
+      const rand = rng(seed);
+      // [T, H, row stride, element offset]
+      const shapes: [number, number, number, number][] = seed === 26101
+        ? [[0, 7168, 7168, 0], [1, 64, 64, 0], [1, 7168, 7168, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 8], [7, 960, 968, 0],
+          [33, 7168 + 64, 7168 + 64, 0], [257, 576, 576, 0], [3, 73728, 73728, 0], [3000, 7168, 7168, 0]]
+        : [[2, 64, 128, 8], [9, 7168, 7168 + 128, 0], [66, 1024, 1024, 4], [11, 2048, 2048 + 4, 0], [8192, 7168, 7168, 0]];
+      for (const [T, H, stride, off] of shapes) {
+        let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride));
+        if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+        const aligned = off % 8 === 0 && stride % 8 === 0;
+        // the large shapes: two layouts each (the CPU reference dominates the time)
+        const layouts = T >= 3000 ? TAKEN.filter(([n]) => n === (seed === 26101 ? "mxfp4-fp32-row" : "mxfp4-packed-row") || n === "mxfp4-packed-col") : TAKEN;
+        await checkView(x, aligned, `${T}x${H} stride ${stride} offset ${off}`, layouts);
+      }
+    }
+  } finally {
+    perTokenLaunchTuning.mxfp4Wide = saved;
+  }
+});
+
+gpuTest("mxfp4Wide on: options the form does not take keep main's kernels (g32 without roundSf, g16 roundSf, NVFP4, sf only), and the knob is on by default (seed 26107)", () => {
+  assert.equal(perTokenLaunchTuning.mxfp4Wide, true, "mxfp4Wide is on by default (since round 26's A/B)");
+  const saved = perTokenLaunchTuning.mxfp4Wide;
+  const x = withSpecials(randomInput(rng(26107), 37, 2048, "bf16"));
+  const dx = uploadView(x);
+  try {
+    perTokenLaunchTuning.mxfp4Wide = true;
+    for (const [o, sym] of [
+      [{ fmt: "e2m1", numPerChannels: 32 }, "bf16_e2m1_g32_u4"],
+      [{ fmt: "e2m1", numPerChannels: 16, roundSf: true }, "bf16_e2m1_g16_u4"],
+      [{ fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }, "bf16_e2m1_g16_lw"],
+    ] as const) {
+      samePair(perTokenCast(dx, o), perTokenCast(x, o), `knob on ${JSON.stringify(o)}`);
+      assert.equal(perTokenLastLaunch().fn, ptcFn(sym), `knob on ${JSON.stringify(o)}: symbol`);
+    }
+    const so = { fmt: "e2m1", numPerChannels: 32, roundSf: true } as const;
+    const g = perTokenCastWithSfOnly(dx, so);
+    try {
+      sameAllocation(g, perTokenCastWithSfOnly(x, so), "knob on sf only");
+    } finally {
+      dispose(g);
+    }
+    assert.notEqual(perTokenLastLaunch().fn, ptcFn(FORM), "knob on sf only: not the form");
+  } finally {
+    perTokenLaunchTuning.mxfp4Wide = saved;
+    dispose(dx);
+  }
+});
