@@ -1,98 +1,19 @@
 /**
  * perTokenCast bf16 → e2m1 (the roofline's two FP4 cases of bench/cases_more.ts: NVFP4 [1,16] row-major e4m3 sf, and
- * MXFP4 [1,32] packed UE8M0 column-major (TMA) sf), main's `_g16_u4` / `_g32_u4sca` against the lane-wide
- * `_g16_lw` (per_token_cast_fp4_17.cu; docs/perf-notes/perf17-fp4.md; MXFP4's `_g32_lw` lost here and is no longer
- * built: its row is now a control, `_g32_u4sca` in both settings), in one process, 8192 and 16384 ×
- * 7168. Settings (perTokenLaunchTuning.e2m1LaneWide, restored at the end): "main" off, "lw" on.
- *
- * Each figure: 20 calls on the default stream between two events after a lead copy (LeadTimer of bench/common.ts),
- * the median of 7 repetitions; the settings interleaved over 5 rounds (rotated order), the median of the rounds
- * printed. % is of the same run's cuMemcpyDtoD (1 GiB, read + write bytes) for the bytes bench/cases_more.ts counts
- * (read 2TH, write TH/2 + the sf: NVFP4 T·H/16, MXFP4 4·align(T, 4)·H/128). The data and sf of both settings are
- * compared on random bf16 rows (with NaN, ±Inf, ±0 and subnormals written in) at each size: a difference prints
- * FAIL and the script exits 1. Without a GPU it prints a skip line and exits 0.
+ * MXFP4 [1,32] packed UE8M0 column-major (TMA) sf), main's `_g16_u4` against the lane-wide `_g16_lw`
+ * (per_token_cast_fp4_17.cu; docs/perf-notes/perf17-fp4.md; the default since its A/B), in one process, 8192 and
+ * 16384 × 7168. Settings (perTokenLaunchTuning.e2m1LaneWide, restored at the end): "main" off, "lw" on. MXFP4's
+ * `_g32_lw` lost here and is not built: its row is a control, the same kernel in both settings (`_g32_mxw` since
+ * round 26, bench/fp4_26_tuning.ts). Timing, byte check and exit codes: bench/e2m1_ab.ts.
  *
  * `deno run -A --no-check bench/fp4_17_tuning.ts` (or `bun bench/fp4_17_tuning.ts`).
  * @module
  */
-import { type DeviceTensor, perTokenCast, toHost } from "../mod.ts";
-import { type HostTensor, toDevice } from "../core/tensor.ts";
-import { syncAndCheck } from "../ffi/cuda.ts";
-import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
-import { abStart, abVerdict, firstDifference, interleavedMedians, randomBf16Host } from "./common.ts";
+import { MXFP4_PACKED_COL, runE2m1Ab } from "./e2m1_ab.ts";
 
-const { stream, timer, copy } = abStart("fp4_17_tuning");
-const H = 7168;
-const ROUNDS = 5;
-const SETTINGS: readonly { name: string; on: boolean }[] = [
-  { name: "main", on: false },
-  { name: "lw", on: true },
-];
-const CASES = [
-  {
-    name: "NVFP4 [1,16] e4m3 sf",
-    o: { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true } as const,
-    sfBytes: (T: number) => (T * H) / 16,
-  },
-  {
-    name: "MXFP4 [1,32] packed-ue8m0 col",
-    o: { fmt: "e2m1", numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true } as const,
-    sfBytes: (T: number) => 4 * (Math.ceil(T / 4) * 4) * Math.ceil(H / 128),
-  },
-];
-
-const saved = perTokenLaunchTuning.e2m1LaneWide;
-let failures = 0;
-
-function bytesOf(h: HostTensor): Uint8Array {
-  return new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength);
-}
-
-try {
-  for (const T of [8192, 16384]) {
-    const hx = randomBf16Host(T, H, T + 17);
-    const d16 = hx.data as Uint16Array;
-    const sp = [0x7fc0, 0x7f80, 0xff80, 0x8000, 0x0001, 0x8033, 0xffa5];
-    for (let i = 5; i < d16.length; i += 9973) d16[i] = sp[i % sp.length];
-    const x = toDevice(hx) as DeviceTensor;
-    for (const c of CASES) {
-      const [data, sf] = perTokenCast(x, c.o) as [DeviceTensor, DeviceTensor];
-      const o = { ...c.o, out: { data, sf } };
-      let ref: Uint8Array[] | null = null;
-      for (const s of SETTINGS) {
-        perTokenLaunchTuning.e2m1LaneWide = s.on;
-        perTokenCast(x, o);
-        const got = [bytesOf((await toHost(data)) as HostTensor).slice(), bytesOf((await toHost(sf)) as HostTensor).slice()];
-        if (ref === null) {
-          ref = got;
-          continue;
-        }
-        for (let k = 0; k < 2; k++) {
-          const bad = firstDifference(got[k], ref[k]);
-          if (bad >= 0) {
-            failures++;
-            console.log(`FAIL perTokenCast ${c.name} ${T}x${H} ${s.name}: ${k === 0 ? "data" : "sf"} differs from main's at byte ${bad} (${got[k][bad]} vs ${ref[k][bad]})`);
-          }
-        }
-      }
-      const med = interleavedMedians(timer, stream, SETTINGS, ROUNDS, (s) => void (perTokenLaunchTuning.e2m1LaneWide = s.on), () => void perTokenCast(x, o));
-      perTokenLaunchTuning.e2m1LaneWide = saved;
-      const bytes = 2 * T * H + (T * H) / 2 + c.sfBytes(T);
-      const base = med.get("main")!;
-      for (const s of SETTINGS) {
-        const v = med.get(s.name)!;
-        const pct = (100 * bytes) / (v * 1e3) / copy.gbps;
-        const delta = s.name === "main" ? "" : `\tΔ ${(v - base).toFixed(2)} µs`;
-        console.log(`perTokenCast bf16→e2m1 ${c.name} ${T}x${H}\t${s.name.padEnd(5)}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
-      }
-      data.dispose();
-      sf.dispose();
-    }
-    x.dispose();
-  }
-} finally {
-  perTokenLaunchTuning.e2m1LaneWide = saved;
-  syncAndCheck(0, stream.handle);
-  timer.dispose();
-}
-abVerdict(failures, "fp4_17_tuning: lw's outputs equal main's");
+const NVFP4_ROW = {
+  name: "NVFP4 [1,16] e4m3 sf",
+  o: { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true } as const,
+  sfBytes: (T: number, H: number) => (T * H) / 16,
+};
+await runE2m1Ab("fp4_17_tuning", "e2m1LaneWide", "lw", [NVFP4_ROW, MXFP4_PACKED_COL], [8192, 16384]);

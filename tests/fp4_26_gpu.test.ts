@@ -15,27 +15,20 @@ import assert from "node:assert/strict";
 import { type HostTensor, perTokenCast, perTokenCastWithSfOnly } from "../mod.ts";
 import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, shuffledBf16Patterns, sameAllocation, samePair, uploadView, withPdl } from "./gpu_util.ts";
+import { dispose, randomInput, sameAllocation, samePair, uploadView } from "./gpu_util.ts";
 import { ptcFn, withSpecials } from "./per_token_rows.ts";
+import { allPatterns, checkKnobView, type KnobLayout, sweepKnobViews } from "./e2m1_knob_util.ts";
 
 const MAIN = "bf16_e2m1_g32_u4sca";
 const FORM = "bf16_e2m1_g32_mxw";
 
-/** The roundSf layouts at groups of 32 the knob takes: [label, options]. */
-const TAKEN: readonly [string, Record<string, unknown>][] = [
-  ["mxfp4-fp32-row", { numPerChannels: 32, roundSf: true }],
-  ["mxfp4-fp32-col", { numPerChannels: 32, roundSf: true, useTmaAlignedColMajorSf: true }],
-  ["mxfp4-packed-row", { numPerChannels: 32, roundSf: true, usePackedUe8m0: true }],
-  ["mxfp4-packed-col", { numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }],
+/** The roundSf layouts at groups of 32 the knob takes. */
+const TAKEN: readonly KnobLayout[] = [
+  ["mxfp4-fp32-row", { numPerChannels: 32, roundSf: true }, MAIN, FORM],
+  ["mxfp4-fp32-col", { numPerChannels: 32, roundSf: true, useTmaAlignedColMajorSf: true }, MAIN, FORM],
+  ["mxfp4-packed-row", { numPerChannels: 32, roundSf: true, usePackedUe8m0: true }, MAIN, FORM],
+  ["mxfp4-packed-col", { numPerChannels: 32, roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true }, MAIN, FORM],
 ];
-
-/** [T, H] bf16 rows holding every one of the 65536 bf16 patterns, shuffled (T · H ≥ 65536), rest random finite. */
-function allPatterns(seed: number, T: number, H: number): HostTensor {
-  const rand = rng(seed);
-  const x = randomInput(rand, T, H, "bf16");
-  (x.data as Uint16Array).set(shuffledBf16Patterns(rand), 0);
-  return x;
-}
 
 /**
  * Rows at the ends of the fast path's inverse range [2^-125, 2^126]: all ±0; subnormal bf16 only; values near 2^-118;
@@ -55,64 +48,15 @@ function edgeRows(seed: number, H: number): HostTensor {
   return x;
 }
 
-/** Runs one view through main's kernel (knob off), the form (knob on), replay, and the knob off again. */
-async function checkView(x: HostTensor, aligned: boolean, what: string, layouts = TAKEN): Promise<void> {
-  const dx = uploadView(x);
-  const T = x.shape[0];
-  try {
-    for (const [name, extra] of layouts) {
-      const o = { fmt: "e2m1", ...extra } as const;
-      const c = perTokenCast(x, o as never);
-      for (const pdl of [false, true]) {
-        await withPdl(pdl, () => {
-          const label = `${what} ${name} pdl ${pdl}`;
-          perTokenLaunchTuning.mxfp4Wide = false;
-          const main = perTokenCast(dx, o as never);
-          if (T > 0) assert.equal(perTokenLastLaunch().fn, ptcFn(MAIN), `${label}: main's symbol`);
-          perTokenLaunchTuning.mxfp4Wide = true;
-          const got = perTokenCast(dx, o as never);
-          if (T > 0) {
-            const l = perTokenLastLaunch();
-            assert.equal(l.fn, ptcFn(aligned ? FORM : MAIN), `${label}: symbol`);
-            assert.equal(l.pdl, false, `${label}: no PDL attribute`);
-          }
-          samePair(got, c, label);
-          samePair(main, c, `${label} (main's kernel)`);
-          samePair(perTokenCast(dx, o as never), c, `${label} (again: replay)`);
-          perTokenLaunchTuning.mxfp4Wide = false;
-          samePair(perTokenCast(dx, o as never), c, `${label} (knob off on the replayed options)`);
-          if (T > 0) assert.equal(perTokenLastLaunch().fn, ptcFn(MAIN), `${label}: knob off`);
-        });
-      }
-    }
-  } finally {
-    dispose(dx);
-  }
-}
-
 gpuTest("perTokenCast bf16 → MXFP4 through _g32_mxw (mxfp4Wide) = reference = _g32_u4sca: every roundSf layout, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, edge and special rows, 3000 and 8192 × 7168, replay (seeds 26101, 26102)", async () => {
   const saved = perTokenLaunchTuning.mxfp4Wide;
   try {
-    await checkView(allPatterns(26103, 8, 8192), true, "every bf16 pattern 8x8192");
-    await checkView(allPatterns(26104, 72, 960), true, "every bf16 pattern 72x960");
-    await checkView(edgeRows(26105, 7168), true, "edge rows 8x7168");
-    await checkView(edgeRows(26106, 576), true, "edge rows 8x576");
-    for (const seed of [26101, 26102]) {
-      const rand = rng(seed);
-      // [T, H, row stride, element offset]
-      const shapes: [number, number, number, number][] = seed === 26101
-        ? [[0, 7168, 7168, 0], [1, 64, 64, 0], [1, 7168, 7168, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 8], [7, 960, 968, 0],
-          [33, 7168 + 64, 7168 + 64, 0], [257, 576, 576, 0], [3, 73728, 73728, 0], [3000, 7168, 7168, 0]]
-        : [[2, 64, 128, 8], [9, 7168, 7168 + 128, 0], [66, 1024, 1024, 4], [11, 2048, 2048 + 4, 0], [8192, 7168, 7168, 0]];
-      for (const [T, H, stride, off] of shapes) {
-        let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride));
-        if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
-        const aligned = off % 8 === 0 && stride % 8 === 0;
-        // the large shapes: two layouts each (the CPU reference dominates the time)
-        const layouts = T >= 3000 ? TAKEN.filter(([n]) => n === (seed === 26101 ? "mxfp4-fp32-row" : "mxfp4-packed-row") || n === "mxfp4-packed-col") : TAKEN;
-        await checkView(x, aligned, `${T}x${H} stride ${stride} offset ${off}`, layouts);
-      }
-    }
+    await checkKnobView("mxfp4Wide", allPatterns(26103, 8, 8192), true, "every bf16 pattern 8x8192", TAKEN);
+    await checkKnobView("mxfp4Wide", allPatterns(26104, 72, 960), true, "every bf16 pattern 72x960", TAKEN);
+    await checkKnobView("mxfp4Wide", edgeRows(26105, 7168), true, "edge rows 8x7168", TAKEN);
+    await checkKnobView("mxfp4Wide", edgeRows(26106, 576), true, "edge rows 8x576", TAKEN);
+    // the large shapes: two layouts each
+    await sweepKnobViews("mxfp4Wide", [26101, 26102], TAKEN, [["mxfp4-fp32-row", "mxfp4-packed-col"], ["mxfp4-packed-row", "mxfp4-packed-col"]]);
   } finally {
     perTokenLaunchTuning.mxfp4Wide = saved;
   }

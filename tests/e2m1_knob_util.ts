@@ -1,0 +1,98 @@
+/**
+ * The A/B check shared by the e2m1 perTokenCast knob tests (tests/fp4_17_gpu.test.ts: `e2m1LaneWide`,
+ * tests/fp4_26_gpu.test.ts: `mxfp4Wide`): each view runs through main's kernel (knob off), the form (knob on), replay
+ * and the knob off again, byte for byte against the CPU reference, with the launched symbol asserted every time.
+ */
+import assert from "node:assert/strict";
+import { type HostTensor, perTokenCast } from "../mod.ts";
+import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
+import { rng } from "./harness.ts";
+import { dispose, randomInput, samePair, shuffledBf16Patterns, uploadView, withPdl } from "./gpu_util.ts";
+import { ptcFn, withSpecials } from "./per_token_rows.ts";
+
+/** A boolean knob of perTokenLaunchTuning that swaps an e2m1 kernel for a form with the same bytes. */
+export type E2m1Knob = "e2m1LaneWide" | "mxfp4Wide";
+
+/** [label, perTokenCast options besides fmt, main's symbol suffix, the symbol suffix with the knob on]. */
+export type KnobLayout = readonly [string, Record<string, unknown>, string, string];
+
+/** [T, H] bf16 rows holding every one of the 65536 bf16 patterns, shuffled (T · H ≥ 65536), rest random finite. */
+export function allPatterns(seed: number, T: number, H: number): HostTensor {
+  const rand = rng(seed);
+  const x = randomInput(rand, T, H, "bf16");
+  (x.data as Uint16Array).set(shuffledBf16Patterns(rand), 0);
+  return x;
+}
+
+/**
+ * Runs one view through main's kernel (knob off), the form (knob on; main's kernel where the view is not `aligned`),
+ * replay, and the knob off again, PDL off and on (neither form carries the attribute). The caller restores the knob.
+ */
+export async function checkKnobView(
+  knob: E2m1Knob,
+  x: HostTensor,
+  aligned: boolean,
+  what: string,
+  layouts: readonly KnobLayout[],
+): Promise<void> {
+  const dx = uploadView(x);
+  const T = x.shape[0];
+  try {
+    for (const [name, extra, mainSym, formSym] of layouts) {
+      const o = { fmt: "e2m1", ...extra } as const;
+      const c = perTokenCast(x, o as never);
+      for (const pdl of [false, true]) {
+        await withPdl(pdl, () => {
+          const label = `${what} ${name} pdl ${pdl}`;
+          perTokenLaunchTuning[knob] = false;
+          const main = perTokenCast(dx, o as never);
+          if (T > 0) assert.equal(perTokenLastLaunch().fn, ptcFn(mainSym), `${label}: main's symbol`);
+          perTokenLaunchTuning[knob] = true;
+          const got = perTokenCast(dx, o as never);
+          if (T > 0) {
+            const l = perTokenLastLaunch();
+            assert.equal(l.fn, ptcFn(aligned ? formSym : mainSym), `${label}: symbol`);
+            assert.equal(l.pdl, false, `${label}: no PDL attribute`);
+          }
+          samePair(got, c, label);
+          samePair(main, c, `${label} (main's kernel)`);
+          samePair(perTokenCast(dx, o as never), c, `${label} (again: replay)`);
+          perTokenLaunchTuning[knob] = false;
+          samePair(perTokenCast(dx, o as never), c, `${label} (knob off on the replayed options)`);
+          if (T > 0) assert.equal(perTokenLastLaunch().fn, ptcFn(mainSym), `${label}: knob off`);
+        });
+      }
+    }
+  } finally {
+    dispose(dx);
+  }
+}
+
+/**
+ * The view sweep of both tests, one seed each: 0 rows, 1 row, rows whose last warp unit has dead lanes (H = 576, 960,
+ * 7168 + 64), dead warps (1 × 64), strided and 16-byte-offset views (the form), unaligned views (main's kernel), and
+ * 3000 / 8192 × 7168, where only the layouts named in `large` run (the CPU reference dominates the time). Rows with
+ * specials (tests/per_token_rows.ts withSpecials).
+ */
+export async function sweepKnobViews(
+  knob: E2m1Knob,
+  seeds: readonly [number, number],
+  layouts: readonly KnobLayout[],
+  large: readonly [readonly string[], readonly string[]],
+): Promise<void> {
+  for (const [k, seed] of seeds.entries()) {
+    const rand = rng(seed);
+    // [T, H, row stride, element offset]
+    const shapes: [number, number, number, number][] = k === 0
+      ? [[0, 7168, 7168, 0], [1, 64, 64, 0], [1, 7168, 7168, 0], [3, 576, 577, 1], [5, 2048, 2048 + 8, 8], [7, 960, 968, 0],
+        [33, 7168 + 64, 7168 + 64, 0], [257, 576, 576, 0], [3, 73728, 73728, 0], [3000, 7168, 7168, 0]]
+      : [[2, 64, 128, 8], [9, 7168, 7168 + 128, 0], [66, 1024, 1024, 4], [11, 2048, 2048 + 4, 0], [8192, 7168, 7168, 0]];
+    for (const [T, H, stride, off] of shapes) {
+      let x = withSpecials(randomInput(rand, T + (off > 0 ? 1 : 0), H + off, "bf16", stride));
+      if (off > 0) x = x.slice(0, 0, T).slice(1, off, H + off) as HostTensor;
+      const aligned = off % 8 === 0 && stride % 8 === 0;
+      const taken = T >= 3000 ? layouts.filter(([n]) => large[k].includes(n)) : layouts;
+      await checkKnobView(knob, x, aligned, `${T}x${H} stride ${stride} offset ${off}`, taken);
+    }
+  }
+}
