@@ -182,10 +182,10 @@ gpuTest("the team16w knob leaves clamp, recompute, fp32 dy, groups of 32 and vie
     sameOutputs(gpu, cpu, label);
     dispose(gpu, dx, ds, dd);
   }
-  // the team form is the default (tests/sbc17_gpu.test.ts too), and "main" selects main's kernel
+  // a team form is the default (`_t16x` since round 28, tests/sbc28_gpu.test.ts), and "main" selects main's kernel
   const dx = uploadView(q), ds = uploadView(qsf), dd = uploadView(dy);
   const d = swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco });
-  assert.equal(swigluLastLaunch().fn, fnOf(T16W), "default: the team16w kernel");
+  assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_backward__e4m3_bf16_g128_t16x"), "default: the team16x kernel");
   const g = withForm("main", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco }));
   assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "knob \"main\": main's kernel");
   sameOutputs(d, g, "default vs main");

@@ -8,7 +8,7 @@
  * bytes into its storage, every e4m3 code (NaN and subnormal codes), scales from 2^-40 (subnormal results) to 2^20
  * (e^(-g) overflowing), dy with NaN / ±Inf / subnormal patterns; the bench's 3000 × 7168 against the CPU (16384 × 7168
  * against main's kernel: tests/sbc11_gpu.test.ts). The form has no PDL prologue: the launch is plain whether
- * config.pdl is on or off. The knob is set and restored around every call; the default is "team16w" since the A/B.
+ * config.pdl is on or off. The knob is set and restored around every call; the default was "team16w" from that A/B to round 28's ("team16x").
  * Skipped without a GPU.
  * @module
  */
@@ -141,7 +141,7 @@ gpuTest("_t16w (backwardCastForm team16w) = CPU reference: 1 row, odd rows, dead
   for (const [T, H] of shapes) for (const c of CASES) compareCase(rand, T, H, c, i++ % 2 === 0);
 });
 
-gpuTest("_t16w at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32 sf) = CPU reference, and the default is _t16w (seed 17002)", () => {
+gpuTest("_t16w at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32 sf) = CPU reference, and the default is _t16x since round 28 (seed 17002)", () => {
   const rand = rng(17002);
   const T = 3000, H = 7168;
   const q = codes(rand, T, 2 * H), qsf = scales(rand, T, (2 * H) / 128), dy = dyOf(rand, T, H);
@@ -155,10 +155,10 @@ gpuTest("_t16w at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32
     assert.equal(swigluLastLaunch().fn, fnOf(T16W), "3000 x 7168: kernel");
     sameOutputs(gpu, cpu, `3000 x 7168 ${JSON.stringify(sfo)}`);
     const d = swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco });
-    assert.equal(swigluLastLaunch().fn, fnOf(T16W), "default: _t16w");
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_backward__e4m3_bf16_g128_t16x"), "default: _t16x");
     sameOutputs(d, cpu, `3000 x 7168 default ${JSON.stringify(sfo)}`);
     dispose(gpu, d);
   }
-  assert.equal(swigluLaunchTuning.backwardCastForm, "team16w", "the default form is team16w");
+  assert.equal(swigluLaunchTuning.backwardCastForm, "team16x", "the default form is team16x (round 28)");
   dispose(dq, dqsf, ddy, Object.values(dco));
 });

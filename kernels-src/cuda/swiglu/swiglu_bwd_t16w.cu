@@ -241,7 +241,9 @@ TK_DEV void backward_t16w(const SwigluParams& p) {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_SWIGLU_BWD_T16W_NO_ENTRIES  // (swiglu_bwd_t16x.cu includes this file for T16wTeam, not this entry)
 extern "C" __global__ void __launch_bounds__(tk::kT16Threads, tk::kT16MinBlocks)
     tk_swiglu_backward__e4m3_bf16_g128_t16w(const __grid_constant__ SwigluParams p) {
   tk::backward_t16w(p);
 }
+#endif  // TK_SWIGLU_BWD_T16W_NO_ENTRIES
