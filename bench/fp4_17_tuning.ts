@@ -9,7 +9,12 @@
  * `deno run -A --no-check bench/fp4_17_tuning.ts` (or `bun bench/fp4_17_tuning.ts`).
  * @module
  */
+import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { MXFP4_PACKED_COL, runE2m1Ab } from "./e2m1_ab.ts";
+
+// round 29's `_g16_nvw` (nvfp4Wide, the default since) takes NVFP4 whatever e2m1LaneWide says: off here, so the NVFP4
+// row compares `_g16_u4` with `_g16_lw` as round 17 did
+perTokenLaunchTuning.nvfp4Wide = false;
 
 const NVFP4_ROW = {
   name: "NVFP4 [1,16] e4m3 sf",

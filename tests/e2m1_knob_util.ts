@@ -1,6 +1,6 @@
 /**
  * The A/B check shared by the e2m1 perTokenCast knob tests (tests/fp4_17_gpu.test.ts: `e2m1LaneWide`,
- * tests/fp4_26_gpu.test.ts: `mxfp4Wide`): each view runs through main's kernel (knob off), the form (knob on), replay
+ * tests/fp4_26_gpu.test.ts: `mxfp4Wide`, tests/nvfp4_29_gpu.test.ts: `nvfp4Wide`): each view runs through main's kernel (knob off), the form (knob on), replay
  * and the knob off again, byte for byte against the CPU reference, with the launched symbol asserted every time.
  */
 import assert from "node:assert/strict";
@@ -11,10 +11,13 @@ import { dispose, randomInput, samePair, shuffledBf16Patterns, uploadView, withP
 import { ptcFn, withSpecials } from "./per_token_rows.ts";
 
 /** A boolean knob of perTokenLaunchTuning that swaps an e2m1 kernel for a form with the same bytes. */
-export type E2m1Knob = "e2m1LaneWide" | "mxfp4Wide";
+export type E2m1Knob = "e2m1LaneWide" | "mxfp4Wide" | "nvfp4Wide";
 
-/** [label, perTokenCast options besides fmt, main's symbol suffix, the symbol suffix with the knob on]. */
-export type KnobLayout = readonly [string, Record<string, unknown>, string, string];
+/**
+ * [label, perTokenCast options besides fmt, main's symbol suffix, the symbol suffix with the knob on, and the suffix
+ * views that are not 16-byte aligned take with the knob on or off (main's symbol when absent)].
+ */
+export type KnobLayout = readonly [string, Record<string, unknown>, string, string, string?];
 
 /** [T, H] bf16 rows holding every one of the 65536 bf16 patterns, shuffled (T · H ≥ 65536), rest random finite. */
 export function allPatterns(seed: number, T: number, H: number): HostTensor {
@@ -38,7 +41,8 @@ export async function checkKnobView(
   const dx = uploadView(x);
   const T = x.shape[0];
   try {
-    for (const [name, extra, mainSym, formSym] of layouts) {
+    for (const [name, extra, alignedMain, formSym, unaligned] of layouts) {
+      const mainSym = aligned ? alignedMain : unaligned ?? alignedMain;
       const o = { fmt: "e2m1", ...extra } as const;
       const c = perTokenCast(x, o as never);
       for (const pdl of [false, true]) {

@@ -72,7 +72,7 @@ gpuTest("mxfp4Wide on: options the form does not take keep main's kernels (g32 w
     for (const [o, sym] of [
       [{ fmt: "e2m1", numPerChannels: 32 }, "bf16_e2m1_g32_u4"],
       [{ fmt: "e2m1", numPerChannels: 16, roundSf: true }, "bf16_e2m1_g16_u4"],
-      [{ fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }, "bf16_e2m1_g16_lw"],
+      [{ fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }, "bf16_e2m1_g16_nvw"],
     ] as const) {
       samePair(perTokenCast(dx, o), perTokenCast(x, o), `knob on ${JSON.stringify(o)}`);
       assert.equal(perTokenLastLaunch().fn, ptcFn(sym), `knob on ${JSON.stringify(o)}: symbol`);

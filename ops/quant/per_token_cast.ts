@@ -225,8 +225,10 @@ const fnCache: number[][] = [];
  *   trim24: docs/branches/trim24-removed.patch.)
  * - "mxw": perTokenLaunchTuning.mxfp4Wide (round 26): `_g32_mxw` (per_token_cast_fp4_26.cu), same walk and bytes
  *   as "lw" for MXFP4.
+ * - "nvw": perTokenLaunchTuning.nvfp4Wide (round 29): `_g16_nvw` (per_token_cast_fp4_29.cu), same walk and bytes
+ *   as "lw" for NVFP4.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "lw" | "mxw";
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "lw" | "mxw" | "nvw";
 const FORM_INDEX: Record<Form, number> = {
   "": 0,
   sor4: 1,
@@ -238,6 +240,7 @@ const FORM_INDEX: Record<Form, number> = {
   wu12: 7,
   lw: 8,
   mxw: 9,
+  nvw: 10,
 };
 
 /**
@@ -265,6 +268,14 @@ const FORM_INDEX: Record<Form, number> = {
  *   product folded into the rounding fmas, no per-chunk NaN test). Same bytes. Any other view or option keeps main's
  *   kernels. Read at every launch; the replay path compares it. Measured on the H200 (bench/fp4_26_tuning.ts,
  *   interleaved A/B, packed UE8M0 sf): 8192 × 7168 69.2–69.3 → 81.0–81.9%, 16384 73.6–73.8 → 86.0–88.2% of copy.
+ * - `nvfp4Wide` (round 29, default on since its A/B; docs/perf-notes/perf29-nvfp4.md): the calls `e2m1LaneWide` takes (perTokenCast
+ *   bf16 → e2m1 without stochasticCast, groups of 16, e4m3 sf without roundSf, any sf layout, x base / row stride and
+ *   data base multiples of 16 bytes) run `_g16_nvw` instead of `_g16_lw` (per_token_cast_fp4_29.cu: the same walk,
+ *   round 26's NaN-propagating amax that proves a group finite, no per-chunk NaN test or encoder dispatch, no clamp
+ *   where the e4m3 byte bounds the products below 7), whichever `e2m1LaneWide` says. Same bytes. Any other view or
+ *   option keeps main's kernels. Read at every launch; the replay path compares it. Measured on the H200
+ *   (bench/nvfp4_29_tuning.ts, interleaved A/B): row-major sf 8192 × 7168 57.1 → 71.5%, 16384 59.8 → 77.5%;
+ *   column-major sf 42.7 → 43.8%, 46.3 → 47.2% of copy.
  */
 export const perTokenLaunchTuning: {
   e2m1LaneWide: boolean;
@@ -272,12 +283,14 @@ export const perTokenLaunchTuning: {
   precomputedRingBlocksPerSm: number;
   precomputedRingPdl: boolean;
   mxfp4Wide: boolean;
+  nvfp4Wide: boolean;
 } = {
   e2m1LaneWide: true,
   precomputedRing: 4,
   precomputedRingBlocksPerSm: 0,
   precomputedRingPdl: true,
   mxfp4Wide: true,
+  nvfp4Wide: true,
 };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
@@ -307,6 +320,10 @@ function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, ali
   if (mode !== PER_TOKEN_MODE.cast) return "";
   // `aligned` covers the data output here too (launchPerToken)
   if (
+    perTokenLaunchTuning.nvfp4Wide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" && n === 16 &&
+    a.rule.e4m3Sf && !a.rule.roundSf && !a.rule.packedUe8m0
+  ) return "nvw";
+  if (
     perTokenLaunchTuning.e2m1LaneWide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" &&
     n === 16 && a.rule.e4m3Sf && !a.rule.roundSf
   ) return "lw";
@@ -328,7 +345,7 @@ function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n
   // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
   // kernel
   const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 10 + FORM_INDEX[form];
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 11 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
@@ -379,6 +396,8 @@ interface Replay {
   lw: boolean;
   /** perTokenLaunchTuning.mxfp4Wide at the launch */
   mxw: boolean;
+  /** perTokenLaunchTuning.nvfp4Wide at the launch */
+  nvw: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -407,7 +426,8 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
   return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
-    perTokenLaunchTuning.e2m1LaneWide === m.lw && perTokenLaunchTuning.mxfp4Wide === m.mxw;
+    perTokenLaunchTuning.e2m1LaneWide === m.lw && perTokenLaunchTuning.mxfp4Wide === m.mxw &&
+    perTokenLaunchTuning.nvfp4Wide === m.nvw;
 }
 
 /** Launch bound (CTAs per SM) of the `_psr4` ring (per_token_cast_ps25.cu). */
@@ -454,7 +474,8 @@ function launchPerToken(
   const aligned = r.x.dtype === "bf16" &&
     (mode === PER_TOKEN_MODE.sfOnly
       ? alignedView(r.x)
-      : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.e2m1LaneWide || perTokenLaunchTuning.mxfp4Wide) &&
+      : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.e2m1LaneWide || perTokenLaunchTuning.mxfp4Wide ||
+        perTokenLaunchTuning.nvfp4Wide) &&
         alignedView(r.x) && addrOf(data) % 16 === 0);
   const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl);
   const ring = mode === PER_TOKEN_MODE.precomputedSf ? precomputedRingOf(r, data) : 0;
@@ -482,13 +503,13 @@ function launchPerToken(
   p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
-  // `_g128_sr_wu12` (and `_g<N>_lw` / `_g32_mxw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
+  // `_g128_sr_wu12` (and `_g<N>_lw` / `_g32_mxw` / `_g16_nvw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
   // 8 · SMs as the `_g<N>` kernels
   // `_psr4`: warp units of 128 chunks, warp-grid-stride, one persistent wave of the CTAs an SM holds
   const ringBlocks = perTokenLaunchTuning.precomputedRingBlocksPerSm || PS_RING_BOUND;
   const grid = ring !== 0
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / (32 * ring))) / 8), ringBlocks * config.getNumSms(device)))
-    : form === "wu12" || form === "lw" || form === "mxw"
+    : form === "wu12" || form === "lw" || form === "mxw" || form === "nvw"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
   // bf16 takes "pdl" / "pkl_pdl" only while config.pdl is set; fp16 always takes "pdl"
@@ -666,6 +687,7 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         pdl: config.pdl,
         lw: perTokenLaunchTuning.e2m1LaneWide,
         mxw: perTokenLaunchTuning.mxfp4Wide,
+        nvw: perTokenLaunchTuning.nvfp4Wide,
         device: pl.device,
         streamObj: stream,
         d: dg,
