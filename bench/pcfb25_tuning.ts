@@ -4,7 +4,8 @@
  * kernel `tk_per_channel_cast__bf16_r128` against round 25's ring `_rg` (docs/perf-notes/perf25-pcfb.md: persistent
  * grid, thread-private 3-stage cp.async ring of 128 × 128 tiles, 2 CTAs per SM), interleaved in one process.
  * Settings: "base" (perChannelLaunchTuning.pipelinedBf16 "") and "rg" ("_rg", the default since the twentieth run). Sizes: PCFB_TOKENS
- * (default "8192,16384") tokens × 7168; PCFB_GATHER=0 measures the op without posToToken (no index read).
+ * (default "8192,16384") tokens × 7168; PCFB_GATHER=0 measures the op without posToToken (no index read; "rg" with
+ * perChannelLaunchTuning.ringUngathered set, which the script sets for both cases).
  *
  * Each figure: {@link interleavedMedians} over 5 rounds (20 calls after a lead copy, median of 7, per round). % is
  * of the same run's cuMemcpyDtoD (1 GiB, read + write) for the roofline's bytes: read 2·T·H + 4·T indices, write
@@ -26,6 +27,9 @@ const ROUNDS = 5;
 const TOKENS = (process.env.PCFB_TOKENS ?? "8192,16384").split(",").map(Number);
 // PCFB_GATHER=0: the same op without posToToken (every row once, in order)
 const GATHER = process.env.PCFB_GATHER !== "0";
+// "rg" must run `_rg` without a gather too (ringUngathered: off by default since the twenty-first run; gathered calls
+// ignore it)
+perChannelLaunchTuning.ringUngathered = true;
 const CASE = GATHER ? "bf16 gathered → e4m3 [128,1]" : "bf16 (no gather) → e4m3 [128,1]";
 const SETTINGS = [
   { name: "base", form: "", sym: "tk_per_channel_cast__bf16_r128" },

@@ -9,8 +9,9 @@
  * (last column tiles cut at H % 128 = 8 … 120), roundSf off / on (the op's only sf options: fp32 row-major scales),
  * preallocated outputs, grids of 1, 3 and all SMs (many tiles per CTA: the ring wraps many times and a CTA's tiles
  * cross row blocks), every bf16 bit pattern, bad indices counted once each; and the fallbacks: H % 8 != 0, an
- * unaligned x or data view and an fp32 input run the base kernels whatever the knob; the default (`_rg` runs); the
- * bench shape 16384 × 7168. Skipped, and counted as skipped, without a GPU.
+ * unaligned x or data view and an fp32 input run the base kernels whatever the knob; the default (`_rg` runs
+ * gathered calls, the base kernel ungathered ones: ringUngathered, off since the twenty-first run); the bench shape
+ * 16384 × 7168. Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -33,6 +34,8 @@ function withTuning<T>(form: Form, sms: number | null, f: () => T): T {
   const prev = { ...perChannelLaunchTuning };
   const prevSms = config.numSms;
   perChannelLaunchTuning.pipelinedBf16 = form;
+  // the ungathered calls of the tests below run the ring too (the default keeps them on the base kernel: test 25007)
+  perChannelLaunchTuning.ringUngathered = form === "_rg";
   config.numSms = sms;
   try {
     return f();
@@ -213,4 +216,30 @@ gpuTest("_rg = base = reference at the bench shape: 16384 × 7168 gathered by (p
   for (let i = 0; i < v.length; i++) v[i] = encodeBf16(Math.fround((rand() - 0.5) * 2 ** ((i % H) % 23 - 11)));
   const pos = tensor(Int32Array.from({ length: T }, (_, p) => (p % 1001 === 7 ? -1 : (p * 7919) % T)), [T], "int32") as HostTensor;
   check("25006 16384x7168", tensor(v, [T, H], "bf16") as HostTensor, pos, false, FORMS.map((form) => ({ form })));
+});
+
+gpuTest("by default an ungathered call runs the base kernel and a gathered one _rg; ringUngathered on runs _rg ungathered (seed 25007)", () => {
+  assert.equal(perChannelLaunchTuning.ringUngathered, false, "ringUngathered is off by default");
+  const rand = rng(25007);
+  const x = randomBf16(rand, 256, 1152);
+  const want = perChannelCastFused(x, { fmt: "e4m3", numPerTokens: 128 });
+  const dx = up(x) as DeviceTensor;
+  try {
+    for (const [on, sym] of [[false, BASE], [true, RG]] as const) {
+      const prev: boolean = perChannelLaunchTuning.ringUngathered;
+      perChannelLaunchTuning.ringUngathered = on;
+      try {
+        const [gd, gs] = perChannelCastFused(dx, { fmt: "e4m3", numPerTokens: 128 });
+        assert.equal(perChannelLastSymbol(), sym, `ringUngathered ${on}: ${sym} ran`);
+        sameAllocation(gd, want[0], `ringUngathered ${on} data`);
+        sameAllocation(gs, want[1], `ringUngathered ${on} sf`);
+        dispose(gd, gs);
+      } finally {
+        perChannelLaunchTuning.ringUngathered = prev;
+      }
+    }
+  } finally {
+    dispose(dx);
+  }
+  check("25007 gathered default", x, gatherPositions(rand, 200, 256), false, [{ form: perChannelLaunchTuning.pipelinedBf16, sym: RG }]);
 });

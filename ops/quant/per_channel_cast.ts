@@ -199,13 +199,19 @@ function kernelSymbol(l: Launch): string {
  *   `"_rg"` runs perChannelCastFused of a bf16 input as `tk_per_channel_cast__bf16_r128_rg` (per_channel_cast_rg25.cu:
  *   the base kernel's 128 × 128 tiles and arithmetic in a persistent grid, 2 CTAs of 256 threads per SM, each thread
  *   keeping its next two tiles' rows in flight through a private 3-stage cp.async ring, packed bf16 amax) when x's and
- *   data's addresses are multiples of 16 bytes and H % 8 == 0; otherwise the base kernel.
+ *   data's addresses are multiples of 16 bytes and H % 8 == 0, and the call gathers (posToToken) or `ringUngathered`
+ *   is set; otherwise the base kernel.
+ * - `ringUngathered` (default false since the twenty-first run): `_rg` also for calls without posToToken. Measured on
+ *   the H200 (bench/pcfb25_tuning.ts `PCFB_GATHER=0`, Bun): base 86.5 / 84.9 / 88.4 / 90.2% against `_rg` 83.0 / 88.8 /
+ *   86.2 / 86.8% of copy at 4096 / 8192 / 12288 / 16384 × 7168 (Deno, 8192 / 16384: 84.3 / 89.8 against 88.2 / 85.9):
+ *   the ring wins only at 8192, so ungathered calls keep the base kernel.
  *
  * Same bytes in every case.
  */
-export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pr"; pipelinedBf16: "" | "_rg" } = {
+export const perChannelLaunchTuning: { pipelinedE4m3: "" | "_pr"; pipelinedBf16: "" | "_rg"; ringUngathered: boolean } = {
   pipelinedE4m3: "_pr",
   pipelinedBf16: "_rg",
+  ringUngathered: false,
 };
 
 /** The shared-memory carveout (percent) of `_pr` and `_rg`: their resident CTAs (1 × 216 KiB, 2 × 104.5 KiB dynamic) must fit. */
@@ -222,10 +228,13 @@ const PIPELINED = {
 /** per_channel_cast_rg25.cu's launch table (as {@link PIPELINED}; tiles of 128 rows × 128 columns). */
 const RING_GATHER = { threads: 256, smem: 107008, perSm: 2, cols: 128 } as const;
 
-/** Whether a launch may run `_rg`: perChannelCastFused of bf16, x and data 16-byte aligned, H % 8 == 0. */
+/**
+ * Whether a launch may run `_rg`: perChannelCastFused of bf16, x and data 16-byte aligned, H % 8 == 0, gathered (or
+ * {@link perChannelLaunchTuning}.ringUngathered set).
+ */
 function bf16Ringable(l: Launch, data: Tensor): boolean {
   return l.op === "perChannelCastFused" && !l.transpose && l.r === 128 && l.inp.x.dtype === "bf16" && l.inp.H % 8 === 0 &&
-    addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0;
+    addr(l.inp.x) % 16 === 0 && addr(data) % 16 === 0 && (l.pos !== null || perChannelLaunchTuning.ringUngathered);
 }
 
 /** Whether a launch may run `_pr`: perChannelCastFused of e4m3 with numPerChannels 128, x and data 16-byte aligned. */
