@@ -5,11 +5,13 @@
  * 1; g128 with packed UE8M0 TMA-aligned scales and with fp32 row-major scales, g32 packed at 16384. Each setting is a
  * set of normLaunchTuning knob values (restored at the end). Each figure: interleavedMedians (bench/common.ts:
  * LeadTimer, rotated order over 5 rounds, the median printed); % is of the same run's cuMemcpyDtoD for the bytes
- * bench/roofline.ts counts (x read, data written, the weight, the sf). The settings' outputs (data and sf) are
+ * bench/roofline.ts counts (x read, data written, the weight, the sf), with data and rstd preallocated as there (until
+ * the twenty-first run every call allocated them: round 28's A/B then put `_br4y` 13 points below its roofline figure,
+ * docs/perf-notes/perf28-ncast.md). The settings' outputs (data and sf) are
  * compared byte for byte with the first setting's: a difference prints FAIL and exits 1.
  * @module
  */
-import { type DeviceTensor, toHost } from "../mod.ts";
+import { type DeviceTensor, empty, toHost } from "../mod.ts";
 import { type HostTensor, toDevice } from "../core/tensor.ts";
 import { syncAndCheck } from "../ffi/cuda.ts";
 import { normForwardAndPerTokenCast } from "../ops/norm/mod.ts";
@@ -51,13 +53,16 @@ export async function normCastAB(script: string, settings: readonly NormCastSett
       const x = toDevice(randomBf16Host(c.T, H, c.T + 1)) as DeviceTensor;
       const w1 = toDevice(randomBf16Host(1, H, 2)) as DeviceTensor;
       const w = w1.view([H]) as DeviceTensor;
-      const o = { fmt: "e4m3", numPerChannels: c.npc, eps: 1e-6, ...c.o } as const;
+      // data and rstd preallocated as bench/cases_norm.ts's roofline case does (the sf, which cannot be passed in the
+      // TMA-aligned layout, is allocated by each call there and here): the A/B times what the roofline times
+      const data = empty([c.T, H], "e4m3", { device: 0 }) as DeviceTensor;
+      const rstd = empty([c.T], "fp32", { device: 0 }) as DeviceTensor;
+      const o = { fmt: "e4m3", numPerChannels: c.npc, eps: 1e-6, ...c.o, out: { data, rstd } } as const;
       const outs: Uint8Array[][] = [];
       for (const s of settings) {
         apply(s);
         const [[d, sf]] = normForwardAndPerTokenCast(x, w, o);
         outs.push([await bytesOf(d), await bytesOf(sf)]);
-        (d as DeviceTensor).dispose();
         (sf as DeviceTensor).dispose();
       }
       for (let i = 1; i < settings.length; i++) {
@@ -70,9 +75,7 @@ export async function normCastAB(script: string, settings: readonly NormCastSett
         }
       }
       const med = interleavedMedians(timer, stream, settings, ROUNDS, apply, () => {
-        const [[d, sf]] = normForwardAndPerTokenCast(x, w, o);
-        (d as DeviceTensor).dispose();
-        (sf as DeviceTensor).dispose();
+        (normForwardAndPerTokenCast(x, w, o)[0][1] as DeviceTensor).dispose();
       });
       Object.assign(normLaunchTuning, saved);
       const n = c.T * H;
@@ -85,7 +88,7 @@ export async function normCastAB(script: string, settings: readonly NormCastSett
         const delta = s.name === base ? "" : `\tΔ ${(v - b0).toFixed(2)} µs`;
         console.log(`normForwardAndPerTokenCast ${tag}\t${s.name}\t${v.toFixed(2)} µs\t${pct.toFixed(1)}%${delta}`);
       }
-      [x, w, w1].forEach((t) => t.dispose());
+      [x, w, w1, data, rstd].forEach((t) => t.dispose());
     }
   } finally {
     Object.assign(normLaunchTuning, saved);
