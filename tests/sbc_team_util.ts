@@ -1,0 +1,134 @@
+/**
+ * Inputs, options and checks shared by the GPU tests of swigluBackwardAndPerTokenCast's 16-lane team forms
+ * (tests/sbc17_gpu.test.ts: `_t16w`, tests/sbc28_gpu.test.ts: `_t16x`): e4m3 codes of every pattern, scales reaching
+ * the exponentials' and reciprocals' slow paths, dy with specials, psum / weights / scale cases, and the byte
+ * comparison of every output allocation.
+ */
+import assert from "node:assert/strict";
+import { config, type DeviceTensor, HostTensor, swigluBackwardAndPerTokenCast, type Tensor, tensor } from "../mod.ts";
+import { encodeBf16 } from "../core/dtype.ts";
+import { kernelFunction } from "../ffi/cuda.ts";
+import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
+import { assertBytesEqual } from "./harness.ts";
+import { dispose, randomPsum, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+
+export const T16W = "tk_swiglu_backward__e4m3_bf16_g128_t16w";
+export const T16X = "tk_swiglu_backward__e4m3_bf16_g128_t16x";
+
+/** The shapes of both forms' main test: 1 row; 2; 3 (a dead team); 17 (a dead team, 7 dead warps of 8); 37; 67; 7 × 7168. */
+export const TEAM_SHAPES: readonly [number, number][] = [[1, 128], [2, 256], [3, 128], [17, 384], [37, 1024], [67, 256], [7, 7168]];
+
+export const SF_LAYOUTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, {
+  useTmaAlignedColMajorSf: true,
+  roundSf: true,
+  usePackedUe8m0: true,
+}] as const;
+
+export type Form = typeof swigluLaunchTuning.backwardCastForm;
+export type Outputs = ReturnType<typeof swigluBackwardAndPerTokenCast>;
+
+export function fnOf(sym: string): number {
+  return kernelFunction("test", { kind: "cuda", index: 0 }, sym);
+}
+
+/** Runs `f` with `form` and config.pdl = `pdl`, restoring both. */
+export function withForm<R>(form: Form, pdl: boolean, f: () => R): R {
+  const saved = swigluLaunchTuning.backwardCastForm, savedPdl = config.pdl;
+  swigluLaunchTuning.backwardCastForm = form;
+  config.pdl = pdl;
+  try {
+    return f();
+  } finally {
+    swigluLaunchTuning.backwardCastForm = saved;
+    config.pdl = savedPdl;
+  }
+}
+
+/** [T, 2H] e4m3 codes of every pattern (NaN 0x7f / 0xff, subnormals) as a view `offset` bytes into its storage. */
+export function codes(rand: () => number, T: number, W: number, offset = 0): HostTensor {
+  const b = new Uint8Array(offset + T * W);
+  for (let i = 0; i < b.length; i++) b[i] = Math.floor(rand() * 256);
+  return new HostTensor(b, "e4m3", [T, W], [W, 1], offset);
+}
+
+/** fp32 x scales per group of 128: 2^-4 … 2^4, rows of 2^20 (tmp = +Inf) and rows of 2^-40 (subnormal results). */
+export function scales(rand: () => number, T: number, n: number): HostTensor {
+  const v = new Float32Array(T * n);
+  for (let t = 0; t < T; t++) {
+    for (let k = 0; k < n; k++) v[t * n + k] = t % 7 === 3 ? 2 ** 20 : t % 11 === 5 ? 2 ** -40 : Math.fround(2 ** (rand() * 8 - 4));
+  }
+  return tensor(v, [T, n], "fp32");
+}
+
+/** [T, H] bf16 dy: |v| in 2^-16 … 2^16 mostly, 2% any pattern (NaN, ±Inf, subnormals, ±0). */
+export function dyOf(rand: () => number, T: number, H: number): HostTensor {
+  const b = new Uint16Array(T * H);
+  for (let i = 0; i < b.length; i++) {
+    const r = rand();
+    b[i] = r < 0.02 ? Math.floor(rand() * 65536) : r < 0.025 ? encodeBf16(r < 0.0225 ? Infinity : NaN) : ((r < 0.5 ? 0x8000 : 0) | (0x3780 + Math.floor(rand() * 0x1000)));
+  }
+  return tensor(b, [T, H], "bf16");
+}
+
+export interface Case {
+  psum?: boolean;
+  weights?: boolean;
+  scale?: boolean;
+}
+export const CASES: Case[] = [{}, { psum: true }, { weights: true, scale: true }, { psum: true, weights: true }, { psum: true, weights: true, scale: true }];
+
+/** The op's options for a case: psum of 5 experts with alignment 1, 4 or 16 (randomPsum keeps §11.2), weights in [0, 2). */
+export function options(rand: () => number, T: number, c: Case) {
+  const A = [1, 4, 16][Math.floor(rand() * 3)];
+  return {
+    psumNumTokensPerExpert: c.psum ? randomPsum(rand, T, 5, A) : undefined,
+    tokenAlignment: A,
+    topkWeights: c.weights ? tensor(Float32Array.from({ length: T }, () => Math.fround(rand() * 2)), [T], "fp32") : undefined,
+    routedScalingFactor: c.scale ? 1.5 : undefined,
+  };
+}
+
+export function onDevice<O extends Record<string, unknown>>(o: O): O {
+  const r: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) r[k] = v instanceof HostTensor ? uploadView(v) : v;
+  return r as O;
+}
+
+/** Every byte of every output allocation, `got` (device) against `want` (host or device). */
+export function sameOutputs(got: Outputs, want: Outputs, label: string): void {
+  const bytes = (t: Tensor) => (t instanceof HostTensor ? storageBytes(t) : readAllocation(t as DeviceTensor));
+  const pairs: [Tensor | null, Tensor | null, string][] = [[got[0], want[0], "xGrad"], [got[1][0], want[1][0], "xGradQ"], [
+    got[1][1],
+    want[1][1],
+    "xGradSf",
+  ], [got[2], want[2], "weightGrad"], [got[3], want[3], "actOut"]];
+  for (const [g, w, name] of pairs) {
+    assert.equal(g === null, w === null, `${label} ${name} presence`);
+    if (g && w) assertBytesEqual(bytes(g), bytes(w), `${label} ${name}`);
+  }
+}
+
+/**
+ * One shape and case through the CPU and through the team form `form` (PDL setting `pdl`; the forms have no PDL
+ * prologue, so the launch is plain either way), every sf layout, the kernel `sym` asserted.
+ */
+export function compareCase(form: Form, sym: string, rand: () => number, T: number, H: number, c: Case, pdl: boolean): void {
+  const q = codes(rand, T, 2 * H, 16 * Math.floor(rand() * 3)); // 0, 16 or 32 bytes into its storage
+  const qsf = scales(rand, T, (2 * H) / 128);
+  const dy = dyOf(rand, T, H);
+  const co = options(rand, T, c);
+  const dco = onDevice(co);
+  const dq = uploadView(q), dqsf = uploadView(qsf), ddy = uploadView(dy);
+  for (const sfo of SF_LAYOUTS) {
+    const label = `T=${T} H=${H} ${JSON.stringify(c)} ${JSON.stringify(sfo)} x+${q.offset} pdl=${pdl}`;
+    const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
+    const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
+    const gpu = withForm(form, pdl, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
+    const l = swigluLastLaunch();
+    assert.equal(l.fn, fnOf(sym), `${label}: kernel`);
+    assert.equal(l.pdl, false, `${label}: launched plainly`);
+    sameOutputs(gpu, cpu, label);
+    dispose(gpu);
+  }
+  dispose(dq, dqsf, ddy, Object.values(dco));
+}
