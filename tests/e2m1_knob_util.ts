@@ -4,10 +4,16 @@
  * and the knob off again, byte for byte against the CPU reference, with the launched symbol asserted every time.
  */
 import assert from "node:assert/strict";
-import { type HostTensor, perTokenCast } from "../mod.ts";
+import {
+  type HostTensor,
+  perTokenCast,
+  type PerTokenCastOptions,
+  perTokenCastWithSfOnly,
+  type PerTokenCastWithSfOnlyOptions,
+} from "../mod.ts";
 import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { rng } from "./harness.ts";
-import { dispose, randomInput, samePair, shuffledBf16Patterns, uploadView, withPdl } from "./gpu_util.ts";
+import { dispose, randomInput, sameAllocation, samePair, shuffledBf16Patterns, uploadView, withPdl } from "./gpu_util.ts";
 import { ptcFn, withSpecials } from "./per_token_rows.ts";
 
 /** A boolean knob of perTokenLaunchTuning that swaps an e2m1 kernel for a form with the same bytes. */
@@ -98,5 +104,40 @@ export async function sweepKnobViews(
       const taken = T >= 3000 ? layouts.filter(([n]) => large[k].includes(n)) : layouts;
       await checkKnobView(knob, x, aligned, `${T}x${H} stride ${stride} offset ${off}`, taken);
     }
+  }
+}
+
+/**
+ * With `knob` on, the options the form does not take keep main's kernels: each of `others` runs its symbol suffix
+ * with the CPU reference's bytes, and perTokenCastWithSfOnly of `sfOnly` runs `sfOnlySym` (or anything but
+ * `notSym`), on 37 × 2048 bf16 rows with specials from `seed`. The knob is restored.
+ */
+export function checkKnobLeavesOthers(
+  knob: E2m1Knob,
+  seed: number,
+  others: readonly (readonly [PerTokenCastOptions, string])[],
+  sfOnly: PerTokenCastWithSfOnlyOptions,
+  sfOnlySym: { is: string } | { not: string },
+): void {
+  const saved = perTokenLaunchTuning[knob];
+  const x = withSpecials(randomInput(rng(seed), 37, 2048, "bf16"));
+  const dx = uploadView(x);
+  try {
+    perTokenLaunchTuning[knob] = true;
+    for (const [o, sym] of others) {
+      samePair(perTokenCast(dx, o), perTokenCast(x, o), `knob on ${JSON.stringify(o)}`);
+      assert.equal(perTokenLastLaunch().fn, ptcFn(sym), `knob on ${JSON.stringify(o)}: symbol`);
+    }
+    const g = perTokenCastWithSfOnly(dx, sfOnly);
+    try {
+      sameAllocation(g, perTokenCastWithSfOnly(x, sfOnly), "knob on sf only");
+    } finally {
+      dispose(g);
+    }
+    if ("is" in sfOnlySym) assert.equal(perTokenLastLaunch().fn, ptcFn(sfOnlySym.is), "knob on sf only: symbol");
+    else assert.notEqual(perTokenLastLaunch().fn, ptcFn(sfOnlySym.not), "knob on sf only: not the form");
+  } finally {
+    perTokenLaunchTuning[knob] = saved;
+    dispose(dx);
   }
 }

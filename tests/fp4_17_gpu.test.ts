@@ -15,12 +15,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { perTokenCast, perTokenCastWithSfOnly } from "../mod.ts";
-import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
-import { gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, sameAllocation, samePair, uploadView } from "./gpu_util.ts";
-import { ptcFn, withSpecials } from "./per_token_rows.ts";
-import { allPatterns, checkKnobView, type KnobLayout, sweepKnobViews } from "./e2m1_knob_util.ts";
+import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
+import { gpuTest } from "./harness.ts";
+import { allPatterns, checkKnobLeavesOthers, checkKnobView, type KnobLayout, sweepKnobViews } from "./e2m1_knob_util.ts";
 
 /**
  * The option sets: [label, options, main's symbol, the symbol with the knob on] (MXFP4: `_g32_lw` lost its A/B and is
@@ -62,29 +59,9 @@ gpuTest("perTokenCast bf16 → e2m1 through _g16_lw (e2m1LaneWide) = reference =
 
 gpuTest("e2m1LaneWide on: options the form does not take keep main's kernels (fp32 sf g16, g32 without roundSf, sf only), and the knob is on by default (seed 17105)", () => {
   assert.equal(perTokenLaunchTuning.e2m1LaneWide, true, "e2m1LaneWide is on by default (round 17)");
-  const saved = perTokenLaunchTuning.e2m1LaneWide;
-  const x = withSpecials(randomInput(rng(17105), 37, 2048, "bf16"));
-  const dx = uploadView(x);
-  try {
-    perTokenLaunchTuning.e2m1LaneWide = true;
-    for (const [o, sym] of [
-      [{ fmt: "e2m1", numPerChannels: 16 }, "bf16_e2m1_g16_u4"],
-      [{ fmt: "e2m1", numPerChannels: 32 }, "bf16_e2m1_g32_u4"],
-      [{ fmt: "e2m1", numPerChannels: 16, roundSf: true }, "bf16_e2m1_g16_u4"],
-    ] as const) {
-      samePair(perTokenCast(dx, o), perTokenCast(x, o), `knob on ${JSON.stringify(o)}`);
-      assert.equal(perTokenLastLaunch().fn, ptcFn(sym), `knob on ${JSON.stringify(o)}: symbol`);
-    }
-    const so = { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true } as const;
-    const g = perTokenCastWithSfOnly(dx, so);
-    try {
-      sameAllocation(g, perTokenCastWithSfOnly(x, so), "knob on sf only");
-    } finally {
-      dispose(g);
-    }
-    assert.equal(perTokenLastLaunch().fn, ptcFn("bf16_e2m1_g16_u4"), "knob on sf only: symbol");
-  } finally {
-    perTokenLaunchTuning.e2m1LaneWide = saved;
-    dispose(dx);
-  }
+  checkKnobLeavesOthers("e2m1LaneWide", 17105, [
+    [{ fmt: "e2m1", numPerChannels: 16 }, "bf16_e2m1_g16_u4"],
+    [{ fmt: "e2m1", numPerChannels: 32 }, "bf16_e2m1_g32_u4"],
+    [{ fmt: "e2m1", numPerChannels: 16, roundSf: true }, "bf16_e2m1_g16_u4"],
+  ], { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }, { is: "bf16_e2m1_g16_u4" });
 });

@@ -12,12 +12,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type HostTensor, perTokenCast, perTokenCastWithSfOnly } from "../mod.ts";
-import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
+import type { HostTensor } from "../mod.ts";
+import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, sameAllocation, samePair, uploadView } from "./gpu_util.ts";
-import { ptcFn, withSpecials } from "./per_token_rows.ts";
-import { allPatterns, checkKnobView, type KnobLayout, sweepKnobViews } from "./e2m1_knob_util.ts";
+import { randomInput } from "./gpu_util.ts";
+import { allPatterns, checkKnobLeavesOthers, checkKnobView, type KnobLayout, sweepKnobViews } from "./e2m1_knob_util.ts";
 
 const MAIN = "bf16_e2m1_g32_u4sca";
 const FORM = "bf16_e2m1_g32_mxw";
@@ -64,29 +63,9 @@ gpuTest("perTokenCast bf16 → MXFP4 through _g32_mxw (mxfp4Wide) = reference = 
 
 gpuTest("mxfp4Wide on: options the form does not take keep main's kernels (g32 without roundSf, g16 roundSf, NVFP4, sf only), and the knob is on by default (seed 26107)", () => {
   assert.equal(perTokenLaunchTuning.mxfp4Wide, true, "mxfp4Wide is on by default (since round 26's A/B)");
-  const saved = perTokenLaunchTuning.mxfp4Wide;
-  const x = withSpecials(randomInput(rng(26107), 37, 2048, "bf16"));
-  const dx = uploadView(x);
-  try {
-    perTokenLaunchTuning.mxfp4Wide = true;
-    for (const [o, sym] of [
-      [{ fmt: "e2m1", numPerChannels: 32 }, "bf16_e2m1_g32_u4"],
-      [{ fmt: "e2m1", numPerChannels: 16, roundSf: true }, "bf16_e2m1_g16_u4"],
-      [{ fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }, "bf16_e2m1_g16_nvw"],
-    ] as const) {
-      samePair(perTokenCast(dx, o), perTokenCast(x, o), `knob on ${JSON.stringify(o)}`);
-      assert.equal(perTokenLastLaunch().fn, ptcFn(sym), `knob on ${JSON.stringify(o)}: symbol`);
-    }
-    const so = { fmt: "e2m1", numPerChannels: 32, roundSf: true } as const;
-    const g = perTokenCastWithSfOnly(dx, so);
-    try {
-      sameAllocation(g, perTokenCastWithSfOnly(x, so), "knob on sf only");
-    } finally {
-      dispose(g);
-    }
-    assert.notEqual(perTokenLastLaunch().fn, ptcFn(FORM), "knob on sf only: not the form");
-  } finally {
-    perTokenLaunchTuning.mxfp4Wide = saved;
-    dispose(dx);
-  }
+  checkKnobLeavesOthers("mxfp4Wide", 26107, [
+    [{ fmt: "e2m1", numPerChannels: 32 }, "bf16_e2m1_g32_u4"],
+    [{ fmt: "e2m1", numPerChannels: 16, roundSf: true }, "bf16_e2m1_g16_u4"],
+    [{ fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }, "bf16_e2m1_g16_nvw"],
+  ], { fmt: "e2m1", numPerChannels: 32, roundSf: true }, { not: FORM });
 });

@@ -14,12 +14,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { config, type HostTensor, perTokenCast, perTokenCastWithSfOnly } from "../mod.ts";
-import { perTokenLastLaunch, perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
+import { config, type HostTensor } from "../mod.ts";
+import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { dispose, randomInput, sameAllocation, samePair, uploadView } from "./gpu_util.ts";
-import { ptcFn, withSpecials } from "./per_token_rows.ts";
-import { allPatterns, checkKnobView, type KnobLayout, sweepKnobViews } from "./e2m1_knob_util.ts";
+import { randomInput } from "./gpu_util.ts";
+import { allPatterns, checkKnobLeavesOthers, checkKnobView, type KnobLayout, sweepKnobViews } from "./e2m1_knob_util.ts";
 
 const MAIN = "bf16_e2m1_g16_lw";
 const FORM = "bf16_e2m1_g16_nvw";
@@ -101,30 +100,10 @@ gpuTest("perTokenCast bf16 → NVFP4 through _g16_nvw (nvfp4Wide) = reference = 
 
 gpuTest("nvfp4Wide on: options the form does not take keep main's kernels (fp32 sf, g16 roundSf, g32 e4m3 sf, e4m3 data, sf only), and the knob is on by default (seed 29108)", () => {
   assert.equal(perTokenLaunchTuning.nvfp4Wide, true, "nvfp4Wide is on by default (since round 29's A/B)");
-  const saved = perTokenLaunchTuning.nvfp4Wide;
-  const x = withSpecials(randomInput(rng(29108), 37, 2048, "bf16"));
-  const dx = uploadView(x);
-  try {
-    perTokenLaunchTuning.nvfp4Wide = true;
-    for (const [o, sym] of [
-      [{ fmt: "e2m1", numPerChannels: 16 }, "bf16_e2m1_g16_u4"],
-      [{ fmt: "e2m1", numPerChannels: 16, roundSf: true }, "bf16_e2m1_g16_u4"],
-      [{ fmt: "e2m1", numPerChannels: 32, useE4m3Sf: true }, "bf16_e2m1_g32_u4"],
-      [{ fmt: "e4m3", numPerChannels: 16, useE4m3Sf: true }, "bf16_e4m3_g16"],
-    ] as const) {
-      samePair(perTokenCast(dx, o), perTokenCast(x, o), `knob on ${JSON.stringify(o)}`);
-      assert.equal(perTokenLastLaunch().fn, ptcFn(sym), `knob on ${JSON.stringify(o)}: symbol`);
-    }
-    const so = { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true } as const;
-    const g = perTokenCastWithSfOnly(dx, so);
-    try {
-      sameAllocation(g, perTokenCastWithSfOnly(x, so), "knob on sf only");
-    } finally {
-      dispose(g);
-    }
-    assert.notEqual(perTokenLastLaunch().fn, ptcFn(FORM), "knob on sf only: not the form");
-  } finally {
-    perTokenLaunchTuning.nvfp4Wide = saved;
-    dispose(dx);
-  }
+  checkKnobLeavesOthers("nvfp4Wide", 29108, [
+    [{ fmt: "e2m1", numPerChannels: 16 }, "bf16_e2m1_g16_u4"],
+    [{ fmt: "e2m1", numPerChannels: 16, roundSf: true }, "bf16_e2m1_g16_u4"],
+    [{ fmt: "e2m1", numPerChannels: 32, useE4m3Sf: true }, "bf16_e2m1_g32_u4"],
+    [{ fmt: "e4m3", numPerChannels: 16, useE4m3Sf: true }, "bf16_e4m3_g16"],
+  ], { fmt: "e2m1", numPerChannels: 16, useE4m3Sf: true }, { not: FORM });
 });
