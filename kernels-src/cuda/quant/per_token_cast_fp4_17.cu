@@ -142,11 +142,12 @@ struct LaneWideE2m1 {
     }
   }
 
-  static TK_DEV void run(const PerTokenCastParams& p) {
-    const GC gc(p);
-    __shared__ __align__(16) uint8_t stage_buf[kStages][kWarps][kUnitChunks][16];
-    __shared__ float inv_tab[256];
-    gc.fill_inv_tab(inv_tab);
+  // The warp-unit walk and 2-stage ring of every lane-wide e2m1 form (`_g<N>_lw` here, round 26's `_g32_mxw`,
+  // round 29's `_g16_nvw`): `unit(row, c0, w)` converts lane's 4 chunks c0 … c0 + 3 of row `row` from `w`; then
+  // the sf padding rows. `stage_buf` is the caller's (its shared declarations keep their order).
+  template <class Unit>
+  static TK_DEV void walk(const PerTokenCastParams& p, const GC& gc,
+                          uint8_t (&stage_buf)[kStages][kWarps][kUnitChunks][16], Unit&& unit) {
     const uint32_t rows = p.num_tokens;
     const uint32_t lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     const uint32_t chunks = gc.chunks;
@@ -188,11 +189,20 @@ struct LaneWideE2m1 {
       for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[stage][warp][slot(kU * lane + u)]), w[u]);
       __syncwarp();  // every lane has read this stage before any lane prefetches into it again
       const uint32_t c0 = seg * kUnitChunks + kU * lane;
-      if (c0 < chunks) lane_unit(gc, p, row, c0, w, inv_tab);  // chunks % 8 == 0: all 4 chunks live or none
+      if (c0 < chunks) unit(row, c0, w);  // chunks % 8 == 0: all 4 chunks live or none
       row = next_row;
       seg = next_seg;
     }
     if (gc.write_sf) gc.sf_out.zero_padding_rows(rows, p.sf_rows);
+  }
+
+  static TK_DEV void run(const PerTokenCastParams& p) {
+    const GC gc(p);
+    __shared__ __align__(16) uint8_t stage_buf[kStages][kWarps][kUnitChunks][16];
+    __shared__ float inv_tab[256];
+    gc.fill_inv_tab(inv_tab);
+    walk(p, gc, stage_buf,
+         [&](uint64_t row, uint32_t c0, uint32_t(&w)[kU][4]) { lane_unit(gc, p, row, c0, w, inv_tab); });
   }
 };
 

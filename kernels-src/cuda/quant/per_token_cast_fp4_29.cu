@@ -135,59 +135,14 @@ struct Nvfp4Wide {
     st_v4(d, o[0], o[1], o[2], o[3]);
   }
 
-  // LaneWideE2m1::run's walk and ring
+  // LaneWideE2m1's walk and ring
   static TK_DEV void run(const PerTokenCastParams& p) {
     if ((p.flags & (kSfRound | kSfPackedUe8m0 | kSfE4m3Out)) != kSfE4m3Out) __trap();  // the host launches it so only
     const GC gc(p);
     __shared__ __align__(16) uint8_t stage_buf[kStages][kWarps][kUnitChunks][16];
     __shared__ float inv_tab[256];
     gc.fill_inv_tab(inv_tab);
-    const uint32_t rows = p.num_tokens;
-    const uint32_t lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-    const uint32_t chunks = gc.chunks;
-    const uint64_t x_stride = row_stride_bytes<Fmt::kBf16>(p);
-    const uint32_t upr = (chunks + kUnitChunks - 1) / kUnitChunks;  // ≥ 1 (H ≥ 64)
-    const uint64_t grid_warps = static_cast<uint64_t>(gridDim.x) * kWarps;
-    const uint64_t q0 = static_cast<uint64_t>(blockIdx.x) * kWarps + warp;
-    const uint64_t row_step = grid_warps / upr;
-    const uint32_t seg_step = static_cast<uint32_t>(grid_warps % upr);
-    uint64_t row = q0 / upr;
-    uint32_t seg = static_cast<uint32_t>(q0 % upr);
-
-    auto prefetch = [&](int st, uint64_t r, uint32_t sg) {
-      const uint8_t* xr = reinterpret_cast<const uint8_t*>(p.x) + r * x_stride;
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const uint32_t g = u * kWarpSize + lane;
-        const uint32_t c = sg * kUnitChunks + g;
-        const bool live = c < chunks;
-        cp_async<16>(smem_addr(stage_buf[st][warp][LW::slot(g)]), live ? xr + static_cast<uint64_t>(c) * 16 : xr, live);
-      }
-    };
-
-    if (row < rows) prefetch(0, row, seg);
-    cp_async_commit();
-    for (int stage = 0; row < rows; stage ^= 1) {  // warp-uniform
-      uint64_t next_row = row + row_step;
-      uint32_t next_seg = seg + seg_step;
-      if (next_seg >= upr) {
-        next_seg -= upr;
-        ++next_row;
-      }
-      if (next_row < rows) prefetch(stage ^ 1, next_row, next_seg);
-      cp_async_commit();
-      cp_async_wait<1>();  // this lane's copies of this unit
-      __syncwarp();        // and every other lane's
-      uint32_t w[kU][4];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) ld_shared(smem_addr(stage_buf[stage][warp][LW::slot(kU * lane + u)]), w[u]);
-      __syncwarp();  // every lane has read this stage before any lane prefetches into it again
-      const uint32_t c0 = seg * kUnitChunks + kU * lane;
-      if (c0 < chunks) lane_unit(gc, p, row, c0, w, inv_tab);  // chunks % 8 == 0: all 4 chunks live or none
-      row = next_row;
-      seg = next_seg;
-    }
-    if (gc.write_sf) gc.sf_out.zero_padding_rows(rows, p.sf_rows);
+    LW::walk(p, gc, stage_buf, [&](uint64_t row, uint32_t c0, uint32_t(&w)[kU][4]) { lane_unit(gc, p, row, c0, w, inv_tab); });
   }
 };
 
