@@ -13,11 +13,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { swigluBackwardAndPerTokenCast } from "../mod.ts";
-import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
+import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
 import { gpuTest, rng } from "./harness.ts";
-import { dispose, uploadView } from "./gpu_util.ts";
-import { CASES, codes, compareCase, dyOf, fnOf, onDevice, options, sameOutputs, scales, T16W, T16X, TEAM_SHAPES, withForm } from "./sbc_team_util.ts";
+import { benchShapeCase, CASES, compareCase, T16W, T16X, TEAM_SHAPES } from "./sbc_team_util.ts";
 
 gpuTest("_t16w (backwardCastForm team16w) = CPU reference: 1 row, odd rows, dead warps, H 128 … 7168, psum, weights, scale, every sf layout, views, special values, PDL on / off (seed 17001)", () => {
   const rand = rng(17001);
@@ -26,23 +24,6 @@ gpuTest("_t16w (backwardCastForm team16w) = CPU reference: 1 row, odd rows, dead
 });
 
 gpuTest("_t16w at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32 sf) = CPU reference, and the default is _t16x since round 28 (seed 17002)", () => {
-  const rand = rng(17002);
-  const T = 3000, H = 7168;
-  const q = codes(rand, T, 2 * H), qsf = scales(rand, T, (2 * H) / 128), dy = dyOf(rand, T, H);
-  const co = options(rand, T, { psum: true, weights: true });
-  const dco = onDevice(co);
-  const dq = uploadView(q), dqsf = uploadView(qsf), ddy = uploadView(dy);
-  for (const sfo of [{}, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }] as const) {
-    const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
-    const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
-    const gpu = withForm("team16w", true, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
-    assert.equal(swigluLastLaunch().fn, fnOf(T16W), "3000 x 7168: kernel");
-    sameOutputs(gpu, cpu, `3000 x 7168 ${JSON.stringify(sfo)}`);
-    const d = swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco });
-    assert.equal(swigluLastLaunch().fn, fnOf(T16X), "default: _t16x");
-    sameOutputs(d, cpu, `3000 x 7168 default ${JSON.stringify(sfo)}`);
-    dispose(gpu, d);
-  }
+  benchShapeCase("team16w", T16W, rng(17002), T16X);
   assert.equal(swigluLaunchTuning.backwardCastForm, "team16x", "the default form is team16x (round 28)");
-  dispose(dq, dqsf, ddy, Object.values(dco));
 });

@@ -18,7 +18,22 @@ import { type HostTensor, swigluBackwardAndPerTokenCast, tensor } from "../mod.t
 import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { dispose, uploadView } from "./gpu_util.ts";
-import { CASES, codes, compareCase, dyOf, fnOf, onDevice, options, sameOutputs, scales, T16W, T16X, TEAM_SHAPES, withForm } from "./sbc_team_util.ts";
+import {
+  benchShapeCase,
+  CASES,
+  codes,
+  compareCase,
+  dyOf,
+  fnOf,
+  onDevice,
+  options,
+  sameOutputs,
+  scales,
+  T16W,
+  T16X,
+  TEAM_SHAPES,
+  withForm,
+} from "./sbc_team_util.ts";
 
 const MAIN = "tk_swiglu_backward__e4m3_bf16_g128";
 
@@ -68,21 +83,7 @@ gpuTest("the team16x knob leaves clamp, recompute, fp32 dy, groups of 32 and vie
 });
 
 gpuTest("_t16x at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32 sf) = CPU reference (seed 28003)", () => {
-  const rand = rng(28003);
-  const T = 3000, H = 7168;
-  const q = codes(rand, T, 2 * H), qsf = scales(rand, T, (2 * H) / 128), dy = dyOf(rand, T, H);
-  const co = options(rand, T, { psum: true, weights: true });
-  const dco = onDevice(co);
-  const dq = uploadView(q), dqsf = uploadView(qsf), ddy = uploadView(dy);
-  for (const sfo of [{}, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }] as const) {
-    const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
-    const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
-    const gpu = withForm("team16x", true, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
-    assert.equal(swigluLastLaunch().fn, fnOf(T16X), "3000 x 7168: kernel");
-    sameOutputs(gpu, cpu, `3000 x 7168 ${JSON.stringify(sfo)}`);
-    dispose(gpu);
-  }
-  dispose(dq, dqsf, ddy, Object.values(dco));
+  benchShapeCase("team16x", T16X, rng(28003));
 });
 
 gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) _t16x writes _t16w's bytes (seed 28004)", () => {

@@ -132,3 +132,30 @@ export function compareCase(form: Form, sym: string, rand: () => number, T: numb
   }
   dispose(dq, dqsf, ddy, Object.values(dco));
 }
+
+/**
+ * The bench's 3000 × 7168 (psum, weights; fp32 and packed UE8M0 TMA sf) through the team form `form` (PDL on), the
+ * kernel `sym` asserted, against the CPU reference; with `defaultSym`, the same call under the default knob too.
+ */
+export function benchShapeCase(form: Form, sym: string, rand: () => number, defaultSym: string | null = null): void {
+  const T = 3000, H = 7168;
+  const q = codes(rand, T, 2 * H), qsf = scales(rand, T, (2 * H) / 128), dy = dyOf(rand, T, H);
+  const co = options(rand, T, { psum: true, weights: true });
+  const dco = onDevice(co);
+  const dq = uploadView(q), dqsf = uploadView(qsf), ddy = uploadView(dy);
+  for (const sfo of [{}, { useTmaAlignedColMajorSf: true, roundSf: true, usePackedUe8m0: true }] as const) {
+    const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
+    const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
+    const gpu = withForm(form, true, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
+    assert.equal(swigluLastLaunch().fn, fnOf(sym), "3000 x 7168: kernel");
+    sameOutputs(gpu, cpu, `3000 x 7168 ${JSON.stringify(sfo)}`);
+    dispose(gpu);
+    if (defaultSym !== null) {
+      const d = swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco });
+      assert.equal(swigluLastLaunch().fn, fnOf(defaultSym), "default: its kernel");
+      sameOutputs(d, cpu, `3000 x 7168 default ${JSON.stringify(sfo)}`);
+      dispose(d);
+    }
+  }
+  dispose(dq, dqsf, ddy, Object.values(dco));
+}
