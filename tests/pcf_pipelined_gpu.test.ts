@@ -17,11 +17,12 @@
  */
 import assert from "node:assert/strict";
 import { config } from "../core/config.ts";
-import { type DeviceTensor, HostTensor, perChannelCastFused, type Quantized, tensor, TkError, toDevice, toHost } from "../mod.ts";
+import { type DeviceTensor, HostTensor, perChannelCastFused, type Quantized, tensor, toDevice } from "../mod.ts";
 import { perChannelLastSymbol, perChannelLaunchTuning } from "../ops/quant/per_channel_cast.ts";
 import { toColMajor } from "./golden.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { dispose, gatherPositions, sameAllocation, up } from "./gpu_util.ts";
+import { checkBadIndices } from "./per_channel_fused_util.ts";
 
 type Form = "" | "_pr";
 /** The default first, then the base kernel (knob ""). */
@@ -148,33 +149,8 @@ gpuTest("each form = reference on every e4m3 code in every column with special i
 gpuTest("each form: an index ≥ T raises DEVICE_VALUE once per bad entry, in a first and in a prefetched tile; those rows read as zeros (seeds 19004, 20004)", async () => {
   for (const [seed, H] of [[19004, 384], [20004, 1152]]) {
     const rand = rng(seed);
-    const T = 200;
-    const q = randomQuantized(rand, T, H, false);
-    const pos = gatherPositions(rand, 400, T); // four blocks: bad entries in the first, the third and the partial last one
-    const idx = pos.data as Int32Array;
-    idx[3] = T;
-    idx[260] = 1 << 30;
-    idx[390] = 0x7fffffff;
-    const fixed = tensor(Int32Array.from(idx, (v) => (v >= T ? -1 : v)), [400], "int32");
-    const [cd, cs] = perChannelCastFused(q, { fmt: "e4m3", numPerTokens: 128, numPerChannels: 128, posToToken: fixed });
-    const dq = up(q) as Quantized;
-    const dpos = toDevice(pos);
-    try {
-      for (const form of FORMS) {
-        for (const sms of [null, 1, 3]) {
-          const label = `${seed} x${H} ${form} sms ${sms}`;
-          const [d, s] = withTuning(form, sms, () => perChannelCastFused(dq, { fmt: "e4m3", numPerTokens: 128, numPerChannels: 128, posToToken: dpos }));
-          assert.equal(perChannelLastSymbol(), symOf(form), label);
-          await assert.rejects(toHost(d), (e: unknown) =>
-            e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "perChannelCastFused" && /3 illegal value\(s\).*posToToken/.test(e.message), label);
-          sameAllocation(d, cd, `${label} data`);
-          sameAllocation(s, cs, `${label} sf`);
-          dispose(d, s);
-        }
-      }
-    } finally {
-      dispose(dq, dpos, cd, cs);
-    }
+    const q = randomQuantized(rand, 200, H, false);
+    await checkBadIndices(rand, q, { numPerChannels: 128 }, FORMS, withTuning, symOf, `${seed} x${H}`);
   }
 });
 

@@ -17,11 +17,12 @@
 import assert from "node:assert/strict";
 import { config } from "../core/config.ts";
 import { encodeBf16 } from "../core/dtype.ts";
-import { type DeviceTensor, HostTensor, perChannelCastFused, type Quantized, tensor, TkError, toDevice, toHost } from "../mod.ts";
+import { type DeviceTensor, HostTensor, perChannelCastFused, type Quantized, tensor, toDevice, toHost } from "../mod.ts";
 import { perChannelLastSymbol, perChannelLaunchTuning } from "../ops/quant/per_channel_cast.ts";
 import { logicalBytes } from "./golden.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, gatherPositions, sameAllocation, storageBytes, up, uploadView } from "./gpu_util.ts";
+import { checkBadIndices } from "./per_channel_fused_util.ts";
 
 type Form = "" | "_rg";
 const FORMS = ["_rg", ""] as const;
@@ -149,33 +150,8 @@ gpuTest("each form = reference on every bf16 bit pattern (NaN, ±Inf, ±0, subno
 
 gpuTest("each form: an index ≥ T raises DEVICE_VALUE once per bad entry, in a first and in a prefetched tile; those rows read as zeros (seed 25004)", async () => {
   const rand = rng(25004);
-  const T = 200, H = 1152;
-  const x = randomBf16(rand, T, H);
-  const pos = gatherPositions(rand, 400, T); // four blocks: bad entries in the first, the third and the partial last one
-  const idx = pos.data as Int32Array;
-  idx[3] = T;
-  idx[260] = 1 << 30;
-  idx[390] = 0x7fffffff;
-  const fixed = tensor(Int32Array.from(idx, (v) => (v >= T ? -1 : v)), [400], "int32");
-  const [cd, cs] = perChannelCastFused(x, { fmt: "e4m3", numPerTokens: 128, posToToken: fixed });
-  const dx = up(x) as DeviceTensor;
-  const dpos = toDevice(pos);
-  try {
-    for (const form of FORMS) {
-      for (const sms of [null, 1, 3]) {
-        const label = `25004 x${H} ${form || "base"} sms ${sms}`;
-        const [d, s] = withTuning(form, sms, () => perChannelCastFused(dx, { fmt: "e4m3", numPerTokens: 128, posToToken: dpos }));
-        assert.equal(perChannelLastSymbol(), symOf(form), label);
-        await assert.rejects(toHost(d), (e: unknown) =>
-          e instanceof TkError && e.code === "DEVICE_VALUE" && e.op === "perChannelCastFused" && /3 illegal value\(s\).*posToToken/.test(e.message), label);
-        sameAllocation(d, cd, `${label} data`);
-        sameAllocation(s, cs, `${label} sf`);
-        dispose(d, s);
-      }
-    }
-  } finally {
-    dispose(dx, dpos, cd, cs);
-  }
+  const H = 1152;
+  await checkBadIndices(rand, randomBf16(rand, 200, H), {}, FORMS, withTuning, symOf, `25004 x${H}`);
 });
 
 gpuTest("_rg is the default; H % 8 != 0, an unaligned x or data view and an fp32 input run the base kernels whatever the knob (seed 25005)", async () => {
