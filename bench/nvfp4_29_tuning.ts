@@ -9,7 +9,12 @@
  * @module
  */
 import process from "node:process";
+import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
 import { runE2m1Ab } from "./e2m1_ab.ts";
+
+// round 30's `_g16_nvc` (nvfp4ColTiles, the default since) takes column-major sf whatever nvfp4Wide says: off here,
+// so the column-major case compares `_g16_lw` with `_g16_nvw` as round 29 did
+perTokenLaunchTuning.nvfp4ColTiles = false;
 
 const TOKENS = (process.env.FP4_TOKENS ?? "8192,16384").split(",").map(Number);
 await runE2m1Ab("nvfp4_29_tuning", "nvfp4Wide", "nvw", [

@@ -1,6 +1,7 @@
 /**
  * The A/B check shared by the e2m1 perTokenCast knob tests (tests/fp4_17_gpu.test.ts: `e2m1LaneWide`,
- * tests/fp4_26_gpu.test.ts: `mxfp4Wide`, tests/nvfp4_29_gpu.test.ts: `nvfp4Wide`): each view runs through main's kernel (knob off), the form (knob on), replay
+ * tests/fp4_26_gpu.test.ts: `mxfp4Wide`, tests/nvfp4_29_gpu.test.ts: `nvfp4Wide`, tests/fp4c30_gpu.test.ts:
+ * `nvfp4ColTiles`): each view runs through main's kernel (knob off), the form (knob on), replay
  * and the knob off again, byte for byte against the CPU reference, with the launched symbol asserted every time.
  */
 import assert from "node:assert/strict";
@@ -17,7 +18,7 @@ import { dispose, randomInput, sameAllocation, samePair, shuffledBf16Patterns, u
 import { ptcFn, withSpecials } from "./per_token_rows.ts";
 
 /** A boolean knob of perTokenLaunchTuning that swaps an e2m1 kernel for a form with the same bytes. */
-export type E2m1Knob = "e2m1LaneWide" | "mxfp4Wide" | "nvfp4Wide";
+export type E2m1Knob = "e2m1LaneWide" | "mxfp4Wide" | "nvfp4Wide" | "nvfp4ColTiles";
 
 /**
  * [label, perTokenCast options besides fmt, main's symbol suffix, the symbol suffix with the knob on, and the suffix
@@ -140,4 +141,51 @@ export function checkKnobLeavesOthers(
     perTokenLaunchTuning[knob] = saved;
     dispose(dx);
   }
+}
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+/** The bf16 pattern of a value exactly representable in bf16. */
+function bf16Of(v: number): number {
+  f32[0] = v;
+  return u32[0] >>> 16;
+}
+
+/** Value of e4m3 byte c (normal: c ≥ 0x08). */
+function e4m3Value(c: number): number {
+  return (1 + (c & 7) / 8) * 2 ** ((c >> 3) - 7);
+}
+
+/**
+ * NVFP4 edge rows (tests/nvfp4_29_gpu.test.ts, tests/fp4c30_gpu.test.ts): rows at the ends of the fast path's e4m3
+ * bytes [0x08, 0x7D] and on the double-rounding cases: all ±0; subnormal bf16 only; groups with amax in [0.05, 0.15] (around 6 · 2^-6: bytes 0x04 … 0x0C) and in [2300, 2900] (around
+ * 6 · 416: bytes 0x7C … 0x7E, saturated above 6 · 464), so fast and scalar groups meet in one lane; near the bf16
+ * maximum; groups whose amax is 6 · s for an e4m3 normal s (sf = s exactly) and whose other values are ±m · s for
+ * the e2m1 midpoints m (fl32(m · s · fl(1 / s)) lands on m or not, by s: ties to even or not); then random rows.
+ * Signs random.
+ */
+export function edgeRows(seed: number, H: number): HostTensor {
+  const rand = rng(seed);
+  const x = randomInput(rand, 10, H, "bf16");
+  const d = x.data as Uint16Array;
+  const sign = () => (rand() < 0.5 ? 0x8000 : 0);
+  const mids = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5];
+  for (let j = 0; j < H; j++) {
+    d[j] = sign();
+    d[H + j] = sign() | (1 + Math.floor(rand() * 0x7f));
+    d[4 * H + j] = sign() | (0x7e80 + Math.floor(rand() * 0xff));
+  }
+  for (let g = 0; g < H / 16; g++) {
+    // rows 2 and 3: a group's amax A drawn per group, its other values in [0, A]
+    const lo = 0.05 + rand() * 0.1, hi = 2300 + rand() * 600;
+    for (let k = 0; k < 16; k++) {
+      d[2 * H + 16 * g + k] = sign() | bf16Of(Math.fround(k === 0 ? lo : rand() * lo));
+      d[3 * H + 16 * g + k] = sign() | bf16Of(Math.fround(k === 0 ? hi : rand() * hi));
+    }
+    const s = e4m3Value(0x08 + Math.floor(rand() * (0x7e - 0x08)));
+    for (let k = 0; k < 16; k++) {
+      d[5 * H + 16 * g + k] = sign() | bf16Of(k === 0 ? 6 * s : mids[Math.floor(rand() * mids.length)] * s);
+    }
+  }
+  return x;
 }

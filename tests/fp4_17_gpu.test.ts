@@ -9,7 +9,7 @@
  * unaligned views (main's kernels: the knob never applies), every bf16 pattern shuffled into groups, NaN / ±Inf / ±0 /
  * subnormal rows, rounding ties, 3000, 8192 × 7168 (the bench's shape), replay with the knob flipped. Options the
  * form does not take (fp32 sf, groups of 32 without roundSf, perTokenCastWithSfOnly) keep main's kernels with the
- * knob on. mxfp4Wide and nvfp4Wide (rounds 26 and 29, the defaults since) are off in the first test. The symbol of every launch is
+ * knob on. mxfp4Wide, nvfp4Wide and nvfp4ColTiles (rounds 26, 29 and 30, the defaults since) are off in the first test. The symbol of every launch is
  * asserted (perTokenLastLaunch), so a silent fallback fails; the form has no
  * PDL variant (its launch never carries the attribute, PDL on or off). Skips without a GPU.
  * @module
@@ -39,12 +39,13 @@ const TAKEN: readonly KnobLayout[] = [
 
 gpuTest("perTokenCast bf16 → e2m1 through _g16_lw (e2m1LaneWide) = reference = _g16_u4; MXFP4 stays on _g32_u4sca: NVFP4 row / col sf, MXFP4 every roundSf layout, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, specials, 3000 and 8192 × 7168, replay (seeds 17101, 17102)", async () => {
   const saved = perTokenLaunchTuning.e2m1LaneWide, savedMx = perTokenLaunchTuning.mxfp4Wide;
-  const savedNv = perTokenLaunchTuning.nvfp4Wide;
-  // the later forms (round 26's mxfp4Wide, round 29's nvfp4Wide, both defaults) are tests/fp4_26_gpu.test.ts's and
+  const savedNv = perTokenLaunchTuning.nvfp4Wide, savedCol = perTokenLaunchTuning.nvfp4ColTiles;
+  // the later forms (round 26's mxfp4Wide, round 29's nvfp4Wide, round 30's nvfp4ColTiles, all defaults) are tests/fp4_26_gpu.test.ts's and
   // tests/nvfp4_29_gpu.test.ts's subjects: here they are off, so NVFP4 shows `_g16_lw` and MXFP4 that e2m1LaneWide
   // leaves it on `_g32_u4sca`
   perTokenLaunchTuning.mxfp4Wide = false;
   perTokenLaunchTuning.nvfp4Wide = false;
+  perTokenLaunchTuning.nvfp4ColTiles = false;
   try {
     await checkKnobView("e2m1LaneWide", allPatterns(17103, 8, 8192), true, "every bf16 pattern 8x8192", TAKEN);
     await checkKnobView("e2m1LaneWide", allPatterns(17104, 72, 960), true, "every bf16 pattern 72x960", TAKEN);
@@ -54,6 +55,7 @@ gpuTest("perTokenCast bf16 → e2m1 through _g16_lw (e2m1LaneWide) = reference =
     perTokenLaunchTuning.e2m1LaneWide = saved;
     perTokenLaunchTuning.mxfp4Wide = savedMx;
     perTokenLaunchTuning.nvfp4Wide = savedNv;
+    perTokenLaunchTuning.nvfp4ColTiles = savedCol;
   }
 });
 

@@ -14,11 +14,17 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { config, type HostTensor } from "../mod.ts";
+import { config } from "../mod.ts";
 import { perTokenLaunchTuning } from "../ops/quant/per_token_cast.ts";
-import { gpuTest, rng } from "./harness.ts";
-import { randomInput } from "./gpu_util.ts";
-import { allPatterns, checkKnobLeavesOthers, checkKnobView, type KnobLayout, sweepKnobViews } from "./e2m1_knob_util.ts";
+import { gpuTest } from "./harness.ts";
+import {
+  allPatterns,
+  checkKnobLeavesOthers,
+  checkKnobView,
+  edgeRows,
+  type KnobLayout,
+  sweepKnobViews,
+} from "./e2m1_knob_util.ts";
 
 const MAIN = "bf16_e2m1_g16_lw";
 const FORM = "bf16_e2m1_g16_nvw";
@@ -31,56 +37,12 @@ const TAKEN: readonly KnobLayout[] = [
   ["nvfp4-col", { numPerChannels: 16, useE4m3Sf: true, useTmaAlignedColMajorSf: true }, MAIN, FORM, UNALIGNED],
 ];
 
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
-/** The bf16 pattern of a value exactly representable in bf16. */
-function bf16Of(v: number): number {
-  f32[0] = v;
-  return u32[0] >>> 16;
-}
-
-/** Value of e4m3 byte c (normal: c ≥ 0x08). */
-function e4m3Value(c: number): number {
-  return (1 + (c & 7) / 8) * 2 ** ((c >> 3) - 7);
-}
-
-/**
- * Rows at the ends of the fast path's e4m3 bytes [0x08, 0x7D] and on the double-rounding cases: all ±0; subnormal
- * bf16 only; groups with amax in [0.05, 0.15] (around 6 · 2^-6: bytes 0x04 … 0x0C) and in [2300, 2900] (around
- * 6 · 416: bytes 0x7C … 0x7E, saturated above 6 · 464), so fast and scalar groups meet in one lane; near the bf16
- * maximum; groups whose amax is 6 · s for an e4m3 normal s (sf = s exactly) and whose other values are ±m · s for
- * the e2m1 midpoints m (fl32(m · s · fl(1 / s)) lands on m or not, by s: ties to even or not); then random rows.
- * Signs random.
- */
-function edgeRows(seed: number, H: number): HostTensor {
-  const rand = rng(seed);
-  const x = randomInput(rand, 10, H, "bf16");
-  const d = x.data as Uint16Array;
-  const sign = () => (rand() < 0.5 ? 0x8000 : 0);
-  const mids = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5];
-  for (let j = 0; j < H; j++) {
-    d[j] = sign();
-    d[H + j] = sign() | (1 + Math.floor(rand() * 0x7f));
-    d[4 * H + j] = sign() | (0x7e80 + Math.floor(rand() * 0xff));
-  }
-  for (let g = 0; g < H / 16; g++) {
-    // rows 2 and 3: a group's amax A drawn per group, its other values in [0, A]
-    const lo = 0.05 + rand() * 0.1, hi = 2300 + rand() * 600;
-    for (let k = 0; k < 16; k++) {
-      d[2 * H + 16 * g + k] = sign() | bf16Of(Math.fround(k === 0 ? lo : rand() * lo));
-      d[3 * H + 16 * g + k] = sign() | bf16Of(Math.fround(k === 0 ? hi : rand() * hi));
-    }
-    const s = e4m3Value(0x08 + Math.floor(rand() * (0x7e - 0x08)));
-    for (let k = 0; k < 16; k++) {
-      d[5 * H + 16 * g + k] = sign() | bf16Of(k === 0 ? 6 * s : mids[Math.floor(rand() * mids.length)] * s);
-    }
-  }
-  return x;
-}
-
 gpuTest("perTokenCast bf16 → NVFP4 through _g16_nvw (nvfp4Wide) = reference = _g16_lw: row / col sf, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, edge, midpoint and special rows, the smallest clamp, 3000 and 8192 × 7168, replay (seeds 29101, 29102)", async () => {
-  const saved = perTokenLaunchTuning.nvfp4Wide;
+  const saved = perTokenLaunchTuning.nvfp4Wide, savedCol = perTokenLaunchTuning.nvfp4ColTiles;
   const savedClamp = config.amaxClamp["e2m1/e4m3sf"];
+  // round 30's nvfp4ColTiles (the default since) takes column-major sf whatever nvfp4Wide says; it is
+  // tests/fp4c30_gpu.test.ts's subject: off here, so column-major sf shows `_g16_lw` / `_g16_nvw`
+  perTokenLaunchTuning.nvfp4ColTiles = false;
   try {
     await checkKnobView("nvfp4Wide", allPatterns(29103, 8, 8192), true, "every bf16 pattern 8x8192", TAKEN);
     await checkKnobView("nvfp4Wide", allPatterns(29104, 72, 960), true, "every bf16 pattern 72x960", TAKEN);
@@ -94,6 +56,7 @@ gpuTest("perTokenCast bf16 → NVFP4 through _g16_nvw (nvfp4Wide) = reference = 
     await sweepKnobViews("nvfp4Wide", [29101, 29102], TAKEN, [["nvfp4-row"], ["nvfp4-col"]]);
   } finally {
     perTokenLaunchTuning.nvfp4Wide = saved;
+    perTokenLaunchTuning.nvfp4ColTiles = savedCol;
     config.amaxClamp["e2m1/e4m3sf"] = savedClamp;
   }
 });

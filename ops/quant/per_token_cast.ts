@@ -227,8 +227,10 @@ const fnCache: number[][] = [];
  *   as "lw" for MXFP4.
  * - "nvw": perTokenLaunchTuning.nvfp4Wide (round 29): `_g16_nvw` (per_token_cast_fp4_29.cu), same walk and bytes
  *   as "lw" for NVFP4.
+ * - "nvc": perTokenLaunchTuning.nvfp4ColTiles (round 30): `_g16_nvc` (per_token_cast_fp4_30.cu), "nvw"'s lane body
+ *   in units of 16 rows × 64 columns, for NVFP4 with column-major sf.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "lw" | "mxw" | "nvw";
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "lw" | "mxw" | "nvw" | "nvc";
 const FORM_INDEX: Record<Form, number> = {
   "": 0,
   sor4: 1,
@@ -241,6 +243,7 @@ const FORM_INDEX: Record<Form, number> = {
   lw: 8,
   mxw: 9,
   nvw: 10,
+  nvc: 11,
 };
 
 /**
@@ -276,6 +279,13 @@ const FORM_INDEX: Record<Form, number> = {
  *   option keeps main's kernels. Read at every launch; the replay path compares it. Measured on the H200
  *   (bench/nvfp4_29_tuning.ts, interleaved A/B): row-major sf 8192 × 7168 57.1 → 71.5%, 16384 59.8 → 77.5%;
  *   column-major sf 42.7 → 43.8%, 46.3 → 47.2% of copy.
+ * - `nvfp4ColTiles` (round 30, the default since its A/B; docs/perf-notes/perf30-fp4c.md): the calls `nvfp4Wide` takes with
+ *   column-major (TMA-aligned) e4m3 sf whose base is a multiple of 4 bytes run `_g16_nvc` (per_token_cast_fp4_30.cu:
+ *   `_g16_nvw`'s lane body, amax, sf and codes unchanged, walked in units of 16 rows × 64 columns so that a unit's sf
+ *   bytes are 4 runs of 16 adjacent rows, stored as 4-byte words, instead of 64 one-byte stores 32 sectors apart),
+ *   whichever `nvfp4Wide` / `e2m1LaneWide` say. Same bytes. Row-major sf and any other view or option keep main's
+ *   kernels. Read at every launch; the replay path compares it. Measured on the H200 (bench/fp4c30_tuning.ts,
+ *   interleaved A/B, twenty-second run): column-major sf 8192 × 7168 43.8 → 68.1%, 16384 47.2 → 72.8% of copy.
  */
 export const perTokenLaunchTuning: {
   e2m1LaneWide: boolean;
@@ -284,6 +294,7 @@ export const perTokenLaunchTuning: {
   precomputedRingPdl: boolean;
   mxfp4Wide: boolean;
   nvfp4Wide: boolean;
+  nvfp4ColTiles: boolean;
 } = {
   e2m1LaneWide: true,
   precomputedRing: 4,
@@ -291,6 +302,7 @@ export const perTokenLaunchTuning: {
   precomputedRingPdl: true,
   mxfp4Wide: true,
   nvfp4Wide: true,
+  nvfp4ColTiles: true,
 };
 
 /** Whether a bf16 x view allows the aligned-only `_sor4_a` symbol: base and row stride multiples of 16 bytes. */
@@ -301,8 +313,9 @@ function alignedView(x: Tensor): boolean {
 /** Chunks (8 bf16 columns each) of one warp unit of `_g128_sr_wu`: 4 per lane × 32 lanes (1024 columns). */
 const WU_CHUNKS = 128;
 
-// `aligned`: a bf16 x view that allows 16-byte accesses (alignedView); `pdl`: config.pdl at this launch
-function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned: boolean, pdl: boolean): Form {
+// `aligned`: a bf16 x view that allows 16-byte accesses (alignedView); `pdl`: config.pdl at this launch; `sfWords`: a
+// column-major sf whose base, column stride and padded rows allow 4-byte stores of 4 rows
+function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, aligned: boolean, pdl: boolean, sfWords: boolean): Form {
   const n = a.numPerChannels;
   // fp16 (launchPerTokenCastForCast: cast, e4m3, groups of 128) has `_g128_pdl` only, launched with the attribute
   // iff config.pdl
@@ -319,6 +332,10 @@ function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, ali
   }
   if (mode !== PER_TOKEN_MODE.cast) return "";
   // `aligned` covers the data output here too (launchPerToken)
+  if (
+    perTokenLaunchTuning.nvfp4ColTiles && aligned && sfWords && inDtype === "bf16" && a.rule.fmt === "e2m1" &&
+    n === 16 && a.rule.e4m3Sf && !a.rule.roundSf && !a.rule.packedUe8m0
+  ) return "nvc";
   if (
     perTokenLaunchTuning.nvfp4Wide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" && n === 16 &&
     a.rule.e4m3Sf && !a.rule.roundSf && !a.rule.packedUe8m0
@@ -345,7 +362,7 @@ function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n
   // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
   // kernel
   const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 11 + FORM_INDEX[form];
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 12 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
@@ -398,6 +415,8 @@ interface Replay {
   mxw: boolean;
   /** perTokenLaunchTuning.nvfp4Wide at the launch */
   nvw: boolean;
+  /** perTokenLaunchTuning.nvfp4ColTiles at the launch */
+  nvc: boolean;
   device: Device;
   streamObj: Stream;
   d: DataGeometry;
@@ -427,7 +446,7 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
   return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
     perTokenLaunchTuning.e2m1LaneWide === m.lw && perTokenLaunchTuning.mxfp4Wide === m.mxw &&
-    perTokenLaunchTuning.nvfp4Wide === m.nvw;
+    perTokenLaunchTuning.nvfp4Wide === m.nvw && perTokenLaunchTuning.nvfp4ColTiles === m.nvc;
 }
 
 /** Launch bound (CTAs per SM) of the `_psr4` ring (per_token_cast_ps25.cu). */
@@ -475,9 +494,10 @@ function launchPerToken(
     (mode === PER_TOKEN_MODE.sfOnly
       ? alignedView(r.x)
       : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.e2m1LaneWide || perTokenLaunchTuning.mxfp4Wide ||
-        perTokenLaunchTuning.nvfp4Wide) &&
+        perTokenLaunchTuning.nvfp4Wide || perTokenLaunchTuning.nvfp4ColTiles) &&
         alignedView(r.x) && addrOf(data) % 16 === 0);
-  const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl);
+  const sfWords = sf !== null && g.strides[0] === 1 && g.strides[1] % 4 === 0 && sfRows % 4 === 0 && addrOf(sf) % 4 === 0;
+  const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl, sfWords);
   const ring = mode === PER_TOKEN_MODE.precomputedSf ? precomputedRingOf(r, data) : 0;
   const fn = ring !== 0 ? psRingFn(op, device, ring) : variantFn(op, device, r.x.dtype, a.rule.fmt, a.numPerChannels, sr, form);
   packetGen++;
@@ -505,10 +525,13 @@ function launchPerToken(
   p.u32(W.op_id, OP_ID.perTokenCast);
   // `_g128_sr_wu12` (and `_g<N>_lw` / `_g32_mxw` / `_g16_nvw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
   // 8 · SMs as the `_g<N>` kernels
+  // `_g16_nvc`: units of 16 rows × 8 chunks (the same 128 chunks), ⌈T / 16⌉ · H / 64 of them, the same bound
   // `_psr4`: warp units of 128 chunks, warp-grid-stride, one persistent wave of the CTAs an SM holds
   const ringBlocks = perTokenLaunchTuning.precomputedRingBlocksPerSm || PS_RING_BOUND;
   const grid = ring !== 0
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / (32 * ring))) / 8), ringBlocks * config.getNumSms(device)))
+    : form === "nvc"
+    ? Math.max(1, Math.min(Math.ceil((Math.ceil(a.tokens / 16) * (a.hidden / 64)) / 8), 8 * config.getNumSms(device)))
     : form === "wu12" || form === "lw" || form === "mxw" || form === "nvw"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
@@ -688,6 +711,7 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         lw: perTokenLaunchTuning.e2m1LaneWide,
         mxw: perTokenLaunchTuning.mxfp4Wide,
         nvw: perTokenLaunchTuning.nvfp4Wide,
+        nvc: perTokenLaunchTuning.nvfp4ColTiles,
         device: pl.device,
         streamObj: stream,
         d: dg,

@@ -70,9 +70,11 @@ struct Nvfp4Wide {
     return codes | (odd & 0x80808080u) | (even & 0x08080808u);
   }
 
-  // The lane's two groups (chunks c0 … c0 + 3 of `row`): amax, sf, codes.
+  // The lane's two groups (chunks c0 … c0 + 3 of `row`): amax, sf, codes. kPairOut: the two e4m3 bytes go to
+  // *pair (group c0 / 2 in the low byte) instead of the sf (per_token_cast_fp4_30.cu stores them across lanes).
+  template <bool kPairOut = false>
   static TK_DEV void lane_unit(const GC& gc, const PerTokenCastParams& p, uint64_t row, uint32_t c0,
-                               const uint32_t (&w)[kU][4], const float* inv_tab) {
+                               const uint32_t (&w)[kU][4], const float* inv_tab, uint32_t* pair = nullptr) {
     float inv[2];
     uint32_t stored[2];
     bool fast = true;
@@ -99,7 +101,9 @@ struct Nvfp4Wide {
       inv[gi] = inv_tab[stored[gi]];
       fast = fast && stored[gi] - 0x08u <= 0x7du - 0x08u;
     }
-    if (gc.write_sf) {
+    if constexpr (kPairOut) {
+      *pair = stored[0] | stored[1] << 8;
+    } else if (gc.write_sf) {
       const uint32_t k0 = c0 / 2;
       uint8_t* s = gc.sf_out.base + row * gc.sf_out.s0 + k0 * gc.sf_out.s1;
       if (gc.sf_out.s1 == 1 && (reinterpret_cast<uintptr_t>(s) & 1) == 0) {
@@ -149,7 +153,10 @@ struct Nvfp4Wide {
 }  // namespace
 }  // namespace tk
 
+// per_token_cast_fp4_30.cu includes this file for Nvfp4Wide with TK_PTC_FP4_29_NO_ENTRIES defined
+#ifndef TK_PTC_FP4_29_NO_ENTRIES
 extern "C" __global__ void __launch_bounds__(tk::kBlockThreads, 4)
     tk_per_token_cast__bf16_e2m1_g16_nvw(const __grid_constant__ PerTokenCastParams p) {
   tk::Nvfp4Wide::run(p);
 }
+#endif  // TK_PTC_FP4_29_NO_ENTRIES
