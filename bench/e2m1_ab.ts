@@ -1,7 +1,7 @@
 /**
- * The A/B loop shared by the e2m1 perTokenCast tuning scripts (bench/fp4_17_tuning.ts: `e2m1LaneWide`,
- * bench/fp4_26_tuning.ts: `mxfp4Wide`, bench/nvfp4_29_tuning.ts: `nvfp4Wide`, bench/fp4c30_tuning.ts: `nvfp4ColTiles`):
- * main's kernel (knob off) against the form (knob on) in one process.
+ * The A/B loop shared by the e2m1 perTokenCast tuning scripts (bench/fp4_26_tuning.ts: `mxfp4Wide`,
+ * bench/nvfp4_29_tuning.ts: `nvfp4Wide`, bench/fp4c30_tuning.ts: `nvfp4ColTiles`; bench/fp4_17_tuning.ts,
+ * `e2m1LaneWide`, left with that knob in trim32): main's kernel (knob off) against the form (knob on) in one process.
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy (LeadTimer of bench/common.ts),
  * the median of 7 repetitions; the settings interleaved over 5 rounds (rotated order), the median of the rounds
@@ -27,7 +27,7 @@ export interface E2m1AbCase {
 /** Times `cases` at `tokens` × `H` rows with perTokenLaunchTuning[knob] off ("main") and on (`formName`). */
 export async function runE2m1Ab(
   script: string,
-  knob: "e2m1LaneWide" | "mxfp4Wide" | "nvfp4Wide" | "nvfp4ColTiles",
+  knob: "mxfp4Wide" | "nvfp4Wide" | "nvfp4ColTiles",
   formName: string,
   cases: readonly E2m1AbCase[],
   tokens: readonly number[],

@@ -1,10 +1,12 @@
 /**
  * swigluBackwardAndPerTokenCast by main's kernel and by the 16-lane team form (docs/perf-notes/perf11-sbc.md; since
- * round 17 with whole 16-byte output stores, docs/perf-notes/perf17-sbc.md), in one process: the roofline's case
+ * round 17 with whole 16-byte output stores, docs/perf-notes/perf17-sbc.md; since round 28 `_t16x`,
+ * docs/perf-notes/perf28-sbc.md), in one process: the roofline's case
  * (bench/cases_swiglu.ts: e4m3 x + fp32 scales, bf16 dy → bf16 xGrad + e4m3 groups of 128 + weightGrad, 64 experts,
  * alignment 128, row weights), 8192 and 16384 tokens × 7168. Settings:
  * - "main":    `swigluLaunchTuning.backwardCastForm = "main"`: `tk_swiglu_backward__e4m3_bf16_g128`;
- * - "team16w": `"team16w"` (the default since round 17): `tk_swiglu_backward__e4m3_bf16_g128_t16w`.
+ * - "team16x": `"team16x"` (the default since round 28): `tk_swiglu_backward__e4m3_bf16_g128_t16x`.
+ * (Round 28's A/B of `_t16x` against round 17's `_t16w`, bench/sbc28_tuning.ts, left with `_t16w` in trim32.)
  *
  * Each figure: 20 calls on the default stream between two events after a lead copy of 2 GiB, the median of 7
  * repetitions (LeadTimer); the settings interleaved over 5 rounds, the median of the rounds printed. % is of the same
@@ -32,7 +34,7 @@ const H = 7168;
 const E = 64;
 const A = 128;
 const ROUNDS = 5;
-const SETTINGS = ["main", "team16w"] as const;
+const SETTINGS = ["main", "team16x"] as const;
 
 const rt = deviceRuntime("bench");
 const stream = rt.defaultStream(DEV);
@@ -104,7 +106,7 @@ try {
         }
       }
     }
-    if (failures === 0) console.log(`${T}x${H}: team16w's outputs equal main's (xGrad, e4m3 data, sf, weightGrad)`);
+    if (failures === 0) console.log(`${T}x${H}: team16x's outputs equal main's (xGrad, e4m3 data, sf, weightGrad)`);
     free(q, qsf, dy, w, ps, rq, rs);
   }
 } finally {

@@ -1,8 +1,8 @@
 /**
- * The A/B check shared by the e2m1 perTokenCast knob tests (tests/fp4_17_gpu.test.ts: `e2m1LaneWide`,
- * tests/fp4_26_gpu.test.ts: `mxfp4Wide`, tests/nvfp4_29_gpu.test.ts: `nvfp4Wide`, tests/fp4c30_gpu.test.ts:
- * `nvfp4ColTiles`): each view runs through main's kernel (knob off), the form (knob on), replay
- * and the knob off again, byte for byte against the CPU reference, with the launched symbol asserted every time.
+ * The A/B check shared by the e2m1 perTokenCast knob tests (tests/fp4_26_gpu.test.ts: `mxfp4Wide`,
+ * tests/nvfp4_29_gpu.test.ts: `nvfp4Wide`, tests/fp4c30_gpu.test.ts: `nvfp4ColTiles`; tests/fp4_17_gpu.test.ts,
+ * `e2m1LaneWide`, left with that knob in trim32): each view runs through main's kernel (knob off), the form (knob on),
+ * replay and the knob off again, byte for byte against the CPU reference, with the launched symbol asserted every time.
  */
 import assert from "node:assert/strict";
 import {
@@ -18,7 +18,7 @@ import { dispose, randomInput, sameAllocation, samePair, shuffledBf16Patterns, u
 import { ptcFn, withSpecials } from "./per_token_rows.ts";
 
 /** A boolean knob of perTokenLaunchTuning that swaps an e2m1 kernel for a form with the same bytes. */
-export type E2m1Knob = "e2m1LaneWide" | "mxfp4Wide" | "nvfp4Wide" | "nvfp4ColTiles";
+export type E2m1Knob = "mxfp4Wide" | "nvfp4Wide" | "nvfp4ColTiles";
 
 /**
  * [label, perTokenCast options besides fmt, main's symbol suffix, the symbol suffix with the knob on, and the suffix

@@ -1,15 +1,15 @@
 /**
  * Round 30 (docs/perf-notes/perf30-fp4c.md): `tk_per_token_cast__bf16_e2m1_g16_nvc` (NVFP4 with column-major,
  * TMA-aligned e4m3 sf; perTokenLaunchTuning.nvfp4ColTiles, default off), against the CPU reference byte for byte on
- * both output allocations (data and sf, the padding rows included) and against main's `_g16_nvw` (`_g16_lw` with
- * nvfp4Wide off) with the knob off: 0 rows, 1 row, row counts around the kernel's 16-row units (2, 3, 5, 7, 9, 11, 16,
- * 17, 31, 33, 48, 66, 257, 3000, 8192: partial last units, padding rows written by the units), H = 64 … 73728 (one
- * 64-column tile to 1152), strided and 16-byte-offset views (the knob's kernel), unaligned views (main's `_g16_u4`),
- * every bf16 pattern shuffled into groups (NaN / ±Inf groups: the lane body's scalar path), round 29's edge rows, the
- * smallest amax clamp, replay with the knob flipped, PDL on and off (never the attribute). Row-major sf keeps
- * `_g16_nvw` with the knob on; out.sf views whose base is not a multiple of 4 bytes keep `_g16_nvw` (bytes outside the
- * view untouched); options the form does not take keep main's kernels. The symbol of every launch is asserted. Skips
- * without a GPU.
+ * both output allocations (data and sf, the padding rows included) and against main's `_g16_nvw` (`_g16_u4` with
+ * nvfp4Wide off; `_g16_lw` until trim32) with the knob off: 0 rows, 1 row, row counts around the kernel's 16-row units
+ * (2, 3, 5, 7, 9, 11, 16, 17, 31, 33, 48, 66, 257, 3000, 8192: partial last units, padding rows written by the units),
+ * H = 64 … 73728 (one 64-column tile to 1152), strided and 16-byte-offset views (the knob's kernel), unaligned views
+ * (main's `_g16_u4`), every bf16 pattern shuffled into groups (NaN / ±Inf groups: the lane body's scalar path), round
+ * 29's edge rows, the smallest amax clamp, replay with the knob flipped, PDL on and off (never the attribute).
+ * Row-major sf keeps `_g16_nvw` with the knob on; out.sf views whose base is not a multiple of 4 bytes keep `_g16_nvw`
+ * (bytes outside the view untouched); options the form does not take keep main's kernels. The symbol of every launch is
+ * asserted. Skips without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -29,7 +29,6 @@ import {
 } from "./e2m1_knob_util.ts";
 
 const NVW = "bf16_e2m1_g16_nvw";
-const LW = "bf16_e2m1_g16_lw";
 const FORM = "bf16_e2m1_g16_nvc";
 /** Main's symbol for views that are not 16-byte aligned, with the knob on or off. */
 const UNALIGNED = "bf16_e2m1_g16_u4";
@@ -43,7 +42,7 @@ const TAKEN: readonly KnobLayout[] = [
   ["nvfp4-row", ROW, NVW, NVW, UNALIGNED],
 ];
 
-gpuTest("perTokenCast bf16 → NVFP4, column-major sf, through _g16_nvc (nvfp4ColTiles) = reference = _g16_nvw: 0 / 1 / 16k ± 1 rows, dead rows of the last unit, strided, 16-byte-offset and unaligned views, every bf16 pattern, edge rows, the smallest clamp, 3000 and 8192 × 7168, replay; with nvfp4Wide off against _g16_lw (seeds 30101 … 30108)", async () => {
+gpuTest("perTokenCast bf16 → NVFP4, column-major sf, through _g16_nvc (nvfp4ColTiles) = reference = _g16_nvw: 0 / 1 / 16k ± 1 rows, dead rows of the last unit, strided, 16-byte-offset and unaligned views, every bf16 pattern, edge rows, the smallest clamp, 3000 and 8192 × 7168, replay; with nvfp4Wide off against _g16_u4 (seeds 30101 … 30108)", async () => {
   const saved = perTokenLaunchTuning.nvfp4ColTiles;
   const savedWide = perTokenLaunchTuning.nvfp4Wide;
   const savedClamp = config.amaxClamp["e2m1/e4m3sf"];
@@ -61,10 +60,10 @@ gpuTest("perTokenCast bf16 → NVFP4, column-major sf, through _g16_nvc (nvfp4Co
     await checkKnobView("nvfp4ColTiles", edgeRows(30108, 1024), true, "edge rows 10x1024, clamp 6·2^-126", TAKEN);
     config.amaxClamp["e2m1/e4m3sf"] = savedClamp;
     await sweepKnobViews("nvfp4ColTiles", [30101, 30102], TAKEN, [["nvfp4-col"], ["nvfp4-col"]]);
-    // the form does not depend on nvfp4Wide: with it off, main's column-major kernel is `_g16_lw`
+    // the form does not depend on nvfp4Wide: with it off, main's column-major kernel is `_g16_u4`
     perTokenLaunchTuning.nvfp4Wide = false;
     await checkKnobView("nvfp4ColTiles", edgeRows(30109, 2048), true, "edge rows 10x2048, nvfp4Wide off", [
-      ["nvfp4-col", COL, LW, FORM, UNALIGNED],
+      ["nvfp4-col", COL, UNALIGNED, FORM],
     ]);
   } finally {
     perTokenLaunchTuning.nvfp4ColTiles = saved;

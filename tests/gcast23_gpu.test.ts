@@ -1,15 +1,17 @@
 /**
- * Round 23's forms of the generic block-scaled `cast` (docs/perf-notes/perf23-gcast.md; ops/quant/cast_block_launch.ts
- * `castBlockLaunchTuning`, both the default, [16, 64] from 10240 rows): fp16 → e4m3 [1, 128] on `tk_per_token_cast__fp16_e4m3_g128_pdl`
- * (`perToken16`) and bf16 → e4m3 [16, 64] on `tk_per_block_cast__bf16_e4m3_16x64` (`perBlock16x64`). Every case runs
- * with the knob off and on and is compared byte for byte, data and sf allocations (layout padding included), with
- * the CPU reference and with each other; the kernel that ran is checked after both calls (lastCastBlockKernel, and
- * the per-token / per-block launch headers for the new symbols): whole blocks of every sf layout of the roofline and
- * of tests/cast_block_gpu.test.ts (fp32, round, column-major, packed UE8M0, e4m3 scales), effective blocks ([16, 128]
- * on one row, [32, 64] on 16 rows), 1 row, 16384 rows, 4096 × 7168, special values (NaN, ±Inf, the largest finite,
- * subnormals, ±0), PDL on and off; partial blocks (T % 16, H % 64, H % 128), unaligned views and outputs at an odd
- * byte offset falling back (perBlock16x64) or staying (perToken16 keeps its element-wise paths). Skipped, and counted
- * as skipped, without a GPU.
+ * Round 23's forms of the generic block-scaled `cast` (docs/perf-notes/perf23-gcast.md;
+ * ops/quant/cast_block_launch.ts): fp16 → e4m3 [1, 128] on `tk_per_token_cast__fp16_e4m3_g128_pdl` (`perToken16`,
+ * always taken where it applies since trim32, which removed its knob with the staged form
+ * `tk_cast_block_staged__fp16_e4m3_r1c128_a` that the knob's off ran) and bf16 → e4m3 [16, 64] on
+ * `tk_per_block_cast__bf16_e4m3_16x64` (`castBlockLaunchTuning.perBlock16x64`, the default from 10240 rows). Every case
+ * is compared byte for byte, data and sf allocations (layout padding included), with the CPU reference; the [16, 64]
+ * cases run with the knob off and on and are compared with each other too. The kernel that ran is checked after every
+ * call (lastCastBlockKernel, and the per-token / per-block launch headers for the round-23 symbols): whole blocks of
+ * every sf layout of the roofline and of tests/cast_block_gpu.test.ts (fp32, round, column-major, packed UE8M0, e4m3
+ * scales), effective blocks ([16, 128] on one row, [32, 64] on 16 rows), 1 row, 16384 rows, 4096 × 7168, special values
+ * (NaN, ±Inf, the largest finite, subnormals, ±0), PDL on and off; partial blocks (T % 16, H % 64, H % 128) staying on
+ * cast_block.cu, unaligned views and outputs at an odd byte offset falling back (perBlock16x64) or staying (perToken16
+ * keeps its element-wise paths). Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -22,15 +24,14 @@ import { perTokenLastLaunch } from "../ops/quant/per_token_cast.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, readAllocation, sameAllocation, SF_LAYOUTS, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
 
-type Knob = "perToken16" | "perBlock16x64";
-const NEW: Record<Knob, string> = {
+/** The round-23 forms: perBlock16x64 behind its knob, perToken16 wherever it applies (its knob left in trim32). */
+type Form = "perToken16" | "perBlock16x64";
+const NEW: Record<Form, string> = {
   perToken16: "tk_per_token_cast__fp16_e4m3_g128_pdl",
   perBlock16x64: "tk_per_block_cast__bf16_e4m3_16x64",
 };
-const SHAPED: Record<Knob, string> = {
-  perToken16: "tk_cast_block_staged__fp16_e4m3_r1c128_a",
-  perBlock16x64: "tk_cast_block_staged__bf16_e4m3_r16c64_a",
-};
+/** The staged kernel's shape-compiled [16, 64] form: perBlock16x64's knob off on whole blocks. */
+const SHAPED = "tk_cast_block_staged__bf16_e4m3_r16c64_a";
 
 /** The function handle of a symbol on device 0. */
 function fnOf(sym: string): number {
@@ -58,12 +59,12 @@ function halfInput(rand: () => number, dtype: "fp16" | "bf16", T: number, H: num
 
 interface Case {
   label: string;
-  knob: Knob;
+  form: Form;
   x: HostTensor;
   o: CastOptions;
-  /** the new kernel runs with the knob on */
+  /** the round-23 kernel runs (perBlock16x64: with the knob on) */
   routed: boolean;
-  /** main's kernel with the knob off is the shape-compiled staged form */
+  /** perBlock16x64: main's kernel with the knob off is the shape-compiled staged form */
   shaped: boolean;
   /** byte offset of a preallocated data output (null: cast allocates) */
   dataOffset?: number;
@@ -72,7 +73,8 @@ interface Case {
 /** Every case of the test (exported so that the option sets can be run through the CPU reference without a device). */
 export function gcast23Cases(): Case[] {
   const out: Case[] = [];
-  // fp16 → e4m3 [1, 128]: whole groups (the new form), every sf layout; partial groups and other widths stay
+  // fp16 → e4m3 [1, 128]: whole groups (the per-token form), every sf layout; partial groups and other widths stay
+  // on cast_block.cu
   {
     const rand = rng(2301);
     const whole: [number, number][] = [[1, 128], [1, 7168], [3, 256], [37, 1280], [64, 7168]];
@@ -80,21 +82,20 @@ export function gcast23Cases(): Case[] {
       for (const [name, sfo] of SF_LAYOUTS) {
         out.push({
           label: `fp16 [1,128] ${name} ${T}x${H}`,
-          knob: "perToken16",
+          form: "perToken16",
           x: halfInput(rand, "fp16", T, H),
           o: { dtype: "e4m3", blockSize: [1, 128], ...sfo },
           routed: true,
-          shaped: true,
+          shaped: false,
         });
       }
     }
-    const r = (label: string, x: HostTensor, o: CastOptions, routed: boolean, shaped: boolean, dataOffset?: number) =>
-      out.push({ label, knob: "perToken16", x, o, routed, shaped, dataOffset });
+    const r = (label: string, x: HostTensor, o: CastOptions, routed: boolean, dataOffset?: number) =>
+      out.push({ label, form: "perToken16", x, o, routed, shaped: false, dataOffset });
     r(
       "fp16 [16,128] on 1 row (effective [1,128])",
       halfInput(rand, "fp16", 1, 384),
       { dtype: "e4m3", blockSize: [16, 128] },
-      true,
       true,
     );
     r(
@@ -102,20 +103,17 @@ export function gcast23Cases(): Case[] {
       halfInput(rand, "fp16", 16384, 256),
       { dtype: "e4m3", blockSize: [1, 128] },
       true,
-      true,
     );
     r(
       "fp16 [1,128] 16384x256 packed col",
       halfInput(rand, "fp16", 16384, 256),
       { dtype: "e4m3", blockSize: [1, 128], roundSf: true, usePackedUe8m0: true, useTmaAlignedColMajorSf: true },
       true,
-      true,
     );
     r(
       "fp16 [1,128] 4096x7168",
       halfInput(rand, "fp16", 4096, 7168),
       { dtype: "e4m3", blockSize: [1, 128] },
-      true,
       true,
     );
     // any view alignment: the per-token kernel's element-wise loads and byte stores
@@ -124,22 +122,19 @@ export function gcast23Cases(): Case[] {
       halfInput(rand, "fp16", 9, 384, 1),
       { dtype: "e4m3", blockSize: [1, 128], useE4m3Sf: true },
       true,
-      false,
     );
     r(
       "fp16 [1,128] data at byte offset 1",
       halfInput(rand, "fp16", 9, 384),
       { dtype: "e4m3", blockSize: [1, 128], roundSf: true },
       true,
-      false,
       1,
     );
-    // partial groups (H % 128 ≠ 0), other block widths: main's kernels with the knob on
+    // partial groups (H % 128 ≠ 0), other block widths: cast_block.cu's kernels
     r(
       "fp16 [1,128] 5x192 (partial group)",
       halfInput(rand, "fp16", 5, 192),
       { dtype: "e4m3", blockSize: [1, 128] },
-      false,
       false,
     );
     r(
@@ -147,15 +142,13 @@ export function gcast23Cases(): Case[] {
       halfInput(rand, "fp16", 4, 200),
       { dtype: "e4m3", blockSize: [1, 128], useE4m3Sf: true },
       false,
-      false,
     );
-    r("fp16 [1,64] 8x256", halfInput(rand, "fp16", 8, 256), { dtype: "e4m3", blockSize: [1, 64] }, false, false);
-    r("fp16 [2,128] 8x256", halfInput(rand, "fp16", 8, 256), { dtype: "e4m3", blockSize: [2, 128] }, false, false);
+    r("fp16 [1,64] 8x256", halfInput(rand, "fp16", 8, 256), { dtype: "e4m3", blockSize: [1, 64] }, false);
+    r("fp16 [2,128] 8x256", halfInput(rand, "fp16", 8, 256), { dtype: "e4m3", blockSize: [2, 128] }, false);
     r(
       "fp16 [1,128] 3x256 → e2m1x2",
       halfInput(rand, "fp16", 3, 256),
       { dtype: "e2m1x2", blockSize: [1, 128] },
-      false,
       false,
     );
   }
@@ -167,7 +160,7 @@ export function gcast23Cases(): Case[] {
       for (const [name, sfo] of SF_LAYOUTS) {
         out.push({
           label: `bf16 [16,64] ${name} ${T}x${H}`,
-          knob: "perBlock16x64",
+          form: "perBlock16x64",
           x: halfInput(rand, "bf16", T, H),
           o: { dtype: "e4m3", blockSize: [16, 64], ...sfo },
           routed: true,
@@ -176,7 +169,7 @@ export function gcast23Cases(): Case[] {
       }
     }
     const r = (label: string, x: HostTensor, o: CastOptions, routed: boolean, shaped: boolean, dataOffset?: number) =>
-      out.push({ label, knob: "perBlock16x64", x, o, routed, shaped, dataOffset });
+      out.push({ label, form: "perBlock16x64", x, o, routed, shaped, dataOffset });
     r(
       "bf16 [32,64] on 16 rows (effective [16,64])",
       halfInput(rand, "bf16", 16, 192),
@@ -270,13 +263,16 @@ export function gcast23Cases(): Case[] {
   return out;
 }
 
-/** The device cast of `c` with its knob `on`: [data, sf] (the data view inside a larger allocation with dataOffset). */
+/**
+ * The device cast of `c` with perBlock16x64 `on` (perToken16 has no knob: `on` must be true): [data, sf] (the data
+ * view inside a larger allocation with dataOffset).
+ */
 function onDevice(
   c: Case,
   on: boolean,
 ): { d: DeviceTensor; s: DeviceTensor; whole: DeviceTensor | null; kernel: string } {
   const saved = { ...castBlockLaunchTuning };
-  castBlockLaunchTuning[c.knob] = on;
+  castBlockLaunchTuning.perBlock16x64 = on;
   castBlockLaunchTuning.perBlock16x64MinRows = 0; // every size this file builds: the default row bound has its own test
   const dx = uploadView(c.x);
   try {
@@ -290,8 +286,8 @@ function onDevice(
     const [d, s] = cast(dx, o) as [DeviceTensor, DeviceTensor];
     const kernel = lastCastBlockKernel();
     if (on && c.routed) {
-      const fn = c.knob === "perToken16" ? perTokenLastLaunch().fn : perBlockLastLaunch().fn;
-      assert.equal(fn, fnOf(NEW[c.knob]), `${c.label}: the launch header holds ${NEW[c.knob]}`);
+      const fn = c.form === "perToken16" ? perTokenLastLaunch().fn : perBlockLastLaunch().fn;
+      assert.equal(fn, fnOf(NEW[c.form]), `${c.label}: the launch header holds ${NEW[c.form]}`);
     }
     return { d, s, whole, kernel };
   } finally {
@@ -300,18 +296,29 @@ function onDevice(
   }
 }
 
+/**
+ * `c` on the device against the CPU reference: perBlock16x64 with its knob off and on (and off = on), perToken16 once;
+ * the kernel of every call checked.
+ */
 function runCase(c: Case): void {
   const [cd, cs] = cast(c.x, c.o) as Quantized;
-  const off = onDevice(c, false);
+  const off = c.form === "perBlock16x64" ? onDevice(c, false) : null;
   const on = onDevice(c, true);
+  const runs = off ? [off, on] : [on];
   try {
-    assert.ok(off.kernel.startsWith("tk_cast_block_"), `${c.label}: knob off runs cast_block.cu (ran ${off.kernel})`);
-    if (c.shaped) assert.equal(off.kernel, SHAPED[c.knob], `${c.label}: knob off`);
-    assert.equal(on.kernel, c.routed ? NEW[c.knob] : off.kernel, `${c.label}: knob on`);
+    if (off) {
+      assert.ok(off.kernel.startsWith("tk_cast_block_"), `${c.label}: knob off runs cast_block.cu (ran ${off.kernel})`);
+      if (c.shaped) assert.equal(off.kernel, SHAPED, `${c.label}: knob off`);
+      assert.equal(on.kernel, c.routed ? NEW[c.form] : off.kernel, `${c.label}: knob on`);
+    } else if (c.routed) {
+      assert.equal(on.kernel, NEW[c.form], `${c.label}: kernel`);
+    } else {
+      assert.ok(on.kernel.startsWith("tk_cast_block_"), `${c.label}: runs cast_block.cu (ran ${on.kernel})`);
+    }
     if (c.dataOffset !== undefined) {
       const n = c.x.shape[0] * c.x.shape[1];
       const want = storageBytes(cd as HostTensor);
-      for (const r of [off, on]) {
+      for (const r of runs) {
         const got = readAllocation(r.whole!);
         assertBytesEqual(got.subarray(c.dataOffset, c.dataOffset + n), want, `${c.label} data`);
         assert.ok(
@@ -320,28 +327,26 @@ function runCase(c: Case): void {
         );
       }
     } else {
-      sameAllocation(off.d, cd, `${c.label} knob off data`);
-      sameAllocation(on.d, cd, `${c.label} knob on data`);
-      sameAllocation(on.d, off.d, `${c.label} on = off data`);
+      for (const r of runs) sameAllocation(r.d, cd, `${c.label} ${r === off ? "knob off" : "knob on"} data`);
+      if (off) sameAllocation(on.d, off.d, `${c.label} on = off data`);
     }
-    sameAllocation(off.s, cs, `${c.label} knob off sf`);
-    sameAllocation(on.s, cs, `${c.label} knob on sf`);
-    sameAllocation(on.s, off.s, `${c.label} on = off sf`);
+    for (const r of runs) sameAllocation(r.s, cs, `${c.label} ${r === off ? "knob off" : "knob on"} sf`);
+    if (off) sameAllocation(on.s, off.s, `${c.label} on = off sf`);
     assert.deepEqual(
       [...on.s.shape, ...on.s.strides],
       [...(cs as HostTensor).shape, ...(cs as HostTensor).strides],
       `${c.label} sf shape and strides`,
     );
   } finally {
-    dispose(off.d, off.s, off.whole, on.d, on.s, on.whole);
+    for (const r of runs) dispose(r.d, r.s, r.whole);
   }
 }
 
-for (const knob of ["perToken16", "perBlock16x64"] as const) {
+for (const form of ["perToken16", "perBlock16x64"] as const) {
   gpuTest(
-    `cast round-23 form ${knob} (${NEW[knob]}) = reference = knob off, every sf layout, tails and views falling back`,
+    `cast round-23 form ${form} (${NEW[form]}) = reference${form === "perBlock16x64" ? " = knob off" : ""}, every sf layout, tails and views falling back`,
     () => {
-      for (const c of gcast23Cases()) if (c.knob === knob) runCase(c);
+      for (const c of gcast23Cases()) if (c.form === form) runCase(c);
     },
   );
 }
@@ -356,25 +361,22 @@ gpuTest(
       withPdl(pdl, () => {
         runCase({
           label: `fp16 pdl ${pdl}`,
-          knob: "perToken16",
+          form: "perToken16",
           x: x16,
           o: { dtype: "e4m3", blockSize: [1, 128] },
           routed: true,
-          shaped: true,
+          shaped: false,
         });
-        const saved = castBlockLaunchTuning.perToken16;
-        castBlockLaunchTuning.perToken16 = true;
         const dx = uploadView(x16);
         try {
           dispose(cast(dx, { dtype: "e4m3", blockSize: [1, 128] }));
           assert.equal(perTokenLastLaunch().pdl, pdl, `fp16 launch attribute with config.pdl ${pdl}`);
         } finally {
-          castBlockLaunchTuning.perToken16 = saved;
           dispose(dx);
         }
         runCase({
           label: `bf16 pdl ${pdl}`,
-          knob: "perBlock16x64",
+          form: "perBlock16x64",
           x: xb,
           o: { dtype: "e4m3", blockSize: [16, 64], roundSf: true },
           routed: true,
@@ -385,12 +387,11 @@ gpuTest(
   },
 );
 
-gpuTest("cast round-23 defaults: both forms on, [16, 64] from 10240 rows (whole blocks at 10224 and 10240 rows)", () => {
-  assert.equal(castBlockLaunchTuning.perToken16, true, "perToken16 defaults to on");
+gpuTest("cast round-23 defaults: perBlock16x64 on, [16, 64] from 10240 rows (whole blocks at 10224 and 10240 rows), fp16 [1, 128] per token", () => {
   assert.equal(castBlockLaunchTuning.perBlock16x64, true, "perBlock16x64 defaults to on");
   assert.equal(castBlockLaunchTuning.perBlock16x64MinRows, 10240, "perBlock16x64MinRows defaults to 10240");
   const rand = rng(2304);
-  for (const [T, want] of [[10224, SHAPED.perBlock16x64], [10240, NEW.perBlock16x64]] as const) {
+  for (const [T, want] of [[10224, SHAPED], [10240, NEW.perBlock16x64]] as const) {
     const x = halfInput(rand, "bf16", T, 128);
     const [cd, cs] = cast(x, { dtype: "e4m3", blockSize: [16, 64] }) as Quantized;
     const dx = uploadView(x);

@@ -1,16 +1,17 @@
 /**
  * Round 29 (docs/perf-notes/perf29-nvfp4.md): `tk_per_token_cast__bf16_e2m1_g16_nvw` (NVFP4: groups of 16, e4m3 sf;
  * perTokenLaunchTuning.nvfp4Wide, the default since its A/B), against the CPU reference byte for byte on both output
- * allocations (data and sf, padding included) and against main's `_g16_lw` with the knob off, for row- and column-major sf: 0
- * rows, 1 row, rows whose last warp unit has dead lanes (H = 576, 960, 7168 + 64), dead warps (1 × 64), strided and
- * 16-byte-offset views (the knob's kernel), unaligned views (main's kernel: the knob never applies), every bf16
- * pattern shuffled into groups (NaN / ±Inf groups take the kernel's scalar path), edge rows (all zero and
- * subnormal-only: e4m3 byte below 0x08, scalar path; amax around 6 · 2^-6 and around 6 · 416 … 6 · 448: the ends of
- * the fast path's bytes [0x08, 0x7D], mixed in one lane; near the bf16 maximum: saturated sf), groups built on exact
- * e2m1 midpoints times their own e4m3 scale (the double-rounding cases), the smallest allowed amax clamp (e4m3 byte
- * 0, an infinite inverse), 3000 and 8192 × 7168, replay with the knob flipped, PDL on and off (the form never
- * carries the attribute). Options the form does not take keep main's kernels with the knob on. The symbol of every
- * launch is asserted (perTokenLastLaunch). Skips without a GPU.
+ * allocations (data and sf, padding included) and against main's `_g16_u4` with the knob off (round 17's `_g16_lw`, the
+ * knob-off kernel of aligned views until trim32, left the package), for row- and column-major sf: 0 rows, 1 row, rows
+ * whose last warp unit has dead lanes (H = 576, 960, 7168 + 64), dead warps (1 × 64), strided and 16-byte-offset views
+ * (the knob's kernel), unaligned views (main's kernel: the knob never applies), every bf16 pattern shuffled into groups
+ * (NaN / ±Inf groups take the kernel's scalar path), edge rows (all zero and subnormal-only: e4m3 byte below 0x08,
+ * scalar path; amax around 6 · 2^-6 and around 6 · 416 … 6 · 448: the ends of the fast path's bytes [0x08, 0x7D], mixed
+ * in one lane; near the bf16 maximum: saturated sf), groups built on exact e2m1 midpoints times their own e4m3 scale
+ * (the double-rounding cases), the smallest allowed amax clamp (e4m3 byte 0, an infinite inverse), 3000 and 8192 ×
+ * 7168, replay with the knob flipped, PDL on and off (the form never carries the attribute). Options the form does not
+ * take keep main's kernels with the knob on. The symbol of every launch is asserted (perTokenLastLaunch). Skips without
+ * a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -26,22 +27,21 @@ import {
   sweepKnobViews,
 } from "./e2m1_knob_util.ts";
 
-const MAIN = "bf16_e2m1_g16_lw";
+/** Main's symbol, with the knob off and for views that are not 16-byte aligned. */
+const MAIN = "bf16_e2m1_g16_u4";
 const FORM = "bf16_e2m1_g16_nvw";
-/** Main's symbol for views that are not 16-byte aligned, with the knob on or off. */
-const UNALIGNED = "bf16_e2m1_g16_u4";
 
 /** The NVFP4 layouts the knob takes. */
 const TAKEN: readonly KnobLayout[] = [
-  ["nvfp4-row", { numPerChannels: 16, useE4m3Sf: true }, MAIN, FORM, UNALIGNED],
-  ["nvfp4-col", { numPerChannels: 16, useE4m3Sf: true, useTmaAlignedColMajorSf: true }, MAIN, FORM, UNALIGNED],
+  ["nvfp4-row", { numPerChannels: 16, useE4m3Sf: true }, MAIN, FORM],
+  ["nvfp4-col", { numPerChannels: 16, useE4m3Sf: true, useTmaAlignedColMajorSf: true }, MAIN, FORM],
 ];
 
-gpuTest("perTokenCast bf16 → NVFP4 through _g16_nvw (nvfp4Wide) = reference = _g16_lw: row / col sf, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, edge, midpoint and special rows, the smallest clamp, 3000 and 8192 × 7168, replay (seeds 29101, 29102)", async () => {
+gpuTest("perTokenCast bf16 → NVFP4 through _g16_nvw (nvfp4Wide) = reference = _g16_u4: row / col sf, 0 / 1 rows, dead lanes and warps, strided, 16-byte-offset and unaligned views, every bf16 pattern, edge, midpoint and special rows, the smallest clamp, 3000 and 8192 × 7168, replay (seeds 29101, 29102)", async () => {
   const saved = perTokenLaunchTuning.nvfp4Wide, savedCol = perTokenLaunchTuning.nvfp4ColTiles;
   const savedClamp = config.amaxClamp["e2m1/e4m3sf"];
   // round 30's nvfp4ColTiles (the default since) takes column-major sf whatever nvfp4Wide says; it is
-  // tests/fp4c30_gpu.test.ts's subject: off here, so column-major sf shows `_g16_lw` / `_g16_nvw`
+  // tests/fp4c30_gpu.test.ts's subject: off here, so column-major sf shows `_g16_u4` / `_g16_nvw`
   perTokenLaunchTuning.nvfp4ColTiles = false;
   try {
     await checkKnobView("nvfp4Wide", allPatterns(29103, 8, 8192), true, "every bf16 pattern 8x8192", TAKEN);

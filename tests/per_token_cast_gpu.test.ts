@@ -485,10 +485,10 @@ function allBf16Rows(rand: () => number, order: "natural" | "shuffled" | "anchor
 }
 
 // Both views here are 16-byte aligned: the roundSf layouts with groups of 32 take `_g32_mxw` (round 26,
-// perf26-fp4.md) and NVFP4 `_g16_nvw` (round 29, perf29-nvfp4.md; column-major sf `_g16_nvc`, round 30), all with the NaN-propagating amax (NaN / ±Inf
-// lanes in the natural and shuffled orders; `_u4sca`, `_g16_lw` and `_u4`, the forms they replaced, are checked on
-// every pattern with the knobs off in fp4_17 / fp4_26 / nvfp4_29), the others `_u4`, roundSf with groups of 16, 64
-// and 128 included (docs/perf-notes/perf7-fp4.md).
+// perf26-fp4.md) and NVFP4 `_g16_nvw` (round 29, perf29-nvfp4.md; column-major sf `_g16_nvc`, round 30), all with
+// the NaN-propagating amax (NaN / ±Inf lanes in the natural and shuffled orders; `_u4sca` and `_u4`, the forms they
+// replace, are checked on every pattern with the knobs off in fp4_26 / nvfp4_29; round 17's `_g16_lw` left in
+// trim32), the others `_u4`, roundSf with groups of 16, 64 and 128 included (docs/perf-notes/perf7-fp4.md).
 gpuTest("perTokenCast bf16 → e2m1 (_u4sca and _u4) = reference on every bf16 bit pattern: natural, shuffled and anchored rows, NVFP4 and MXFP4 scales (seed 7310)", () => {
   const rand = rng(7310);
   const layouts: [string, PerTokenCastOptions][] = [

@@ -1,14 +1,15 @@
 /**
  * The 16-lane team form of swigluBackwardAndPerTokenCast (round 11, docs/perf-notes/perf11-sbc.md; since round 17 with
- * whole 16-byte output stores, `tk_swiglu_backward__e4m3_bf16_g128_t16w`, kernels-src/cuda/swiglu/swiglu_bwd_t16w.cu,
- * docs/perf-notes/perf17-sbc.md; round 11's `_t16` left the package in trim20), with
- * `swigluLaunchTuning.backwardCastForm = "team16w"`: every output byte (xGrad, the e4m3 data, the sf in every layout,
- * weightGrad; padding rows included) against the CPU reference over small, odd and wide shapes, 0 rows, psum with
- * padding rows, weights and scale, random e4m3 codes (NaN codes included) with scales from 2^-4 to 2^20 (e^(-g)
- * overflowing, tmp = +Inf, the reciprocal's fallback) and dy with NaN / ±Inf; x as an aligned view inside a larger
- * storage. At the bench's 16384 × 7168 it is compared with main's kernel (knob "main"), byte for byte. The form is the
- * default; the test sets the knob anyway. Every launch asserts the kernel sent; the launches the form does not serve
- * (clamp, recompute, fp32 dy, groups of 32, views off 16 bytes) must take main's kernels. Skipped without a GPU.
+ * whole 16-byte output stores, docs/perf-notes/perf17-sbc.md; since round 28 `tk_swiglu_backward__e4m3_bf16_g128_t16x`,
+ * kernels-src/cuda/swiglu/swiglu_bwd_t16x.cu, docs/perf-notes/perf28-sbc.md; round 11's `_t16` left the package in
+ * trim20, round 17's `_t16w` in trim32), with `swigluLaunchTuning.backwardCastForm = "team16x"`: every output byte
+ * (xGrad, the e4m3 data, the sf in every layout, weightGrad; padding rows included) against the CPU reference over
+ * small, odd and wide shapes, 0 rows, psum with padding rows, weights and scale, random e4m3 codes (NaN codes included)
+ * with scales from 2^-4 to 2^20 (e^(-g) overflowing, tmp = +Inf, the reciprocal's fallback) and dy with NaN / ±Inf; x
+ * as an aligned view inside a larger storage. At the bench's 16384 × 7168 it is compared with main's kernel (knob
+ * "main"), byte for byte. The form is the default; the test sets the knob anyway. Every launch asserts the kernel sent;
+ * the launches the form does not serve (clamp, recompute, fp32 dy, groups of 32, views off 16 bytes) must take main's
+ * kernels. Skipped without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
@@ -20,7 +21,7 @@ import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 const SEED = Number(Date.now() % 1_000_000);
-const T16W = "tk_swiglu_backward__e4m3_bf16_g128_t16w";
+const T16X = "tk_swiglu_backward__e4m3_bf16_g128_t16x";
 const MAIN = "tk_swiglu_backward__e4m3_bf16_g128";
 const SF_LAYOUTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, {
   useTmaAlignedColMajorSf: true,
@@ -125,11 +126,11 @@ function sameOutputs(g: [Tensor, [Tensor, Tensor], Tensor | null, Tensor | null]
   }
 }
 
-gpuTest("the team16w form equals the CPU reference on every byte: shapes, 0 rows, psum, weights, every sf layout, extreme inputs", () => {
+gpuTest("the team16x form equals the CPU reference on every byte: shapes, 0 rows, psum, weights, every sf layout, extreme inputs", () => {
   const seed = SEED + 11;
   console.log(`sbc11 seed ${seed}`);
   const rand = rng(seed);
-  const t16w = fnOf(T16W);
+  const t16x = fnOf(T16X);
   const shapes: [number, number][] = [[0, 128], [1, 128], [2, 256], [37, 384], [67, 1024], [7, 7168]];
   for (const [T, H] of shapes) {
     for (const c of CASES) {
@@ -143,8 +144,8 @@ gpuTest("the team16w form equals the CPU reference on every byte: shapes, 0 rows
         const label = `T=${T} H=${H} ${JSON.stringify(c)} ${JSON.stringify(sfo)} x+${q.offset}`;
         const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
         const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
-        const gpu = withForm("team16w", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
-        if (T > 0) assert.equal(swigluLastLaunch().fn, t16w, `${label}: kernel`); // 0 rows may launch nothing
+        const gpu = withForm("team16x", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
+        if (T > 0) assert.equal(swigluLastLaunch().fn, t16x, `${label}: kernel`); // 0 rows may launch nothing
         sameOutputs(gpu, cpu, label);
         dispose(gpu);
       }
@@ -153,7 +154,7 @@ gpuTest("the team16w form equals the CPU reference on every byte: shapes, 0 rows
   }
 });
 
-gpuTest("the team16w knob leaves clamp, recompute, fp32 dy, groups of 32 and views off 16 bytes to main's kernels (same bytes as the CPU)", () => {
+gpuTest("the team16x knob leaves clamp, recompute, fp32 dy, groups of 32 and views off 16 bytes to main's kernels (same bytes as the CPU)", () => {
   const seed = SEED + 12;
   console.log(`sbc11 fallback seed ${seed}`);
   const rand = rng(seed);
@@ -177,22 +178,22 @@ gpuTest("the team16w knob leaves clamp, recompute, fp32 dy, groups of 32 and vie
     const o = { fmt: "e4m3", numPerChannels: 128, ...co, ...extra } as const;
     const dx = uploadView(hx), ds = uploadView(hs), dd = uploadView(hdy);
     const cpu = swigluBackwardAndPerTokenCast([hx, hs], hdy, o as never);
-    const gpu = withForm("team16w", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { ...o, ...dco } as never));
+    const gpu = withForm("team16x", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { ...o, ...dco } as never));
     assert.equal(swigluLastLaunch().fn, fnOf(sym), `${label}: kernel ${sym}`);
     sameOutputs(gpu, cpu, label);
     dispose(gpu, dx, ds, dd);
   }
-  // a team form is the default (`_t16x` since round 28, tests/sbc28_gpu.test.ts), and "main" selects main's kernel
+  // the team form is the default (`_t16x` since round 28, tests/sbc28_gpu.test.ts), and "main" selects main's kernel
   const dx = uploadView(q), ds = uploadView(qsf), dd = uploadView(dy);
   const d = swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco });
-  assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_backward__e4m3_bf16_g128_t16x"), "default: the team16x kernel");
+  assert.equal(swigluLastLaunch().fn, fnOf(T16X), "default: the team16x kernel");
   const g = withForm("main", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco }));
   assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "knob \"main\": main's kernel");
   sameOutputs(d, g, "default vs main");
   dispose(d, g, dx, ds, dd, Object.values(dco));
 });
 
-gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) the team16w form writes main's kernel's bytes", () => {
+gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) the team16x form writes main's kernel's bytes", () => {
   const seed = SEED + 13;
   console.log(`sbc11 full-size seed ${seed}`);
   const rand = rng(seed);
@@ -215,8 +216,8 @@ gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) the t
   } as const;
   const base = withForm("main", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
   assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "main's kernel");
-  const team = withForm("team16w", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
-  assert.equal(swigluLastLaunch().fn, fnOf(T16W), "team16w kernel");
+  const team = withForm("team16x", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
+  assert.equal(swigluLastLaunch().fn, fnOf(T16X), "team16x kernel");
   sameOutputs(team, base, "16384 x 7168");
   dispose(base, team, dq, dqsf, ddy, o.psumNumTokensPerExpert, o.topkWeights);
 });

@@ -1,8 +1,8 @@
 /**
- * Inputs, options and checks shared by the GPU tests of swigluBackwardAndPerTokenCast's 16-lane team forms
- * (tests/sbc17_gpu.test.ts: `_t16w`, tests/sbc28_gpu.test.ts: `_t16x`): e4m3 codes of every pattern, scales reaching
- * the exponentials' and reciprocals' slow paths, dy with specials, psum / weights / scale cases, and the byte
- * comparison of every output allocation.
+ * Inputs, options and checks of the GPU tests of swigluBackwardAndPerTokenCast's 16-lane team form `_t16x`
+ * (tests/sbc28_gpu.test.ts; tests/sbc17_gpu.test.ts shared them for `_t16w` until trim32): e4m3 codes of every pattern,
+ * scales reaching the exponentials' and reciprocals' slow paths, dy with specials, psum / weights / scale cases, and
+ * the byte comparison of every output allocation.
  */
 import assert from "node:assert/strict";
 import { config, type DeviceTensor, HostTensor, swigluBackwardAndPerTokenCast, type Tensor, tensor } from "../mod.ts";
@@ -12,10 +12,9 @@ import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch
 import { assertBytesEqual } from "./harness.ts";
 import { dispose, randomPsum, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
-export const T16W = "tk_swiglu_backward__e4m3_bf16_g128_t16w";
 export const T16X = "tk_swiglu_backward__e4m3_bf16_g128_t16x";
 
-/** The shapes of both forms' main test: 1 row; 2; 3 (a dead team); 17 (a dead team, 7 dead warps of 8); 37; 67; 7 × 7168. */
+/** The shapes of the team form's main test: 1 row; 2; 3 (a dead team); 17 (a dead team, 7 dead warps of 8); 37; 67; 7 × 7168. */
 export const TEAM_SHAPES: readonly [number, number][] = [[1, 128], [2, 256], [3, 128], [17, 384], [37, 1024], [67, 256], [7, 7168]];
 
 export const SF_LAYOUTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, {

@@ -82,9 +82,11 @@ const STAGED = true;
 /**
  * Block shapes [R, C] of the staged kernel's shape-compiled forms (cast_block.cu `_r<R>c<C>_a`), per input: the
  * generic shapes of the roofline, 5–7 points of copy faster than `tk_cast_block_staged__*` on an H200
- * (docs/perf-notes/perf9-cast.md).
+ * (docs/perf-notes/perf9-cast.md). fp16 [1, 128] had `_r1c128_a` until trim32: since round 23 those calls run
+ * perTokenCast's kernel (see {@link dedicatedForm}), and the form left the package
+ * (docs/branches/trim32-removed.patch).
  */
-const SHAPED: Record<string, readonly [number, number]> = { bf16: [16, 64], fp16: [1, 128] };
+const SHAPED: Record<string, readonly [number, number]> = { bf16: [16, 64] };
 
 /**
  * Whether a staged launch takes the shape-compiled form: an input with one, the effective block `re` × `ce` its
@@ -97,24 +99,26 @@ export function shapedForm(x: Tensor, re: number, ce: number, T: number, H: numb
 /**
  * Launch choices of the generic cast that tests and benches may flip (restore them after use); round 23,
  * docs/perf-notes/perf23-gcast.md. Same bytes as the kernels they replace.
- * - `perToken16` (default on): fp16 → e4m3 with effective blocks [1, 128] of a plain input, `H % 128 == 0` (any view
- *   alignment): `tk_per_token_cast__fp16_e4m3_g128_pdl` (per_token_cast_gc23.cu: the per-token group kernel bf16
- *   [1, 128] runs, from fp16; PDL attribute iff config.pdl) instead of `tk_cast_block_staged__fp16_e4m3_r1c128_a`.
- *   Interleaved A/B on the H200 (bench/gcast23_tuning.ts, % of copy, fp32 / packed column-major sf, × 7168): 8192
- *   rows 86.6–86.7 → 89.9–90.0 / 84.9–85.1 → 88.8–89.0, 10240 87.8 → 91.0 / 86.6 → 89.8, 12288 89.3 → 91.3 / 87.6 →
- *   90.4, 14336 89.3 → 92.0 / 88.0 → 90.9, 16384 89.8–90.0 → 92.3–92.5 / 88.3–88.5 → 91.1–91.3, 24576 91.3 → 93.0 /
- *   89.7 → 92.4. Off: the staged kernel.
  * - `perBlock16x64` (default on) with `perBlock16x64MinRows` (default 10240): bf16 → e4m3 with effective blocks
  *   [16, 64] of a plain input, T ≥ `perBlock16x64MinRows`, `T % 16 == 0`, `H % 64 == 0`, x 16-byte and data 8-byte
  *   aligned: `tk_per_block_cast__bf16_e4m3_16x64` (per_block_cast_gc23.cu: perBlockCast's tile kernel, 16 × 1024
- *   tiles) instead of `tk_cast_block_staged__bf16_e4m3_r16c64_a`. A/B as above (fp32 / packed column-major sf): 8192
- *   rows 88.7–88.9 → 86.5–87.0 / 87.9–88.2 → 87.0–87.1 (a loss, hence the row bound), 10240 87.4 → 89.1 / 87.3 → 89.2,
- *   12288 86.9 → 90.5 / 86.6 → 90.3, 14336 86.2 → 91.3 / 86.2 → 91.3, 16384 87.2–87.5 → 91.6–91.8 / 87.2–87.3 →
- *   91.4–91.8, 24576 87.6 → 93.8 / 87.5 → 93.7. The bound is the smallest measured size of the win (the tile
- *   kernel's fixed start costs more than the staged kernel's at 8192 rows). Off: the staged kernel.
+ *   tiles) instead of `tk_cast_block_staged__bf16_e4m3_r16c64_a`. Interleaved A/B on the H200
+ *   (bench/gcast23_tuning.ts, % of copy, fp32 / packed column-major sf, × 7168): 8192 rows 88.7–88.9 → 86.5–87.0 /
+ *   87.9–88.2 → 87.0–87.1 (a loss, hence the row bound), 10240 87.4 → 89.1 / 87.3 → 89.2, 12288 86.9 → 90.5 / 86.6 →
+ *   90.3, 14336 86.2 → 91.3 / 86.2 → 91.3, 16384 87.2–87.5 → 91.6–91.8 / 87.2–87.3 → 91.4–91.8, 24576 87.6 → 93.8 /
+ *   87.5 → 93.7. The bound is the smallest measured size of the win (the tile kernel's fixed start costs more than
+ *   the staged kernel's at 8192 rows). Off: the staged kernel.
  * Every other shape, dtype, partial block or view keeps the kernels above. Read at every launch.
+ * (Removed in trim32: `perToken16`. fp16 → e4m3 with effective blocks [1, 128] of a plain input and `H % 128 == 0`
+ * (any view alignment) always runs `tk_per_token_cast__fp16_e4m3_g128_pdl` (per_token_cast_gc23.cu: the per-token
+ * group kernel bf16 [1, 128] runs, from fp16; PDL attribute iff config.pdl). The knob's off ran the staged kernel's
+ * shaped form `tk_cast_block_staged__fp16_e4m3_r1c128_a`, which left the package with it
+ * (docs/branches/trim32-removed.patch). Interleaved A/B on the H200 (bench/gcast23_tuning.ts, % of copy, fp32 /
+ * packed column-major sf, × 7168, `_r1c128_a` → the per-token kernel): 8192 rows 86.6–86.7 → 89.9–90.0 / 84.9–85.1 →
+ * 88.8–89.0, 10240 87.8 → 91.0 / 86.6 → 89.8, 12288 89.3 → 91.3 / 87.6 → 90.4, 14336 89.3 → 92.0 / 88.0 → 90.9,
+ * 16384 89.8–90.0 → 92.3–92.5 / 88.3–88.5 → 91.1–91.3, 24576 91.3 → 93.0 / 89.7 → 92.4.)
  */
-export const castBlockLaunchTuning = { perToken16: true, perBlock16x64: true, perBlock16x64MinRows: 10240 };
+export const castBlockLaunchTuning = { perBlock16x64: true, perBlock16x64MinRows: 10240 };
 
 let lastKernel = "";
 /** The symbol of the first (or only) kernel the last launchCastBlock sent (tests and benches). */
@@ -122,10 +126,13 @@ export function lastCastBlockKernel(): string {
   return lastKernel;
 }
 
-/** The round-23 form (castBlockLaunchTuning) that a launch takes, or null; `re` × `ce` the effective block. */
+/**
+ * The round-23 form that a launch takes (perToken16 always where it applies, perBlock16x64 under
+ * {@link castBlockLaunchTuning}), or null; `re` × `ce` the effective block.
+ */
 function dedicatedForm(x: Tensor, q: QuantizedSf | null, fmt: QuantFmt, re: number, ce: number, T: number, H: number, data: Tensor): "perToken16" | "perBlock16x64" | null {
   if (q !== null || fmt !== "e4m3" || T === 0 || H === 0) return null;
-  if (castBlockLaunchTuning.perToken16 && x.dtype === "fp16" && re === 1 && ce === 128 && H % 128 === 0) return "perToken16";
+  if (x.dtype === "fp16" && re === 1 && ce === 128 && H % 128 === 0) return "perToken16";
   if (
     castBlockLaunchTuning.perBlock16x64 && x.dtype === "bf16" && re === 16 && ce === 64 && T % 16 === 0 && H % 64 === 0 &&
     T >= castBlockLaunchTuning.perBlock16x64MinRows && addr(x) % 16 === 0 && addr(data) % 8 === 0

@@ -182,7 +182,7 @@ const W = packet.w;
 const IN_INDEX: Record<string, number> = { fp32: 0, bf16: 1, e4m3: 2, e2m1x2: 3, fp16: 4 };
 const IN_NAME = ["fp32", "bf16", "e4m3", "e2m1", "fp16"];
 const GROUP_INDEX: Record<number, number> = { 16: 0, 32: 1, 64: 2, 128: 3 };
-/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 10 + form), filled on first use. */
+/** Function handles per device and variant (((((in · 2 + out) · 5 + group) · 2 + sr) · 2 + u4) · 11 + form), filled on first use. */
 const fnCache: number[][] = [];
 
 /**
@@ -223,14 +223,14 @@ const fnCache: number[][] = [];
  *   72.5 → 86.2% on top. Any other stochasticCast view runs `…_sr`, without the attribute; all give the same bytes.
  *   (`_g128_sr_wu`, kept for A/B behind perTokenLaunchTuning.srScaledEncode, left the package with the knob in
  *   trim24: docs/branches/trim24-removed.patch.)
- * - "mxw": perTokenLaunchTuning.mxfp4Wide (round 26): `_g32_mxw` (per_token_cast_fp4_26.cu), same walk and bytes
- *   as "lw" for MXFP4.
- * - "nvw": perTokenLaunchTuning.nvfp4Wide (round 29): `_g16_nvw` (per_token_cast_fp4_29.cu), same walk and bytes
- *   as "lw" for NVFP4.
+ * - "mxw": perTokenLaunchTuning.mxfp4Wide (round 26): `_g32_mxw` (per_token_cast_fp4_26.cu), round 17's lane-wide
+ *   walk (per_token_cast_fp4_17.cuh) for MXFP4; the same bytes as `_g32_u4sca`.
+ * - "nvw": perTokenLaunchTuning.nvfp4Wide (round 29): `_g16_nvw` (per_token_cast_fp4_29.cu), the same walk for NVFP4;
+ *   the same bytes as `_g16_u4`. (Round 17's "lw", `_g16_lw`, the first form on that walk, left in trim32.)
  * - "nvc": perTokenLaunchTuning.nvfp4ColTiles (round 30): `_g16_nvc` (per_token_cast_fp4_30.cu), "nvw"'s lane body
  *   in units of 16 rows × 64 columns, for NVFP4 with column-major sf.
  */
-type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "lw" | "mxw" | "nvw" | "nvc";
+type Form = "" | "sor4" | "pkl" | "u4sca" | "sor4_a" | "pdl" | "pkl_pdl" | "wu12" | "mxw" | "nvw" | "nvc";
 const FORM_INDEX: Record<Form, number> = {
   "": 0,
   sor4: 1,
@@ -240,21 +240,13 @@ const FORM_INDEX: Record<Form, number> = {
   pdl: 5,
   pkl_pdl: 6,
   wu12: 7,
-  lw: 8,
-  mxw: 9,
-  nvw: 10,
-  nvc: 11,
+  mxw: 8,
+  nvw: 9,
+  nvc: 10,
 };
 
 /**
  * Launch choices of perTokenCast that tests and benches may flip (restore them after use).
- * - `e2m1LaneWide` (default on since round 17): perTokenCast bf16 → e2m1 without stochasticCast, x base / row stride
- *   and data base multiples of 16 bytes, with groups of 16 and e4m3 scales without roundSf (NVFP4; any sf layout)
- *   runs `_g16_lw` instead of `_g16_u4` (per_token_cast_fp4_17.cu: a lane owns 32 consecutive values — whole groups,
- *   lane-local amax and scale, one 16-byte code store per lane — walked as `_sr_wu12`'s warp units;
- *   docs/perf-notes/perf17-fp4.md). Same bytes. Measured on the H200 (interleaved A/B, bench/fp4_17_tuning.ts):
- *   55.6 → 59.7% of copy at 16384 × 7168, 53.3 → 57.1% at 8192. The same form for MXFP4 lost (73.9 → 73.2%) and is
- *   not built. Any other view or option keeps main's kernels. Read at every launch; the replay path compares it.
  * - `precomputedRing` (round 25, default 4 since the twentieth run; docs/perf-notes/perf25-ptps.md):
  *   perTokenCastWithPrecomputedSf bf16 → e4m3 with 128 columns a scale (fp32 or e4m3 sf), x base / row stride and
  *   data base multiples of 16 bytes, runs `_g128_psr4`, a warp's cp.async ring (per_token_cast_ps25.cu: 4 chunks a
@@ -265,30 +257,33 @@ const FORM_INDEX: Record<Form, number> = {
  *   `precomputedRingPdl`: launch it with the PDL attribute while `config.pdl` is set (the kernel's griddepcontrol
  *   prologue is a no-op without it). Read at every launch.
  * - `mxfp4Wide` (round 26, default on since its A/B; docs/perf-notes/perf26-fp4.md): perTokenCast bf16 → e2m1 without
- *   stochasticCast, groups of 32 with roundSf (MXFP4; rounded fp32 or packed UE8M0 sf, any layout), x base / row
- *   stride and data base multiples of 16 bytes, runs `_g32_mxw` instead of `_g32_u4sca` (per_token_cast_fp4_26.cu:
- *   `_g16_lw`'s warp units and ring, a lane's group of 32 with a NaN-propagating amax that proves it finite, the
- *   product folded into the rounding fmas, no per-chunk NaN test). Same bytes. Any other view or option keeps main's
- *   kernels. Read at every launch; the replay path compares it. Measured on the H200 (bench/fp4_26_tuning.ts,
- *   interleaved A/B, packed UE8M0 sf): 8192 × 7168 69.2–69.3 → 81.0–81.9%, 16384 73.6–73.8 → 86.0–88.2% of copy.
- * - `nvfp4Wide` (round 29, default on since its A/B; docs/perf-notes/perf29-nvfp4.md): the calls `e2m1LaneWide` takes (perTokenCast
- *   bf16 → e2m1 without stochasticCast, groups of 16, e4m3 sf without roundSf, any sf layout, x base / row stride and
- *   data base multiples of 16 bytes) run `_g16_nvw` instead of `_g16_lw` (per_token_cast_fp4_29.cu: the same walk,
- *   round 26's NaN-propagating amax that proves a group finite, no per-chunk NaN test or encoder dispatch, no clamp
- *   where the e4m3 byte bounds the products below 7), whichever `e2m1LaneWide` says. Same bytes. Any other view or
- *   option keeps main's kernels. Read at every launch; the replay path compares it. Measured on the H200
- *   (bench/nvfp4_29_tuning.ts, interleaved A/B): row-major sf 8192 × 7168 57.1 → 71.5%, 16384 59.8 → 77.5%;
- *   column-major sf 42.7 → 43.8%, 46.3 → 47.2% of copy.
+ *   stochasticCast, groups of 32 with roundSf (MXFP4; rounded fp32 or packed UE8M0 sf, any layout), x base / row stride
+ *   and data base multiples of 16 bytes, runs `_g32_mxw` instead of `_g32_u4sca` (per_token_cast_fp4_26.cu: round 17's
+ *   lane-wide warp units and ring, a lane's group of 32 with a NaN-propagating amax that proves it finite, the product
+ *   folded into the rounding fmas, no per-chunk NaN test). Same bytes. Any other view or option keeps main's kernels.
+ *   Read at every launch; the replay path compares it. Measured on the H200 (bench/fp4_26_tuning.ts, interleaved A/B,
+ *   packed UE8M0 sf): 8192 × 7168 69.2–69.3 → 81.0–81.9%, 16384 73.6–73.8 → 86.0–88.2% of copy.
+ * - `nvfp4Wide` (round 29, default on since its A/B; docs/perf-notes/perf29-nvfp4.md): perTokenCast bf16 → e2m1 without
+ *   stochasticCast, groups of 16, e4m3 sf without roundSf (NVFP4; any sf layout), x base / row stride and data base
+ *   multiples of 16 bytes, runs `_g16_nvw` instead of `_g16_u4` (per_token_cast_fp4_29.cu: round 17's lane-wide walk
+ *   (per_token_cast_fp4_17.cuh: a lane owns 32 consecutive values — two whole groups, lane-local amax and scale, one
+ *   16-byte code store a lane — walked as `_sr_wu12`'s warp units), round 26's NaN-propagating amax that proves a group
+ *   finite, no per-chunk NaN test or encoder dispatch, no clamp where the e4m3 byte bounds the products below 7). Same
+ *   bytes. Any other view or option keeps main's kernels. Read at every launch; the replay path compares it. Measured
+ *   on the H200 against round 17's `_g16_lw` (the same walk with `_u4`'s encoder; bench/nvfp4_29_tuning.ts,
+ *   interleaved A/B): row-major sf 8192 × 7168 57.1 → 71.5%, 16384 59.8 → 77.5%; column-major sf 42.7 → 43.8%, 46.3 →
+ *   47.2% of copy. `_g16_lw` itself (55.6 → 59.7% of copy against `_g16_u4` at 16384 × 7168, 53.3 → 57.1% at 8192;
+ *   docs/perf-notes/perf17-fp4.md), the default from round 17 to 29, left the package with its knob `e2m1LaneWide` in
+ *   trim32 (docs/branches/trim32-removed.patch).
  * - `nvfp4ColTiles` (round 30, the default since its A/B; docs/perf-notes/perf30-fp4c.md): the calls `nvfp4Wide` takes with
  *   column-major (TMA-aligned) e4m3 sf whose base is a multiple of 4 bytes run `_g16_nvc` (per_token_cast_fp4_30.cu:
  *   `_g16_nvw`'s lane body, amax, sf and codes unchanged, walked in units of 16 rows × 64 columns so that a unit's sf
  *   bytes are 4 runs of 16 adjacent rows, stored as 4-byte words, instead of 64 one-byte stores 32 sectors apart),
- *   whichever `nvfp4Wide` / `e2m1LaneWide` say. Same bytes. Row-major sf and any other view or option keep main's
- *   kernels. Read at every launch; the replay path compares it. Measured on the H200 (bench/fp4c30_tuning.ts,
- *   interleaved A/B, twenty-second run): column-major sf 8192 × 7168 43.8 → 68.1%, 16384 47.2 → 72.8% of copy.
+ *   whichever `nvfp4Wide` says. Same bytes. Row-major sf and any other view or option keep main's kernels. Read at
+ *   every launch; the replay path compares it. Measured on the H200 (bench/fp4c30_tuning.ts, interleaved A/B,
+ *   twenty-second run): column-major sf 8192 × 7168 43.8 → 68.1%, 16384 47.2 → 72.8% of copy.
  */
 export const perTokenLaunchTuning: {
-  e2m1LaneWide: boolean;
   precomputedRing: 0 | 4;
   precomputedRingBlocksPerSm: number;
   precomputedRingPdl: boolean;
@@ -296,7 +291,6 @@ export const perTokenLaunchTuning: {
   nvfp4Wide: boolean;
   nvfp4ColTiles: boolean;
 } = {
-  e2m1LaneWide: true,
   precomputedRing: 4,
   precomputedRingBlocksPerSm: 0,
   precomputedRingPdl: true,
@@ -341,10 +335,6 @@ function formOf(mode: number, inDtype: string, a: PerTokenArgs, sr: boolean, ali
     a.rule.e4m3Sf && !a.rule.roundSf && !a.rule.packedUe8m0
   ) return "nvw";
   if (
-    perTokenLaunchTuning.e2m1LaneWide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" &&
-    n === 16 && a.rule.e4m3Sf && !a.rule.roundSf
-  ) return "lw";
-  if (
     perTokenLaunchTuning.mxfp4Wide && aligned && inDtype === "bf16" && a.rule.fmt === "e2m1" && n === 32 &&
     a.rule.roundSf
   ) return "mxw";
@@ -362,7 +352,7 @@ function variantFn(op: string, device: Device, inDtype: string, fmt: QuantFmt, n
   // instead of 2 (per_token_cast.cu; the 2-chunk kernel measured slower and is not built); `_u4sca` is a `_u4`
   // kernel
   const wide = form === "" && inDtype === "bf16" && fmt === "e2m1" && !sr && g !== 4;
-  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 12 + FORM_INDEX[form];
+  const key = ((((i * 2 + (fmt === "e4m3" ? 0 : 1)) * 5 + g) * 2 + (sr ? 1 : 0)) * 2 + (wide ? 1 : 0)) * 11 + FORM_INDEX[form];
   const cache = fnCache[device.index] ?? (fnCache[device.index] = []);
   const hit = cache[key];
   if (hit !== undefined) return hit;
@@ -409,8 +399,6 @@ interface Replay {
   clamp: number;
   /** config.pdl at the launch */
   pdl: boolean;
-  /** perTokenLaunchTuning.e2m1LaneWide at the launch */
-  lw: boolean;
   /** perTokenLaunchTuning.mxfp4Wide at the launch */
   mxw: boolean;
   /** perTokenLaunchTuning.nvfp4Wide at the launch */
@@ -445,8 +433,8 @@ function replayable(m: Replay, x: unknown, o: PerTokenCastOptions): boolean {
   if ((m.x as DeviceTensor).disposed || (m.x1 !== null && (m.x1 as DeviceTensor).disposed)) return false;
   if ((m.outData !== null && m.outData.disposed) || (m.outSf !== null && m.outSf.disposed)) return false;
   return config.amaxClamp[m.clampKey] === m.clamp && keyCount(o) === m.keys && config.pdl === m.pdl &&
-    perTokenLaunchTuning.e2m1LaneWide === m.lw && perTokenLaunchTuning.mxfp4Wide === m.mxw &&
-    perTokenLaunchTuning.nvfp4Wide === m.nvw && perTokenLaunchTuning.nvfp4ColTiles === m.nvc;
+    perTokenLaunchTuning.mxfp4Wide === m.mxw && perTokenLaunchTuning.nvfp4Wide === m.nvw &&
+    perTokenLaunchTuning.nvfp4ColTiles === m.nvc;
 }
 
 /** Launch bound (CTAs per SM) of the `_psr4` ring (per_token_cast_ps25.cu). */
@@ -493,8 +481,8 @@ function launchPerToken(
   const aligned = r.x.dtype === "bf16" &&
     (mode === PER_TOKEN_MODE.sfOnly
       ? alignedView(r.x)
-      : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.e2m1LaneWide || perTokenLaunchTuning.mxfp4Wide ||
-        perTokenLaunchTuning.nvfp4Wide || perTokenLaunchTuning.nvfp4ColTiles) &&
+      : mode === PER_TOKEN_MODE.cast && (sr || perTokenLaunchTuning.mxfp4Wide || perTokenLaunchTuning.nvfp4Wide ||
+        perTokenLaunchTuning.nvfp4ColTiles) &&
         alignedView(r.x) && addrOf(data) % 16 === 0);
   const sfWords = sf !== null && g.strides[0] === 1 && g.strides[1] % 4 === 0 && sfRows % 4 === 0 && addrOf(sf) % 4 === 0;
   const form = formOf(mode, r.x.dtype, a, sr, aligned, config.pdl, sfWords);
@@ -523,7 +511,7 @@ function launchPerToken(
   p.u32(W.x_block_cols, xSf ? xSf.cols : 1);
   p.f32(W.amax_clamp, a.rule.clamp);
   p.u32(W.op_id, OP_ID.perTokenCast);
-  // `_g128_sr_wu12` (and `_g<N>_lw` / `_g32_mxw` / `_g16_nvw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
+  // `_g128_sr_wu12` (and `_g32_mxw` / `_g16_nvw`, the same warp units): ⌈T · upr / 8⌉ blocks of 8 warps for one pass (upr = ⌈(H / 8) / 128⌉ warp units a row), at most
   // 8 · SMs as the `_g<N>` kernels
   // `_g16_nvc`: units of 16 rows × 8 chunks (the same 128 chunks), ⌈T / 16⌉ · H / 64 of them, the same bound
   // `_psr4`: warp units of 128 chunks, warp-grid-stride, one persistent wave of the CTAs an SM holds
@@ -532,7 +520,7 @@ function launchPerToken(
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / (32 * ring))) / 8), ringBlocks * config.getNumSms(device)))
     : form === "nvc"
     ? Math.max(1, Math.min(Math.ceil((Math.ceil(a.tokens / 16) * (a.hidden / 64)) / 8), 8 * config.getNumSms(device)))
-    : form === "wu12" || form === "lw" || form === "mxw" || form === "nvw"
+    : form === "wu12" || form === "mxw" || form === "nvw"
     ? Math.max(1, Math.min(Math.ceil((a.tokens * Math.ceil(a.hidden / 8 / WU_CHUNKS)) / 8), 8 * config.getNumSms(device)))
     : perTokenGrid(device, a.tokens, a.hidden, a.numPerChannels, r.x.dtype, mode === PER_TOKEN_MODE.sfOnly);
   // bf16 takes "pdl" / "pkl_pdl" only while config.pdl is set; fp16 always takes "pdl"
@@ -612,7 +600,7 @@ function streamOf(p: Placement & { backend: "cuda" }, s: Stream | undefined): St
 }
 
 /**
- * The generic `cast`'s fp16 → e4m3 [1, 128] form (ops/quant/cast_block_launch.ts, `castBlockLaunchTuning.perToken16`):
+ * The generic `cast`'s fp16 → e4m3 [1, 128] form (ops/quant/cast_block_launch.ts, dedicatedForm's perToken16):
  * `tk_per_token_cast__fp16_e4m3_g128_pdl` (per_token_cast_gc23.cu) into `data` and `sf` (geometry `g`, the cast's own),
  * enqueued on `stream`, with the PDL attribute iff config.pdl. The caller has checked everything: a plain contiguous
  * fp16 `[T, H]` device input, `a.numPerChannels` 128, `H % 128 == 0`, e4m3 output.
@@ -708,7 +696,6 @@ export function perTokenCast(x: Tensor | Quantized, options: PerTokenCastOptions
         clampKey: a.rule.e4m3Sf ? (a.rule.fmt === "e4m3" ? "e4m3/e4m3sf" : "e2m1/e4m3sf") : a.rule.fmt,
         clamp: a.rule.clamp,
         pdl: config.pdl,
-        lw: perTokenLaunchTuning.e2m1LaneWide,
         mxw: perTokenLaunchTuning.mxfp4Wide,
         nvw: perTokenLaunchTuning.nvfp4Wide,
         nvc: perTokenLaunchTuning.nvfp4ColTiles,

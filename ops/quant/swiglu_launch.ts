@@ -40,28 +40,27 @@ const ROW_HIDDEN = 7168;
 const ROW_THREADS = 448;
 /** Resident row-form blocks per SM (kRowMinBlocks: 2); the grid is one wave of them, min(T, 2 · SMs). */
 const ROW_CTAS_PER_SM = 2;
-/** Rows a block of the 16-lane team forms `_t16w` / `_t16x` works on at once (swiglu_bwd_t16.cuh's kT16Threads / kT16Team). */
+/** Rows a block of the 16-lane team form `_t16x` works on at once (swiglu_bwd_t16.cuh's kT16Threads / kT16Team). */
 const T16_ROWS_PER_BLOCK = THREADS / 16;
 
 /**
  * A/B knobs of the SwiGLU launches (bench/sbc11_tuning.ts, bench/swr11_tuning.ts); the kernels write the same bytes
  * in every setting.
  * - `backwardCastForm`: swigluBackwardAndPerTokenCast with bf16 dy and groups of 128, where the 16-lane team form's
- *   conditions hold (see {@link swigluFormSuffix}), by the team form with whole 16-byte output stores
- *   `tk_swiglu_backward__e4m3_bf16_g128_t16w` ("team16w", the default from round 17's A/B to round 28's:
- *   kernels-src/cuda/swiglu/swiglu_bwd_t16w.cu, docs/perf-notes/perf17-sbc.md: round 11's 16-lane team compute
- *   (swiglu_bwd_t16.cuh; 64 registers and 4 CTAs per SM on sm_90a against main's 116 and 2), its results through a
- *   swizzled shared-memory park so that a lane writes 16 consecutive columns of one half, 2 bf16 and 1 e4m3 16-byte
- *   stores a lane-step), or by swiglu.cu's kernel `tk_swiglu_backward__e4m3_bf16_g128` ("main", kept for A/B); the
- *   same bytes. Main's kernel serves every launch the team form does not take in either setting. H200 at 16384 × 7168
- *   (bench/RESULTS.md): round 11's `_t16` 54.6% of copy against main's 46.3%; `_t16w` 57.3% against `_t16`'s 54.7%
- *   (sixteenth run). `_t16` ("team16", the default from round 11 to 17) left the package in trim20
- *   (docs/branches/trim20-removed.patch). "team16x" (round 28, the default since its A/B): under the same
- *   conditions `tk_swiglu_backward__e4m3_bf16_g128_t16x` (kernels-src/cuda/swiglu/swiglu_bwd_t16x.cu,
- *   docs/perf-notes/perf28-sbc.md): `_t16w` with the fast-path verdicts of its exponentials and reciprocals folded into
- *   one flag each and the bf16 NaN fix done only when the lane's e4m3 codes show a NaN (about 65 fewer instructions of
- *   ~865 a warp-step on sm_90a); the same bytes. H200 (bench/sbc28_tuning.ts, twenty-first run): 8192 × 7168 54.8 →
- *   59.8%, 16384 57.7 → 63.2% of copy.
+ *   conditions hold (see {@link swigluFormSuffix}), by the team form `tk_swiglu_backward__e4m3_bf16_g128_t16x`
+ *   ("team16x", the default since round 28's A/B: kernels-src/cuda/swiglu/swiglu_bwd_t16x.cu,
+ *   docs/perf-notes/perf28-sbc.md), or by swiglu.cu's kernel `tk_swiglu_backward__e4m3_bf16_g128` ("main", kept for
+ *   A/B); the same bytes. Main's kernel serves every launch the team form does not take in either setting. `_t16x` is
+ *   round 11's 16-lane team compute (swiglu_bwd_t16.cuh; 64 registers and 4 CTAs per SM on sm_90a against main's 116
+ *   and 2) with round 17's swizzled shared-memory park (swiglu_bwd_t16w.cuh: a lane writes 16 consecutive columns of
+ *   one half, 2 bf16 and 1 e4m3 16-byte stores a lane-step) and the fast-path verdicts of its exponentials and
+ *   reciprocals folded into one flag each, the bf16 NaN fix done only when the lane's e4m3 codes show a NaN (about 65
+ *   fewer instructions of ~865 a warp-step on sm_90a). H200 at 16384 × 7168 (bench/RESULTS.md): round 11's `_t16` 54.6%
+ *   of copy against main's 46.3%; round 17's `_t16w` 57.3% against `_t16`'s 54.7% (sixteenth run); `_t16x`
+ *   (bench/sbc28_tuning.ts, twenty-first run; retired in trim32) 8192 × 7168 54.8 → 59.8%, 16384 57.7 → 63.2% against
+ *   `_t16w`. `_t16` ("team16", the default from round 11 to 17) left the package in trim20
+ *   (docs/branches/trim20-removed.patch), `_t16w` ("team16w", the default from round 17 to 28) in trim32
+ *   (docs/branches/trim32-removed.patch).
  * - `rowForm`: swigluForwardAndPerTokenCast with H = 7168 by the row form `tk_swiglu_forward__bf16_e4m3_g128_anrs`
  *   (true, the default: kernels-src/cuda/swiglu/swiglu_rows.cu) where the lean cast form `_anl` would run, or by `_anl`
  *   (false, kept for A/B). `_anl` (or main's kernel) serves every launch the row form does not take in either setting.
@@ -82,7 +81,7 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  * docs/branches/trim24-removed.patch.)
  */
 export const swigluLaunchTuning = {
-  backwardCastForm: "team16x" as "main" | "team16w" | "team16x",
+  backwardCastForm: "team16x" as "main" | "team16x",
   rowForm: true,
   rowPrefetch: true,
 };
@@ -147,11 +146,11 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * `_anl` would run with H = 7168, the row form `_anrs` instead while {@link swigluLaunchTuning}.rowForm is set (the
  * default; the same conditions and bytes); where swigluForward's `_an` would run with H = 7168, the row-prefetch form
  * `_anrps` while rowPrefetch is set (the default). swigluBackwardAndPerTokenCast's
- * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16w` while
- * {@link swigluLaunchTuning}.backwardCastForm is "team16w", or `_t16x` while it is "team16x" (the default), and its
+ * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16x` while
+ * {@link swigluLaunchTuning}.backwardCastForm is "team16x" (the default), and its
  * conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anrps" | "_anrs" | "_t16w" | "_t16x" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anrps" | "_anrs" | "_t16x" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
   if (a.hidden !== ROW_HIDDEN) return f;
@@ -181,16 +180,16 @@ function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
 }
 
 /**
- * `_t16w` (swigluLaunchTuning.backwardCastForm = "team16w") or `_t16x` ("team16x", the default) where the 16-lane
+ * `_t16x` (swigluLaunchTuning.backwardCastForm = "team16x", the default) where the 16-lane
  * team form's conditions hold: no clamp, no recompute (so no actOut), x, dy, xGrad and the e4m3 data 16-byte aligned;
  * "" (main's kernel) otherwise and for "main".
  */
-function team16Suffix(a: SwigluLaunch): "" | "_t16w" | "_t16x" {
+function team16Suffix(a: SwigluLaunch): "" | "_t16x" {
   if (swigluLaunchTuning.backwardCastForm === "main" || a.op !== "swigluBackwardAndPerTokenCast") return "";
   if (a.clamp !== null || a.recompute || a.actOut || a.counts) return "";
   const a16 = (t: Tensor | null | undefined) => !!t && addr(t) % 16 === 0;
   if (!(a16(a.x) && a16(a.dy) && a16(a.out) && a16(a.data))) return "";
-  return swigluLaunchTuning.backwardCastForm === "team16x" ? "_t16x" : "_t16w";
+  return "_t16x";
 }
 
 /** Enqueues one kernel of swiglu.cu on `stream`. 0 rows (and no sf padding rows) launch nothing. */
@@ -236,7 +235,7 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
   const rows = form === "_anrps" || form === "_anrs";
-  const team = form === "_t16w" || form === "_t16x";
+  const team = form === "_t16x";
   const rowsPerBlock = team ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))

@@ -12,10 +12,11 @@
 //   tk_cast_block_staged__<in>_e4m3 the same pass with the warp's next block staged through shared memory
 //                                   (cast_block_launch.ts `STAGED`);
 //   tk_cast_block_staged__<in>_e4m3_r<R>c<C>_a  the staged pass with the block shape [R, C] compiled in, whole
-//                                   blocks only (T % R = 0, H % C = 0; traps otherwise): bf16 [16, 64] and fp16
-//                                   [1, 128], taken by the host (cast_block_launch.ts `shapedForm`) whenever a
-//                                   staged launch has that shape and whole blocks; every other form runs the two
-//                                   passes:
+//                                   blocks only (T % R = 0, H % C = 0; traps otherwise): bf16 [16, 64], taken by
+//                                   the host (cast_block_launch.ts `shapedForm`) whenever a staged launch has that
+//                                   shape and whole blocks (fp16 [1, 128]'s `_r1c128_a`, superseded in round 23 by
+//                                   per_token_cast_gc23.cu, left in trim32: docs/branches/trim32-removed.patch);
+//                                   every other form runs the two passes:
 //   tk_cast_block_sf__<in>          in ∈ {fp32, bf16, fp16, e4m3, e2m1}: scale pass (amax → sf and inverse)
 //   tk_cast_block_data__<in>_<out>  out ∈ {e4m3, e2m1}: data pass (data = encode(v · inv))
 //
@@ -718,4 +719,3 @@ TK_CAST_BLOCK_STAGED(fp32, kFp32)
 TK_CAST_BLOCK_STAGED(bf16, kBf16)
 TK_CAST_BLOCK_STAGED(fp16, kFp16)
 TK_CAST_BLOCK_STAGED_SHAPED(bf16, kBf16, 16, 64)
-TK_CAST_BLOCK_STAGED_SHAPED(fp16, kFp16, 1, 128)

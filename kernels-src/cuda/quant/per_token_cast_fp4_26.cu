@@ -1,6 +1,6 @@
 // perTokenCast bf16 → e2m1 with groups of 32 and roundSf (MXFP4), round 26 (docs/perf-notes/perf26-fp4.md): the
-// lane-wide walk of per_token_cast_fp4_17.cu (a warp's cp.async ring, a lane owns one whole group of 32 values, one
-// 16-byte code store a lane) with an encoder of fewer instructions per value.
+// lane-wide walk of per_token_cast_fp4_17.cuh (a warp's cp.async ring, a lane owns one whole group of 32 values,
+// one 16-byte code store a lane) with an encoder of fewer instructions per value.
 //
 // Symbol
 //   tk_per_token_cast__bf16_e2m1_g32_mxw   perTokenCast (mode 0 only), groups of 32, roundSf, no stochasticCast,
@@ -24,8 +24,7 @@
 // A group that is not finite, or whose inverse is outside [2^-125, 2^126] (so that inv / 2 and 2 · inv are normal
 // bf16), takes a scalar path: main's NaN-ignoring amax, the same scale, encode_e2m1(fl(x · inv)) a value (the
 // reference; every encoder of main equals it).
-#define TK_PTC_FP4_17_NO_ENTRIES
-#include "per_token_cast_fp4_17.cu"
+#include "per_token_cast_fp4_17.cuh"
 
 namespace tk {
 namespace {

@@ -1,6 +1,6 @@
 // perTokenCast bf16 → e2m1 with groups of 16 and e4m3 sf (NVFP4), round 29 (docs/perf-notes/perf29-nvfp4.md): the
-// lane-wide walk of per_token_cast_fp4_17.cu (a warp's cp.async ring, a lane owns two whole groups of 16 values, one
-// 16-byte code store a lane) with round 26's NaN-propagating amax and an encoder without per-chunk special cases.
+// lane-wide walk of per_token_cast_fp4_17.cuh (a warp's cp.async ring, a lane owns two whole groups of 16 values,
+// one 16-byte code store a lane) with round 26's NaN-propagating amax and an encoder without per-chunk special cases.
 //
 // Symbol
 //   tk_per_token_cast__bf16_e2m1_g16_nvw   perTokenCast (mode 0 only), groups of 16, e4m3 sf without roundSf, no
@@ -8,8 +8,9 @@
 // The host (ops/quant/per_token_cast.ts, perTokenLaunchTuning.nvfp4Wide, default off) launches it only for those
 // calls with x's base and row stride and data's base multiples of 16 bytes; the kernel traps on other sf flags.
 //
-// Why: main's `_g16_lw` reaches ~61% of copy at 16384 × 7168 and is bound by the integer (ALU) pipe and issue
-// (Nsight: ALU 66%, SM 75%, DRAM 37%), ~84 SASS per 8 values in encode_e2m1_bf16_f32 plus the per-chunk dispatch.
+// Why: round 17's `_g16_lw` (the default until this form; removed in trim32) reached ~61% of copy at 16384 × 7168,
+// bound by the integer (ALU) pipe and issue (Nsight: ALU 66%, SM 75%, DRAM 37%), ~84 SASS per 8 values in
+// encode_e2m1_bf16_f32 plus the per-chunk dispatch.
 // The rounding itself stays binary32 (fl(|x| · inv), inv = fl(1 / e4m3 sf) not a power of two, then three candidate
 // fmas: spec §1.3 on the reference's own product, nothing new to prove there). What goes, per lane and group:
 //   - the per-chunk NaN / ±Inf test (4 bf16x2 fmas, a test and a branch a chunk) and the encoder dispatch (inverse
@@ -25,8 +26,7 @@
 // groups with a zero clamp), takes a scalar path for the lane's four chunks: main's NaN-ignoring amax for the scale
 // of a non-finite group, the same scale, encode_e2m1(fl(x · inv)) a value (the reference; every encoder of main
 // equals it).
-#define TK_PTC_FP4_17_NO_ENTRIES
-#include "per_token_cast_fp4_17.cu"
+#include "per_token_cast_fp4_17.cuh"
 
 namespace tk {
 namespace {
@@ -92,11 +92,11 @@ struct Nvfp4Wide {
       asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(v) : "r"(a[0]), "r"(a[1]));
       v &= 0x7fff7fffu;
       uint32_t pat = max(v & 0xffffu, v >> 16);  // NaN (0x7FFF) and ±Inf (0x7F80) are the largest patterns
-      if (pat >= 0x7f80u) {  // main's NaN-ignoring maximum (LaneWideE2m1<16>::lane_unit's)
+      if (pat >= 0x7f80u) {  // main's NaN-ignoring maximum (`_g16_lw`'s, as _u4's)
         pat = max(abs_max_bf16<4>(w[2 * gi]), abs_max_bf16<4>(w[2 * gi + 1]));
         fast = false;
       }
-      // sf_of's e4m3 branch
+      // group_inv's e4m3 branch
       stored[gi] = encode_e4m3_hw(div6_rn(max_num(decode_bf16(pat), p.amax_clamp)));
       inv[gi] = inv_tab[stored[gi]];
       fast = fast && stored[gi] - 0x08u <= 0x7du - 0x08u;

@@ -1,6 +1,6 @@
 // swigluBackwardAndPerTokenCast, e4m3 x (fp32 x scales, groups of 128), bf16 dy → bf16 xGrad + e4m3 groups of
 // 128 + weightGrad (spec/quant.md §8.5, the cast of §2.3): the 16-lane team form (round 11,
-// docs/perf-notes/perf11-sbc.md): its design, constants and staged step T16Step, which swiglu_bwd_t16w.cu includes;
+// docs/perf-notes/perf11-sbc.md): its design, constants and staged step T16Step, which swiglu_bwd_t16w.cuh includes;
 // `_t16w` keeps `_t16`'s compute phase line for line and replaces its stores. Round 11's kernel (backward_t16) and its
 // entry tk_swiglu_backward__e4m3_bf16_g128_t16 ("team16", the default until round 17) left the package in trim20;
 // docs/branches/trim20-removed.patch plus this file's history restore them.

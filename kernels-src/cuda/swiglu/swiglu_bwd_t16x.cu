@@ -1,6 +1,7 @@
 // swigluBackwardAndPerTokenCast, e4m3 x (fp32 x scales, groups of 128), bf16 dy → bf16 xGrad + e4m3 groups of
 // 128 + weightGrad (spec/quant.md §8.5, the cast of §2.3): `_t16w` with fewer issued instructions per lane-step
-// `_t16x` (round 28, docs/perf-notes/perf28-sbc.md; swigluLaunchTuning.backwardCastForm = "team16x", default off).
+// `_t16x` (round 28, docs/perf-notes/perf28-sbc.md; swigluLaunchTuning.backwardCastForm = "team16x", the default
+// since its A/B; `_t16w` itself left the package in trim32: docs/branches/trim32-removed.patch).
 //
 // Symbol
 //   tk_swiglu_backward__e4m3_bf16_g128_t16x  the same bytes as `_t16w` (and main's kernel, swiglu.cu) under the
@@ -25,8 +26,7 @@
 //     fix. A non-NaN product that is NaN (±Inf · 0) also sets the flag; the fix leaves non-NaN halves unchanged, so a
 //     false alarm costs time, not bytes.
 //   - The store phase's two row pointers are formed once per row; a step adds its column offset.
-#define TK_SWIGLU_BWD_T16W_NO_ENTRIES
-#include "swiglu_bwd_t16w.cu"
+#include "swiglu_bwd_t16w.cuh"
 
 namespace tk {
 namespace {
