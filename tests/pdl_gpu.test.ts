@@ -216,12 +216,12 @@ gpuTest("PDL selection: _tp16hr, _br4y, _tp16c_res, SwiGLU's aligned forms (_g12
  * Bytes = CPU reference with config.pdl on and off (each CPU reference computed once, the device op run with
  * config.pdl on, then off) for every PDL launch: normForward `_tp16hr` (weight or not, outScale 1 / 0.3, padded
  * strides, H with dead pieces), the norm casts `_br4y` (groups of 32 / 128, fp32 and packed sf, outBf16) and
- * `_tp16c_res` (addRmsnorm, residual updated in place; round 11's default, `_wr_res`, plain, with castRowForm 0), SwiGLU forward `_a` / `_an`, forward+cast `_g128_anl` (`_g128_anrs`
+ * `_tp16c_res` (addRmsnorm, residual updated in place; round 11's default, `_wr_res`, plain, with castRowForm 0), SwiGLU forward `_a` / `_an`, forward+cast `_g128_anl` (`_g128_anrt`
  * at 7168) and backward `_a` with a psum layout (padding rows), weights, clamp; castBack / perTokenCastBack's segmented kernel
  * (per-token and 128 × 128 blocks); perBlockCastWithSfOnly (bf16 and fp32, 128 × 128 and 32 × 32 blocks, fp32 and
  * packed sf). The option matrix at small sizes, one case per op at 4001 × 7168 (4096 × 7168 for the per-block ones).
  */
-gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, normForwardAndPerTokenCast _br4y, addRmsnormForwardAndPerTokenCast _tp16c_res, SwiGLU forward / forward+cast _anl, _anrs / backward aligned forms, castBack's segmented kernel, perBlockCastWithSfOnly (seed 10002)", async () => {
+gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, normForwardAndPerTokenCast _br4y, addRmsnormForwardAndPerTokenCast _tp16c_res, SwiGLU forward / forward+cast _anl, _anrt / backward aligned forms, castBack's segmented kernel, perBlockCastWithSfOnly (seed 10002)", async () => {
   const rand = rng(10002);
   /** Runs the device op `f` with config.pdl on, then off; `check` compares (and disposes) its result. */
   const both = async <R>(f: () => R, check: (r: R, tag: string) => void, pdlOf: () => boolean, label: string) => {
@@ -290,7 +290,7 @@ gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, 
       }
     }
     // SwiGLU aligned forms (H a multiple of 128 for the cast); at full size one case a form: the clamp (forward
-    // `_a`, backward `_a`) and no clamp (forward+cast `_anl`; `_anrs` at H = 7168)
+    // `_a`, backward `_a`) and no clamp (forward+cast `_anl`; `_anrt` at H = 7168)
     const Hs = H === 528 ? 512 : H;
     for (const clamp of [false, true]) {
       const A = 16;
@@ -313,9 +313,9 @@ gpuTest("PDL forms = reference with config.pdl on and off: normForward _tp16hr, 
       if (!clamp) {
         const [cd] = swigluForwardAndPerTokenCast(x, { fmt: "e4m3", numPerChannels: 128, ...PACKED, ...co });
         await both(() => swigluForwardAndPerTokenCast(dx, { fmt: "e4m3", numPerChannels: 128, ...PACKED, ...dco }), ([gd, gs], t) => {
-          // H = 7168: the row form `_anrs` (swigluLaunchTuning.rowForm, the default; perf11-swr,
+          // H = 7168: the row form `_anrt` (swigluLaunchTuning.rowForm, the default; perf11-swr,
           // perf17-swl), else `_anl`
-          const form = Hs === 7168 ? "_anrs" : "_anl";
+          const form = Hs === 7168 ? "_anrt" : "_anl";
           assert.equal(swigluLastLaunch().fn, fnOf(`tk_swiglu_forward__bf16_e4m3_g128${form}`), `${t} forward+cast ${form}`);
           sameRows(readAllocation(gd as DeviceTensor), storageBytes(cd as HostTensor), real, Hs, `${t} forward+cast data`);
           dispose(gd, gs);

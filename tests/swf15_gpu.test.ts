@@ -7,7 +7,7 @@
  * row kinds and edge groups; psum layouts (random with 0-token experts, and small hand-made ones: a padding gap after a
  * 1-row expert, empty experts, rows beyond psum[E−1], every row padding, an alignment wider than T), token alignments
  * 1 / 4 / 16 / 128, weights with and without routedScalingFactor, PDL on and off; the launched kernel asserted after
- * every call. swigluForwardAndPerTokenCast keeps its row form (`_anrs` since round 17) with the knob on (the same walk lost for the cast) and is
+ * every call. swigluForwardAndPerTokenCast keeps its row form (`_anrt` since round 33, `_anrs` from round 17) with the knob on (the same walk lost for the cast) and is
  * checked against the reference on every sf layout alongside. Then the bench's shape 3000 × 7168 (psum, weights,
  * scaling) against `_an`, and the cases the row-prefetch form does not take (a clamp, another H, x off alignment) run main's
  * choice. Skipped, and counted as skipped, without a GPU.
@@ -24,8 +24,8 @@ import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
 
 const SEED = 15201;
-/** The cast's default row form at H = 7168 (`_anr2` until round 17, `_anrs` since: tests/swl17_gpu.test.ts). */
-const CAST_ROWS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
+/** The cast's default row form at H = 7168 (`_anr2` until round 17, `_anrs` until round 33, `_anrt` since: tests/swl17_gpu.test.ts). */
+const CAST_ROWS = "tk_swiglu_forward__bf16_e4m3_g128_anrt";
 /** The row-prefetch form (round 15's `_anrp`, pinned here by forwardRowScan off until trim24 removed both). */
 const FWD_ROWS = "tk_swiglu_forward__bf16_bf16_anrps";
 

@@ -13,7 +13,7 @@
  * experts at alignment 128, 512 at 1; weights, scaling) against `_an` (rowPrefetch off) byte for byte, PDL on
  * and off, and against the CPU reference (until trim24 against round 15's `_anrp`, forwardRowScan off, both removed);
  * the cases the row form does not take (rowPrefetch off, a clamp, another H, x off alignment) run main's choice, and
- * the cast keeps `_anrs`. Every psum here keeps §11.2 (psum[e] ≥ align(psum[e−1], A),
+ * the cast keeps `_anrt`. Every psum here keeps §11.2 (psum[e] ≥ align(psum[e−1], A),
  * psum[E−1] ≤ T). Skipped, and counted as skipped, without a GPU.
  * @module
  */
@@ -30,7 +30,7 @@ import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl 
 const SEED = 18101;
 const FWD_AN = "tk_swiglu_forward__bf16_bf16_an";
 const FWD_ANRPS = "tk_swiglu_forward__bf16_bf16_anrps";
-const CAST_ANRS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
+const CAST_ROW_FORM = "tk_swiglu_forward__bf16_e4m3_g128_anrt";
 const FWD = { fmt: "bf16" } as const;
 
 /** Runs `f` with swigluLaunchTuning.rowPrefetch = `on` (off: `_an`), restoring it however `f` ends. */
@@ -158,7 +158,7 @@ gpuTest("_anrps equals _an (rowPrefetch off) at the bench's shape 3000 × 7168 (
   }
 });
 
-gpuTest("rowPrefetch: the cases the row form does not take run main's choice (rowPrefetch off, clampValue, another H, x off alignment); the cast keeps _anrs", () => {
+gpuTest("rowPrefetch: the cases the row form does not take run main's choice (rowPrefetch off, clampValue, another H, x off alignment); the cast keeps _anrt", () => {
   const rand = rng(SEED + 2);
   withScan(true, () => {
     const x2 = inputX(rand, 3, 0);
@@ -175,7 +175,7 @@ gpuTest("rowPrefetch: the cases the row form does not take run main's choice (ro
       swigluLaunchTuning.rowPrefetch = savedPrefetch;
     }
     const [c0, s0] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128 });
-    assert.equal(swigluLastLaunch().fn, fnOf(CAST_ANRS), "the cast keeps _anrs");
+    assert.equal(swigluLastLaunch().fn, fnOf(CAST_ROW_FORM), "the cast keeps _anrt");
     dispose(c0, s0);
     checkClampFallback(x2, d2);
     const x1 = tensor(Uint16Array.from({ length: 9 * 2 * 1024 }, () => encodeBf16(Math.fround(rand() * 8 - 4))), [9, 2048], "bf16");

@@ -617,7 +617,7 @@ gpuTest("the aligned-only forms at full size, and main's kernels for views off a
   const dx2 = uploadView(x2), ddy2 = uploadView(dy2), dco2 = onDevice(co2);
   {
     // full size (the roofline shape), psum layout with padding rows, weights, no clamp: forward `_an`,
-    // forward+cast the row form `_anrs` (the default at H = 7168, perf11-swr, perf17-swl) and `_anl` with
+    // forward+cast the row form `_anrt` (the default at H = 7168, perf11-swr, perf17-swl) and `_anl` with
     // swigluLaunchTuning.rowForm off (perf10-swc), backward `_a`
     const label = "full size";
     const fwd = swigluForward(x2, { fmt: "bf16", ...co2 }) as HostTensor;
@@ -626,7 +626,7 @@ gpuTest("the aligned-only forms at full size, and main's kernels for views off a
     dispose(gpu);
     const cast = swigluForwardAndPerTokenCast(x2, { fmt: "e4m3", numPerChannels: 128, ...co2 });
     for (const rowForm of [true, false]) {
-      const form = rowForm ? "_anrs" : "_anl";
+      const form = rowForm ? "_anrt" : "_anl";
       const saved = swigluLaunchTuning.rowForm;
       swigluLaunchTuning.rowForm = rowForm;
       try {

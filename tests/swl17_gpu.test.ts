@@ -1,5 +1,5 @@
 /**
- * swigluForwardAndPerTokenCast's row form with the block's expert cursor, `_anrs` (kernels-src/cuda/swiglu/swiglu_rows.cu,
+ * swigluForwardAndPerTokenCast's row form with the block's expert cursor, `_anrt` (round 33's `_anrs` with the next row's loads under the cast; kernels-src/cuda/swiglu/swiglu_rows.cu,
  * docs/perf-notes/perf17-swl.md; the row form `swigluLaunchTuning.rowForm` takes since round 17, set and restored in
  * try/finally) against the CPU reference on the
  * data's real rows and every sf layout (the sf's padding rows included, as `_anl` zeroes them; the padding rows of
@@ -29,7 +29,7 @@ import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl 
 
 const SEED = 17301;
 const CAST_ANL = "tk_swiglu_forward__bf16_e4m3_g128_anl";
-const CAST_ANRS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
+const CAST_ROW_FORM = "tk_swiglu_forward__bf16_e4m3_g128_anrt";
 const CAST = { fmt: "e4m3", numPerChannels: 128 } as const;
 
 /** Runs `f` with swigluLaunchTuning.rowForm = `on` (off: `_anl`), restoring it however `f` ends. */
@@ -63,7 +63,7 @@ const SMALL_PSUM: readonly [number, number, number[]][] = [
   [700, 4, [0, 0, 3, 8, 8, 8, 20, 200, 264, 265, 528, 530, 533, 690]], // rows on and next to every boundary
 ];
 
-/** The cast with `_anrs` against the CPU reference (real rows of the data; the sf with its padding rows), every sf layout. */
+/** The cast with `_anrt` against the CPU reference (real rows of the data; the sf with its padding rows), every sf layout. */
 function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl: boolean, tag: string): number {
   const T = x.shape[0];
   const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
@@ -76,8 +76,8 @@ function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl
           const [cd, cs] = swigluForwardAndPerTokenCast(x, { ...CAST, ...sfo, ...co });
           const [gd, gs] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...sfo, ...dco });
           const last = swigluLastLaunch();
-          const label = `swigluForwardAndPerTokenCast _anrs ${JSON.stringify(sfo)} ${tag}`;
-          assert.equal(last.fn, fnOf(CAST_ANRS), `${label}: kernel`);
+          const label = `swigluForwardAndPerTokenCast _anrt ${JSON.stringify(sfo)} ${tag}`;
+          assert.equal(last.fn, fnOf(CAST_ROW_FORM), `${label}: kernel`);
           assert.equal(last.pdl, config.pdl, `${label}: PDL as config.pdl`);
           assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), realRows(storageBytes(cd as HostTensor), real, H), `${label} data`);
           assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), realSf(storageBytes(cs as HostTensor), cs as HostTensor, real), `${label} sf`);
@@ -92,7 +92,7 @@ function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl
   return calls;
 }
 
-gpuTest("_anrs equals the CPU reference at H = 7168: small, stair and random psum layouts, 0-token experts, alignments, weights, scaling, special values, PDL on and off", () => {
+gpuTest("_anrt equals the CPU reference at H = 7168: small, stair and random psum layouts, 0-token experts, alignments, weights, scaling, special values, PDL on and off", () => {
   const rand = rng(SEED);
   let calls = 0, n = 0;
   {
@@ -121,7 +121,7 @@ gpuTest("_anrs equals the CPU reference at H = 7168: small, stair and random psu
   assert.equal(swigluLaunchTuning.rowForm, true, "the knob is restored (default on)");
 });
 
-gpuTest("_anrs equals _anl (rowForm off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
+gpuTest("_anrt equals _anl (rowForm off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
   const rand = rng(SEED + 1);
   const T = 3000;
   for (const [E, A] of [[64, 128], [512, 1]]) {
@@ -143,7 +143,7 @@ gpuTest("_anrs equals _anl (rowForm off) at the bench's shape 3000 × 7168 (64 e
           const m = run(false);
           assert.equal(m.fn, fnOf(CAST_ANL), "knob off: _anl");
           const q = run(true);
-          assert.equal(q.fn, fnOf(CAST_ANRS), "knob on: _anrs");
+          assert.equal(q.fn, fnOf(CAST_ROW_FORM), "knob on: _anrt");
           assertBytesEqual(q.d, m.d, `3000 E=${E} cast data pdl ${pdl}`);
           assertBytesEqual(q.s, m.s, `3000 E=${E} cast sf pdl ${pdl}`);
         });
@@ -152,7 +152,7 @@ gpuTest("_anrs equals _anl (rowForm off) at the bench's shape 3000 × 7168 (64 e
       withScan(true, () => {
         const [cd, cs] = swigluForwardAndPerTokenCast(x, { ...CAST, ...co });
         const [gd, gs] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...dco });
-        assert.equal(swigluLastLaunch().fn, fnOf(CAST_ANRS), "3000: _anrs");
+        assert.equal(swigluLastLaunch().fn, fnOf(CAST_ROW_FORM), "3000: _anrt");
         assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), realRows(storageBytes(cd as HostTensor), real, H), `3000 E=${E} data vs CPU`);
         assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), realSf(storageBytes(cs as HostTensor), cs as HostTensor, real), `3000 E=${E} sf vs CPU`);
         dispose(gd, gs);
@@ -163,7 +163,7 @@ gpuTest("_anrs equals _anl (rowForm off) at the bench's shape 3000 × 7168 (64 e
   }
 });
 
-gpuTest("rowForm: a data view 8 bytes into its allocation runs _anrs (off: _anl); the cases the row form does not take run main's choice (rowForm off, clampValue, another H, x off alignment)", () => {
+gpuTest("rowForm: a data view 8 bytes into its allocation runs _anrt (off: _anl); the cases the row form does not take run main's choice (rowForm off, clampValue, another H, x off alignment)", () => {
   const rand = rng(SEED + 2);
   {
     // a preallocated data view 8 bytes into its allocation (the cast's 8-byte condition holds, 16 does not); every row real
@@ -175,7 +175,7 @@ gpuTest("rowForm: a data view 8 bytes into its allocation runs _anrs (off: _anl)
       const dd = uploadView(new HostTensor(new Uint8Array(T * H + 8), "e4m3", [T, H], [H, 1], 8));
       withScan(on, () => {
         const [d, s] = swigluForwardAndPerTokenCast(dx, { ...CAST, out: { data: dd } });
-        assert.equal(swigluLastLaunch().fn, fnOf(on ? CAST_ANRS : CAST_ANL), `data at +8: ${on}`);
+        assert.equal(swigluLastLaunch().fn, fnOf(on ? CAST_ROW_FORM : CAST_ANL), `data at +8: ${on}`);
         assertBytesEqual(readAllocation(d as DeviceTensor).subarray(8), want, `data at +8 (${on}) vs CPU`);
         dispose(s);
       });

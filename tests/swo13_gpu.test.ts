@@ -1,6 +1,6 @@
 /**
  * GPU test of `out` of swigluForwardAndPerTokenCast (ops/quant/swiglu.ts castOuts): device `out.data` / `out.sf`
- * receive the CPU reference's bytes and are returned, on the aligned forms (bf16 H = 7168: `_anrs`; H = 2048:
+ * receive the CPU reference's bytes and are returned, on the aligned forms (bf16 H = 7168: `_anrt`; H = 2048:
  * `_anl`), main's kernel (fp32 x; a data view one byte off 8-byte alignment), fp32 and packed row-major scales, only
  * one of the two given, 0 rows, and host tensors with `backend: "cuda"` (staged, the outs written back). The symbol
  * of each device launch is asserted (swigluLastLaunch). Skips without a GPU, as the other GPU tests.
@@ -16,9 +16,9 @@ function swFn(name: string): number {
   return kernelFunction("test", { kind: "cuda", index: 0 }, `tk_swiglu_forward__${name}`);
 }
 
-gpuTest("swigluForwardAndPerTokenCast with out { data?, sf? } on the device = the CPU reference, the given tensors returned: _anrs, _anl, main's kernel, fp32 and packed sf, 0 rows, staged host outs (seed 13801)", () => {
+gpuTest("swigluForwardAndPerTokenCast with out { data?, sf? } on the device = the CPU reference, the given tensors returned: _anrt, _anl, main's kernel, fp32 and packed sf, 0 rows, staged host outs (seed 13801)", () => {
   const rand = rng(13801);
-  for (const [dtype, T, H, sym] of [["bf16", 33, 7168, "bf16_e4m3_g128_anrs"], ["bf16", 70, 2048, "bf16_e4m3_g128_anl"], ["fp32", 9, 2048, "fp32_e4m3_g128"], ["bf16", 0, 2048, null]] as const) {
+  for (const [dtype, T, H, sym] of [["bf16", 33, 7168, "bf16_e4m3_g128_anrt"], ["bf16", 70, 2048, "bf16_e4m3_g128_anl"], ["fp32", 9, 2048, "fp32_e4m3_g128"], ["bf16", 0, 2048, null]] as const) {
     const x = randomInput(rand, T, 2 * H, dtype);
     const dx = uploadView(x);
     try {

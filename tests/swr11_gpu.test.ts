@@ -1,5 +1,5 @@
 /**
- * The row form of swigluForwardAndPerTokenCast (`_anrs` since trim24, round 11's `_anr2` before:
+ * The row form of swigluForwardAndPerTokenCast (`_anrt` since round 33, `_anrs` since trim24, round 11's `_anr2` before:
  * kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf11-swr.md, perf17-swl.md; the default at H = 7168) against the CPU reference and the lean cast form `_anl`
  * (`swigluLaunchTuning.rowForm` off, restored afterwards), byte for byte: H = 7168 (the only hidden size it is built for) with
  * T = 0, 1, 5, 37 and more rows than a grid of one wave (each block then walks several rows), random bf16 rows of
@@ -23,13 +23,13 @@ const SEED = Number(Date.now() % 1_000_000);
 
 type Tuning = Partial<typeof swigluLaunchTuning>;
 /**
- * The settings compared: the lean cast form `_anl` (knob off) and the row form `_anrs` (the default; round 11's
- * `_anr2`, which castRowScan off pinned here, left the package in trim24; tests/swl17_gpu.test.ts has `_anrs`'s own
+ * The settings compared: the lean cast form `_anl` (knob off) and the row form `_anrt` (the default; round 11's
+ * `_anr2`, which castRowScan off pinned here, left the package in trim24; tests/swl17_gpu.test.ts has `_anrt`'s own
  * psum walks).
  */
 const SETTINGS: readonly { name: string; t: Tuning }[] = [
   { name: "anl", t: { rowForm: false } },
-  { name: "anrs", t: { rowForm: true } },
+  { name: "anrt", t: { rowForm: true } },
 ];
 
 /** Runs `f` under the tuning `t`, restoring the previous values however `f` ends. */
@@ -46,13 +46,13 @@ function withTuning<R>(t: Tuning, f: () => R): R {
 
 /** The cast kernel a setting must launch for an aligned, unclamped call at H = 7168. */
 function expectedSymbol(s: Tuning): string {
-  return s.rowForm ? "tk_swiglu_forward__bf16_e4m3_g128_anrs" : "tk_swiglu_forward__bf16_e4m3_g128_anl";
+  return s.rowForm ? "tk_swiglu_forward__bf16_e4m3_g128_anrt" : "tk_swiglu_forward__bf16_e4m3_g128_anl";
 }
 
 
 
 
-gpuTest("the row form _anrs equals the CPU reference and _anl byte for byte at H = 7168", () => {
+gpuTest("the row form _anrt equals the CPU reference and _anl byte for byte at H = 7168", () => {
   const seed = SEED;
   console.log(`swr11 row forms seed ${seed}`);
   const rand = rng(seed);
@@ -90,7 +90,7 @@ gpuTest("the row form _anrs equals the CPU reference and _anl byte for byte at H
   assert.ok(calls > 0);
 });
 
-gpuTest("with the row form on (the default), the cases it does not take run _anl or main's kernels (other H, clamp, x off alignment); at H = 7168 the defaults run _anrs and _anrps", () => {
+gpuTest("with the row form on (the default), the cases it does not take run _anl or main's kernels (other H, clamp, x off alignment); at H = 7168 the defaults run _anrt and _anrps", () => {
   const rand = rng(SEED + 1);
   withTuning({}, () => {
     // another hidden size: `_an` / `_anl`
@@ -107,13 +107,13 @@ gpuTest("with the row form on (the default), the cases it does not take run _anl
     const x2 = inputX(rand, 3, 0);
     const d2 = uploadView(x2);
     checkClampFallback(x2, d2); // (also the clamp cast's bytes against the CPU reference)
-    // H = 7168 without a clamp: the cast's row form (`_anrs` since round 17), swigluForward's row-prefetch form
+    // H = 7168 without a clamp: the cast's row form (`_anrt` since round 33, `_anrs` from round 17), swigluForward's row-prefetch form
     // (`_anrps` since round 18)
     const f3 = swigluForward(d2, { fmt: "bf16" }) as DeviceTensor;
     assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_bf16_anrps"), "H = 7168 forward: _anrps");
     assertBytesEqual(readAllocation(f3), storageBytes(swigluForward(x2, { fmt: "bf16" }) as HostTensor), "H = 7168 forward");
     const [c3, s3] = swigluForwardAndPerTokenCast(d2, { fmt: "e4m3", numPerChannels: 128 });
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anrs"), "H = 7168 cast: _anrs");
+    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anrt"), "H = 7168 cast: _anrt");
     dispose(f3, c3, s3);
     // x one element off its 16-byte alignment: main's kernels
     const src = x2.data as Uint16Array;

@@ -77,6 +77,12 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   padding row's input is not loaded (round 18, docs/perf-notes/perf18-swf.md: 88.5 → 90.2%, 86.8 → 88.8%). The
  *   same bytes. false: `_an` (kept for A/B). The same walk for swigluForwardAndPerTokenCast lost to `_anr2` (85.9 →
  *   78.4%) and is not built.
+ * - `castTailPrefetch` (round 33, default true since its A/B): where `_anrs` would run (rowForm set), the form
+ *   `tk_swiglu_forward__bf16_e4m3_g128_anrt` (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf33-swc.md):
+ *   `_anrs` with the block's next row loaded into the current row's raw words as soon as its values exist, so the
+ *   loads run under the row's cast (amax, shuffles, divisions, encodes, stores); the same geometry and bytes.
+ *   Interleaved A/B on the H200 (bench/swc33_tuning.ts, twenty-second run, 64 experts × 7168): 8192 rows 84.6 →
+ *   88.6%, 16384 86.6 → 90.8% of copy. false: `_anrs` (kept for A/B).
  * (`castRowScan` and `forwardRowScan`, whose false ran `_anr2` and `_anrp`, left with those kernels in trim24:
  * docs/branches/trim24-removed.patch.)
  */
@@ -84,6 +90,7 @@ export const swigluLaunchTuning = {
   backwardCastForm: "team16x" as "main" | "team16x",
   rowForm: true,
   rowPrefetch: true,
+  castTailPrefetch: true,
 };
 
 const packet = new LaunchPacket(SwigluParams);
@@ -143,20 +150,20 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * data 8-byte aligned; backward: dy, xGrad and actOut (when present) 16-byte aligned (contiguous, rows multiples
  * of 128 bytes). The no-clamp form (`_an`, or forward__bf16_e4m3_g128's `_anl`) where it is built and the launch
  * has no clamp (then there are no counters either), else `_a` where it is built. Where forward__bf16_e4m3_g128's
- * `_anl` would run with H = 7168, the row form `_anrs` instead while {@link swigluLaunchTuning}.rowForm is set (the
+ * `_anl` would run with H = 7168, the row form `_anrs` (`_anrt` while castTailPrefetch is set) instead while {@link swigluLaunchTuning}.rowForm is set (the
  * default; the same conditions and bytes); where swigluForward's `_an` would run with H = 7168, the row-prefetch form
  * `_anrps` while rowPrefetch is set (the default). swigluBackwardAndPerTokenCast's
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16x` while
  * {@link swigluLaunchTuning}.backwardCastForm is "team16x" (the default), and its
  * conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anrps" | "_anrs" | "_t16x" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anrps" | "_anrs" | "_anrt" | "_t16x" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
   if (a.hidden !== ROW_HIDDEN) return f;
   if (swigluLaunchTuning.rowPrefetch && f === "_an" && a.symbol === "tk_swiglu_forward__bf16_bf16") return "_anrps";
   if (f !== "_anl" || !swigluLaunchTuning.rowForm) return f;
-  return "_anrs";
+  return swigluLaunchTuning.castTailPrefetch ? "_anrt" : "_anrs";
 }
 
 function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
@@ -234,14 +241,14 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   p.u32(W.op_id, SWIGLU_OP_ID[op]);
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
-  const rows = form === "_anrps" || form === "_anrs";
+  const rows = form === "_anrps" || form === "_anrs" || form === "_anrt";
   const team = form === "_t16x";
   const rowsPerBlock = team ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))
     : Math.max(1, Math.min(Math.ceil(a.tokens / rowsPerBlock) * parts, 8 * parts * config.getNumSms(device)));
-  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anrps`, `_anrs`) are compiled with the
-  // griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
+  // PDL (docs/perf-notes/perf10-pdl.md): the aligned-only forms (`_a`, `_an`, `_anl`, `_anrps`, `_anrs`, `_anrt`) are
+  // compiled with the griddepcontrol prologue (swiglu.cu kFormPdl: launch_dependents first, wait before the first access to memory
   // another grid may write) and are launched as programmatic dependents of the previous kernel in the stream while
   // `config.pdl` is set (read at every launch); main's kernels, and these with `config.pdl` off, launch plainly.
   p.setLaunch(fn, stream.handle, grid, rows ? ROW_THREADS : THREADS, 0, config.pdl && form !== "" && !team, device.index);

@@ -7,6 +7,8 @@
 // Symbols
 //   tk_swiglu_forward__bf16_e4m3_g128_anrs    swigluForwardAndPerTokenCast, bf16 x, groups of 128, H = 7168 (round 17)
 //   tk_swiglu_forward__bf16_bf16_anrps        swigluForward, bf16 x, bf16 out, H = 7168 (round 18)
+//   tk_swiglu_forward__bf16_e4m3_g128_anrt    swigluForwardAndPerTokenCast, `_anrs` with the next row's loads under
+//                                             the current row's cast (round 33, A/B only)
 // (The forms they refined, round 11's `_anr2` and round 15's `_anrp` (the same walks with each warp's binary psum
 // search per row instead of the block's expert cursor), were kept for A/B behind the knobs castRowScan and
 // forwardRowScan until trim24 removed them with the knobs; their source: docs/branches/trim24-removed.patch.)
@@ -345,4 +347,90 @@ TK_DEV void forward_rows_prefetch_scan(const SwigluParams& p) {
 extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_bf16_anrps(
     const __grid_constant__ SwigluParams p) {
   tk::forward_rows_prefetch_scan(p);
+}
+
+// swigluForwardAndPerTokenCast with the next row's loads issued under the current row's cast (round 33,
+// docs/perf-notes/perf33-swc.md): `_anrt` (bf16 → e4m3, groups of 128, H = 7168), selected by
+// swigluLaunchTuning.castTailPrefetch (ops/quant/swiglu_launch.ts; default off: `_anrs`) wherever `_anrs` would run.
+// `_anrs` issues a row's loads, runs the cursor, then computes the row: from the values on (the amax tree, the team's 3
+// shuffles, sf_and_inv's two divisions, 16 products, the encodes, the stores) the warp has nothing of its own in flight.
+// `_anrps` (swigluForward) keeps the whole next row in flight and reaches ~90% of copy, but the same full prefetch
+// for the cast (`_anrq`, perf16-swc: 16 more registers) lost. `_anrt` loads the next row into the raw words of the
+// current one as soon as its values exist (the raw words are dead from there), so the loads run under the cast's
+// dependent tail and the cursor, and the registers live at once are `_anrs`'s (16 raw words and 16 values at most).
+// Every byte is `_anrs`'s: the same row body (row_chunk_values, the `_anl` amax, group_max, sf_and_inv, mul_rn +
+// encode_chunk<kE4m3>, the sf by lane 0 of the team), the same cursor (rows visited in the same order, so the same
+// rows found real), padding rows get nothing written, zero_padding_rows at the end.
+namespace tk {
+namespace {
+
+TK_DEV void forward_rows_cast_tail(const SwigluParams& p) {
+  row_pdl_launch_dependents();
+  __shared__ __align__(16) float table[kExpNegBf16TableSize];
+  row_prologue(p, table);
+
+  constexpr uint32_t H = kRowHidden;
+  const uint32_t q = threadIdx.x / kRowTeam, r = threadIdx.x % kRowTeam;
+  const uint32_t c0 = q * kRowGroup + r * kRowChunk;  // slot 0's first column; slot 1's is c0 + 64
+  const uint32_t T = p.num_tokens;
+  const uint32_t G = gridDim.x;
+  ExpertCursor ec{0, 0, 0};
+  if (p.num_experts != 0) ec.end = psum_at(p, 0);  // after row_prologue's wait
+  // One pass per row loaded, plus one: the pass of row n loads row n (its cursor first) and casts row n − G, whose
+  // words the pass before loaded. So the loop has the kernel's only cursor and load sites (each inlined copy of the
+  // cursor is ~100 instructions of .text).
+  bool real = false;  // the previous row's realness (none before the first pass)
+  RowRaw raw;         // read only for a real row, whose words were loaded into it before
+  float w = 1.0f;
+  for (uint32_t next = blockIdx.x;; next += G) {
+    const uint32_t row = next - G;  // used only where real: then next ≥ blockIdx.x + G
+    // under the previous row's loads (issued under the cast of the row before it), as `_anrs`'s cursor runs under
+    // its row's loads; the cursor moves blockIdx.x, + G, … in order
+    const bool real_next = next < T && cursor_real(p, ec, next);
+    float v[2][kRowChunk];
+    if (real) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) row_chunk_values(table, raw.g[s], raw.u[s], p.flags & kHasWeights, w, v[s]);
+    }
+    float wn = 1.0f;
+    if (real_next) {  // block-uniform; the raw words are dead: the next row's land in them under the cast below
+      load_row_raw(p, next, c0, raw);
+      wn = row_weight(p, next);
+    }
+    if (real) {  // padding rows (§8.1) get nothing written
+      float m[kRowChunk];
+#pragma unroll
+      for (int i = 0; i < kRowChunk; ++i) m[i] = max_num(fabsf(v[0][i]), fabsf(v[1][i]));
+#pragma unroll
+      for (int h = kRowChunk / 2; h >= 1; h /= 2)
+#pragma unroll
+        for (int i = 0; i < h; ++i) m[i] = max_num(m[i], m[i + h]);
+      const float amax = group_max<kRowTeam>(max_num(m[0], 0.0f));
+      const ScaleAndInv si = sf_and_inv(amax, p.amax_clamp, kE4m3Max, p.sf_flags);
+      uint8_t* const outr = reinterpret_cast<uint8_t*>(p.data) + static_cast<uint64_t>(row) * H + c0;
+      uint32_t o[2][2];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        float sc[kRowChunk];
+#pragma unroll
+        for (int i = 0; i < kRowChunk; ++i) sc[i] = mul_rn(v[s][i], si.inv);
+        encode_chunk<Fmt::kE4m3, kRowChunk>(sc, o[s]);
+      }
+#pragma unroll
+      for (int s = 0; s < 2; ++s) st_v2(outr + 64 * s, o[s][0], o[s][1]);
+      if (r == 0) row_sf_out(p).store(row, q, si.stored);
+    }
+    if (next >= T) break;
+    real = real_next;
+    w = wn;
+  }
+  row_sf_out(p).zero_padding_rows(p.num_tokens, p.sf_rows);
+}
+
+}  // namespace
+}  // namespace tk
+
+extern "C" __global__ void __launch_bounds__(tk::kRowThreads, tk::kRowMinBlocks) tk_swiglu_forward__bf16_e4m3_g128_anrt(
+    const __grid_constant__ SwigluParams p) {
+  tk::forward_rows_cast_tail(p);
 }
