@@ -4,8 +4,8 @@
  */
 import { defineParams } from "../../core/params.ts";
 
-/** `flags` bits. */
-export const SWIGLU_PER_CHANNEL_FLAG = { roundSf: 1, clamp: 2 } as const;
+/** `flags` bits (rows32 and transposed: read by the `_an` kernel only; the others know R and the layout by symbol). */
+export const SWIGLU_PER_CHANNEL_FLAG = { roundSf: 1, clamp: 2, rows32: 4, transposed: 8 } as const;
 
 export const SwigluPerChannelParams = defineParams("SwigluPerChannelParams", [
   ["x", "ptr"], // bf16 [T, 2H] contiguous: gate columns [0, H), up columns [H, 2H)

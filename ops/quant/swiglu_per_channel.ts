@@ -10,7 +10,7 @@ import { config } from "../../core/config.ts";
 import { TkError } from "../../core/errors.ts";
 import { deliverHostResult, onHost, runOnDeviceStaged } from "../../core/stage.ts";
 import { type Device, type DeviceTensor, deviceEmptyStrided, type HostTensor, type Quantized, type Stream, type Tensor } from "../../core/tensor.ts";
-import { kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
+import { deviceState, kernelFunction, LaunchPacket } from "../../ffi/cuda.ts";
 import { amaxClampFor } from "./scale.ref.ts";
 import { optNumber } from "./swiglu.ts";
 import { callStream } from "./swiglu_launch.ts";
@@ -112,23 +112,69 @@ interface Launch {
 }
 
 /**
- * Enqueues the kernel of swiglu_per_channel.cu's launch table: a persistent grid of min(tiles, 12 · SMs) CTAs over
- * tiles of R rows × C columns, C = 8 · 1024 / R. 0 rows or 0 columns launch nothing.
+ * Kernel choices of {@link swigluForwardAndPerChannelCastAndTranspose} (host-side only; the bytes are the same).
+ *
+ * - `alignedNoClamp` (round 32, default true since its A/B; docs/perf-notes/perf32-spc.md): runs `tk_swiglu_per_channel_cast__bf16_an`
+ *   (swiglu_per_channel.cu, section "`_an`": main's geometry and arithmetic for aligned views without a clamp, with
+ *   R and the layout taken from flags, packed bf16 column maxima pre-reduced in the warp) when there is no
+ *   clampValue and x's and data's addresses are multiples of 16 bytes; otherwise main's kernel of the layout and R.
+ *   Interleaved A/B on the H200 (bench/spc32_tuning.ts, twenty-second run, % of copy, × 7168, `_an` on main's grid):
+ *   [H, T] 128 tokens a scale 8192 65.9 → 74.3, 16384 69.8 → 77.6; [H, T] 32 66.5 → 73.0, 69.8 → 75.3; [T, H] 128
+ *   67.4 → 78.0, 71.5 → 81.1.
+ * - `anGrid`: the grid of `_an`. `"main"` (default): main's 12 · SMs, which won the A/B by 0.4–1.4 points in every
+ *   case; `"wave"`: one wave of resident CTAs, 4 per SM on sm_90 and 3 on sm_100, so each SM's slots copy the
+ *   34 KiB silu table once instead of three or four times (kept for A/B).
+ */
+export const swigluPerChannelLaunchTuning: { alignedNoClamp: boolean; anGrid: "wave" | "main" } = {
+  alignedNoClamp: true,
+  anGrid: "main",
+};
+
+/** Resident CTAs per SM of `_an` (swiglu_per_channel.cu's kMinBlocks: ≤ 64 registers on sm_90, ≤ 80 on sm_100). */
+function anResidentPerSm(device: Device): number {
+  return deviceState(OP, device).cc >= 100 ? 3 : 4;
+}
+
+let lastSymbol = "";
+/** The kernel symbol of this op's last launch (tests check which form ran). */
+export function swigluPerChannelLastSymbol(): string {
+  return lastSymbol;
+}
+
+/** Whether a launch may run `_an`: the knob is on, no clamp, x and data 16-byte aligned. */
+function anEligible(a: Launch): boolean {
+  return swigluPerChannelLaunchTuning.alignedNoClamp && a.clampValue === null && (a.x as DeviceTensor).addr % 16 === 0 &&
+    (a.data as DeviceTensor).addr % 16 === 0;
+}
+
+/**
+ * Enqueues the kernel of swiglu_per_channel.cu's launch table: a persistent grid of min(tiles, 12 · SMs) CTAs (`_an`
+ * with `anGrid: "wave"`: min(tiles, resident CTAs per SM · SMs)) over tiles of R rows × C columns, C = 8 · 1024 / R.
+ * 0 rows or 0 columns launch nothing.
  */
 function launch(device: Device, stream: Stream, a: Launch): void {
   if (a.T === 0 || a.H === 0) return;
-  const sym = a.withoutTranspose ? `tk_swiglu_per_channel_cast__bf16_r${a.r}` : `tk_swiglu_per_channel_cast_and_transpose__bf16_r${a.r}`;
+  const an = anEligible(a);
+  const sym = an
+    ? "tk_swiglu_per_channel_cast__bf16_an"
+    : a.withoutTranspose
+    ? `tk_swiglu_per_channel_cast__bf16_r${a.r}`
+    : `tk_swiglu_per_channel_cast_and_transpose__bf16_r${a.r}`;
   const fn = kernelFunction(OP, device, sym);
+  lastSymbol = sym;
   const p = packet;
   p.u64(W.x, (a.x as DeviceTensor).addr);
   p.u64(W.data, (a.data as DeviceTensor).addr);
   p.u64(W.sf, (a.sf as DeviceTensor).addr);
   p.u32(W.num_tokens, a.T);
   p.u32(W.hidden, a.H);
-  p.u32(W.flags, (a.roundSf ? SWIGLU_PER_CHANNEL_FLAG.roundSf : 0) | (a.clampValue !== null ? SWIGLU_PER_CHANNEL_FLAG.clamp : 0));
+  const F = SWIGLU_PER_CHANNEL_FLAG;
+  const anFlags = an ? (a.r === 32 ? F.rows32 : 0) | (a.withoutTranspose ? 0 : F.transposed) : 0;
+  p.u32(W.flags, (a.roundSf ? F.roundSf : 0) | (a.clampValue !== null ? F.clamp : 0) | anFlags);
   p.f32(W.clamp, a.clampValue ?? 0);
   p.f32(W.amax_clamp, amaxClampFor("e4m3", false));
   const tiles = (a.T / a.r) * Math.ceil(a.H / ((8 * 1024) / a.r));
-  p.setLaunch(fn, stream.handle, Math.max(1, Math.min(tiles, GRID_CTAS_PER_SM * config.getNumSms(device))), THREADS, 0, false, device.index);
+  const perSm = an && swigluPerChannelLaunchTuning.anGrid === "wave" ? anResidentPerSm(device) : GRID_CTAS_PER_SM;
+  p.setLaunch(fn, stream.handle, Math.max(1, Math.min(tiles, perSm * config.getNumSms(device))), THREADS, 0, false, device.index);
   p.launch(OP);
 }
