@@ -22,6 +22,7 @@ import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts
 
 const SEED = Number(Date.now() % 1_000_000);
 const T16X = "tk_swiglu_backward__e4m3_bf16_g128_t16x";
+const T16Y = "tk_swiglu_backward__e4m3_bf16_g128_t16y";
 const MAIN = "tk_swiglu_backward__e4m3_bf16_g128";
 const SF_LAYOUTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: true }, { roundSf: true, usePackedUe8m0: true }, {
   useTmaAlignedColMajorSf: true,
@@ -183,10 +184,11 @@ gpuTest("the team16x knob leaves clamp, recompute, fp32 dy, groups of 32 and vie
     sameOutputs(gpu, cpu, label);
     dispose(gpu, dx, ds, dd);
   }
-  // the team form is the default (`_t16x` since round 28, tests/sbc28_gpu.test.ts), and "main" selects main's kernel
+  // the team form is the default (`_t16y` for binary32 sf since round 32, tests/sbc32_gpu.test.ts; `_t16x` from round
+  // 28), and "main" selects main's kernel
   const dx = uploadView(q), ds = uploadView(qsf), dd = uploadView(dy);
   const d = swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco });
-  assert.equal(swigluLastLaunch().fn, fnOf(T16X), "default: the team16x kernel");
+  assert.equal(swigluLastLaunch().fn, fnOf(T16Y), "default (binary32 sf): the team16y kernel");
   const g = withForm("main", () => swigluBackwardAndPerTokenCast([dx, ds], dd, { fmt: "e4m3", numPerChannels: 128, ...dco }));
   assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "knob \"main\": main's kernel");
   sameOutputs(d, g, "default vs main");

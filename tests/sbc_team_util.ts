@@ -1,8 +1,8 @@
 /**
- * Inputs, options and checks of the GPU tests of swigluBackwardAndPerTokenCast's 16-lane team form `_t16x`
- * (tests/sbc28_gpu.test.ts; tests/sbc17_gpu.test.ts shared them for `_t16w` until trim32): e4m3 codes of every pattern,
- * scales reaching the exponentials' and reciprocals' slow paths, dy with specials, psum / weights / scale cases, and
- * the byte comparison of every output allocation.
+ * Inputs, options and checks of the GPU tests of swigluBackwardAndPerTokenCast's 16-lane team forms
+ * (tests/sbc28_gpu.test.ts: `_t16x`, tests/sbc32_gpu.test.ts: `_t16y`; tests/sbc17_gpu.test.ts shared them for `_t16w`
+ * until trim32): e4m3 codes of every pattern, scales reaching the exponentials' and reciprocals' slow paths, dy with
+ * specials, psum / weights / scale cases, and the byte comparison of every output allocation.
  */
 import assert from "node:assert/strict";
 import { config, type DeviceTensor, HostTensor, swigluBackwardAndPerTokenCast, type Tensor, tensor } from "../mod.ts";
@@ -13,6 +13,7 @@ import { assertBytesEqual } from "./harness.ts";
 import { dispose, randomPsum, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
 
 export const T16X = "tk_swiglu_backward__e4m3_bf16_g128_t16x";
+export const T16Y = "tk_swiglu_backward__e4m3_bf16_g128_t16y";
 
 /** The shapes of the team form's main test: 1 row; 2; 3 (a dead team); 17 (a dead team, 7 dead warps of 8); 37; 67; 7 × 7168. */
 export const TEAM_SHAPES: readonly [number, number][] = [[1, 128], [2, 256], [3, 128], [17, 384], [37, 1024], [67, 256], [7, 7168]];
@@ -24,6 +25,10 @@ export const SF_LAYOUTS = [{}, { roundSf: true }, { useTmaAlignedColMajorSf: tru
 }] as const;
 
 export type Form = typeof swigluLaunchTuning.backwardCastForm;
+export type SfLayout = { roundSf?: boolean; usePackedUe8m0?: boolean; useTmaAlignedColMajorSf?: boolean };
+/** The kernel a form runs: one symbol for every sf layout, or one per layout (`_t16y` takes binary32 sf only). */
+export type FormKernel = string | ((sfo: SfLayout) => string);
+const kernelOf = (k: FormKernel, sfo: SfLayout) => (typeof k === "string" ? k : k(sfo));
 export type Outputs = ReturnType<typeof swigluBackwardAndPerTokenCast>;
 
 export function fnOf(sym: string): number {
@@ -109,9 +114,9 @@ export function sameOutputs(got: Outputs, want: Outputs, label: string): void {
 
 /**
  * One shape and case through the CPU and through the team form `form` (PDL setting `pdl`; the forms have no PDL
- * prologue, so the launch is plain either way), every sf layout, the kernel `sym` asserted.
+ * prologue, so the launch is plain either way), every sf layout, the kernel `sym` (of the layout) asserted.
  */
-export function compareCase(form: Form, sym: string, rand: () => number, T: number, H: number, c: Case, pdl: boolean): void {
+export function compareCase(form: Form, sym: FormKernel, rand: () => number, T: number, H: number, c: Case, pdl: boolean): void {
   const q = codes(rand, T, 2 * H, 16 * Math.floor(rand() * 3)); // 0, 16 or 32 bytes into its storage
   const qsf = scales(rand, T, (2 * H) / 128);
   const dy = dyOf(rand, T, H);
@@ -124,7 +129,7 @@ export function compareCase(form: Form, sym: string, rand: () => number, T: numb
     const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
     const gpu = withForm(form, pdl, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
     const l = swigluLastLaunch();
-    assert.equal(l.fn, fnOf(sym), `${label}: kernel`);
+    assert.equal(l.fn, fnOf(kernelOf(sym, sfo)), `${label}: kernel`);
     assert.equal(l.pdl, false, `${label}: launched plainly`);
     sameOutputs(gpu, cpu, label);
     dispose(gpu);
@@ -134,9 +139,10 @@ export function compareCase(form: Form, sym: string, rand: () => number, T: numb
 
 /**
  * The bench's 3000 × 7168 (psum, weights; fp32 and packed UE8M0 TMA sf) through the team form `form` (PDL on), the
- * kernel `sym` asserted, against the CPU reference; with `defaultSym`, the same call under the default knob too.
+ * kernel `sym` (of the layout) asserted, against the CPU reference; with `defaultSym` (the default's kernel, of the
+ * layout), the same call under the default knob too.
  */
-export function benchShapeCase(form: Form, sym: string, rand: () => number, defaultSym: string | null = null): void {
+export function benchShapeCase(form: Form, sym: FormKernel, rand: () => number, defaultSym: FormKernel | null = null): void {
   const T = 3000, H = 7168;
   const q = codes(rand, T, 2 * H), qsf = scales(rand, T, (2 * H) / 128), dy = dyOf(rand, T, H);
   const co = options(rand, T, { psum: true, weights: true });
@@ -146,12 +152,12 @@ export function benchShapeCase(form: Form, sym: string, rand: () => number, defa
     const o = { fmt: "e4m3", numPerChannels: 128, ...sfo } as const;
     const cpu = swigluBackwardAndPerTokenCast([q, qsf], dy, { ...o, ...co });
     const gpu = withForm(form, true, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco }));
-    assert.equal(swigluLastLaunch().fn, fnOf(sym), "3000 x 7168: kernel");
+    assert.equal(swigluLastLaunch().fn, fnOf(kernelOf(sym, sfo)), "3000 x 7168: kernel");
     sameOutputs(gpu, cpu, `3000 x 7168 ${JSON.stringify(sfo)}`);
     dispose(gpu);
     if (defaultSym !== null) {
       const d = swigluBackwardAndPerTokenCast([dq, dqsf], ddy, { ...o, ...dco });
-      assert.equal(swigluLastLaunch().fn, fnOf(defaultSym), "default: its kernel");
+      assert.equal(swigluLastLaunch().fn, fnOf(kernelOf(defaultSym, sfo)), "default: its kernel");
       sameOutputs(d, cpu, `3000 x 7168 default ${JSON.stringify(sfo)}`);
       dispose(d);
     }

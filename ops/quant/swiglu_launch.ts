@@ -40,7 +40,7 @@ const ROW_HIDDEN = 7168;
 const ROW_THREADS = 448;
 /** Resident row-form blocks per SM (kRowMinBlocks: 2); the grid is one wave of them, min(T, 2 · SMs). */
 const ROW_CTAS_PER_SM = 2;
-/** Rows a block of the 16-lane team form `_t16x` works on at once (swiglu_bwd_t16.cuh's kT16Threads / kT16Team). */
+/** Rows a block of the 16-lane team forms `_t16x` / `_t16y` works on at once (swiglu_bwd_t16.cuh's kT16Threads / kT16Team). */
 const T16_ROWS_PER_BLOCK = THREADS / 16;
 
 /**
@@ -60,7 +60,13 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  *   (bench/sbc28_tuning.ts, twenty-first run; retired in trim32) 8192 × 7168 54.8 → 59.8%, 16384 57.7 → 63.2% against
  *   `_t16w`. `_t16` ("team16", the default from round 11 to 17) left the package in trim20
  *   (docs/branches/trim20-removed.patch), `_t16w` ("team16w", the default from round 17 to 28) in trim32
- *   (docs/branches/trim32-removed.patch).
+ *   (docs/branches/trim32-removed.patch). "team16y" (round 32, the default since its A/B): where `_t16x` would run and
+ *   the sf entries are binary32 (neither roundSf nor packed), `tk_swiglu_backward__e4m3_bf16_g128_t16y`
+ *   (kernels-src/cuda/swiglu/swiglu_bwd_t16y.cu, docs/perf-notes/perf32-sbc.md): `_t16x` with the slot compute run
+ *   for every team (no `real` branch), the amax's |v| as an operand modifier, the reciprocals' range verdict for
+ *   b ≥ 1, and binary32-only sf code (789 → 723 warp instructions a step on sm_90a); `_t16x` with other sf entries.
+ *   The same bytes. H200 (bench/sbc32_tuning.ts, twenty-second run, fp32 sf): 8192 × 7168 59.3 → 65.5%, 16384 61.7 →
+ *   67.3% of copy against `_t16x`.
  * - `rowForm`: swigluForwardAndPerTokenCast with H = 7168 by the row form `tk_swiglu_forward__bf16_e4m3_g128_anrs`
  *   (true, the default: kernels-src/cuda/swiglu/swiglu_rows.cu) where the lean cast form `_anl` would run, or by `_anl`
  *   (false, kept for A/B). `_anl` (or main's kernel) serves every launch the row form does not take in either setting.
@@ -87,7 +93,7 @@ const T16_ROWS_PER_BLOCK = THREADS / 16;
  * docs/branches/trim24-removed.patch.)
  */
 export const swigluLaunchTuning = {
-  backwardCastForm: "team16x" as "main" | "team16x",
+  backwardCastForm: "team16y" as "main" | "team16x" | "team16y",
   rowForm: true,
   rowPrefetch: true,
   castTailPrefetch: true,
@@ -154,10 +160,10 @@ const ALIGNED_FORMS: ReadonlyMap<string, readonly ("_a" | "_an" | "_anl")[]> = n
  * default; the same conditions and bytes); where swigluForward's `_an` would run with H = 7168, the row-prefetch form
  * `_anrps` while rowPrefetch is set (the default). swigluBackwardAndPerTokenCast's
  * `tk_swiglu_backward__e4m3_bf16_g128` takes the 16-lane team form `_t16x` while
- * {@link swigluLaunchTuning}.backwardCastForm is "team16x" (the default), and its
- * conditions hold (team16Suffix). Exported for the GPU tests only.
+ * {@link swigluLaunchTuning}.backwardCastForm is "team16x", or `_t16y` while it is "team16y" (the default) and the sf
+ * entries are binary32, and its conditions hold (team16Suffix). Exported for the GPU tests only.
  */
-export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anrps" | "_anrs" | "_anrt" | "_t16x" {
+export function swigluFormSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" | "_anrps" | "_anrs" | "_anrt" | "_t16x" | "_t16y" {
   if (a.symbol === "tk_swiglu_backward__e4m3_bf16_g128") return team16Suffix(a);
   const f = alignedSuffix(a);
   if (a.hidden !== ROW_HIDDEN) return f;
@@ -187,15 +193,16 @@ function alignedSuffix(a: SwigluLaunch): "" | "_a" | "_an" | "_anl" {
 }
 
 /**
- * `_t16x` (swigluLaunchTuning.backwardCastForm = "team16x", the default) where the 16-lane
- * team form's conditions hold: no clamp, no recompute (so no actOut), x, dy, xGrad and the e4m3 data 16-byte aligned;
- * "" (main's kernel) otherwise and for "main".
+ * `_t16x` (swigluLaunchTuning.backwardCastForm = "team16x") or `_t16y` ("team16y", the default; binary32 sf entries
+ * only: `_t16x` with roundSf or packed) where the 16-lane team form's conditions hold: no clamp, no recompute (so no
+ * actOut), x, dy, xGrad and the e4m3 data 16-byte aligned; "" (main's kernel) otherwise and for "main".
  */
-function team16Suffix(a: SwigluLaunch): "" | "_t16x" {
+function team16Suffix(a: SwigluLaunch): "" | "_t16x" | "_t16y" {
   if (swigluLaunchTuning.backwardCastForm === "main" || a.op !== "swigluBackwardAndPerTokenCast") return "";
   if (a.clamp !== null || a.recompute || a.actOut || a.counts) return "";
   const a16 = (t: Tensor | null | undefined) => !!t && addr(t) % 16 === 0;
   if (!(a16(a.x) && a16(a.dy) && a16(a.out) && a16(a.data))) return "";
+  if (swigluLaunchTuning.backwardCastForm === "team16y") return a.sfFlags?.roundSf || a.sfFlags?.packed ? "_t16x" : "_t16y";
   return "_t16x";
 }
 
@@ -242,7 +249,7 @@ export function launchSwiglu(device: Device, stream: Stream, a: SwigluLaunch): v
   const forward = op === "swigluForward" || op === "swigluForwardAndPerTokenCast";
   const parts = form === "_anl" ? FORWARD_LEAN_PARTS : forward ? FORWARD_PARTS : 1;
   const rows = form === "_anrps" || form === "_anrs" || form === "_anrt";
-  const team = form === "_t16x";
+  const team = form === "_t16x" || form === "_t16y";
   const rowsPerBlock = team ? T16_ROWS_PER_BLOCK : ROWS_PER_BLOCK;
   const grid = rows
     ? Math.max(1, Math.min(a.tokens, ROW_CTAS_PER_SM * config.getNumSms(device)))

@@ -271,7 +271,9 @@ TK_DEV void backward_t16x(const SwigluParams& p) {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_SWIGLU_BWD_T16X_NO_ENTRIES  // (swiglu_bwd_t16y.cu includes this file for its helpers, not this entry)
 extern "C" __global__ void __launch_bounds__(tk::kT16Threads, tk::kT16MinBlocks)
     tk_swiglu_backward__e4m3_bf16_g128_t16x(const __grid_constant__ SwigluParams p) {
   tk::backward_t16x(p);
 }
+#endif  // TK_SWIGLU_BWD_T16X_NO_ENTRIES
