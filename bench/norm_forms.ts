@@ -31,6 +31,8 @@ export const NORM_FORMS: Record<string, Partial<Tuning>> = {
   // at 85, the weight short of L1)
   "br4-100": { bulkRowsCarveout: 100 },
   // ("bwd-swx", normBackward's rows kernel before round 11, `_b4swx` in place of `_b4swc`, left with it in trim24)
+  // round 32's seven-warp rows kernel at H = 7168 (A/B only; docs/perf-notes/perf32-nbw.md)
+  "bwd-sw7": { backwardForm: "sw7" },
 };
 
 const DEFAULTS = { ...normLaunchTuning };

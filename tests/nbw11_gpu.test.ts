@@ -13,11 +13,28 @@ import { type DeviceTensor, type HostTensor, tensor, toDevice } from "../mod.ts"
 import { launchCount } from "../ffi/cuda.ts";
 import { normBackward, normForward } from "../ops/norm/mod.ts";
 import { backwardRowsForm } from "../ops/norm/norm_backward.ts";
+import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, uploadView } from "./gpu_util.ts";
 
 // the form of norm_backward_sw.cu (round 11 measured _b4swd and _b4swcp too; both lost to _b4swc and were removed)
 const SYM = "_b4swc";
+
+/**
+ * A GPU test of `_b4swc`: normLaunchTuning.backwardForm is pinned to "swc" while `f` runs (round 32's `_b4sw7`, the
+ * default at H = 7168 since its A/B, is tests/nbw32_gpu.test.ts's subject), then restored.
+ */
+function swcTest(name: string, f: () => void): void {
+  gpuTest(name, () => {
+    const prev = normLaunchTuning.backwardForm;
+    normLaunchTuning.backwardForm = "swc";
+    try {
+      f();
+    } finally {
+      normLaunchTuning.backwardForm = prev;
+    }
+  });
+}
 
 /** Moderate bf16 values (|v| ≤ 4): weights, gradients. */
 function moderate(rand: () => number, shape: number[]): HostTensor {
@@ -91,7 +108,7 @@ function compareOn(
 
 const sym = SYM;
 
-gpuTest(
+swcTest(
   `normBackward ${sym}_unit = reference: bf16, T ∈ 1 … 4001, H ∈ {4128, 5120, 7168, 8192}, strides H, H + 8 (${sym}), H + 4 (_b4), fp32 / bf16 gradients, accumulated (seed 1101)`,
   () => {
     const rand = rng(1101);
@@ -146,7 +163,7 @@ gpuTest(
   },
 );
 
-gpuTest(
+swcTest(
   `normBackward ${sym}_unit = reference on NaN payloads, ±Inf, ±0, subnormals and overflow in x, gradOut and the weight (seed 1102)`,
   () => {
     const rand = rng(1102);
@@ -176,7 +193,7 @@ gpuTest(
   },
 );
 
-gpuTest(
+swcTest(
   `normBackward ${sym}_unit falls back where it does not apply: residualOutGrad, outScale 0.3, no weight, H = 4096, fp32 (seed 1103)`,
   () => {
     const rand = rng(1103);
@@ -199,7 +216,7 @@ gpuTest(
   },
 );
 
-gpuTest(
+swcTest(
   "normBackward with 0 tokens where _b4swc would run: no launch, an allocated weight gradient is +0",
   () => {
     const x = toDevice(tensor(new Uint16Array(0), [0, 7168], "bf16"));
@@ -231,7 +248,7 @@ function tiled(b: HostTensor, T: number): HostTensor {
 // The bench's shape (bench/cases_norm.ts: 16384 × 7168, fresh allocations): _b4swc_unit three times; every xGrad and
 // weight gradient byte equal (no CPU reference at this size: the tests above tie the form to it; the rows are 2048 of
 // randomInput's (huge, tiny, zero and rounding-tie rows among them), repeated in rotated orders).
-gpuTest(
+swcTest(
   "normBackward _b4swc: xGrad and weightGrad bit-identical run to run, 16384 × 7168 bf16 (seed 1104)",
   () => {
     const rand = rng(1104);

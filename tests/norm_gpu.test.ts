@@ -909,7 +909,8 @@ for (const [prefetch, pdl] of [["off", false], ["bulk", true], ["thread", false]
   gpuTest(`normBackward _b4swc and its _b4 fallbacks = reference: bf16, T ∈ 1 … 4001, H ∈ {512, 4128, 5120, 7168, 8192}, strides, prefetch ${prefetch}${pdl ? ", fold PDL" : ""} (seed 9601)`, () => {
     const rand = rng(9601);
     withBwdTuning({ backwardPrefetch: prefetch, backwardFoldPdl: pdl }, () => {
-      // _b4swc is picked for the common launch, and not for the fallbacks
+      // the rows form is picked for the common launch (at H = 7168 `_b4sw7` since round 32, `_b4swc` where H ≠ 7168),
+      // and not for the fallbacks
       const xs = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 8));
       const xu = uploadView(rows(rand, 0, 3, 7168, "bf16", 7168 + 4));
       const x4 = uploadView(rows(rand, 0, 3, 4096, "bf16"));
@@ -919,7 +920,7 @@ for (const [prefetch, pdl] of [["off", false], ["bulk", true], ["thread", false]
       try {
         const common = { x: xs, weight: ws, gradOut: xs, residualOutGrad: null, xGrad: dxs };
         assert.equal(usesB4swc(common, 1), true);
-        assert.equal(backwardRowsForm(common, 1), "_b4swc");
+        assert.equal(backwardRowsForm(common, 1), "_b4sw7");
         assert.equal(backwardRowsForm(common, 0.3), "_b4");
         assert.equal(usesB4swc(common, 0.3), false);
         assert.equal(usesB4swc({ ...common, residualOutGrad: xs }, 1), false);
@@ -955,10 +956,11 @@ for (const [prefetch, pdl] of [["off", false], ["bulk", true], ["thread", false]
   });
 }
 
-// `_b4swc_unit`'s xGrad and weight gradient are the same bits run to run and as its `_b4_unit` fallback's on a launch
+// The default rows form's (`_b4sw7_unit` at H = 7168 since round 32; `_b4swc_unit` before) xGrad and weight gradient
+// are the same bits run to run and as its `_b4_unit` fallback's on a launch
 // where every one of the 512 slots walks 8 rows (the default twice, then the same gradOut values in a view whose
 // 8-byte row stride forces `_b4_unit`; no CPU reference: the test above ties both to it).
-gpuTest("normBackward _b4swc: xGrad and weightGrad bit-identical run to run and to _b4_unit, 4096 × 7168 bf16 (seed 9603)", () => {
+gpuTest("normBackward _b4sw7: xGrad and weightGrad bit-identical run to run and to _b4_unit, 4096 × 7168 bf16 (seed 9603)", () => {
   const rand = rng(9603);
   const T = 4096, H = 7168, S = H + 4;
   const x = uploadView(randomInput(rand, T, H, "bf16"));
@@ -972,9 +974,9 @@ gpuTest("normBackward _b4swc: xGrad and weightGrad bit-identical run to run and 
   const outs: [string, ReturnType<typeof normBackward>][] = [];
   try {
     const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
-    assert.equal(backwardRowsForm(common, 1), "_b4swc");
+    assert.equal(backwardRowsForm(common, 1), "_b4sw7");
     assert.equal(backwardRowsForm({ ...common, gradOut: dyu }, 1), "_b4");
-    outs.push(["_b4swc", normBackward(x, w, dy, rstd)], ["_b4swc", normBackward(x, w, dy, rstd)]);
+    outs.push(["_b4sw7", normBackward(x, w, dy, rstd)], ["_b4sw7", normBackward(x, w, dy, rstd)]);
     outs.push(["_b4_unit", normBackward(x, w, dyu, rstd)]);
     const rx = readAllocation(outs[0][1][0] as DeviceTensor), rw = readAllocation(outs[0][1][1] as DeviceTensor);
     outs.slice(1).forEach(([form, [gx, gw]], i) => {

@@ -137,6 +137,15 @@ export const normLaunchTuning = {
   // 16-byte lanes, 4 whole 128-byte lines per instruction; H200: 67.1% of copy at 8192 × 7168, 72.2% at 16384);
   // the knob's "swx" ran round 8's `_b4swx_unit` (63.0 / 68.5%; docs/perf-notes/perf11-nbw.md), which left the
   // package with it.)
+  /**
+   * bf16 normBackward's rows kernel where `usesB4swc` holds and H = 7168 (ops/norm/norm_backward.ts
+   * `backwardRowsForm`): "sw7" (the default since round 32's A/B) `_b4sw7_unit` of
+   * kernels-src/cuda/norm/norm_backward_sw7.cu (docs/perf-notes/perf32-nbw.md): `_b4swc`'s rows loop on 224 threads,
+   * the chunks that `_b4swc`'s warps 6 and 7 ran on zeros dropped, both weight chunks in registers; "swc"
+   * `_b4swc_unit` (kept for A/B). Same bits. Every other launch is unaffected. Interleaved A/B on the H200
+   * (bench/nbw32_tuning.ts, twenty-second run): 8192 × 7168 66.7 → 68.1%, 16384 71.9 → 73.5% of copy.
+   */
+  backwardForm: "sw7" as "swc" | "sw7",
 };
 
 /** Forward grid cap per SM: {@link normLaunchTuning}.forwardBlocksPerSm, or `fallback`. */

@@ -173,6 +173,13 @@ const W = packet.w;
  * is above 48 KiB, so the launch raises the function's limit first. fp32 rows kernels take none.
  */
 const BF16_ACC_SMEM = 2 * 16 * 4 * NORM_BLOCK_THREADS;
+/**
+ * `_b4sw7_unit` (norm_backward_sw7.cu, {@link normLaunchTuning}.backwardForm "sw7"): the one hidden size it is
+ * compiled for (K = 448 chunks), its block (224 threads, two chunks each) and its partials (28 KiB).
+ */
+const SW7_HIDDEN = 7168;
+const SW7_THREADS = SW7_HIDDEN / 32;
+const SW7_ACC_SMEM = 2 * 16 * 4 * SW7_THREADS;
 
 /** normLaunchTuning.backwardPrefetch → the flag bit (read by the `_b4` kernels only). */
 const PREFETCH_FLAG: Record<string, number> = { bulk: NORM_BWD_FLAG.prefetchBulk, thread: NORM_BWD_FLAG.prefetchThread, off: 0 };
@@ -207,14 +214,17 @@ export function usesB4swc(
 /**
  * The rows kernel's form suffix of a launch: where {@link usesB4swc}, `_b4swc` (norm_backward_sw.cu, whole 128-byte
  * lines of x, gradOut and xGrad per warp instruction; H200, 16384 × 7168: 72.2% of copy against 68.5% for round 8's
- * `_b4swx`, 8192: 67.1% against 63.0%; docs/perf-notes/perf11-nbw.md; outScale = 1 only); `_b4` for every other
- * bf16 launch; "" for fp32. Exported for the GPU tests only (not re-exported by mod.ts).
+ * `_b4swx`, 8192: 67.1% against 63.0%; docs/perf-notes/perf11-nbw.md; outScale = 1 only), or there at H = 7168 with
+ * {@link normLaunchTuning}.backwardForm "sw7" `_b4sw7` (norm_backward_sw7.cu, docs/perf-notes/perf32-nbw.md); `_b4`
+ * for every other bf16 launch; "" for fp32. Exported for the GPU tests only (not re-exported by mod.ts).
  */
 export function backwardRowsForm(
   t: { x: Tensor; weight: Tensor | null; gradOut: Tensor; residualOutGrad: Tensor | null; xGrad: Tensor },
   outScale: number,
-): "" | "_b4" | "_b4swc" {
-  if (usesB4swc(t, outScale)) return "_b4swc";
+): "" | "_b4" | "_b4swc" | "_b4sw7" {
+  if (usesB4swc(t, outScale)) {
+    return normLaunchTuning.backwardForm === "sw7" && t.x.shape[1] === SW7_HIDDEN ? "_b4sw7" : "_b4swc";
+  }
   return t.x.dtype === "bf16" ? "_b4" : "";
 }
 
@@ -271,9 +281,12 @@ function launchNormBackward(
   // _b4swc of norm_backward_sw.cu
   const form = backwardRowsForm(t, outScale);
   const sym = `tk_norm_backward__${t.x.dtype}${form}${Math.fround(outScale) === 1 ? "_unit" : ""}`;
-  const smem = t.x.dtype === "bf16" ? BF16_ACC_SMEM : 0;
+  // _b4sw7: one slot per block of 224 threads (teams = 1, as _b4swc's P = 256 at H = 7168)
+  const sw7 = form === "_b4sw7";
+  const smem = sw7 ? SW7_ACC_SMEM : t.x.dtype === "bf16" ? BF16_ACC_SMEM : 0;
   const fn = smem ? kernelFunctionWithSmem(op, device, sym, smem) : kernelFunction(op, device, sym);
-  p.setLaunch(fn, stream.handle, Math.ceil(slots / teams), NORM_BLOCK_THREADS, smem, false, device.index);
+  const block = sw7 ? SW7_THREADS : NORM_BLOCK_THREADS;
+  p.setLaunch(fn, stream.handle, Math.ceil(slots / teams), block, smem, false, device.index);
   p.launch(op);
   if (ws) {
     // the fold: 8 subtree warps (256 threads)

@@ -233,7 +233,9 @@ TK_DEV void norm_backward_rows_sw(const NormBackwardParams& p) {
 }  // namespace
 }  // namespace tk
 
+#ifndef TK_NORM_BACKWARD_SW_NO_ENTRIES  // (norm_backward_sw7.cu includes this file for kSwSlots, not this entry)
 extern "C" __global__ void __launch_bounds__(tk::kRmsBlockThreads, 4)
     tk_norm_backward__bf16_b4swc_unit(const __grid_constant__ NormBackwardParams p) {
   tk::norm_backward_rows_sw(p);
 }
+#endif  // TK_NORM_BACKWARD_SW_NO_ENTRIES
