@@ -303,7 +303,7 @@ gpuTest(
       const given: DeviceTensor[] = [];
       try {
         const common = { x, weight: w, gradOut: dy, residualOutGrad: null, xGrad: fo };
-        assert.equal(backwardRowsForm(common, 1), "_b4swc");
+        assert.equal(backwardRowsForm(common, 1), "_b4sw7");
         for (const [form, sym] of FORMS) withForm(form, () => assert.equal(backwardRowsForm(common, 1), sym));
         const run = (label: string, form: Form, acc: boolean) => {
           const wg = acc ? uploadView(g0) as DeviceTensor : undefined;
