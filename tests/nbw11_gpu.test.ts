@@ -7,7 +7,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { encodeBf16 } from "../core/dtype.ts";
 import { contiguousHost } from "../core/tensor.ts";
 import { type DeviceTensor, type HostTensor, tensor, toDevice } from "../mod.ts";
 import { launchCount } from "../ffi/cuda.ts";
@@ -16,6 +15,7 @@ import { backwardRowsForm } from "../ops/norm/norm_backward.ts";
 import { normLaunchTuning } from "../ops/norm/launch.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomInput, readAllocation, sameAllocation, uploadView } from "./gpu_util.ts";
+import { type Case, moderate, specialRows, specialWeight, tiled } from "./nbw_util.ts";
 
 // the form of norm_backward_sw.cu (round 11 measured _b4swd and _b4swcp too; both lost to _b4swc and were removed)
 const SYM = "_b4swc";
@@ -34,40 +34,6 @@ function swcTest(name: string, f: () => void): void {
       normLaunchTuning.backwardForm = prev;
     }
   });
-}
-
-/** Moderate bf16 values (|v| ≤ 4): weights, gradients. */
-function moderate(rand: () => number, shape: number[]): HostTensor {
-  const n = shape.reduce((a, b) => a * b, 1);
-  return tensor(new Uint16Array(n).map(() => encodeBf16(Math.fround((rand() * 2 - 1) * 4))), shape, "bf16");
-}
-
-/** bf16 `[T, H]` rows with NaNs (several payloads), ±Inf, ±0, subnormals and huge values mixed into moderate ones. */
-function specialRows(rand: () => number, T: number, H: number): HostTensor {
-  const nans = [0x7fc0, 0xffc1, 0x7f81, 0xffff];
-  const specials = [0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x807f, 0x7f7f, 0xff7f];
-  const b = new Uint16Array(T * H).map(() => {
-    const r = rand();
-    if (r < 0.02) return nans[Math.floor(rand() * 4)];
-    if (r < 0.06) return specials[Math.floor(rand() * specials.length)];
-    return encodeBf16(Math.fround((rand() * 2 - 1) * 4));
-  });
-  return tensor(b, [T, H], "bf16");
-}
-
-/** A moderate weight with a NaN, ±Inf, ±0, a subnormal and a huge value in its first columns. */
-function specialWeight(rand: () => number, H: number): HostTensor {
-  const w = moderate(rand, [H]);
-  [0x7fc1, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x7f7f].forEach((v, k) => ((w.data as Uint16Array)[2 * k + 1] = v));
-  return w;
-}
-
-interface Case {
-  T: number;
-  H: number;
-  stride: number;
-  wgDtype: "fp32" | "bf16";
-  accumulate: boolean;
 }
 
 /**
@@ -233,17 +199,6 @@ swcTest(
     }
   },
 );
-
-/** `T` rows made of a bf16 `[R, H]` block's rows, tile k in a rotated order (row r of tile k = row (r + 311k) mod R). */
-function tiled(b: HostTensor, T: number): HostTensor {
-  const [R, H] = b.shape;
-  const src = b.data as Uint16Array, out = new Uint16Array(T * H);
-  for (let t = 0; t < T; t++) {
-    const r = (t + 311 * Math.floor(t / R)) % R;
-    out.set(src.subarray(r * H, (r + 1) * H), t * H);
-  }
-  return tensor(out, [T, H], "bf16");
-}
 
 // The bench's shape (bench/cases_norm.ts: 16384 × 7168, fresh allocations): _b4swc_unit three times; every xGrad and
 // weight gradient byte equal (no CPU reference at this size: the tests above tie the form to it; the rows are 2048 of

@@ -15,27 +15,24 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type HostTensor, swigluBackwardAndPerTokenCast, tensor } from "../mod.ts";
+import { swigluBackwardAndPerTokenCast } from "../mod.ts";
 import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { dispose, uploadView } from "./gpu_util.ts";
 import {
   benchShapeCase,
   CASES,
-  codes,
+  checkFallbacks,
+  compareAtBenchShape,
   compareCase,
-  dyOf,
   fnOf,
-  onDevice,
-  options,
+  MAIN,
   sameOutputs,
-  scales,
   T16X,
   TEAM_SHAPES,
   withForm,
 } from "./sbc_team_util.ts";
 
-const MAIN = "tk_swiglu_backward__e4m3_bf16_g128";
 
 gpuTest("_t16x (backwardCastForm team16x) = CPU reference: 1 row, odd rows, dead warps, H 128 … 7168, psum, weights, scale, every sf layout, views, special values, PDL on / off (seed 28001)", () => {
   const rand = rng(28001);
@@ -45,31 +42,7 @@ gpuTest("_t16x (backwardCastForm team16x) = CPU reference: 1 row, odd rows, dead
 
 gpuTest("the team16x knob leaves clamp, recompute, fp32 dy, groups of 32 and views off 16 bytes to main's kernels; knob main runs main's kernel (seed 28002)", () => {
   const rand = rng(28002);
-  const T = 37, H = 256;
-  const q = codes(rand, T, 2 * H);
-  const qOff = codes(rand, T, 2 * H, 8); // 8 bytes into its storage: the team forms need 16
-  const qsf = scales(rand, T, (2 * H) / 128);
-  const qsf32 = scales(rand, T, (2 * H) / 32);
-  const dy = dyOf(rand, T, H);
-  const dyF = tensor(Float32Array.from({ length: T * H }, () => Math.fround(rand() * 2 - 1)), [T, H], "fp32");
-  const co = options(rand, T, { psum: true, weights: true });
-  const dco = onDevice(co);
-  const runs: [string, string, HostTensor, HostTensor, HostTensor, Record<string, unknown>][] = [
-    ["clamp", MAIN, q, qsf, dy, { clampValue: 7 }],
-    ["recompute", MAIN, q, qsf, dy, { doRecompute: true }],
-    ["fp32 dy", "tk_swiglu_backward__e4m3_fp32_g128", q, qsf, dyF, {}],
-    ["groups of 32", "tk_swiglu_backward__e4m3_bf16_g32", q, qsf32, dy, { numPerChannels: 32 }],
-    ["x off 16 bytes", MAIN, qOff, qsf, dy, {}],
-  ];
-  for (const [label, sym, hx, hs, hdy, extra] of runs) {
-    const o = { fmt: "e4m3", numPerChannels: 128, ...co, ...extra } as const;
-    const dx = uploadView(hx), ds = uploadView(hs), dd = uploadView(hdy);
-    const cpu = swigluBackwardAndPerTokenCast([hx, hs], hdy, o as never);
-    const gpu = withForm("team16x", false, () => swigluBackwardAndPerTokenCast([dx, ds], dd, { ...o, ...dco } as never));
-    assert.equal(swigluLastLaunch().fn, fnOf(sym), `${label}: kernel ${sym}`);
-    sameOutputs(gpu, cpu, label);
-    dispose(gpu, dx, ds, dd);
-  }
+  const { q, qsf, dy, dco } = checkFallbacks("team16x", rand);
   // team16x was the default from round 28 to 32 (team16y since: tests/sbc32_gpu.test.ts): "main" runs main's kernel,
   // team16x `_t16x`, the same bytes
   assert.equal(swigluLaunchTuning.backwardCastForm, "team16y", "the default form is team16y");
@@ -88,28 +61,5 @@ gpuTest("_t16x at the bench's 3000 × 7168 (psum, weights, packed UE8M0 and fp32
 });
 
 gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) _t16x writes main's kernel's bytes (seed 28004)", () => {
-  const rand = rng(28004);
-  const T = 16384, H = 7168, E = 64, A = 128;
-  const p = new Int32Array(E);
-  let start = 0;
-  for (let e = 0; e < E; e++) {
-    p[e] = start + Math.floor(T / E) - 1 - Math.floor(rand() * 8); // one or more padding rows per expert
-    start = Math.ceil(p[e] / A) * A;
-  }
-  const dq = uploadView(codes(rand, T, 2 * H));
-  const dqsf = uploadView(scales(rand, T, (2 * H) / 128));
-  const ddy = uploadView(dyOf(rand, T, H));
-  const o = {
-    fmt: "e4m3",
-    numPerChannels: 128,
-    psumNumTokensPerExpert: uploadView(tensor(p, [E], "int32")),
-    tokenAlignment: A,
-    topkWeights: uploadView(tensor(Float32Array.from({ length: T }, () => Math.fround(rand())), [T], "fp32")),
-  } as const;
-  const base = withForm("main", false, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
-  assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "main's kernel");
-  const x = withForm("team16x", false, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
-  assert.equal(swigluLastLaunch().fn, fnOf(T16X), "_t16x kernel");
-  sameOutputs(x, base, "16384 x 7168");
-  dispose(base, x, dq, dqsf, ddy, o.psumNumTokensPerExpert, o.topkWeights);
+  compareAtBenchShape(rng(28004), ["main", MAIN], ["team16x", T16X], [{}]);
 });

@@ -15,21 +15,18 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type HostTensor, swigluBackwardAndPerTokenCast, tensor } from "../mod.ts";
+import { swigluBackwardAndPerTokenCast } from "../mod.ts";
 import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
 import { gpuTest, rng } from "./harness.ts";
 import { dispose, uploadView } from "./gpu_util.ts";
 import {
   benchShapeCase,
   CASES,
-  codes,
+  checkFallbacks,
+  compareAtBenchShape,
   compareCase,
-  dyOf,
   fnOf,
-  onDevice,
-  options,
   sameOutputs,
-  scales,
   type SfLayout,
   T16X,
   T16Y,
@@ -37,7 +34,6 @@ import {
   withForm,
 } from "./sbc_team_util.ts";
 
-const MAIN = "tk_swiglu_backward__e4m3_bf16_g128";
 /** The kernel "team16y" runs for an sf layout: `_t16y` for binary32 entries, `_t16x` for roundSf / packed UE8M0. */
 const team16y = (sfo: SfLayout) => (sfo.roundSf || sfo.usePackedUe8m0 ? T16X : T16Y);
 
@@ -49,32 +45,7 @@ gpuTest("_t16y (backwardCastForm team16y) = CPU reference: 1 row, odd rows, dead
 
 gpuTest("the team16y knob leaves clamp, recompute, fp32 dy, groups of 32 and views off 16 bytes to main's kernels and roundSf to _t16x; team16y is the default (seed 32002)", () => {
   const rand = rng(32002);
-  const T = 37, H = 256;
-  const q = codes(rand, T, 2 * H);
-  const qOff = codes(rand, T, 2 * H, 8); // 8 bytes into its storage: the team forms need 16
-  const qsf = scales(rand, T, (2 * H) / 128);
-  const qsf32 = scales(rand, T, (2 * H) / 32);
-  const dy = dyOf(rand, T, H);
-  const dyF = tensor(Float32Array.from({ length: T * H }, () => Math.fround(rand() * 2 - 1)), [T, H], "fp32");
-  const co = options(rand, T, { psum: true, weights: true });
-  const dco = onDevice(co);
-  const runs: [string, string, HostTensor, HostTensor, HostTensor, Record<string, unknown>][] = [
-    ["clamp", MAIN, q, qsf, dy, { clampValue: 7 }],
-    ["recompute", MAIN, q, qsf, dy, { doRecompute: true }],
-    ["fp32 dy", "tk_swiglu_backward__e4m3_fp32_g128", q, qsf, dyF, {}],
-    ["groups of 32", "tk_swiglu_backward__e4m3_bf16_g32", q, qsf32, dy, { numPerChannels: 32 }],
-    ["x off 16 bytes", MAIN, qOff, qsf, dy, {}],
-    ["roundSf", T16X, q, qsf, dy, { roundSf: true }],
-  ];
-  for (const [label, sym, hx, hs, hdy, extra] of runs) {
-    const o = { fmt: "e4m3", numPerChannels: 128, ...co, ...extra } as const;
-    const dx = uploadView(hx), ds = uploadView(hs), dd = uploadView(hdy);
-    const cpu = swigluBackwardAndPerTokenCast([hx, hs], hdy, o as never);
-    const gpu = withForm("team16y", false, () => swigluBackwardAndPerTokenCast([dx, ds], dd, { ...o, ...dco } as never));
-    assert.equal(swigluLastLaunch().fn, fnOf(sym), `${label}: kernel ${sym}`);
-    sameOutputs(gpu, cpu, label);
-    dispose(gpu, dx, ds, dd);
-  }
+  const { q, qsf, dy, dco } = checkFallbacks("team16y", rand, [["roundSf", T16X, { roundSf: true }]]);
   // team16y is the default since round 32's A/B: it runs `_t16y` (binary32 sf), team16x `_t16x`, the same bytes
   assert.equal(swigluLaunchTuning.backwardCastForm, "team16y", "the default form is team16y");
   const dx = uploadView(q), ds = uploadView(qsf), dd = uploadView(dy);
@@ -92,32 +63,5 @@ gpuTest("_t16y at the bench's 3000 × 7168 (psum, weights, fp32 sf; packed UE8M0
 });
 
 gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) _t16y writes _t16x's bytes, row-major and column-major fp32 sf (seed 32004)", () => {
-  const rand = rng(32004);
-  const T = 16384, H = 7168, E = 64, A = 128;
-  const p = new Int32Array(E);
-  let start = 0;
-  for (let e = 0; e < E; e++) {
-    p[e] = start + Math.floor(T / E) - 1 - Math.floor(rand() * 8); // one or more padding rows per expert
-    start = Math.ceil(p[e] / A) * A;
-  }
-  const dq = uploadView(codes(rand, T, 2 * H));
-  const dqsf = uploadView(scales(rand, T, (2 * H) / 128));
-  const ddy = uploadView(dyOf(rand, T, H));
-  const common = {
-    fmt: "e4m3",
-    numPerChannels: 128,
-    psumNumTokensPerExpert: uploadView(tensor(p, [E], "int32")),
-    tokenAlignment: A,
-    topkWeights: uploadView(tensor(Float32Array.from({ length: T }, () => Math.fround(rand())), [T], "fp32")),
-  } as const;
-  for (const sfo of [{}, { useTmaAlignedColMajorSf: true }] as const) {
-    const o = { ...common, ...sfo };
-    const base = withForm("team16x", false, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
-    assert.equal(swigluLastLaunch().fn, fnOf(T16X), "_t16x kernel");
-    const y = withForm("team16y", false, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
-    assert.equal(swigluLastLaunch().fn, fnOf(T16Y), "_t16y kernel");
-    sameOutputs(y, base, `16384 x 7168 ${JSON.stringify(sfo)}`);
-    dispose(base, y);
-  }
-  dispose(dq, dqsf, ddy, common.psumNumTokensPerExpert, common.topkWeights);
+  compareAtBenchShape(rng(32004), ["team16x", T16X], ["team16y", T16Y], [{}, { useTmaAlignedColMajorSf: true }]);
 });

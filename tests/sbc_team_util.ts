@@ -164,3 +164,77 @@ export function benchShapeCase(form: Form, sym: FormKernel, rand: () => number, 
   }
   dispose(dq, dqsf, ddy, Object.values(dco));
 }
+
+/** swiglu.cu's main kernel (bf16 dy, groups of 128): what the team forms fall back to. */
+export const MAIN = "tk_swiglu_backward__e4m3_bf16_g128";
+
+/**
+ * The knob test's fallbacks: at 37 × 256 (psum, weights), with `form` set, clamp, recompute, fp32 dy, groups of 32 and
+ * an x view 8 bytes into its storage (the team forms need 16) each run the kernel they name, then every case of
+ * `more` (a label, the kernel it must run, extra options on the same inputs); every call against the CPU reference
+ * byte for byte. Returns the inputs (q, its scales, dy and the device options) for the test's own checks after.
+ */
+export function checkFallbacks(form: Form, rand: () => number, more: readonly [string, string, Record<string, unknown>][] = []) {
+  const T = 37, H = 256;
+  const q = codes(rand, T, 2 * H);
+  const qOff = codes(rand, T, 2 * H, 8);
+  const qsf = scales(rand, T, (2 * H) / 128);
+  const qsf32 = scales(rand, T, (2 * H) / 32);
+  const dy = dyOf(rand, T, H);
+  const dyF = tensor(Float32Array.from({ length: T * H }, () => Math.fround(rand() * 2 - 1)), [T, H], "fp32");
+  const co = options(rand, T, { psum: true, weights: true });
+  const dco = onDevice(co);
+  const runs: [string, string, HostTensor, HostTensor, HostTensor, Record<string, unknown>][] = [
+    ["clamp", MAIN, q, qsf, dy, { clampValue: 7 }],
+    ["recompute", MAIN, q, qsf, dy, { doRecompute: true }],
+    ["fp32 dy", "tk_swiglu_backward__e4m3_fp32_g128", q, qsf, dyF, {}],
+    ["groups of 32", "tk_swiglu_backward__e4m3_bf16_g32", q, qsf32, dy, { numPerChannels: 32 }],
+    ["x off 16 bytes", MAIN, qOff, qsf, dy, {}],
+    ...more.map(([label, sym, extra]) => [label, sym, q, qsf, dy, extra] as [string, string, HostTensor, HostTensor, HostTensor, Record<string, unknown>]),
+  ];
+  for (const [label, sym, hx, hs, hdy, extra] of runs) {
+    const o = { fmt: "e4m3", numPerChannels: 128, ...co, ...extra } as const;
+    const dx = uploadView(hx), ds = uploadView(hs), dd = uploadView(hdy);
+    const cpu = swigluBackwardAndPerTokenCast([hx, hs], hdy, o as never);
+    const gpu = withForm(form, false, () => swigluBackwardAndPerTokenCast([dx, ds], dd, { ...o, ...dco } as never));
+    assert.equal(swigluLastLaunch().fn, fnOf(sym), `${label}: kernel ${sym}`);
+    sameOutputs(gpu, cpu, label);
+    dispose(gpu, dx, ds, dd);
+  }
+  return { q, qsf, dy, dco };
+}
+
+/**
+ * The bench's 16384 × 7168 (64 experts at alignment 128, one or more padding rows each, weights): `cand`'s outputs
+ * equal `base`'s byte for byte under each sf layout of `layouts`, the kernel of each asserted.
+ */
+export function compareAtBenchShape(rand: () => number, base: readonly [Form, string], cand: readonly [Form, string], layouts: readonly SfLayout[]): void {
+  const T = 16384, H = 7168, E = 64, A = 128;
+  const p = new Int32Array(E);
+  let start = 0;
+  for (let e = 0; e < E; e++) {
+    p[e] = start + Math.floor(T / E) - 1 - Math.floor(rand() * 8); // one or more padding rows per expert
+    start = Math.ceil(p[e] / A) * A;
+  }
+  const dq = uploadView(codes(rand, T, 2 * H));
+  const dqsf = uploadView(scales(rand, T, (2 * H) / 128));
+  const ddy = uploadView(dyOf(rand, T, H));
+  const common = {
+    fmt: "e4m3",
+    numPerChannels: 128,
+    psumNumTokensPerExpert: uploadView(tensor(p, [E], "int32")),
+    tokenAlignment: A,
+    topkWeights: uploadView(tensor(Float32Array.from({ length: T }, () => Math.fround(rand())), [T], "fp32")),
+  } as const;
+  for (const sfo of layouts) {
+    const o = { ...common, ...sfo };
+    const b = withForm(base[0], false, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
+    assert.equal(swigluLastLaunch().fn, fnOf(base[1]), `${base[1]} kernel`);
+    const c = withForm(cand[0], false, () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
+    assert.equal(swigluLastLaunch().fn, fnOf(cand[1]), `${cand[1]} kernel`);
+    sameOutputs(c, b, `16384 x 7168 ${JSON.stringify(sfo)}`);
+    dispose(b, c);
+  }
+  dispose(dq, dqsf, ddy, common.psumNumTokensPerExpert, common.topkWeights);
+}
+

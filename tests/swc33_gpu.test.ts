@@ -1,215 +1,29 @@
 /**
  * swigluForwardAndPerTokenCast's row form with the next row's loads under the current row's cast, `_anrt`
  * (kernels-src/cuda/swiglu/swiglu_rows.cu, docs/perf-notes/perf33-swc.md; taken while swigluLaunchTuning.castTailPrefetch
- * is set, the default since its A/B, set and restored in try/finally) against the CPU reference on the data's real rows and every
- * sf layout (the sf's padding rows included; the padding rows of the data, which the forward leaves unwritten,
- * masked) at H = 7168, the only hidden size it is built for: T = 1, 2, 5, 37, 700 (blocks walk several rows, so the
- * words a row is cast from were loaded in the pass before), random rows with NaN / ±Inf / ±0, swiglu_rows_util's row
- * kinds and edge groups; psum layouts that move the expert cursor every way (swl17's: random with 0-token experts,
- * small hand-made ones with padding gaps, empty experts, rows beyond psum[E−1], every row padding, an alignment wider
- * than T, the cursor's warp scan and its binary-search fallback), token alignments 1 / 4 / 16 / 128, weights with and
- * without routedScalingFactor, PDL on and off; the launched kernel and its PDL flag asserted after every call. Then
- * `_anrt` against `_anrs` (the knob off) byte for byte at 3000 × 7168 (64 experts at alignment 128, 512 at 1) and at
- * 8192 × 7168 (64 experts at 128), and at 3000 against the CPU reference; a data view 8 bytes into its
- * allocation; the cases the row forms do not take (rowForm off, a clamp, another H, x off alignment) run their usual
- * kernel with the knob on. Every psum here keeps §11.2. Skipped, and counted as skipped, without a GPU.
+ * is set, the default since its A/B, set and restored in try/finally), against `_anrs` (the knob off) byte for byte at
+ * 3000 × 7168 (64 experts at alignment 128, 512 at 1) and at 8192 × 7168 (64 experts at 128), and at 3000 against the
+ * CPU reference; a data view 8 bytes into its allocation; the cases the row forms do not take (rowForm off, a clamp,
+ * another H, x off alignment) run their usual kernel with the knob on. `_anrt` against the CPU reference on every
+ * psum layout, alignment, option and special value is tests/swl17_gpu.test.ts's first test (it runs the default row
+ * form, `_anrt` since round 33; this file had a copy of it with its own seed until the twenty-second run). Every psum
+ * here keeps §11.2. Skipped, and counted as skipped, without a GPU.
  * @module
  */
 import assert from "node:assert/strict";
-import { type DeviceTensor, HostTensor, swigluForwardAndPerTokenCast, tensor } from "../mod.ts";
-import { encodeBf16 } from "../core/dtype.ts";
-import { config } from "../core/config.ts";
-import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
-import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
-import { fnOf, H, inputX, onDevice, type Opts, OPTS, options, realRows, realSf, SF_OPTS } from "./swiglu_rows_util.ts";
-import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
-import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
+import { swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
+import { castKnobAB, castKnobViewsAndFallbacks } from "./swiglu_rows_util.ts";
+import { gpuTest, rng } from "./harness.ts";
 
 const SEED = 33301;
-const CAST_ANL = "tk_swiglu_forward__bf16_e4m3_g128_anl";
 const CAST_ANRS = "tk_swiglu_forward__bf16_e4m3_g128_anrs";
 const CAST_ANRT = "tk_swiglu_forward__bf16_e4m3_g128_anrt";
-const CAST = { fmt: "e4m3", numPerChannels: 128 } as const;
-
-/** Runs `f` with swigluLaunchTuning.castTailPrefetch = `on` (off: `_anrs`), restoring it however `f` ends. */
-function withTail<R>(on: boolean, f: () => R): R {
-  const saved = swigluLaunchTuning.castTailPrefetch;
-  swigluLaunchTuning.castTailPrefetch = on;
-  try {
-    return f();
-  } finally {
-    swigluLaunchTuning.castTailPrefetch = saved;
-  }
-}
-
-/** psum of E experts: experts 0 … n − 1 one row each (rows 0 … n − 1), the rest empty but the last, which ends at T. */
-function stairPsum(T: number, E: number, n: number): number[] {
-  return Array.from({ length: E }, (_, e) => (e === E - 1 ? T : Math.min(e + 1, n)));
-}
-
-/** Small psum layouts by hand: [T, A, psum] (each keeps §11.2: psum[e] ≥ align(psum[e−1], A), psum[E−1] ≤ T). */
-const SMALL_PSUM: readonly [number, number, number[]][] = [
-  [9, 4, [1, 4, 4, 9]], // expert 0: row 0, rows 1–3 padding; experts 1, 2 empty; expert 3 rows 4–8
-  [5, 1, [0, 0, 2, 2]], // two empty experts first, rows 2–4 beyond psum[E−1] (padding)
-  [3, 1, [0, 0]], // every row padding: nothing written, the sf's padding rows zeroed
-  [20, 16, [3, 19]], // expert 0 rows 0–2, rows 3–15 padding, expert 1 rows 16–18, row 19 beyond psum[E−1]
-  [7, 16, [3]], // one expert, alignment 16 > T: rows 3–6 padding
-  [2, 1, [2]], // one expert, every row real
-  [1, 1, [1]], // one row, real
-  [1, 1, [0]], // one row, padding
-  [600, 1, stairPsum(600, 100, 99)], // 99 one-row experts, then rows 99–599: block b's next row passes 99 − b experts
-  [900, 1, stairPsum(900, 400, 350)], // 350 one-row experts, 49 empty, then rows 350–899: scans and fallbacks
-  [700, 4, [0, 0, 3, 8, 8, 8, 20, 200, 264, 265, 528, 530, 533, 690]], // rows on and next to every boundary
-];
-
-/** The cast with `_anrt` against the CPU reference (real rows of the data; the sf with its padding rows), every sf layout. */
-function checkCase(x: HostTensor, co: ReturnType<typeof options>, A: number, pdl: boolean, tag: string): number {
-  const T = x.shape[0];
-  const real = swigluRealRows("t", T, co.psumNumTokensPerExpert ?? null, A);
-  const dx = uploadView(x), dco = onDevice(co);
-  let calls = 0;
-  try {
-    withTail(true, () =>
-      withPdl(pdl, () => {
-        for (const sfo of SF_OPTS) {
-          const [cd, cs] = swigluForwardAndPerTokenCast(x, { ...CAST, ...sfo, ...co });
-          const [gd, gs] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...sfo, ...dco });
-          const last = swigluLastLaunch();
-          const label = `swigluForwardAndPerTokenCast _anrt ${JSON.stringify(sfo)} ${tag}`;
-          assert.equal(last.fn, fnOf(CAST_ANRT), `${label}: kernel`);
-          assert.equal(last.pdl, config.pdl, `${label}: PDL as config.pdl`);
-          assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), realRows(storageBytes(cd as HostTensor), real, H), `${label} data`);
-          assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), realSf(storageBytes(cs as HostTensor), cs as HostTensor, real), `${label} sf`);
-          dispose(gd, gs);
-          calls++;
-        }
-      })
-    );
-  } finally {
-    dispose(dx, Object.values(dco));
-  }
-  return calls;
-}
-
-gpuTest("_anrt equals the CPU reference at H = 7168: small, stair and random psum layouts, 0-token experts, alignments, weights, scaling, special values, PDL on and off", () => {
-  const rand = rng(SEED);
-  let calls = 0, n = 0;
-  for (const [T, A, ps] of SMALL_PSUM) {
-    const o: Opts = { psum: ps, weights: n % 2 === 0, scale: n % 4 === 0 }; // a scaling factor only with weights
-    const tag = `small psum E=${ps.length} T=${T} A=${A} ${JSON.stringify({ ...o, psum: undefined })}`;
-    calls += checkCase(inputX(rand, T, n % 3), options(rand, T, o, A), A, n % 2 === 1, tag);
-    n++;
-  }
-  for (const T of [1, 2, 5, 37, 700]) {
-    for (const o of OPTS) {
-      if (T === 700 && !(o.psum === o.weights)) continue; // the large case (CPU time): no options, and all of them
-      const A = [1, 4, 16, 128][Math.floor(rand() * 4)];
-      const kind = Math.floor(rand() * 3);
-      calls += checkCase(inputX(rand, T, kind), options(rand, T, o, A), A, n++ % 2 === 0, `T=${T} ${JSON.stringify(o)} A=${A} input kind ${kind}`);
-    }
-  }
-  // many experts (random sizes, 0-token ones): the cursor's scan and fallback, with alignment
-  for (const [T, E, A] of [[700, 300, 1], [700, 90, 4]]) {
-    const co = options(rand, T, { weights: true }, A);
-    co.psumNumTokensPerExpert = randomPsum(rand, T, E, A);
-    calls += checkCase(inputX(rand, T, 1), co, A, n++ % 2 === 0, `T=${T} random psum E=${E} A=${A}`);
-  }
-  assert.ok(calls > 0);
-  assert.equal(swigluLaunchTuning.castTailPrefetch, true, "the knob is restored (default on since round 33's A/B)");
-});
 
 gpuTest("_anrt equals _anrs (castTailPrefetch off) at 3000 × 7168 (64 experts at alignment 128, 512 at 1) and 8192 × 7168 (64 at 128); weights, scaling; PDL on and off", () => {
-  const rand = rng(SEED + 1);
-  for (const [T, E, A] of [[3000, 64, 128], [3000, 512, 1], [8192, 64, 128]]) {
-    const x = inputX(rand, T, 1);
-    const co = options(rand, T, { weights: true, scale: true }, A);
-    co.psumNumTokensPerExpert = randomPsum(rand, T, E, A);
-    const real = swigluRealRows("t", T, co.psumNumTokensPerExpert, A);
-    const dx = uploadView(x), dco = onDevice(co);
-    try {
-      for (const pdl of [false, true]) {
-        withPdl(pdl, () => {
-          const run = (on: boolean) =>
-            withTail(on, () => {
-              const [d, s] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...dco });
-              const out = { fn: swigluLastLaunch().fn, d: realRows(readAllocation(d as DeviceTensor), real, H), s: readAllocation(s as DeviceTensor) };
-              dispose(d, s);
-              return out;
-            });
-          const m = run(false);
-          assert.equal(m.fn, fnOf(CAST_ANRS), "knob off: _anrs");
-          const q = run(true);
-          assert.equal(q.fn, fnOf(CAST_ANRT), "knob on: _anrt");
-          assertBytesEqual(q.d, m.d, `${T} E=${E} cast data pdl ${pdl}`);
-          assertBytesEqual(q.s, m.s, `${T} E=${E} cast sf pdl ${pdl}`);
-        });
-      }
-      if (T > 3000) continue; // the CPU reference of 8192 rows: too slow for a test; _anrs was checked against it
-      withTail(true, () => {
-        const [cd, cs] = swigluForwardAndPerTokenCast(x, { ...CAST, ...co });
-        const [gd, gs] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...dco });
-        assert.equal(swigluLastLaunch().fn, fnOf(CAST_ANRT), `${T}: _anrt`);
-        assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), realRows(storageBytes(cd as HostTensor), real, H), `${T} E=${E} data vs CPU`);
-        assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), realSf(storageBytes(cs as HostTensor), cs as HostTensor, real), `${T} E=${E} sf vs CPU`);
-        dispose(gd, gs);
-      });
-    } finally {
-      dispose(dx, Object.values(dco));
-    }
-  }
+  castKnobAB(rng(SEED + 1), "castTailPrefetch", CAST_ANRS, CAST_ANRT, [[3000, 64, 128], [3000, 512, 1], [8192, 64, 128]]);
 });
 
 gpuTest("castTailPrefetch: a data view 8 bytes into its allocation runs _anrt (off: _anrs); with the knob on the cases the row forms do not take run their usual kernel (rowForm off, clampValue, another H, x off alignment)", () => {
-  const rand = rng(SEED + 2);
-  {
-    // a preallocated data view 8 bytes into its allocation (the cast's 8-byte condition holds, 16 does not); every row real
-    const T = 5;
-    const x = inputX(rand, T, 0);
-    const dx = uploadView(x);
-    const want = storageBytes(swigluForwardAndPerTokenCast(x, CAST)[0] as HostTensor);
-    for (const on of [false, true]) {
-      const dd = uploadView(new HostTensor(new Uint8Array(T * H + 8), "e4m3", [T, H], [H, 1], 8));
-      withTail(on, () => {
-        const [d, s] = swigluForwardAndPerTokenCast(dx, { ...CAST, out: { data: dd } });
-        assert.equal(swigluLastLaunch().fn, fnOf(on ? CAST_ANRT : CAST_ANRS), `data at +8: ${on}`);
-        assertBytesEqual(readAllocation(d as DeviceTensor).subarray(8), want, `data at +8 (${on}) vs CPU`);
-        dispose(s);
-      });
-      dispose(dd);
-    }
-    dispose(dx);
-  }
-  withTail(true, () => {
-    const x2 = inputX(rand, 3, 0);
-    const d2 = uploadView(x2);
-    const savedRow = swigluLaunchTuning.rowForm;
-    swigluLaunchTuning.rowForm = false;
-    try {
-      const [c3, s3] = swigluForwardAndPerTokenCast(d2, CAST);
-      assert.equal(swigluLastLaunch().fn, fnOf(CAST_ANL), "rowForm off: _anl");
-      assertBytesEqual(readAllocation(c3 as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x2, CAST)[0] as HostTensor), "rowForm off cast");
-      dispose(c3, s3);
-    } finally {
-      swigluLaunchTuning.rowForm = savedRow;
-    }
-    const [c2, s2] = swigluForwardAndPerTokenCast(d2, { ...CAST, clampValue: 7 });
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "clamp: main's cast kernel");
-    assertBytesEqual(readAllocation(c2 as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x2, { ...CAST, clampValue: 7 })[0] as HostTensor), "clamp cast");
-    dispose(c2, s2);
-    const x1 = tensor(Uint16Array.from({ length: 9 * 2 * 1024 }, () => encodeBf16(Math.fround(rand() * 8 - 4))), [9, 2048], "bf16");
-    const d1 = uploadView(x1);
-    const [c1, s1] = swigluForwardAndPerTokenCast(d1, CAST);
-    assert.equal(swigluLastLaunch().fn, fnOf(CAST_ANL), "H = 1024: _anl");
-    assertBytesEqual(readAllocation(c1 as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x1, CAST)[0] as HostTensor), "H = 1024 cast");
-    dispose(d1, c1, s1);
-    const src = x2.data as Uint16Array;
-    const pad = new Uint16Array(src.length + 1);
-    pad.set(src, 1);
-    const du = uploadView(new HostTensor(pad, "bf16", x2.shape, x2.strides, 1));
-    const [cu, su] = swigluForwardAndPerTokenCast(du, CAST);
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "x off alignment: main's kernel");
-    assertBytesEqual(readAllocation(cu as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x2, CAST)[0] as HostTensor), "x off alignment cast");
-    dispose(d2, du, cu, su);
-  });
+  castKnobViewsAndFallbacks(rng(SEED + 2), "castTailPrefetch", CAST_ANRS, CAST_ANRT);
   assert.equal(swigluLaunchTuning.castTailPrefetch, true, "the knob is restored (default on since round 33's A/B)");
 });

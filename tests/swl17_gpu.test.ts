@@ -18,12 +18,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type DeviceTensor, HostTensor, swigluForwardAndPerTokenCast, tensor } from "../mod.ts";
-import { encodeBf16 } from "../core/dtype.ts";
+import { type DeviceTensor, type HostTensor, swigluForwardAndPerTokenCast } from "../mod.ts";
 import { config } from "../core/config.ts";
 import { swigluRealRows } from "../ops/quant/swiglu.ref.ts";
 import { swigluLastLaunch, swigluLaunchTuning } from "../ops/quant/swiglu_launch.ts";
-import { fnOf, H, inputX, onDevice, type Opts, OPTS, options, realRows, realSf, SF_OPTS } from "./swiglu_rows_util.ts";
+import { castKnobAB, castKnobViewsAndFallbacks, fnOf, H, inputX, onDevice, type Opts, OPTS, options, realRows, realSf, SF_OPTS } from "./swiglu_rows_util.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, randomPsum, readAllocation, storageBytes, uploadView, withPdl } from "./gpu_util.ts";
 
@@ -122,98 +121,10 @@ gpuTest("_anrt equals the CPU reference at H = 7168: small, stair and random psu
 });
 
 gpuTest("_anrt equals _anl (rowForm off) at the bench's shape 3000 × 7168 (64 experts at alignment 128, 512 at 1; weights, scaling; PDL on and off)", () => {
-  const rand = rng(SEED + 1);
-  const T = 3000;
-  for (const [E, A] of [[64, 128], [512, 1]]) {
-    const x = inputX(rand, T, 1);
-    const co = options(rand, T, { weights: true, scale: true }, A);
-    co.psumNumTokensPerExpert = randomPsum(rand, T, E, A);
-    const real = swigluRealRows("t", T, co.psumNumTokensPerExpert, A);
-    const dx = uploadView(x), dco = onDevice(co);
-    try {
-      for (const pdl of [false, true]) {
-        withPdl(pdl, () => {
-          const run = (on: boolean) =>
-            withScan(on, () => {
-              const [d, s] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...dco });
-              const out = { fn: swigluLastLaunch().fn, d: realRows(readAllocation(d as DeviceTensor), real, H), s: readAllocation(s as DeviceTensor) };
-              dispose(d, s);
-              return out;
-            });
-          const m = run(false);
-          assert.equal(m.fn, fnOf(CAST_ANL), "knob off: _anl");
-          const q = run(true);
-          assert.equal(q.fn, fnOf(CAST_ROW_FORM), "knob on: _anrt");
-          assertBytesEqual(q.d, m.d, `3000 E=${E} cast data pdl ${pdl}`);
-          assertBytesEqual(q.s, m.s, `3000 E=${E} cast sf pdl ${pdl}`);
-        });
-      }
-      // and against the CPU reference once (real rows; the sf with the padding rows' entries masked as realSf does)
-      withScan(true, () => {
-        const [cd, cs] = swigluForwardAndPerTokenCast(x, { ...CAST, ...co });
-        const [gd, gs] = swigluForwardAndPerTokenCast(dx, { ...CAST, ...dco });
-        assert.equal(swigluLastLaunch().fn, fnOf(CAST_ROW_FORM), "3000: _anrt");
-        assertBytesEqual(realRows(readAllocation(gd as DeviceTensor), real, H), realRows(storageBytes(cd as HostTensor), real, H), `3000 E=${E} data vs CPU`);
-        assertBytesEqual(realSf(readAllocation(gs as DeviceTensor), cs as HostTensor, real), realSf(storageBytes(cs as HostTensor), cs as HostTensor, real), `3000 E=${E} sf vs CPU`);
-        dispose(gd, gs);
-      });
-    } finally {
-      dispose(dx, Object.values(dco));
-    }
-  }
+  castKnobAB(rng(SEED + 1), "rowForm", CAST_ANL, CAST_ROW_FORM, [[3000, 64, 128], [3000, 512, 1]]);
 });
 
 gpuTest("rowForm: a data view 8 bytes into its allocation runs _anrt (off: _anl); the cases the row form does not take run main's choice (rowForm off, clampValue, another H, x off alignment)", () => {
-  const rand = rng(SEED + 2);
-  {
-    // a preallocated data view 8 bytes into its allocation (the cast's 8-byte condition holds, 16 does not); every row real
-    const T = 5;
-    const x = inputX(rand, T, 0);
-    const dx = uploadView(x);
-    const want = storageBytes(swigluForwardAndPerTokenCast(x, CAST)[0] as HostTensor);
-    for (const on of [false, true]) {
-      const dd = uploadView(new HostTensor(new Uint8Array(T * H + 8), "e4m3", [T, H], [H, 1], 8));
-      withScan(on, () => {
-        const [d, s] = swigluForwardAndPerTokenCast(dx, { ...CAST, out: { data: dd } });
-        assert.equal(swigluLastLaunch().fn, fnOf(on ? CAST_ROW_FORM : CAST_ANL), `data at +8: ${on}`);
-        assertBytesEqual(readAllocation(d as DeviceTensor).subarray(8), want, `data at +8 (${on}) vs CPU`);
-        dispose(s);
-      });
-      dispose(dd);
-    }
-    dispose(dx);
-  }
-  withScan(true, () => {
-    const x2 = inputX(rand, 3, 0);
-    const d2 = uploadView(x2);
-    const savedRow = swigluLaunchTuning.rowForm;
-    swigluLaunchTuning.rowForm = false;
-    try {
-      const [c3, s3] = swigluForwardAndPerTokenCast(d2, CAST);
-      assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anl"), "rowForm off: _anl");
-      assertBytesEqual(readAllocation(c3 as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x2, CAST)[0] as HostTensor), "rowForm off cast");
-      dispose(c3, s3);
-    } finally {
-      swigluLaunchTuning.rowForm = savedRow;
-    }
-    const [c2, s2] = swigluForwardAndPerTokenCast(d2, { ...CAST, clampValue: 7 });
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "clamp: main's cast kernel");
-    assertBytesEqual(readAllocation(c2 as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x2, { ...CAST, clampValue: 7 })[0] as HostTensor), "clamp cast");
-    dispose(c2, s2);
-    const x1 = tensor(Uint16Array.from({ length: 9 * 2 * 1024 }, () => encodeBf16(Math.fround(rand() * 8 - 4))), [9, 2048], "bf16");
-    const d1 = uploadView(x1);
-    const [c1, s1] = swigluForwardAndPerTokenCast(d1, CAST);
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128_anl"), "H = 1024: _anl");
-    assertBytesEqual(readAllocation(c1 as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x1, CAST)[0] as HostTensor), "H = 1024 cast");
-    dispose(d1, c1, s1);
-    const src = x2.data as Uint16Array;
-    const pad = new Uint16Array(src.length + 1);
-    pad.set(src, 1);
-    const du = uploadView(new HostTensor(pad, "bf16", x2.shape, x2.strides, 1));
-    const [cu, su] = swigluForwardAndPerTokenCast(du, CAST);
-    assert.equal(swigluLastLaunch().fn, fnOf("tk_swiglu_forward__bf16_e4m3_g128"), "x off alignment: main's kernel");
-    assertBytesEqual(readAllocation(cu as DeviceTensor), storageBytes(swigluForwardAndPerTokenCast(x2, CAST)[0] as HostTensor), "x off alignment cast");
-    dispose(d2, du, cu, su);
-  });
+  castKnobViewsAndFallbacks(rng(SEED + 2), "rowForm", CAST_ANL, CAST_ROW_FORM);
   assert.equal(swigluLaunchTuning.rowForm, true, "the knob is restored (default on)");
 });
