@@ -6,8 +6,9 @@
  * (xGrad, the e4m3 data, the sf in every layout, weightGrad; padding rows included) against the CPU reference over
  * small, odd and wide shapes, 0 rows, psum with padding rows, weights and scale, random e4m3 codes (NaN codes included)
  * with scales from 2^-4 to 2^20 (e^(-g) overflowing, tmp = +Inf, the reciprocal's fallback) and dy with NaN / ±Inf; x
- * as an aligned view inside a larger storage. At the bench's 16384 × 7168 it is compared with main's kernel (knob
- * "main"), byte for byte. The form is the default; the test sets the knob anyway. Every launch asserts the kernel sent;
+ * as an aligned view inside a larger storage (random seeds, printed: the draws change run to run). The bench's
+ * 16384 × 7168 comparison with main's kernel is tests/sbc28_gpu.test.ts's 28004 (this file had a copy until the
+ * twenty-second run). The test sets the knob. Every launch asserts the kernel sent;
  * the launches the form does not serve (clamp, recompute, fp32 dy, groups of 32, views off 16 bytes) must take main's
  * kernels. Skipped without a GPU.
  * @module
@@ -66,16 +67,6 @@ function randomDy(rand: () => number, T: number, H: number): HostTensor {
     const r = rand();
     const v = r < 0.002 ? NaN : r < 0.004 ? Infinity : r < 0.006 ? -Infinity : r < 0.02 ? 0 : r < 0.03 ? -0 : (rand() * 2 - 1) * [1, 4, 1e-3, 100][i % 4];
     b[i] = encodeBf16(v);
-  }
-  return tensor(b, [T, H], "bf16");
-}
-
-/** [T, H] bf16 dy from raw patterns, quickly: |v| in 2^-16 … 2^16 mostly, 1% any pattern (NaN, ±Inf, subnormals). */
-function rawDy(rand: () => number, T: number, H: number): HostTensor {
-  const b = new Uint16Array(T * H);
-  for (let i = 0; i < b.length; i++) {
-    const r = rand();
-    b[i] = r < 0.01 ? Math.floor(rand() * 65536) : ((r < 0.505 ? 0x8000 : 0) | (0x3780 + Math.floor(rand() * 0x1000)));
   }
   return tensor(b, [T, H], "bf16");
 }
@@ -195,31 +186,3 @@ gpuTest("the team16x knob leaves clamp, recompute, fp32 dy, groups of 32 and vie
   dispose(d, g, dx, ds, dd, Object.values(dco));
 });
 
-gpuTest("at the bench's 16384 × 7168 (64 experts, alignment 128, weights) the team16x form writes main's kernel's bytes", () => {
-  const seed = SEED + 13;
-  console.log(`sbc11 full-size seed ${seed}`);
-  const rand = rng(seed);
-  const T = 16384, H = 7168, E = 64, A = 128;
-  const p = new Int32Array(E);
-  let start = 0;
-  for (let e = 0; e < E; e++) {
-    p[e] = start + Math.floor(T / E) - 1 - Math.floor(rand() * 8); // one or more padding rows per expert
-    start = Math.ceil(p[e] / A) * A;
-  }
-  const dq = uploadView(randomCodes(rand, T, 2 * H));
-  const dqsf = uploadView(randomScales(rand, T, (2 * H) / 128));
-  const ddy = uploadView(rawDy(rand, T, H));
-  const o = {
-    fmt: "e4m3",
-    numPerChannels: 128,
-    psumNumTokensPerExpert: uploadView(tensor(p, [E], "int32")),
-    tokenAlignment: A,
-    topkWeights: uploadView(tensor(Float32Array.from({ length: T }, () => Math.fround(rand())), [T], "fp32")),
-  } as const;
-  const base = withForm("main", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
-  assert.equal(swigluLastLaunch().fn, fnOf(MAIN), "main's kernel");
-  const team = withForm("team16x", () => swigluBackwardAndPerTokenCast([dq, dqsf], ddy, o));
-  assert.equal(swigluLastLaunch().fn, fnOf(T16X), "team16x kernel");
-  sameOutputs(team, base, "16384 x 7168");
-  dispose(base, team, dq, dqsf, ddy, o.psumNumTokensPerExpert, o.topkWeights);
-});
