@@ -23,6 +23,7 @@ import {
 } from "../ops/quant/swiglu_per_channel.ts";
 import { assertBytesEqual, gpuTest, rng } from "./harness.ts";
 import { dispose, readAllocation, storageBytes, uploadView } from "./gpu_util.ts";
+import { randomX } from "./swiglu_per_channel_util.ts";
 
 type Opts = SwigluForwardAndPerChannelCastAndTransposeOptions;
 
@@ -34,33 +35,6 @@ const CLAMPS = [undefined, 6.5, 0.1, 1e-40, 3e38, 0, -2.5];
 /** The knob-off kernel of an option set. */
 function baseSymbol(o: Opts): string {
   return o.withoutTranspose ? `tk_swiglu_per_channel_cast__bf16_r${o.numPerTokens}` : `tk_swiglu_per_channel_cast_and_transpose__bf16_r${o.numPerTokens}`;
-}
-
-/**
- * A random bf16 `[T, 2H]` input (tests/swiglu_per_channel_gpu.test.ts's mix): each column its own magnitude
- * (2^-30 … 2^10); columns cycle through ±0, gates around the silu table's window ends (2^-26 … 2^-22, 60 … 260),
- * exact e4m3 ties, sparse NaN and ±Inf (gates and ups), and values the clamps cut.
- */
-function randomX(rand: () => number, T: number, H: number): HostTensor {
-  const W = 2 * H;
-  const colScale = Array.from({ length: W }, () => 2 ** Math.floor(rand() * 40 - 30));
-  const v = new Uint16Array(T * W);
-  for (let t = 0; t < T; t++) {
-    for (let j = 0; j < W; j++) {
-      const r = rand();
-      const kind = j % 13;
-      let x: number;
-      if (kind === 1) x = r < 0.5 ? -0 : 0;
-      else if (kind === 3) x = (r < 0.5 ? -1 : 1) * 2 ** (-26 + Math.floor(rand() * 4)) * (1 + Math.floor(rand() * 128) / 128);
-      else if (kind === 5) x = (r < 0.5 ? -1 : 1) * (60 + rand() * 200);
-      else if (kind === 7) x = (Math.floor(rand() * 64) - 32) * 0.5 + 0.25;
-      else if (kind === 9 && t % 37 === 5) x = r < 0.3 ? NaN : r < 0.6 ? Infinity : -Infinity;
-      else if (kind === 11) x = (r - 0.5) * 40;
-      else x = (r - 0.5) * 8 * colScale[j] * (1 + 7 * rand());
-      v[t * W + j] = encodeBf16(Math.fround(x));
-    }
-  }
-  return tensor(v, [T, W], "bf16");
 }
 
 /** The kernel the knob on runs for an aligned x: `_an` without a clamp, else the knob-off kernel. */
